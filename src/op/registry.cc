@@ -1,0 +1,110 @@
+// The op registry and the schema checks shared by every op.
+#include <memory>
+
+#include "op/op.h"
+
+namespace kiln {
+
+std::string desc_str(const TensorDesc& d) {
+  std::string s = "Tensor[(";
+  for (size_t i = 0; i < d.shape.size(); ++i) s += (i ? ", " : "") + std::to_string(d.shape[i]);
+  if (d.shape.size() == 1) s += ",";
+  return s + "), " + std::string(dtype_name(d.dtype)) + "]";
+}
+
+void OpRegistry::add(OpDef def) {
+  KILN_ASSERT(find(def.name) == nullptr, "op registered twice: " + def.name);
+  KILN_ASSERT(def.infer != nullptr && def.kernel != nullptr, "op without inference or kernel: " + def.name);
+  defs_.push_back(std::make_unique<OpDef>(std::move(def)));
+  order_.push_back(defs_.back().get());
+}
+
+const OpDef* OpRegistry::find(std::string_view name) const {
+  for (const OpDef* d : order_)
+    if (d->name == name) return d;
+  return nullptr;
+}
+
+static const OpRegistry& registry() {
+  static const OpRegistry r = [] {
+    OpRegistry reg;
+    register_elementwise_ops(reg);
+    register_reduce_ops(reg);
+    register_shape_ops(reg);
+    register_nn_ops(reg);
+    register_image_ops(reg);
+    register_quant_ops(reg);
+    return reg;
+  }();
+  return r;
+}
+
+const OpDef* find_op(std::string_view name) { return registry().find(name); }
+const std::vector<const OpDef*>& all_ops() { return registry().ops(); }
+
+// An empty list reads back as a list of ints; accept it where floats are asked.
+static bool coerce(AttrValue& v, AttrKind want) {
+  AttrKind have = attr_kind(v);
+  if (have == want) return true;
+  if (want == AttrKind::Float && have == AttrKind::Int) {
+    v = static_cast<double>(std::get<int64_t>(v));
+    return true;
+  }
+  if (want == AttrKind::Floats && have == AttrKind::Ints) {
+    const auto& xs = std::get<std::vector<int64_t>>(v);
+    v = std::vector<double>(xs.begin(), xs.end());
+    return true;
+  }
+  return false;
+}
+
+Attrs normalize_attrs(const OpDef& op, const Attrs& given) {
+  Attrs out;
+  for (const auto& [name, value] : given.items()) {
+    const AttrSpec* spec = nullptr;
+    for (const auto& s : op.attrs)
+      if (s.name == name) spec = &s;
+    if (!spec) {
+      std::string known;
+      for (const auto& s : op.attrs) known += (known.empty() ? "" : ", ") + s.name;
+      throw Error(op.name + ": unknown attribute '" + name + "'" +
+                  (known.empty() ? " (the op takes no attributes)" : " (known: " + known + ")"));
+    }
+    AttrValue v = value;
+    if (!coerce(v, spec->kind))
+      throw Error(op.name + ": attribute '" + name + "' must be a " + attr_kind_name(spec->kind) +
+                  ", got " + attr_value_str(value));
+    out.set(name, std::move(v));
+  }
+  for (const auto& s : op.attrs) {
+    if (out.has(s.name)) continue;
+    if (!s.default_value) throw Error(op.name + ": missing required attribute '" + s.name + "'");
+    out.set(s.name, *s.default_value);
+  }
+  return out;
+}
+
+std::vector<TensorDesc> infer_op(const OpDef& op, const std::vector<TensorDesc>& inputs,
+                                 const Attrs& attrs) {
+  int n = static_cast<int>(inputs.size());
+  if (n < op.min_inputs || (op.max_inputs >= 0 && n > op.max_inputs)) {
+    std::string want = op.min_inputs == op.max_inputs ? std::to_string(op.min_inputs)
+                       : op.max_inputs < 0 ? "at least " + std::to_string(op.min_inputs)
+                                           : std::to_string(op.min_inputs) + " to " + std::to_string(op.max_inputs);
+    throw Error(op.name + " takes " + want + " input(s), got " + std::to_string(n));
+  }
+  return op.infer(inputs, normalize_attrs(op, attrs));
+}
+
+std::vector<Tensor> run_op(const OpDef& op, const std::vector<Tensor>& inputs, const Attrs& attrs) {
+  std::vector<TensorDesc> in;
+  for (const auto& t : inputs) in.push_back({t.shape(), t.dtype()});
+  Attrs norm = normalize_attrs(op, attrs);
+  std::vector<TensorDesc> out_desc = infer_op(op, in, norm);
+  std::vector<Tensor> outs;
+  for (const auto& d : out_desc) outs.push_back(Tensor::empty(d.shape, d.dtype));
+  op.kernel(inputs, norm, outs);
+  return outs;
+}
+
+}  // namespace kiln
