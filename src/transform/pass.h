@@ -1,0 +1,46 @@
+// Graph passes by name, and the pipeline that runs them.
+//
+// Every pass is one file in this folder exposing one function
+// `Module name(const Module&)`; pipeline.cc lists them, in the order the
+// default pipeline runs them, with a one-line description each.
+#pragma once
+
+#include <functional>
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+#include "ir/ir.h"
+
+namespace kiln {
+
+// Removes bindings whose variables are never used (all ops are pure).
+Module eliminate_dead_code(const Module& m);
+// Evaluates op calls whose arguments are all constants with the reference
+// kernels, and field accesses of literal tuples.
+Module fold_constants(const Module& m);
+// Checks the module (verify_module) and returns it unchanged.
+Module verify_pass(const Module& m);
+
+struct PassInfo {
+  std::string name;         // as given to `kiln opt --passes`
+  std::string description;  // one line
+  std::function<Module(const Module&)> run;
+};
+
+// All graph passes, in pipeline order.
+const std::vector<PassInfo>& graph_passes();
+const PassInfo* find_graph_pass(const std::string& name);
+
+struct PipelineOptions {
+  bool print_after_all = false;  // print the module after each pass that changed it
+  bool time_passes = false;      // print the time of each pass
+  bool verify_each = true;       // run the verifier after each pass
+  std::ostream* log = nullptr;   // where printing and timing go (stderr when null)
+};
+
+// Runs the named passes in order. Unknown names are an error listing the
+// known ones, raised before any pass runs.
+Module run_passes(const Module& m, const std::vector<std::string>& names, const PipelineOptions& opts = {});
+
+}  // namespace kiln

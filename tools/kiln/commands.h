@@ -1,0 +1,13 @@
+// Subcommands of the `kiln` tool. Each lives in its own cmd_NAME.cc and adds
+// itself to the app; main.cc calls them in the order `kiln --help` lists them.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace kiln::cli {
+
+void add_run_command(CLI::App& app);
+void add_opt_command(CLI::App& app);
+void add_ops_command(CLI::App& app);
+
+}  // namespace kiln::cli
