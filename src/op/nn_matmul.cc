@@ -1,0 +1,154 @@
+// matmul and nn.dense: reference kernels.
+//
+// matmul(a, b) follows numpy.matmul: a 1-D `a` is read as a row (1, K) and a
+// 1-D `b` as a column (K, 1), and the added axis is dropped from the result;
+// dims before the last two are batch dims and broadcast like numpy.
+// nn.dense(x [..., K], w [N, K]) = x @ w^T, of shape [..., N].
+//
+// Both take out_dtype="" (float32 -> float32, float16 -> float16,
+// int8/uint8 -> int32). float16 computes in float32 and rounds once at the
+// end; int8/uint8 (which may mix) accumulate exactly in int32.
+//
+// Speed: the core is C[m, :] += A[m, k] * B[k, :], whose innermost loop runs
+// over a contiguous row of B and C and vectorises without reassociating
+// float sums; dense transposes w once to get there.
+#include <algorithm>
+#include <vector>
+
+#include "op/nn_internal.h"
+
+namespace kiln {
+namespace {
+
+// c (m x n) = a (m x k) @ b (k x n), all row-major.
+template <typename Acc>
+void gemm(const Acc* a, const Acc* b, Acc* c, int64_t m, int64_t k, int64_t n) {
+  std::fill(c, c + m * n, Acc(0));
+  for (int64_t i = 0; i < m; ++i) {
+    Acc* crow = c + i * n;
+    for (int64_t p = 0; p < k; ++p) {
+      const Acc av = a[i * k + p];
+      const Acc* brow = b + p * n;
+      for (int64_t j = 0; j < n; ++j) crow[j] += av * brow[j];
+    }
+  }
+}
+
+// ---- matmul ---------------------------------------------------------------
+
+const char* kMatmul = "matmul";
+
+// Shapes of a matmul seen as batched 2-D products.
+struct MatmulShape {
+  Shape a_batch, b_batch, batch;
+  int64_t m = 1, k = 1, n = 1;
+  Shape out;
+};
+
+MatmulShape matmul_shape(const Shape& a, const Shape& b) {
+  const std::string op = kMatmul;
+  if (a.empty() || b.empty())
+    throw Error(op + ": operands must have rank >= 1, got shapes " + shape_str(a) + " and " +
+                shape_str(b));
+  MatmulShape s;
+  s.m = a.size() == 1 ? 1 : a[a.size() - 2];
+  s.k = a.back();
+  int64_t kb = b.size() == 1 ? b[0] : b[b.size() - 2];
+  s.n = b.size() == 1 ? 1 : b.back();
+  if (s.k != kb)
+    throw Error(op + ": a of shape " + shape_str(a) + " has " + std::to_string(s.k) +
+                " columns but b of shape " + shape_str(b) + " has " + std::to_string(kb) +
+                " rows; they must be equal");
+  if (a.size() > 2) s.a_batch.assign(a.begin(), a.end() - 2);
+  if (b.size() > 2) s.b_batch.assign(b.begin(), b.end() - 2);
+  s.batch = broadcast_shapes(op, s.a_batch, s.b_batch);
+  s.out = s.batch;
+  if (a.size() > 1) s.out.push_back(s.m);
+  if (b.size() > 1) s.out.push_back(s.n);
+  return s;
+}
+
+std::vector<TensorDesc> infer_matmul(const std::vector<TensorDesc>& in, const Attrs& attrs) {
+  check_mul_operands(kMatmul, "a", in[0].dtype, "b", in[1].dtype);
+  MatmulShape s = matmul_shape(in[0].shape, in[1].shape);
+  return {{s.out, resolve_out_dtype(kMatmul, in[0].dtype, attrs)}};
+}
+
+template <typename Acc>
+void matmul_impl(const Tensor& a, const Tensor& b, Tensor& out) {
+  MatmulShape s = matmul_shape(a.shape(), b.shape());
+  AccBuffer<Acc> ab(a), bb(b);
+  const int64_t mat_a = s.m * s.k, mat_b = s.k * s.n, mat_c = s.m * s.n;
+  std::vector<Acc> c(static_cast<size_t>(mat_c));
+  // Batch strides counted in matrices; for_each_row walks the broadcast batch.
+  for_each_row<2>(s.batch,
+                  {broadcast_strides(s.a_batch, s.batch), broadcast_strides(s.b_batch, s.batch)},
+                  [&](int64_t out_off, std::array<int64_t, 2> offs, int64_t count,
+                      std::array<int64_t, 2> inner) {
+                    for (int64_t i = 0; i < count; ++i) {
+                      const Acc* am = ab.data() + (offs[0] + i * inner[0]) * mat_a;
+                      const Acc* bm = bb.data() + (offs[1] + i * inner[1]) * mat_b;
+                      gemm(am, bm, c.data(), s.m, s.k, s.n);
+                      store_acc(c.data(), mat_c, out, (out_off + i) * mat_c);
+                    }
+                  });
+}
+
+void matmul_kernel(const std::vector<Tensor>& in, const Attrs& attrs, std::vector<Tensor>& out) {
+  if (is_int_acc_input(in[0].dtype()))
+    matmul_impl<int32_t>(in[0], in[1], out[0]);
+  else
+    matmul_impl<float>(in[0], in[1], out[0]);
+}
+
+// ---- dense ----------------------------------------------------------------
+
+const char* kDense = "nn.dense";
+
+std::vector<TensorDesc> infer_dense(const std::vector<TensorDesc>& in, const Attrs& attrs) {
+  const std::string op = kDense;
+  const TensorDesc& x = in[0];
+  const TensorDesc& w = in[1];
+  check_mul_operands(op, "data", x.dtype, "weight", w.dtype);
+  if (x.shape.empty()) throw Error(op + ": data must have rank >= 1, got a scalar");
+  if (w.shape.size() != 2)
+    throw Error(op + ": weight must be 2-D (units, K), got shape " + shape_str(w.shape));
+  if (w.shape[1] != x.shape.back())
+    throw Error(op + ": weight of shape " + shape_str(w.shape) + " has K=" + std::to_string(w.shape[1]) +
+                " but data of shape " + shape_str(x.shape) + " has K=" + std::to_string(x.shape.back()));
+  Shape out(x.shape.begin(), x.shape.end() - 1);
+  out.push_back(w.shape[0]);
+  return {{out, resolve_out_dtype(op, x.dtype, attrs)}};
+}
+
+template <typename Acc>
+void dense_impl(const Tensor& x, const Tensor& w, Tensor& out) {
+  const int64_t n = w.dim(0), k = w.dim(1);
+  const int64_t m = k == 0 ? out.numel() / std::max<int64_t>(n, 1) : x.numel() / k;
+  AccBuffer<Acc> xb(x), wb(w);
+  std::vector<Acc> wt(static_cast<size_t>(k * n));
+  for (int64_t j = 0; j < n; ++j)
+    for (int64_t p = 0; p < k; ++p) wt[static_cast<size_t>(p * n + j)] = wb.data()[j * k + p];
+  std::vector<Acc> c(static_cast<size_t>(m * n));
+  gemm(xb.data(), wt.data(), c.data(), m, k, n);
+  store_acc(c.data(), m * n, out, 0);
+}
+
+void dense_kernel(const std::vector<Tensor>& in, const Attrs& attrs, std::vector<Tensor>& out) {
+  if (is_int_acc_input(in[0].dtype()))
+    dense_impl<int32_t>(in[0], in[1], out[0]);
+  else
+    dense_impl<float>(in[0], in[1], out[0]);
+}
+
+}  // namespace
+
+void register_nn_matmul_ops(OpRegistry& r) {
+  std::vector<AttrSpec> attrs = {{"out_dtype", AttrKind::String, std::string()}};
+  r.add({kMatmul, "matrix product with numpy.matmul semantics (batched, broadcasting)", 2, 2, attrs,
+         false, infer_matmul, matmul_kernel});
+  r.add({kDense, "fully connected layer: x @ w^T with w of shape (units, K)", 2, 2, attrs, false,
+         infer_dense, dense_kernel});
+}
+
+}  // namespace kiln

@@ -1,0 +1,218 @@
+// Shape ops that select or replicate elements: strided_slice, broadcast_to,
+// take and where. Registered from register_shape_ops (shape.cc). All dtypes.
+//
+// strided_slice(begin, end, strides=[], axes=[]): numpy slicing of the listed
+//   axes (default: axes 0..len(begin)-1), begin:end:stride on each; strides
+//   default to 1. Negative begin/end count from the end, out-of-range values
+//   clamp (so a huge end means "to the end", a huge negative end with a
+//   negative stride "to the front"), a negative stride walks backwards, and a
+//   stride of 0 is an error. Unlisted axes are kept whole.
+// broadcast_to(shape): numpy broadcasting of data to `shape`.
+// take(data, indices int32/int64; axis=0): out = data.shape[:axis] +
+//   indices.shape + data.shape[axis+1:], out[..., j, ...] = data[..., indices[j], ...].
+//   Negative indices wrap once (-1 is the last); anything outside [-d, d) is an
+//   error when the kernel runs.
+// where(cond bool, x, y): elementwise cond ? x : y with numpy broadcasting of
+//   all three; x and y share a dtype.
+#include <cstring>
+#include <vector>
+
+#include "op/nn_internal.h"
+
+namespace kiln {
+namespace {
+
+// ---- strided_slice --------------------------------------------------------
+
+struct SliceAxis {
+  int64_t start = 0, count = 0, step = 1;
+};
+
+// Python's slice.indices(): normalises begin/end/step against a size d.
+SliceAxis slice_axis(int64_t b, int64_t e, int64_t s, int64_t d) {
+  SliceAxis r;
+  r.step = s;
+  if (s > 0) {
+    if (b < 0) b = std::max<int64_t>(b + d, 0);
+    if (e < 0) e = std::max<int64_t>(e + d, 0);
+    b = std::min(b, d);
+    e = std::min(e, d);
+    r.start = b;
+    r.count = e > b ? 1 + (e - b - 1) / s : 0;
+  } else {
+    if (b < 0) b = std::max<int64_t>(b + d, -1);
+    if (e < 0) e = std::max<int64_t>(e + d, -1);
+    b = std::min(b, d - 1);
+    e = std::min(e, d - 1);
+    r.start = b;
+    r.count = b > e ? 1 + (b - e - 1) / -s : 0;
+  }
+  return r;
+}
+
+// The (start, count, step) of every axis of data.
+std::vector<SliceAxis> slice_plan(const Shape& shape, const Attrs& attrs) {
+  const std::string op = "strided_slice";
+  const int64_t rank = static_cast<int64_t>(shape.size());
+  const std::vector<int64_t>& begin = attrs.get_ints("begin");
+  const std::vector<int64_t>& end = attrs.get_ints("end");
+  std::vector<int64_t> strides = attrs.get_ints("strides");
+  std::vector<int64_t> axes = attrs.get_ints("axes");
+  const size_t k = begin.size();
+  if (end.size() != k)
+    throw Error(op + ": attribute 'end' has " + std::to_string(end.size()) + " values but 'begin' has " +
+                std::to_string(k));
+  if (strides.empty()) strides.assign(k, 1);
+  if (strides.size() != k)
+    throw Error(op + ": attribute 'strides' has " + std::to_string(strides.size()) +
+                " values but 'begin' has " + std::to_string(k));
+  if (axes.empty()) {
+    if (static_cast<int64_t>(k) > rank)
+      throw Error(op + ": attribute 'begin' has " + std::to_string(k) + " values but data " +
+                  shape_str(shape) + " has only " + std::to_string(rank) + " axes");
+    for (size_t i = 0; i < k; ++i) axes.push_back(static_cast<int64_t>(i));
+  }
+  if (axes.size() != k)
+    throw Error(op + ": attribute 'axes' has " + std::to_string(axes.size()) + " values but 'begin' has " +
+                std::to_string(k));
+  normalize_axes(op, axes, rank, "attribute 'axes'");  // rejects repeats and out-of-range axes
+  std::vector<SliceAxis> plan;
+  for (int64_t d : shape) plan.push_back({0, d, 1});
+  for (size_t i = 0; i < k; ++i) {
+    if (strides[i] == 0) throw Error(op + ": attribute 'strides' = " + attr_value_str(strides) + " has a 0");
+    int64_t a = normalize_axis(op, axes[i], rank, "attribute 'axes'");
+    plan[static_cast<size_t>(a)] = slice_axis(begin[i], end[i], strides[i], shape[static_cast<size_t>(a)]);
+  }
+  return plan;
+}
+
+std::vector<TensorDesc> infer_strided_slice(const std::vector<TensorDesc>& in, const Attrs& attrs) {
+  Shape out;
+  for (const SliceAxis& s : slice_plan(in[0].shape, attrs)) out.push_back(s.count);
+  return {{out, in[0].dtype}};
+}
+
+void strided_slice_kernel(const std::vector<Tensor>& in, const Attrs& attrs, std::vector<Tensor>& out) {
+  std::vector<SliceAxis> plan = slice_plan(in[0].shape(), attrs);
+  std::vector<int64_t> in_strides = contiguous_strides(in[0].shape());
+  int64_t base = 0;
+  std::vector<int64_t> strides;
+  for (size_t a = 0; a < plan.size(); ++a) {
+    base += plan[a].start * in_strides[a];
+    strides.push_back(plan[a].step * in_strides[a]);
+  }
+  if (out[0].numel() == 0) return;
+  copy_strided(in[0], base, strides, out[0]);
+}
+
+// ---- broadcast_to ---------------------------------------------------------
+
+std::vector<TensorDesc> infer_broadcast_to(const std::vector<TensorDesc>& in, const Attrs& attrs) {
+  const std::string op = "broadcast_to";
+  const Shape& s = in[0].shape;
+  const std::vector<int64_t>& target = attrs.get_ints("shape");
+  bool ok = target.size() >= s.size();
+  for (int64_t d : target) ok = ok && d >= 0;
+  for (size_t i = 0; ok && i < s.size(); ++i) {
+    int64_t t = target[target.size() - s.size() + i];
+    ok = s[i] == t || s[i] == 1;
+  }
+  if (!ok)
+    throw Error(op + ": data of shape " + shape_str(s) + " cannot be broadcast to attribute 'shape' = " +
+                attr_value_str(target));
+  return {{target, in[0].dtype}};
+}
+
+void broadcast_to_kernel(const std::vector<Tensor>& in, const Attrs&, std::vector<Tensor>& out) {
+  copy_strided(in[0], 0, broadcast_strides(in[0].shape(), out[0].shape()), out[0]);
+}
+
+// ---- take -----------------------------------------------------------------
+
+std::vector<TensorDesc> infer_take(const std::vector<TensorDesc>& in, const Attrs& attrs) {
+  const std::string op = "take";
+  const TensorDesc& x = in[0];
+  const TensorDesc& idx = in[1];
+  require_dtype(op, "indices", idx.dtype, {DType::Int32, DType::Int64});
+  if (x.shape.empty()) throw Error(op + ": data is a scalar; take needs rank >= 1");
+  const size_t axis = static_cast<size_t>(normalize_axis(op, attrs.get_int("axis"), static_cast<int64_t>(x.shape.size())));
+  Shape out(x.shape.begin(), x.shape.begin() + static_cast<int64_t>(axis));
+  out.insert(out.end(), idx.shape.begin(), idx.shape.end());
+  out.insert(out.end(), x.shape.begin() + static_cast<int64_t>(axis) + 1, x.shape.end());
+  return {{out, x.dtype}};
+}
+
+void take_kernel(const std::vector<Tensor>& in, const Attrs& attrs, std::vector<Tensor>& out) {
+  const Tensor& x = in[0];
+  const Tensor& idx = in[1];
+  const int64_t axis = normalize_axis("take", attrs.get_int("axis"), x.ndim());
+  AxisSplit s = split_at_axis(x.shape(), axis);
+  const int64_t n_idx = idx.numel();
+  std::vector<int64_t> rows(static_cast<size_t>(n_idx));
+  for (int64_t j = 0; j < n_idx; ++j) {
+    int64_t i = idx.dtype() == DType::Int32 ? idx.data<int32_t>()[j] : idx.data<int64_t>()[j];
+    if (i < -s.n || i >= s.n)
+      throw Error("take: index " + std::to_string(i) + " (at position " + std::to_string(j) +
+                  " of indices) is out of range for axis " + std::to_string(axis) + " of size " +
+                  std::to_string(s.n) + " (expected " + std::to_string(-s.n) + ".." + std::to_string(s.n - 1) + ")");
+    rows[static_cast<size_t>(j)] = i < 0 ? i + s.n : i;
+  }
+  const int64_t chunk = s.inner * dtype_bytes(x.dtype());
+  if (chunk == 0) return;
+  const char* src = static_cast<const char*>(x.raw());
+  char* dst = static_cast<char*>(out[0].raw());
+  for (int64_t o = 0; o < s.outer; ++o)
+    for (int64_t j = 0; j < n_idx; ++j) {
+      std::memcpy(dst, src + (o * s.n + rows[static_cast<size_t>(j)]) * chunk, static_cast<size_t>(chunk));
+      dst += chunk;
+    }
+}
+
+// ---- where ----------------------------------------------------------------
+
+std::vector<TensorDesc> infer_where(const std::vector<TensorDesc>& in, const Attrs&) {
+  const std::string op = "where";
+  require_dtype(op, "cond", in[0].dtype, {DType::Bool});
+  if (in[1].dtype != in[2].dtype)
+    throw Error(op + ": x has dtype " + std::string(dtype_name(in[1].dtype)) + " but y has dtype " +
+                std::string(dtype_name(in[2].dtype)) + "; they must match");
+  Shape out = broadcast_shapes(op, broadcast_shapes(op, in[0].shape, in[1].shape), in[2].shape);
+  return {{out, in[1].dtype}};
+}
+
+void where_kernel(const std::vector<Tensor>& in, const Attrs&, std::vector<Tensor>& out) {
+  const Shape& shape = out[0].shape();
+  const uint8_t* cond = in[0].data<uint8_t>();
+  dispatch_dtype(in[1].dtype(), [&](auto tag) {
+    using S = typename decltype(tag)::storage;
+    const S* x = in[1].data<S>();
+    const S* y = in[2].data<S>();
+    S* dst = out[0].data<S>();
+    for_each_row<3>(shape,
+                    {broadcast_strides(in[0].shape(), shape), broadcast_strides(in[1].shape(), shape),
+                     broadcast_strides(in[2].shape(), shape)},
+                    [&](int64_t o, std::array<int64_t, 3> offs, int64_t n, std::array<int64_t, 3> st) {
+                      for (int64_t i = 0; i < n; ++i)
+                        dst[o + i] = cond[offs[0] + i * st[0]] ? x[offs[1] + i * st[1]] : y[offs[2] + i * st[2]];
+                    });
+  });
+}
+
+}  // namespace
+
+void register_shape_index_ops(OpRegistry& r) {
+  r.add({"strided_slice", "numpy slicing begin:end:stride on chosen axes", 1, 1,
+         {{"begin", AttrKind::Ints, std::nullopt},
+          {"end", AttrKind::Ints, std::nullopt},
+          {"strides", AttrKind::Ints, std::vector<int64_t>{}},
+          {"axes", AttrKind::Ints, std::vector<int64_t>{}}},
+         false, infer_strided_slice, strided_slice_kernel});
+  r.add({"broadcast_to", "numpy broadcasting to a given shape", 1, 1,
+         {{"shape", AttrKind::Ints, std::nullopt}}, false, infer_broadcast_to, broadcast_to_kernel});
+  r.add({"take", "gathers slices along one axis by index", 2, 2, {{"axis", AttrKind::Int, int64_t{0}}},
+         false, infer_take, take_kernel});
+  r.add({"where", "elementwise select cond ? x : y with broadcasting", 3, 3, {}, false, infer_where,
+         where_kernel});
+}
+
+}  // namespace kiln
