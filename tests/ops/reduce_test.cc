@@ -1,0 +1,283 @@
+// Reductions and softmax against hand-computed values and a naive reduction
+// written here (one pass per output element over an unravelled index).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <limits>
+
+#include "kiln/runtime/error.h"
+#include "op/op.h"
+
+namespace kiln {
+namespace {
+
+std::vector<double> values(const Tensor& t) {
+  std::vector<double> v;
+  for (int64_t i = 0; i < t.numel(); ++i) v.push_back(t.get_as_double(i));
+  return v;
+}
+
+Tensor run1(const std::string& op, const std::vector<Tensor>& in, const Attrs& attrs = {}) {
+  const OpDef* d = find_op(op);
+  EXPECT_NE(d, nullptr) << op;
+  return run_op(*d, in, attrs).at(0);
+}
+
+void expect_error(const std::function<void()>& fn, const std::string& needle) {
+  try {
+    fn();
+    ADD_FAILURE() << "no error; expected one containing: " << needle;
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos)
+        << "message: " << e.what() << "\nexpected to contain: " << needle;
+  }
+}
+
+Attrs axes(std::vector<int64_t> a, int64_t keepdims = 0) {
+  return {{"axis", a}, {"keepdims", keepdims}};
+}
+
+// Naive reduction: for each output element, visit every input element and
+// keep those whose non-reduced coordinates match.
+std::vector<double> naive_reduce(const Tensor& x, std::vector<int64_t> ax,
+                                 const std::function<double(const std::vector<double>&)>& f) {
+  size_t rank = x.shape().size();
+  std::vector<bool> red(rank, ax.empty());
+  for (int64_t a : ax) red[static_cast<size_t>(a < 0 ? a + static_cast<int64_t>(rank) : a)] = true;
+  auto unravel = [&](int64_t k) {
+    std::vector<int64_t> idx(rank);
+    for (size_t i = rank; i-- > 0;) {
+      idx[i] = k % x.shape()[i];
+      k /= x.shape()[i];
+    }
+    return idx;
+  };
+  // Output keys: the kept coordinates, in row-major order of first appearance.
+  std::vector<std::vector<int64_t>> keys;
+  std::vector<std::vector<double>> groups;
+  for (int64_t k = 0; k < x.numel(); ++k) {
+    auto idx = unravel(k);
+    std::vector<int64_t> key;
+    for (size_t i = 0; i < rank; ++i)
+      if (!red[i]) key.push_back(idx[i]);
+    size_t g = 0;
+    while (g < keys.size() && keys[g] != key) ++g;
+    if (g == keys.size()) {
+      keys.push_back(key);
+      groups.emplace_back();
+    }
+    groups[g].push_back(x.get_as_double(k));
+  }
+  std::vector<double> out;
+  for (const auto& g : groups) out.push_back(f(g));
+  return out;
+}
+
+double vsum(const std::vector<double>& v) {
+  double s = 0;
+  for (double d : v) s += d;
+  return s;
+}
+
+TEST(Reduce, SumHandValues) {
+  Tensor x = Tensor::from_floats({2, 3}, {1, 2, 3, 4, 5, 6});
+  EXPECT_EQ(values(run1("sum", {x})), (std::vector<double>{21}));
+  EXPECT_EQ(run1("sum", {x}).shape(), (Shape{}));
+  EXPECT_EQ(values(run1("sum", {x}, axes({0}))), (std::vector<double>{5, 7, 9}));
+  EXPECT_EQ(values(run1("sum", {x}, axes({1}))), (std::vector<double>{6, 15}));
+  EXPECT_EQ(values(run1("sum", {x}, axes({-1}))), (std::vector<double>{6, 15}));
+  Tensor k = run1("sum", {x}, axes({-1}, 1));
+  EXPECT_EQ(k.shape(), (Shape{2, 1}));
+  EXPECT_EQ(values(k), (std::vector<double>{6, 15}));
+  Tensor all = run1("sum", {x}, axes({}, 1));
+  EXPECT_EQ(all.shape(), (Shape{1, 1}));
+  EXPECT_EQ(values(all), (std::vector<double>{21}));
+  EXPECT_EQ(values(run1("mean", {x}, axes({0}))), (std::vector<double>{2.5, 3.5, 4.5}));
+  EXPECT_EQ(values(run1("max", {x}, axes({1}))), (std::vector<double>{3, 6}));
+  EXPECT_EQ(values(run1("min", {x}, axes({0}))), (std::vector<double>{1, 2, 3}));
+}
+
+TEST(Reduce, AgainstNaiveRank4) {
+  Tensor x = Tensor::empty({2, 3, 4, 5}, DType::Float32);
+  for (int64_t i = 0; i < x.numel(); ++i) x.set_from_double(i, std::sin(0.37 * double(i)) * 10);
+  std::vector<std::vector<int64_t>> cases = {{}, {0}, {1}, {3}, {-1}, {0, 2}, {1, 3}, {-3, -1}, {0, 1, 2, 3}, {2, 0}};
+  for (const auto& c : cases) {
+    for (int64_t keep : {0, 1}) {
+      Tensor s = run1("sum", {x}, axes(c, keep));
+      auto want = naive_reduce(x, c, [](const std::vector<double>& g) { return double(float(vsum(g))); });
+      auto got = values(s);
+      ASSERT_EQ(got.size(), want.size());
+      for (size_t i = 0; i < got.size(); ++i) EXPECT_FLOAT_EQ(got[i], want[i]);
+      Tensor m = run1("mean", {x}, axes(c, keep));
+      want = naive_reduce(x, c, [](const std::vector<double>& g) { return vsum(g) / double(g.size()); });
+      got = values(m);
+      for (size_t i = 0; i < got.size(); ++i) EXPECT_FLOAT_EQ(got[i], want[i]);
+      EXPECT_EQ(values(run1("max", {x}, axes(c, keep))),
+                naive_reduce(x, c, [](const std::vector<double>& g) { return *std::max_element(g.begin(), g.end()); }));
+      EXPECT_EQ(values(run1("min", {x}, axes(c, keep))),
+                naive_reduce(x, c, [](const std::vector<double>& g) { return *std::min_element(g.begin(), g.end()); }));
+      // Shape: reduced axes dropped, or kept as 1.
+      Shape want_shape;
+      for (int64_t i = 0; i < 4; ++i) {
+        bool r = c.empty();
+        for (int64_t a : c) r = r || (a < 0 ? a + 4 : a) == i;
+        if (!r) want_shape.push_back(x.shape()[size_t(i)]);
+        else if (keep) want_shape.push_back(1);
+      }
+      EXPECT_EQ(s.shape(), want_shape);
+    }
+  }
+}
+
+TEST(Reduce, FloatSumAccumulatesInDouble) {
+  // 2^24 + 1 + 1 + ... : float accumulation would get stuck at 2^24.
+  std::vector<float> v(101, 1.0f);
+  v[0] = 16777216.0f;
+  Tensor x = Tensor::from_floats({101}, v);
+  EXPECT_EQ(run1("sum", {x}).data<float>()[0], 16777316.0f);
+}
+
+TEST(Reduce, Integers) {
+  Tensor x = Tensor::from_ints({2, 3}, {1, 2, 4, -1, -2, -4}, DType::Int32);
+  Tensor s = run1("sum", {x}, axes({1}));
+  EXPECT_EQ(s.dtype(), DType::Int32);
+  EXPECT_EQ(values(s), (std::vector<double>{7, -7}));
+  // mean: 7/3 = 2.33 -> 2, -7/3 -> -2; half away from zero: (1+2)/2 = 1.5 -> 2, -1.5 -> -2.
+  EXPECT_EQ(values(run1("mean", {x}, axes({1}))), (std::vector<double>{2, -2}));
+  Tensor h = Tensor::from_ints({2, 2}, {1, 2, -1, -2});
+  EXPECT_EQ(values(run1("mean", {h}, axes({1}))), (std::vector<double>{2, -2}));
+  Tensor t = Tensor::from_ints({1, 4}, {1, 1, 1, 2});  // 5/4 = 1.25 -> 1
+  EXPECT_EQ(values(run1("mean", {t}, axes({1}))), (std::vector<double>{1}));
+  // int32 sum wraps in int32.
+  Tensor w = Tensor::from_ints({2}, {std::numeric_limits<int32_t>::max(), 1}, DType::Int32);
+  EXPECT_EQ(run1("sum", {w}).data<int32_t>()[0], std::numeric_limits<int32_t>::min());
+  // int64 mean is exact even when the sum exceeds int64.
+  int64_t big = std::numeric_limits<int64_t>::max();
+  Tensor b = Tensor::zeros({2}, DType::Int64);  // from_ints goes through double: write directly
+  b.data<int64_t>()[0] = big;
+  b.data<int64_t>()[1] = big - 2;
+  EXPECT_EQ(run1("mean", {b}).data<int64_t>()[0], big - 1);
+  // max/min on int8 and uint8.
+  Tensor i8 = Tensor::from_ints({4}, {-128, 5, 127, 0}, DType::Int8);
+  EXPECT_EQ(values(run1("max", {i8})), (std::vector<double>{127}));
+  EXPECT_EQ(values(run1("min", {i8})), (std::vector<double>{-128}));
+  Tensor u8 = Tensor::from_ints({3}, {7, 255, 0}, DType::UInt8);
+  EXPECT_EQ(values(run1("max", {u8})), (std::vector<double>{255}));
+}
+
+TEST(Reduce, NaNAndEmpty) {
+  float nan = std::numeric_limits<float>::quiet_NaN();
+  Tensor x = Tensor::from_floats({2, 2}, {nan, 1, 2, 3});
+  Tensor mx = run1("max", {x}, axes({1}));
+  EXPECT_TRUE(std::isnan(mx.data<float>()[0]));
+  EXPECT_EQ(mx.data<float>()[1], 3.0f);
+  Tensor mn = run1("min", {x}, axes({0}));
+  EXPECT_TRUE(std::isnan(mn.data<float>()[0]));
+  EXPECT_EQ(mn.data<float>()[1], 1.0f);
+  Tensor e = Tensor::zeros({0, 3}, DType::Float32);
+  EXPECT_EQ(values(run1("sum", {e}, axes({0}))), (std::vector<double>{0, 0, 0}));
+  EXPECT_TRUE(std::isnan(run1("mean", {e}, axes({0})).data<float>()[0]));
+  EXPECT_EQ(run1("max", {e}, axes({1})).shape(), (Shape{0}));
+  expect_error([&] { run1("max", {e}, axes({0})); }, "max: cannot reduce zero elements of Tensor[(0, 3), float32]");
+}
+
+TEST(Reduce, Float16) {
+  Tensor x = Tensor::empty({3}, DType::Float16);
+  for (int i = 0; i < 3; ++i) x.set_from_double(i, 1.5 * (i + 1));
+  Tensor s = run1("sum", {x});
+  EXPECT_EQ(s.dtype(), DType::Float16);
+  EXPECT_EQ(values(s), (std::vector<double>{9}));
+  EXPECT_EQ(values(run1("mean", {x})), (std::vector<double>{3}));
+}
+
+TEST(Reduce, Errors) {
+  Tensor x = Tensor::zeros({2, 3}, DType::Float32);
+  expect_error([&] { run1("sum", {x}, axes({2})); },
+               "sum: attribute 'axis' = 2 is out of range for rank 2 (expected -2..1)");
+  expect_error([&] { run1("mean", {x}, axes({-3})); }, "mean: attribute 'axis' = -3 is out of range");
+  expect_error([&] { run1("sum", {x}, axes({1, -1})); }, "sum: attribute 'axis' repeats axis 1");
+  expect_error([&] { run1("sum", {x}, axes({0}, 2)); }, "sum: attribute 'keepdims' must be 0 or 1, got 2");
+  expect_error([&] { run1("sum", {Tensor::zeros({2}, DType::Int8)}); },
+               "sum: input x has dtype int8; expected one of float32, float16, int32, int64");
+  expect_error([&] { run1("max", {Tensor::zeros({2}, DType::Bool)}); }, "max: input x has dtype bool");
+  expect_error([&] { run1("sum", {x}, {{"axis", int64_t{0}}}); }, "sum: attribute 'axis' must be a list of ints");
+  expect_error([&] { run1("mean", {Tensor::zeros({0}, DType::Int32)}); }, "mean: cannot reduce zero elements");
+}
+
+// ---- softmax ---------------------------------------------------------------
+
+std::vector<double> naive_softmax(const std::vector<double>& row) {
+  double m = *std::max_element(row.begin(), row.end()), s = 0;
+  for (double v : row) s += std::exp(v - m);
+  std::vector<double> out;
+  for (double v : row) out.push_back(std::exp(v - m) / s);
+  return out;
+}
+
+TEST(Softmax, HandValues) {
+  Tensor x = Tensor::from_floats({1, 3}, {0, std::log(2.0f), std::log(5.0f)});
+  Tensor y = run1("nn.softmax", {x});
+  EXPECT_FLOAT_EQ(y.data<float>()[0], 0.125f);
+  EXPECT_FLOAT_EQ(y.data<float>()[1], 0.25f);
+  EXPECT_FLOAT_EQ(y.data<float>()[2], 0.625f);
+  Tensor l = run1("nn.log_softmax", {x});
+  EXPECT_FLOAT_EQ(l.data<float>()[0], std::log(0.125f));
+  EXPECT_FLOAT_EQ(l.data<float>()[2], std::log(0.625f));
+}
+
+TEST(Softmax, LargeInputsAreStable) {
+  Tensor x = Tensor::from_floats({3}, {1000, 1000, -1000});
+  Tensor y = run1("nn.softmax", {x});
+  EXPECT_FLOAT_EQ(y.data<float>()[0], 0.5f);
+  EXPECT_FLOAT_EQ(y.data<float>()[1], 0.5f);
+  EXPECT_EQ(y.data<float>()[2], 0.0f);
+  Tensor l = run1("nn.log_softmax", {x});
+  EXPECT_FLOAT_EQ(l.data<float>()[0], -std::log(2.0f));
+  EXPECT_FLOAT_EQ(l.data<float>()[2], -2000.0f - std::log(2.0f));
+}
+
+TEST(Softmax, EveryAxisAgainstNaive) {
+  Shape shape = {2, 3, 4};
+  Tensor x = Tensor::empty(shape, DType::Float32);
+  for (int64_t i = 0; i < x.numel(); ++i) x.set_from_double(i, std::cos(1.3 * double(i)) * 4);
+  for (int64_t axis : {0, 1, 2, -1, -2, -3}) {
+    Tensor y = run1("nn.softmax", {x}, {{"axis", axis}});
+    Tensor l = run1("nn.log_softmax", {x}, {{"axis", axis}});
+    int64_t a = axis < 0 ? axis + 3 : axis;
+    std::vector<int64_t> st = {12, 4, 1};
+    // Visit each row along `a` by fixing the other two coordinates.
+    for (int64_t i = 0; i < 2; ++i)
+      for (int64_t j = 0; j < 3; ++j)
+        for (int64_t k = 0; k < 4; ++k) {
+          int64_t c[3] = {i, j, k};
+          if (c[a] != 0) continue;
+          std::vector<double> row;
+          for (int64_t t = 0; t < shape[size_t(a)]; ++t) {
+            c[a] = t;
+            row.push_back(x.get_as_double(c[0] * st[0] + c[1] * st[1] + c[2] * st[2]));
+          }
+          auto want = naive_softmax(row);
+          for (int64_t t = 0; t < shape[size_t(a)]; ++t) {
+            c[a] = t;
+            int64_t f = c[0] * st[0] + c[1] * st[1] + c[2] * st[2];
+            EXPECT_FLOAT_EQ(y.data<float>()[f], float(want[size_t(t)])) << "axis " << axis;
+            EXPECT_FLOAT_EQ(l.data<float>()[f], float(std::log(want[size_t(t)]))) << "axis " << axis;
+          }
+          c[a] = 0;
+        }
+  }
+}
+
+TEST(Softmax, Errors) {
+  Tensor x = Tensor::zeros({2, 3}, DType::Float32);
+  expect_error([&] { run1("nn.softmax", {x}, {{"axis", int64_t{2}}}); },
+               "nn.softmax: attribute 'axis' = 2 is out of range for rank 2");
+  expect_error([&] { run1("nn.log_softmax", {Tensor::zeros({2}, DType::Int32)}); },
+               "nn.log_softmax: input x has dtype int32; expected one of float32, float16");
+  expect_error([&] { run1("nn.softmax", {Tensor::zeros({}, DType::Float32)}); },
+               "nn.softmax: input x must have rank >= 1");
+}
+
+}  // namespace
+}  // namespace kiln
