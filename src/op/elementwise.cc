@@ -15,8 +15,9 @@
 // - Unary float ops compute in double and round once to the output dtype.
 //   nn.relu, clip, negative and abs also accept integers; negative and abs wrap
 //   (abs(-128) is -128 in int8, like numpy). clip on integers clamps to the
-//   bounds rounded half to even and saturated to the dtype's range; a_min must
-//   not exceed a_max. round is half to even.
+//   bounds rounded half to even and saturated to the dtype's range. clip is
+//   min(max(x, a_min), a_max), so a_min > a_max gives a_max everywhere (like
+//   numpy and ONNX Clip); NaN bounds are an error. round is half to even.
 // - astype converts any dtype to any dtype: float -> int truncates toward zero
 //   and saturates at the type's range, NaN -> 0; int -> narrower int wraps
 //   (like numpy and C); anything -> bool is "nonzero"; bool -> x is 0 or 1;
@@ -284,9 +285,6 @@ std::vector<TensorDesc> clip_infer(const std::vector<TensorDesc>& in, const Attr
   double lo = attrs.get_float("a_min"), hi = attrs.get_float("a_max");
   if (std::isnan(lo) || std::isnan(hi))
     throw Error("clip: attributes 'a_min' and 'a_max' must not be NaN");
-  if (lo > hi)
-    throw Error("clip: attribute 'a_min' (" + attr_value_str(lo) + ") is greater than 'a_max' (" +
-                attr_value_str(hi) + ")");
   return infer_numeric_unary("clip", in);
 }
 void clip_kernel(const std::vector<Tensor>& in, const Attrs& attrs, std::vector<Tensor>& out) {
