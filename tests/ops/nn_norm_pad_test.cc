@@ -36,6 +36,19 @@ TEST(NnBatchNorm, NegativeAxis) {
   expect_close(y, {0, -8, 2, -6}, 1e-6);
 }
 
+TEST(NnBatchNorm, Float16) {
+  auto half = [](const Shape& s, std::vector<double> v) {
+    Tensor t = Tensor::empty(s, DType::Float16);
+    for (size_t i = 0; i < v.size(); ++i) t.set_from_double(static_cast<int64_t>(i), v[i]);
+    return t;
+  };
+  Tensor y = run1("nn.batch_norm", {half({1, 2}, {3, 1}), half({2}, {2, 1}), half({2}, {0.5, 0}),
+                                    half({2}, {1, 0}), half({2}, {4, 1})},
+                  {{"epsilon", 0.0}});
+  EXPECT_EQ(y.dtype(), DType::Float16);
+  expect_equal(y, {2.5, 1});
+}
+
 TEST(NnBatchNorm, Errors) {
   Tensor x = Tensor::zeros({1, 3, 2, 2}, DType::Float32);
   Tensor p3 = Tensor::zeros({3}, DType::Float32);

@@ -167,6 +167,22 @@ TEST(NnAdaptiveAvgPool2d, Bins) {
   expect_equal(run1("nn.adaptive_avg_pool2d", {xi}), {-2, 6});
 }
 
+TEST(NnPool2d, Float16AndUInt8) {
+  Tensor xh = Tensor::empty({1, 1, 2, 2}, DType::Float16);
+  const double hv[] = {0.5, -1.25, 3.0, 2.0};
+  for (int i = 0; i < 4; ++i) xh.set_from_double(i, hv[i]);
+  Attrs a = {{"pool_size", ints({2, 2})}};
+  Tensor mh = run1("nn.max_pool2d", {xh}, a);
+  EXPECT_EQ(mh.dtype(), DType::Float16);
+  expect_equal(mh, {3.0});
+  expect_equal(run1("nn.avg_pool2d", {xh}, a), {1.0625});  // 4.25 / 4, exact in float16
+  Tensor xu = Tensor::from_ints({1, 1, 1, 4}, {255, 254, 0, 1}, DType::UInt8);
+  Attrs b = {{"pool_size", ints({1, 2})}, {"strides", ints({1, 2})}};
+  Tensor au = run1("nn.avg_pool2d", {xu}, b);
+  EXPECT_EQ(au.dtype(), DType::UInt8);
+  expect_equal(au, {255, 1});  // 254.5 -> 255, 0.5 -> 1
+}
+
 TEST(NnPool2d, Errors) {
   Tensor x = Tensor::zeros({1, 1, 4, 4}, DType::Float32);
   expect_error([&] { run1("nn.max_pool2d", {x}); }, "nn.max_pool2d: missing required attribute 'pool_size'");
