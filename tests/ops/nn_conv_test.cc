@@ -64,6 +64,8 @@ const std::vector<ConvCase> kConvCases = {
     {{1, 5, 8, 7}, {5, 1, 3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, 5},    // depthwise
     {{1, 4, 6, 5}, {8, 1, 3, 3}, {1, 1}, {0, 1, 2, 0}, {1, 2}, 4},    // depthwise, multiplier 2
     {{1, 6, 5, 5}, {7, 6, 1, 1}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1},    // 1x1
+    {{1, 2, 5, 21}, {9, 2, 3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1},   // full column blocks and a tail
+    {{1, 3, 6, 40}, {4, 3, 3, 3}, {2, 3}, {1, 2, 0, 1}, {1, 2}, 1},   // strided blocks
 };
 
 TEST(NnConv2d, HandComputed) {

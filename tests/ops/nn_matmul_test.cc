@@ -78,6 +78,7 @@ TEST(Matmul, BatchedWithBroadcastingMatchesNaive) {
   const std::vector<std::pair<Shape, Shape>> cases = {
       {{2, 1, 3, 4}, {3, 4, 5}}, {{4, 6}, {2, 6, 3}}, {{5}, {2, 5, 3}}, {{2, 3, 4}, {4}},
       {{1, 2, 3}, {4, 1, 3, 2}}, {{3, 1, 2, 7}, {1, 4, 7, 2}}, {{2, 0, 3}, {3, 4}},
+      {{2, 6, 9}, {9, 19}}, {{5, 33}, {33, 8}}, {{9, 4}, {4, 17}},  // full 4x8 blocks and tails
   };
   uint32_t seed = 300;
   for (const auto& [as, bs] : cases) {
