@@ -91,9 +91,9 @@ std::vector<TensorDesc> infer_pad(const std::vector<TensorDesc>& in, const Attrs
   const std::vector<int64_t>& pw = attrs.get_ints("pad_width");
   PadMode mode = pad_mode(attrs);
   if (pw.size() != 2 * x.shape.size())
-    throw Error(op + ": attribute 'pad_width' has " + std::to_string(pw.size()) +
-                " values; expected " + std::to_string(2 * x.shape.size()) +
-                " (a before/after pair for each axis of data " + shape_str(x.shape) + ")");
+    throw Error(op + ": attribute 'pad_width' has " + std::to_string(pw.size()) + " values; expected " +
+                std::to_string(2 * x.shape.size()) + " (a before/after pair for each axis of data " +
+                shape_str(x.shape) + ")");
   Shape out = x.shape;
   for (size_t a = 0; a < x.shape.size(); ++a) {
     int64_t d = x.shape[a], before = pw[2 * a], after = pw[2 * a + 1];
@@ -118,9 +118,12 @@ int64_t pad_source(int64_t o, int64_t before, int64_t d, PadMode mode) {
   int64_t i = o - before;
   if (i >= 0 && i < d) return i;
   switch (mode) {
-    case PadMode::Constant: return -1;
-    case PadMode::Edge: return i < 0 ? 0 : d - 1;
-    case PadMode::Reflect: return i < 0 ? -i : 2 * (d - 1) - i;
+    case PadMode::Constant:
+      return -1;
+    case PadMode::Edge:
+      return i < 0 ? 0 : d - 1;
+    case PadMode::Reflect:
+      return i < 0 ? -i : 2 * (d - 1) - i;
   }
   return -1;
 }
@@ -181,14 +184,24 @@ void register_nn_ops(OpRegistry& r) {
   register_nn_conv_ops(r);
   register_nn_pool_ops(r);
   register_nn_matmul_ops(r);
-  r.add({kBatchNorm, "inference batch normalisation along one axis", 5, 5,
-         {{"axis", AttrKind::Int, int64_t{1}}, {"epsilon", AttrKind::Float, 1e-5}}, false,
-         infer_batch_norm, batch_norm_kernel});
-  r.add({kPad, "pads (or crops) each axis with a constant, the edge value, or a reflection", 1, 1,
+  r.add({kBatchNorm,
+         "inference batch normalisation along one axis",
+         5,
+         5,
+         {{"axis", AttrKind::Int, int64_t{1}}, {"epsilon", AttrKind::Float, 1e-5}},
+         false,
+         infer_batch_norm,
+         batch_norm_kernel});
+  r.add({kPad,
+         "pads (or crops) each axis with a constant, the edge value, or a reflection",
+         1,
+         1,
          {{"pad_width", AttrKind::Ints, std::nullopt},
           {"pad_value", AttrKind::Float, 0.0},
           {"mode", AttrKind::String, std::string("constant")}},
-         false, infer_pad, pad_kernel});
+         false,
+         infer_pad,
+         pad_kernel});
 }
 
 }  // namespace kiln

@@ -41,8 +41,7 @@ ConvParams conv_params(const std::string& op, const Attrs& attrs) {
   return {s[0], s[1], d[0], d[1], groups, pad2d_attr(op, attrs)};
 }
 
-void require_4d(const std::string& op, const std::string& what, const TensorDesc& t,
-                const char* layout) {
+void require_4d(const std::string& op, const std::string& what, const TensorDesc& t, const char* layout) {
   if (t.shape.size() != 4)
     throw Error(op + ": " + what + " must be 4-D " + layout + ", got shape " + shape_str(t.shape));
 }
@@ -61,23 +60,22 @@ std::vector<TensorDesc> infer_conv2d(const std::vector<TensorDesc>& in, const At
   ConvParams p = conv_params(op, attrs);
   int64_t c = x.shape[1], o = w.shape[0];
   if (c % p.groups != 0)
-    throw Error(op + ": data has " + std::to_string(c) + " channels, not divisible by groups=" +
-                std::to_string(p.groups));
+    throw Error(op + ": data has " + std::to_string(c) +
+                " channels, not divisible by groups=" + std::to_string(p.groups));
   if (o % p.groups != 0)
-    throw Error(op + ": weight has " + std::to_string(o) + " output channels, not divisible by groups=" +
-                std::to_string(p.groups));
+    throw Error(op + ": weight has " + std::to_string(o) +
+                " output channels, not divisible by groups=" + std::to_string(p.groups));
   if (w.shape[1] != c / p.groups)
     throw Error(op + ": weight has " + std::to_string(w.shape[1]) +
-                " input channels per group but data has " + std::to_string(c) + " channels (groups=" +
-                std::to_string(p.groups) + ")");
+                " input channels per group but data has " + std::to_string(c) +
+                " channels (groups=" + std::to_string(p.groups) + ")");
   if (w.shape[2] < 1 || w.shape[3] < 1)
     throw Error(op + ": weight has an empty kernel " + shape_str(w.shape));
   int64_t eh = p.dh * (w.shape[2] - 1) + 1, ew = p.dw * (w.shape[3] - 1) + 1;
   int64_t hp = x.shape[2] + p.pad.top + p.pad.bottom, wp = x.shape[3] + p.pad.left + p.pad.right;
   if (hp < eh || wp < ew)
     throw Error(op + ": the dilated kernel (" + std::to_string(eh) + "x" + std::to_string(ew) +
-                ") is larger than the padded input (" + std::to_string(hp) + "x" + std::to_string(wp) +
-                ")");
+                ") is larger than the padded input (" + std::to_string(hp) + "x" + std::to_string(wp) + ")");
   DType out = resolve_out_dtype(op, x.dtype, attrs);
   return {{{x.shape[0], o, (hp - eh) / p.sh + 1, (wp - ew) / p.sw + 1}, out}};
 }
@@ -156,7 +154,8 @@ void conv2d_impl(const Tensor& data, const Tensor& weight, const ConvParams& p, 
             const int64_t count = std::min(kConvBlock, ow - x0);
             if (nb == kOcBlock) {
               Acc acc[kOcBlock][kConvBlock];
-              conv_block_any_stride<Acc, kOcBlock>(planes, cg, hp, wp, wk, kh, kw, p, y * p.sh, x0 * p.sw, acc);
+              conv_block_any_stride<Acc, kOcBlock>(planes, cg, hp, wp, wk, kh, kw, p, y * p.sh, x0 * p.sw,
+                                                   acc);
               for (int64_t b = 0; b < kOcBlock; ++b)
                 store_acc(acc[b], count, out, ((n * o + oc0 + b) * oh + y) * ow + x0);
             } else {
@@ -206,8 +205,8 @@ std::vector<TensorDesc> infer_conv2d_transpose(const std::vector<TensorDesc>& in
     throw Error(op + ": weight has " + std::to_string(w.shape[0]) + " input channels but data has " +
                 std::to_string(c) + " channels");
   if (c % p.groups != 0)
-    throw Error(op + ": data has " + std::to_string(c) + " channels, not divisible by groups=" +
-                std::to_string(p.groups));
+    throw Error(op + ": data has " + std::to_string(c) +
+                " channels, not divisible by groups=" + std::to_string(p.groups));
   if (w.shape[2] < 1 || w.shape[3] < 1)
     throw Error(op + ": weight has an empty kernel " + shape_str(w.shape));
   int64_t oh = (x.shape[2] - 1) * p.sh - p.pad.top - p.pad.bottom + p.dh * (w.shape[2] - 1) + op_pad[0] + 1;
@@ -255,8 +254,7 @@ void conv2d_transpose_impl(const Tensor& data, const Tensor& weight, const ConvP
           }
       }
       for (int64_t y = 0; y < oh; ++y)
-        store_acc(canvas.data() + (y + p.pad.top) * wc + p.pad.left, ow, out,
-                  ((n * o + oc) * oh + y) * ow);
+        store_acc(canvas.data() + (y + p.pad.top) * wc + p.pad.left, ow, out, ((n * o + oc) * oh + y) * ow);
     }
   }
 }
@@ -280,8 +278,8 @@ std::vector<AttrSpec> conv_attrs() {
 }  // namespace
 
 void register_nn_conv_ops(OpRegistry& r) {
-  r.add({kConv2d, "2-D convolution, NCHW data and OIHW weight", 2, 2, conv_attrs(), false,
-         infer_conv2d, conv2d_kernel});
+  r.add({kConv2d, "2-D convolution, NCHW data and OIHW weight", 2, 2, conv_attrs(), false, infer_conv2d,
+         conv2d_kernel});
   std::vector<AttrSpec> t_attrs = conv_attrs();
   t_attrs.push_back({"output_padding", AttrKind::Ints, std::vector<int64_t>{0, 0}});
   r.add({kConv2dT, "2-D transposed convolution, NCHW data and IOHW weight", 2, 2, t_attrs, false,

@@ -33,16 +33,16 @@ void register_shape_index_ops(OpRegistry& r);  // shape_index.cc: strided_slice,
 // ---- attributes -----------------------------------------------------------
 
 // An ints attribute that must have exactly `n` values, each >= `min_value`.
-inline std::vector<int64_t> ints_attr(const std::string& op, const Attrs& attrs,
-                                      const std::string& name, size_t n, int64_t min_value) {
+inline std::vector<int64_t> ints_attr(const std::string& op, const Attrs& attrs, const std::string& name,
+                                      size_t n, int64_t min_value) {
   const std::vector<int64_t>& v = attrs.get_ints(name);
   if (v.size() != n)
-    throw Error(op + ": attribute '" + name + "' must have " + std::to_string(n) +
-                " values, got " + attr_value_str(v));
+    throw Error(op + ": attribute '" + name + "' must have " + std::to_string(n) + " values, got " +
+                attr_value_str(v));
   for (int64_t x : v)
     if (x < min_value)
-      throw Error(op + ": attribute '" + name + "' = " + attr_value_str(v) +
-                  " has a value below " + std::to_string(min_value));
+      throw Error(op + ": attribute '" + name + "' = " + attr_value_str(v) + " has a value below " +
+                  std::to_string(min_value));
   return v;
 }
 
@@ -54,8 +54,10 @@ struct Pad2d {
 inline Pad2d pad2d_attr(const std::string& op, const Attrs& attrs, const std::string& name = "padding") {
   const std::vector<int64_t>& v = attrs.get_ints(name);
   if (v.size() != 2 && v.size() != 4)
-    throw Error(op + ": attribute '" + name + "' must have 2 values [h, w] or 4 values "
-                "[top, left, bottom, right], got " + attr_value_str(v));
+    throw Error(op + ": attribute '" + name +
+                "' must have 2 values [h, w] or 4 values "
+                "[top, left, bottom, right], got " +
+                attr_value_str(v));
   for (int64_t x : v)
     if (x < 0)
       throw Error(op + ": attribute '" + name + "' = " + attr_value_str(v) +
@@ -164,25 +166,24 @@ inline void store_acc(const Acc* src, int64_t n, Tensor& out, int64_t offset) {
 // out[i0, i1, ...] = in[base + i0 * strides[0] + i1 * strides[1] + ...] for
 // every index of out's shape; strides count elements and may be 0 (broadcast)
 // or negative (reversed). Serves permute_dims, strided_slice and broadcast_to.
-inline void copy_strided(const Tensor& in, int64_t base, const std::vector<int64_t>& strides,
-                         Tensor& out) {
+inline void copy_strided(const Tensor& in, int64_t base, const std::vector<int64_t>& strides, Tensor& out) {
   KILN_ASSERT(in.dtype() == out.dtype(), "copy_strided: dtypes differ");
   KILN_ASSERT(strides.size() == out.shape().size(), "copy_strided: one stride per output axis");
   dispatch_dtype(in.dtype(), [&](auto tag) {
     using S = typename decltype(tag)::storage;
     const S* src = in.data<S>();
     S* dst = out.data<S>();
-    for_each_row<1>(out.shape(), {strides},
-                    [&](int64_t out_off, std::array<int64_t, 1> offs, int64_t n,
-                        std::array<int64_t, 1> step) {
-                      const S* s = src + base + offs[0];
-                      S* d = dst + out_off;
-                      if (step[0] == 1) {
-                        std::copy_n(s, n, d);
-                        return;
-                      }
-                      for (int64_t i = 0; i < n; ++i) d[i] = s[i * step[0]];
-                    });
+    for_each_row<1>(
+        out.shape(), {strides},
+        [&](int64_t out_off, std::array<int64_t, 1> offs, int64_t n, std::array<int64_t, 1> step) {
+          const S* s = src + base + offs[0];
+          S* d = dst + out_off;
+          if (step[0] == 1) {
+            std::copy_n(s, n, d);
+            return;
+          }
+          for (int64_t i = 0; i < n; ++i) d[i] = s[i * step[0]];
+        });
   });
 }
 

@@ -79,8 +79,7 @@ struct MatmulShape {
 MatmulShape matmul_shape(const Shape& a, const Shape& b) {
   const std::string op = kMatmul;
   if (a.empty() || b.empty())
-    throw Error(op + ": operands must have rank >= 1, got shapes " + shape_str(a) + " and " +
-                shape_str(b));
+    throw Error(op + ": operands must have rank >= 1, got shapes " + shape_str(a) + " and " + shape_str(b));
   MatmulShape s;
   s.m = a.size() == 1 ? 1 : a[a.size() - 2];
   s.k = a.back();
@@ -112,17 +111,16 @@ void matmul_impl(const Tensor& a, const Tensor& b, Tensor& out) {
   const int64_t mat_a = s.m * s.k, mat_b = s.k * s.n, mat_c = s.m * s.n;
   std::vector<Acc> c(static_cast<size_t>(mat_c));
   // Batch strides counted in matrices; for_each_row walks the broadcast batch.
-  for_each_row<2>(s.batch,
-                  {broadcast_strides(s.a_batch, s.batch), broadcast_strides(s.b_batch, s.batch)},
-                  [&](int64_t out_off, std::array<int64_t, 2> offs, int64_t count,
-                      std::array<int64_t, 2> inner) {
-                    for (int64_t i = 0; i < count; ++i) {
-                      const Acc* am = ab.data() + (offs[0] + i * inner[0]) * mat_a;
-                      const Acc* bm = bb.data() + (offs[1] + i * inner[1]) * mat_b;
-                      gemm(am, bm, c.data(), s.m, s.k, s.n);
-                      store_acc(c.data(), mat_c, out, (out_off + i) * mat_c);
-                    }
-                  });
+  for_each_row<2>(
+      s.batch, {broadcast_strides(s.a_batch, s.batch), broadcast_strides(s.b_batch, s.batch)},
+      [&](int64_t out_off, std::array<int64_t, 2> offs, int64_t count, std::array<int64_t, 2> inner) {
+        for (int64_t i = 0; i < count; ++i) {
+          const Acc* am = ab.data() + (offs[0] + i * inner[0]) * mat_a;
+          const Acc* bm = bb.data() + (offs[1] + i * inner[1]) * mat_b;
+          gemm(am, bm, c.data(), s.m, s.k, s.n);
+          store_acc(c.data(), mat_c, out, (out_off + i) * mat_c);
+        }
+      });
 }
 
 void matmul_kernel(const std::vector<Tensor>& in, const Attrs& attrs, std::vector<Tensor>& out) {
@@ -176,10 +174,10 @@ void dense_kernel(const std::vector<Tensor>& in, const Attrs& attrs, std::vector
 
 void register_nn_matmul_ops(OpRegistry& r) {
   std::vector<AttrSpec> attrs = {{"out_dtype", AttrKind::String, std::string()}};
-  r.add({kMatmul, "matrix product with numpy.matmul semantics (batched, broadcasting)", 2, 2, attrs,
-         false, infer_matmul, matmul_kernel});
-  r.add({kDense, "fully connected layer: x @ w^T with w of shape (units, K)", 2, 2, attrs, false,
-         infer_dense, dense_kernel});
+  r.add({kMatmul, "matrix product with numpy.matmul semantics (batched, broadcasting)", 2, 2, attrs, false,
+         infer_matmul, matmul_kernel});
+  r.add({kDense, "fully connected layer: x @ w^T with w of shape (units, K)", 2, 2, attrs, false, infer_dense,
+         dense_kernel});
 }
 
 }  // namespace kiln

@@ -33,7 +33,8 @@ const char* kAvgPool = "nn.avg_pool2d";
 const char* kAdaptiveAvgPool = "nn.adaptive_avg_pool2d";
 
 void check_pool_input(const std::string& op, const TensorDesc& x) {
-  require_dtype(op, "data", x.dtype, {DType::Float32, DType::Float16, DType::Int8, DType::UInt8, DType::Int32});
+  require_dtype(op, "data", x.dtype,
+                {DType::Float32, DType::Float16, DType::Int8, DType::UInt8, DType::Int32});
   if (x.shape.size() != 4)
     throw Error(op + ": data must be 4-D (N, C, H, W), got shape " + shape_str(x.shape));
 }
@@ -160,8 +161,9 @@ void pool_impl(const Tensor& data, const PoolParams& p, bool is_max, bool count_
             sum += v;
           }
         }
-        int64_t count = count_include_pad ? a.padded_count * b.padded_count
-                                          : std::max<int64_t>(a.hi - a.lo, 0) * std::max<int64_t>(b.hi - b.lo, 0);
+        int64_t count = count_include_pad
+                            ? a.padded_count * b.padded_count
+                            : std::max<int64_t>(a.hi - a.lo, 0) * std::max<int64_t>(b.hi - b.lo, 0);
         bool empty = a.hi <= a.lo || b.hi <= b.lo;
         Acc v;
         if (empty) {
@@ -263,8 +265,13 @@ void register_nn_pool_ops(OpRegistry& r) {
          pool_kernel<true>});
   r.add({kAvgPool, "2-D average pooling over NCHW data", 1, 1, pool_attrs(true), false, infer_avg_pool,
          pool_kernel<false>});
-  r.add({kAdaptiveAvgPool, "2-D average pooling to a fixed output size (adaptive bins)", 1, 1,
-         {{"output_size", AttrKind::Ints, std::vector<int64_t>{1, 1}}}, false, infer_adaptive,
+  r.add({kAdaptiveAvgPool,
+         "2-D average pooling to a fixed output size (adaptive bins)",
+         1,
+         1,
+         {{"output_size", AttrKind::Ints, std::vector<int64_t>{1, 1}}},
+         false,
+         infer_adaptive,
          adaptive_kernel});
 }
 

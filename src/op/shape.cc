@@ -144,7 +144,8 @@ std::vector<int64_t> split_sizes(const Shape& shape, int64_t axis, const Attrs& 
   const std::vector<int64_t>& sizes = attrs.get_ints("sizes");
   int64_t d = shape[static_cast<size_t>(axis)];
   if ((sections != 0) == !sizes.empty())
-    throw Error(op + ": give exactly one of attribute 'sections' (equal parts) or 'sizes' "
+    throw Error(op +
+                ": give exactly one of attribute 'sections' (equal parts) or 'sizes' "
                 "(the size of each part)");
   if (!sizes.empty()) {
     int64_t sum = 0;
@@ -158,8 +159,7 @@ std::vector<int64_t> split_sizes(const Shape& shape, int64_t axis, const Attrs& 
                   std::to_string(d));
     return sizes;
   }
-  if (sections < 0)
-    throw Error(op + ": attribute 'sections' = " + std::to_string(sections) + " must be > 0");
+  if (sections < 0) throw Error(op + ": attribute 'sections' = " + std::to_string(sections) + " must be > 0");
   if (d % sections != 0)
     throw Error(op + ": attribute 'sections' = " + std::to_string(sections) + " does not divide axis " +
                 std::to_string(axis) + " of size " + std::to_string(d));
@@ -201,7 +201,8 @@ std::vector<TensorDesc> infer_flatten(const std::vector<TensorDesc>& in, const A
   int64_t axis = attrs.get_int("axis");
   if (axis < -rank || axis > rank)
     throw Error("flatten: attribute 'axis' = " + std::to_string(axis) + " is out of range for rank " +
-                std::to_string(rank) + " (expected " + std::to_string(-rank) + ".." + std::to_string(rank) + ")");
+                std::to_string(rank) + " (expected " + std::to_string(-rank) + ".." + std::to_string(rank) +
+                ")");
   if (axis < 0) axis += rank;
   int64_t outer = 1, inner = 1;
   for (int64_t i = 0; i < rank; ++i) (i < axis ? outer : inner) *= s[static_cast<size_t>(i)];
@@ -233,8 +234,7 @@ std::vector<TensorDesc> infer_expand_dims(const std::vector<TensorDesc>& in, con
   const Shape& s = in[0].shape;
   const int64_t rank = static_cast<int64_t>(s.size());
   int64_t num = attrs.get_int("num_newaxis");
-  if (num < 0)
-    throw Error("expand_dims: attribute 'num_newaxis' = " + std::to_string(num) + " must be >= 0");
+  if (num < 0) throw Error("expand_dims: attribute 'num_newaxis' = " + std::to_string(num) + " must be >= 0");
   int64_t axis = normalize_axis("expand_dims", attrs.get_int("axis"), rank + 1);
   Shape out(s.begin(), s.begin() + axis);
   out.insert(out.end(), static_cast<size_t>(num), 1);
@@ -245,24 +245,64 @@ std::vector<TensorDesc> infer_expand_dims(const std::vector<TensorDesc>& in, con
 }  // namespace
 
 void register_shape_ops(OpRegistry& r) {
-  r.add({"reshape", "same elements under a new shape (one -1 is inferred)", 1, 1,
-         {{"newshape", AttrKind::Ints, std::nullopt}}, false, infer_reshape, copy_bytes_kernel});
-  r.add({"permute_dims", "reorders the axes (default: reverses them)", 1, 1,
-         {{"axes", AttrKind::Ints, std::vector<int64_t>{}}}, false, infer_permute_dims, permute_dims_kernel});
-  r.add({"concat", "joins tensors along one axis", 1, -1, {{"axis", AttrKind::Int, int64_t{0}}}, false,
-         infer_concat, concat_kernel});
-  r.add({"split", "splits a tensor along one axis into equal sections or given sizes", 1, 1,
+  r.add({"reshape",
+         "same elements under a new shape (one -1 is inferred)",
+         1,
+         1,
+         {{"newshape", AttrKind::Ints, std::nullopt}},
+         false,
+         infer_reshape,
+         copy_bytes_kernel});
+  r.add({"permute_dims",
+         "reorders the axes (default: reverses them)",
+         1,
+         1,
+         {{"axes", AttrKind::Ints, std::vector<int64_t>{}}},
+         false,
+         infer_permute_dims,
+         permute_dims_kernel});
+  r.add({"concat",
+         "joins tensors along one axis",
+         1,
+         -1,
+         {{"axis", AttrKind::Int, int64_t{0}}},
+         false,
+         infer_concat,
+         concat_kernel});
+  r.add({"split",
+         "splits a tensor along one axis into equal sections or given sizes",
+         1,
+         1,
          {{"axis", AttrKind::Int, int64_t{0}},
           {"sections", AttrKind::Int, int64_t{0}},
           {"sizes", AttrKind::Ints, std::vector<int64_t>{}}},
-         true, infer_split, split_kernel});
-  r.add({"flatten", "2-D view (prod of dims before axis, prod of the rest)", 1, 1,
-         {{"axis", AttrKind::Int, int64_t{1}}}, false, infer_flatten, copy_bytes_kernel});
-  r.add({"squeeze", "drops size-1 axes", 1, 1, {{"axis", AttrKind::Ints, std::vector<int64_t>{}}}, false,
-         infer_squeeze, copy_bytes_kernel});
-  r.add({"expand_dims", "inserts size-1 axes", 1, 1,
-         {{"axis", AttrKind::Int, std::nullopt}, {"num_newaxis", AttrKind::Int, int64_t{1}}}, false,
-         infer_expand_dims, copy_bytes_kernel});
+         true,
+         infer_split,
+         split_kernel});
+  r.add({"flatten",
+         "2-D view (prod of dims before axis, prod of the rest)",
+         1,
+         1,
+         {{"axis", AttrKind::Int, int64_t{1}}},
+         false,
+         infer_flatten,
+         copy_bytes_kernel});
+  r.add({"squeeze",
+         "drops size-1 axes",
+         1,
+         1,
+         {{"axis", AttrKind::Ints, std::vector<int64_t>{}}},
+         false,
+         infer_squeeze,
+         copy_bytes_kernel});
+  r.add({"expand_dims",
+         "inserts size-1 axes",
+         1,
+         1,
+         {{"axis", AttrKind::Int, std::nullopt}, {"num_newaxis", AttrKind::Int, int64_t{1}}},
+         false,
+         infer_expand_dims,
+         copy_bytes_kernel});
   register_shape_index_ops(r);
 }
 

@@ -118,8 +118,8 @@ std::vector<TensorDesc> infer_broadcast_to(const std::vector<TensorDesc>& in, co
     ok = s[i] == t || s[i] == 1;
   }
   if (!ok)
-    throw Error(op + ": data of shape " + shape_str(s) + " cannot be broadcast to attribute 'shape' = " +
-                attr_value_str(target));
+    throw Error(op + ": data of shape " + shape_str(s) +
+                " cannot be broadcast to attribute 'shape' = " + attr_value_str(target));
   return {{target, in[0].dtype}};
 }
 
@@ -135,7 +135,8 @@ std::vector<TensorDesc> infer_take(const std::vector<TensorDesc>& in, const Attr
   const TensorDesc& idx = in[1];
   require_dtype(op, "indices", idx.dtype, {DType::Int32, DType::Int64});
   if (x.shape.empty()) throw Error(op + ": data is a scalar; take needs rank >= 1");
-  const size_t axis = static_cast<size_t>(normalize_axis(op, attrs.get_int("axis"), static_cast<int64_t>(x.shape.size())));
+  const size_t axis =
+      static_cast<size_t>(normalize_axis(op, attrs.get_int("axis"), static_cast<int64_t>(x.shape.size())));
   Shape out(x.shape.begin(), x.shape.begin() + static_cast<int64_t>(axis));
   out.insert(out.end(), idx.shape.begin(), idx.shape.end());
   out.insert(out.end(), x.shape.begin() + static_cast<int64_t>(axis) + 1, x.shape.end());
@@ -154,7 +155,8 @@ void take_kernel(const std::vector<Tensor>& in, const Attrs& attrs, std::vector<
     if (i < -s.n || i >= s.n)
       throw Error("take: index " + std::to_string(i) + " (at position " + std::to_string(j) +
                   " of indices) is out of range for axis " + std::to_string(axis) + " of size " +
-                  std::to_string(s.n) + " (expected " + std::to_string(-s.n) + ".." + std::to_string(s.n - 1) + ")");
+                  std::to_string(s.n) + " (expected " + std::to_string(-s.n) + ".." +
+                  std::to_string(s.n - 1) + ")");
     rows[static_cast<size_t>(j)] = i < 0 ? i + s.n : i;
   }
   const int64_t chunk = s.inner * dtype_bytes(x.dtype());
@@ -193,7 +195,8 @@ void where_kernel(const std::vector<Tensor>& in, const Attrs&, std::vector<Tenso
                      broadcast_strides(in[2].shape(), shape)},
                     [&](int64_t o, std::array<int64_t, 3> offs, int64_t n, std::array<int64_t, 3> st) {
                       for (int64_t i = 0; i < n; ++i)
-                        dst[o + i] = cond[offs[0] + i * st[0]] ? x[offs[1] + i * st[1]] : y[offs[2] + i * st[2]];
+                        dst[o + i] =
+                            cond[offs[0] + i * st[0]] ? x[offs[1] + i * st[1]] : y[offs[2] + i * st[2]];
                     });
   });
 }
@@ -201,17 +204,40 @@ void where_kernel(const std::vector<Tensor>& in, const Attrs&, std::vector<Tenso
 }  // namespace
 
 void register_shape_index_ops(OpRegistry& r) {
-  r.add({"strided_slice", "numpy slicing begin:end:stride on chosen axes", 1, 1,
+  r.add({"strided_slice",
+         "numpy slicing begin:end:stride on chosen axes",
+         1,
+         1,
          {{"begin", AttrKind::Ints, std::nullopt},
           {"end", AttrKind::Ints, std::nullopt},
           {"strides", AttrKind::Ints, std::vector<int64_t>{}},
           {"axes", AttrKind::Ints, std::vector<int64_t>{}}},
-         false, infer_strided_slice, strided_slice_kernel});
-  r.add({"broadcast_to", "numpy broadcasting to a given shape", 1, 1,
-         {{"shape", AttrKind::Ints, std::nullopt}}, false, infer_broadcast_to, broadcast_to_kernel});
-  r.add({"take", "gathers slices along one axis by index", 2, 2, {{"axis", AttrKind::Int, int64_t{0}}},
-         false, infer_take, take_kernel});
-  r.add({"where", "elementwise select cond ? x : y with broadcasting", 3, 3, {}, false, infer_where,
+         false,
+         infer_strided_slice,
+         strided_slice_kernel});
+  r.add({"broadcast_to",
+         "numpy broadcasting to a given shape",
+         1,
+         1,
+         {{"shape", AttrKind::Ints, std::nullopt}},
+         false,
+         infer_broadcast_to,
+         broadcast_to_kernel});
+  r.add({"take",
+         "gathers slices along one axis by index",
+         2,
+         2,
+         {{"axis", AttrKind::Int, int64_t{0}}},
+         false,
+         infer_take,
+         take_kernel});
+  r.add({"where",
+         "elementwise select cond ? x : y with broadcasting",
+         3,
+         3,
+         {},
+         false,
+         infer_where,
          where_kernel});
 }
 

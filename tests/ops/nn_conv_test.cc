@@ -44,8 +44,10 @@ double naive_conv_at(const Tensor& x, const Tensor& w, const ConvCase& c, int64_
 
 // The 7-loop direct convolution.
 std::vector<double> naive_conv(const Tensor& x, const Tensor& w, const ConvCase& c, Shape* out_shape) {
-  int64_t oh = (x.dim(2) + c.padding[0] + c.padding[2] - c.dilation[0] * (w.dim(2) - 1) - 1) / c.strides[0] + 1;
-  int64_t ow = (x.dim(3) + c.padding[1] + c.padding[3] - c.dilation[1] * (w.dim(3) - 1) - 1) / c.strides[1] + 1;
+  int64_t oh =
+      (x.dim(2) + c.padding[0] + c.padding[2] - c.dilation[0] * (w.dim(2) - 1) - 1) / c.strides[0] + 1;
+  int64_t ow =
+      (x.dim(3) + c.padding[1] + c.padding[3] - c.dilation[1] * (w.dim(3) - 1) - 1) / c.strides[1] + 1;
   *out_shape = {x.dim(0), w.dim(0), oh, ow};
   std::vector<double> out;
   for (int64_t n = 0; n < x.dim(0); ++n)
@@ -58,14 +60,14 @@ std::vector<double> naive_conv(const Tensor& x, const Tensor& w, const ConvCase&
 const std::vector<ConvCase> kConvCases = {
     {{1, 1, 5, 5}, {1, 1, 3, 3}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1},
     {{2, 3, 7, 6}, {4, 3, 3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1},
-    {{1, 3, 9, 8}, {5, 3, 3, 2}, {2, 3}, {1, 0, 2, 1}, {1, 1}, 1},    // strides, asymmetric padding
-    {{1, 2, 10, 9}, {3, 2, 3, 3}, {1, 2}, {2, 1, 0, 3}, {2, 3}, 1},   // dilation
-    {{2, 4, 6, 6}, {6, 2, 3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 2},    // groups
-    {{1, 5, 8, 7}, {5, 1, 3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, 5},    // depthwise
-    {{1, 4, 6, 5}, {8, 1, 3, 3}, {1, 1}, {0, 1, 2, 0}, {1, 2}, 4},    // depthwise, multiplier 2
-    {{1, 6, 5, 5}, {7, 6, 1, 1}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1},    // 1x1
-    {{1, 2, 5, 21}, {9, 2, 3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1},   // full column blocks and a tail
-    {{1, 3, 6, 40}, {4, 3, 3, 3}, {2, 3}, {1, 2, 0, 1}, {1, 2}, 1},   // strided blocks
+    {{1, 3, 9, 8}, {5, 3, 3, 2}, {2, 3}, {1, 0, 2, 1}, {1, 1}, 1},   // strides, asymmetric padding
+    {{1, 2, 10, 9}, {3, 2, 3, 3}, {1, 2}, {2, 1, 0, 3}, {2, 3}, 1},  // dilation
+    {{2, 4, 6, 6}, {6, 2, 3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 2},   // groups
+    {{1, 5, 8, 7}, {5, 1, 3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, 5},   // depthwise
+    {{1, 4, 6, 5}, {8, 1, 3, 3}, {1, 1}, {0, 1, 2, 0}, {1, 2}, 4},   // depthwise, multiplier 2
+    {{1, 6, 5, 5}, {7, 6, 1, 1}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1},   // 1x1
+    {{1, 2, 5, 21}, {9, 2, 3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1},  // full column blocks and a tail
+    {{1, 3, 6, 40}, {4, 3, 3, 3}, {2, 3}, {1, 2, 0, 1}, {1, 2}, 1},  // strided blocks
 };
 
 TEST(NnConv2d, HandComputed) {
@@ -75,7 +77,8 @@ TEST(NnConv2d, HandComputed) {
   EXPECT_EQ(y.shape(), (Shape{1, 1, 2, 2}));
   expect_equal(y, {12, 16, 24, 28});
   // Symmetric padding of 1 in the [h, w] form, stride 2: corners of the padded sums.
-  Tensor z = run1("nn.conv2d", {x, w}, {{"padding", std::vector<int64_t>{1, 1}}, {"strides", std::vector<int64_t>{2, 2}}});
+  Tensor z = run1("nn.conv2d", {x, w},
+                  {{"padding", std::vector<int64_t>{1, 1}}, {"strides", std::vector<int64_t>{2, 2}}});
   EXPECT_EQ(z.shape(), (Shape{1, 1, 2, 2}));
   expect_equal(z, {1, 2 + 3, 4 + 7, 5 + 6 + 8 + 9});
 }
@@ -140,7 +143,8 @@ TEST(NnConv2d, LargeImageSpotChecks) {
   Tensor w = random_tensor(c.w, DType::Float32, 6);
   Tensor y = run1("nn.conv2d", {x, w}, conv_attrs(c));
   ASSERT_EQ(y.shape(), (Shape{1, 16, 320, 320}));
-  const int64_t spots[][3] = {{0, 0, 0}, {3, 0, 319}, {7, 319, 0}, {15, 319, 319}, {9, 160, 77}, {1, 33, 250}};
+  const int64_t spots[][3] = {{0, 0, 0},      {3, 0, 319},  {7, 319, 0},
+                              {15, 319, 319}, {9, 160, 77}, {1, 33, 250}};
   for (const auto& s : spots) {
     double want = naive_conv_at(x, w, c, 0, s[0], s[1], s[2]);
     double got = y.get_as_double((s[0] * 320 + s[1]) * 320 + s[2]);
@@ -150,22 +154,50 @@ TEST(NnConv2d, LargeImageSpotChecks) {
 
 TEST(NnConv2d, Errors) {
   Tensor x = Tensor::zeros({1, 3, 8, 8}, DType::Float32);
-  expect_error([&] { run1("nn.conv2d", {x, Tensor::zeros({2, 4, 3, 3}, DType::Float32)}); },
-               "nn.conv2d: weight has 4 input channels per group but data has 3 channels (groups=1)");
-  expect_error([&] { run1("nn.conv2d", {x, Tensor::zeros({2, 3, 9, 3}, DType::Float32)}); },
-               "nn.conv2d: the dilated kernel (9x3) is larger than the padded input (8x8)");
-  expect_error([&] { run1("nn.conv2d", {x, Tensor::zeros({2, 1, 3, 3}, DType::Float32)}, {{"groups", int64_t{2}}}); },
-               "nn.conv2d: data has 3 channels, not divisible by groups=2");
-  expect_error([&] { run1("nn.conv2d", {x, Tensor::zeros({2, 3, 3, 3}, DType::Float32)}, {{"strides", std::vector<int64_t>{1}}}); },
-               "nn.conv2d: attribute 'strides' must have 2 values, got [1]");
-  expect_error([&] { run1("nn.conv2d", {x, Tensor::zeros({2, 3, 3, 3}, DType::Float32)}, {{"padding", std::vector<int64_t>{1, 1, 1}}}); },
-               "nn.conv2d: attribute 'padding' must have 2 values [h, w] or 4 values");
-  expect_error([&] { run1("nn.conv2d", {x, Tensor::zeros({2, 3, 3, 3}, DType::Float32)}, {{"out_dtype", std::string("int32")}}); },
-               "nn.conv2d: attribute 'out_dtype' = \"int32\" is not allowed for float32 inputs");
-  expect_error([&] { run1("nn.conv2d", {x, Tensor::zeros({2, 3, 3, 3}, DType::Int8)}); },
-               "nn.conv2d: data has dtype float32 but weight has dtype int8");
-  expect_error([&] { run1("nn.conv2d", {Tensor::zeros({3, 8, 8}, DType::Float32), Tensor::zeros({2, 3, 3, 3}, DType::Float32)}); },
-               "nn.conv2d: data must be 4-D (N, C, H, W), got shape (3, 8, 8)");
+  expect_error(
+      [&] {
+        run1("nn.conv2d", {x, Tensor::zeros({2, 4, 3, 3}, DType::Float32)});
+      },
+      "nn.conv2d: weight has 4 input channels per group but data has 3 channels (groups=1)");
+  expect_error(
+      [&] {
+        run1("nn.conv2d", {x, Tensor::zeros({2, 3, 9, 3}, DType::Float32)});
+      },
+      "nn.conv2d: the dilated kernel (9x3) is larger than the padded input (8x8)");
+  expect_error(
+      [&] {
+        run1("nn.conv2d", {x, Tensor::zeros({2, 1, 3, 3}, DType::Float32)}, {{"groups", int64_t{2}}});
+      },
+      "nn.conv2d: data has 3 channels, not divisible by groups=2");
+  expect_error(
+      [&] {
+        run1("nn.conv2d", {x, Tensor::zeros({2, 3, 3, 3}, DType::Float32)},
+             {{"strides", std::vector<int64_t>{1}}});
+      },
+      "nn.conv2d: attribute 'strides' must have 2 values, got [1]");
+  expect_error(
+      [&] {
+        run1("nn.conv2d", {x, Tensor::zeros({2, 3, 3, 3}, DType::Float32)},
+             {{"padding", std::vector<int64_t>{1, 1, 1}}});
+      },
+      "nn.conv2d: attribute 'padding' must have 2 values [h, w] or 4 values");
+  expect_error(
+      [&] {
+        run1("nn.conv2d", {x, Tensor::zeros({2, 3, 3, 3}, DType::Float32)},
+             {{"out_dtype", std::string("int32")}});
+      },
+      "nn.conv2d: attribute 'out_dtype' = \"int32\" is not allowed for float32 inputs");
+  expect_error(
+      [&] {
+        run1("nn.conv2d", {x, Tensor::zeros({2, 3, 3, 3}, DType::Int8)});
+      },
+      "nn.conv2d: data has dtype float32 but weight has dtype int8");
+  expect_error(
+      [&] {
+        run1("nn.conv2d",
+             {Tensor::zeros({3, 8, 8}, DType::Float32), Tensor::zeros({2, 3, 3, 3}, DType::Float32)});
+      },
+      "nn.conv2d: data must be 4-D (N, C, H, W), got shape (3, 8, 8)");
 }
 
 // ---- conv2d_transpose -----------------------------------------------------
@@ -179,8 +211,10 @@ struct ConvTCase {
 // Every input element scatters x * w into the (uncropped) output.
 std::vector<double> naive_conv_t(const Tensor& x, const Tensor& w, const ConvTCase& c, Shape* out_shape) {
   int64_t kh = w.dim(2), kw = w.dim(3), og = w.dim(1), cg = x.dim(1) / c.groups;
-  int64_t oh = (x.dim(2) - 1) * c.strides[0] - c.padding[0] - c.padding[2] + c.dilation[0] * (kh - 1) + c.output_padding[0] + 1;
-  int64_t ow = (x.dim(3) - 1) * c.strides[1] - c.padding[1] - c.padding[3] + c.dilation[1] * (kw - 1) + c.output_padding[1] + 1;
+  int64_t oh = (x.dim(2) - 1) * c.strides[0] - c.padding[0] - c.padding[2] + c.dilation[0] * (kh - 1) +
+               c.output_padding[0] + 1;
+  int64_t ow = (x.dim(3) - 1) * c.strides[1] - c.padding[1] - c.padding[3] + c.dilation[1] * (kw - 1) +
+               c.output_padding[1] + 1;
   int64_t o = og * c.groups;
   *out_shape = {x.dim(0), o, oh, ow};
   std::vector<double> out(static_cast<size_t>(x.dim(0) * o * oh * ow), 0.0);
@@ -222,8 +256,11 @@ TEST(NnConv2dTranspose, HandComputed) {
 TEST(NnConv2dTranspose, MatchesNaiveScatter) {
   uint32_t seed = 40;
   for (const ConvTCase& c : kConvTCases) {
-    Attrs a = {{"strides", c.strides}, {"padding", c.padding}, {"dilation", c.dilation},
-               {"output_padding", c.output_padding}, {"groups", c.groups}};
+    Attrs a = {{"strides", c.strides},
+               {"padding", c.padding},
+               {"dilation", c.dilation},
+               {"output_padding", c.output_padding},
+               {"groups", c.groups}};
     Tensor x = random_tensor(c.x, DType::Float32, seed++);
     Tensor w = random_tensor(c.w, DType::Float32, seed++);
     Shape shape;
@@ -242,16 +279,24 @@ TEST(NnConv2dTranspose, MatchesNaiveScatter) {
 
 TEST(NnConv2dTranspose, Errors) {
   Tensor x = Tensor::zeros({1, 3, 4, 4}, DType::Float32);
-  expect_error([&] { run1("nn.conv2d_transpose", {x, Tensor::zeros({2, 2, 3, 3}, DType::Float32)}); },
-               "nn.conv2d_transpose: weight has 2 input channels but data has 3 channels");
-  expect_error([&] {
-    run1("nn.conv2d_transpose", {x, Tensor::zeros({3, 2, 3, 3}, DType::Float32)},
-         {{"output_padding", std::vector<int64_t>{1, 0}}});
-  }, "nn.conv2d_transpose: attribute 'output_padding' = [1, 0] must be smaller than the stride or the dilation");
-  expect_error([&] {
-    run1("nn.conv2d_transpose", {x, Tensor::zeros({3, 2, 1, 1}, DType::Float32)},
-         {{"padding", std::vector<int64_t>{2, 2, 2, 2}}});
-  }, "leaves an empty output");
+  expect_error(
+      [&] {
+        run1("nn.conv2d_transpose", {x, Tensor::zeros({2, 2, 3, 3}, DType::Float32)});
+      },
+      "nn.conv2d_transpose: weight has 2 input channels but data has 3 channels");
+  expect_error(
+      [&] {
+        run1("nn.conv2d_transpose", {x, Tensor::zeros({3, 2, 3, 3}, DType::Float32)},
+             {{"output_padding", std::vector<int64_t>{1, 0}}});
+      },
+      "nn.conv2d_transpose: attribute 'output_padding' = [1, 0] must be smaller than the stride or the "
+      "dilation");
+  expect_error(
+      [&] {
+        run1("nn.conv2d_transpose", {x, Tensor::zeros({3, 2, 1, 1}, DType::Float32)},
+             {{"padding", std::vector<int64_t>{2, 2, 2, 2}}});
+      },
+      "leaves an empty output");
 }
 
 }  // namespace

@@ -76,9 +76,10 @@ TEST(Matmul, OneDimensionalOperands) {
 
 TEST(Matmul, BatchedWithBroadcastingMatchesNaive) {
   const std::vector<std::pair<Shape, Shape>> cases = {
-      {{2, 1, 3, 4}, {3, 4, 5}}, {{4, 6}, {2, 6, 3}}, {{5}, {2, 5, 3}}, {{2, 3, 4}, {4}},
-      {{1, 2, 3}, {4, 1, 3, 2}}, {{3, 1, 2, 7}, {1, 4, 7, 2}}, {{2, 0, 3}, {3, 4}},
-      {{2, 6, 9}, {9, 19}}, {{5, 33}, {33, 8}}, {{9, 4}, {4, 17}},  // full 4x8 blocks and tails
+      {{2, 1, 3, 4}, {3, 4, 5}}, {{4, 6}, {2, 6, 3}},       {{5}, {2, 5, 3}},
+      {{2, 3, 4}, {4}},          {{1, 2, 3}, {4, 1, 3, 2}}, {{3, 1, 2, 7}, {1, 4, 7, 2}},
+      {{2, 0, 3}, {3, 4}},       {{2, 6, 9}, {9, 19}},      {{5, 33}, {33, 8}},
+      {{9, 4}, {4, 17}},  // full 4x8 blocks and tails
   };
   uint32_t seed = 300;
   for (const auto& [as, bs] : cases) {
@@ -140,20 +141,41 @@ TEST(Dense, MatchesTransposedProduct) {
 
 TEST(MatmulDense, Errors) {
   Tensor a = Tensor::zeros({2, 3}, DType::Float32);
-  expect_error([&] { run1("matmul", {a, Tensor::zeros({4, 2}, DType::Float32)}); },
-               "matmul: a of shape (2, 3) has 3 columns but b of shape (4, 2) has 4 rows; they must be equal");
-  expect_error([&] { run1("matmul", {Tensor::zeros({2, 2, 3}, DType::Float32), Tensor::zeros({3, 3, 1}, DType::Float32)}); },
-               "matmul: shapes (2,) and (3,) do not broadcast");
-  expect_error([&] { run1("matmul", {a, Tensor::zeros({3, 2}, DType::Float16)}); },
-               "matmul: a has dtype float32 but b has dtype float16");
-  expect_error([&] { run1("matmul", {Tensor::zeros({2, 3}, DType::Int32), Tensor::zeros({3, 2}, DType::Int32)}); },
-               "matmul: a has dtype int32; expected one of float32, float16, int8, uint8");
-  expect_error([&] { run1("nn.dense", {a, Tensor::zeros({4, 2}, DType::Float32)}); },
-               "nn.dense: weight of shape (4, 2) has K=2 but data of shape (2, 3) has K=3");
-  expect_error([&] { run1("nn.dense", {a, Tensor::zeros({3}, DType::Float32)}); },
-               "nn.dense: weight must be 2-D (units, K), got shape (3,)");
-  expect_error([&] { run1("nn.dense", {a, Tensor::zeros({4, 3}, DType::Float32)}, {{"out_dtype", std::string("f32")}}); },
-               "nn.dense: attribute 'out_dtype' = \"f32\" is not a dtype");
+  expect_error(
+      [&] {
+        run1("matmul", {a, Tensor::zeros({4, 2}, DType::Float32)});
+      },
+      "matmul: a of shape (2, 3) has 3 columns but b of shape (4, 2) has 4 rows; they must be equal");
+  expect_error(
+      [&] {
+        run1("matmul", {Tensor::zeros({2, 2, 3}, DType::Float32), Tensor::zeros({3, 3, 1}, DType::Float32)});
+      },
+      "matmul: shapes (2,) and (3,) do not broadcast");
+  expect_error(
+      [&] {
+        run1("matmul", {a, Tensor::zeros({3, 2}, DType::Float16)});
+      },
+      "matmul: a has dtype float32 but b has dtype float16");
+  expect_error(
+      [&] {
+        run1("matmul", {Tensor::zeros({2, 3}, DType::Int32), Tensor::zeros({3, 2}, DType::Int32)});
+      },
+      "matmul: a has dtype int32; expected one of float32, float16, int8, uint8");
+  expect_error(
+      [&] {
+        run1("nn.dense", {a, Tensor::zeros({4, 2}, DType::Float32)});
+      },
+      "nn.dense: weight of shape (4, 2) has K=2 but data of shape (2, 3) has K=3");
+  expect_error(
+      [&] {
+        run1("nn.dense", {a, Tensor::zeros({3}, DType::Float32)});
+      },
+      "nn.dense: weight must be 2-D (units, K), got shape (3,)");
+  expect_error(
+      [&] {
+        run1("nn.dense", {a, Tensor::zeros({4, 3}, DType::Float32)}, {{"out_dtype", std::string("f32")}});
+      },
+      "nn.dense: attribute 'out_dtype' = \"f32\" is not a dtype");
 }
 
 }  // namespace

@@ -42,9 +42,10 @@ TEST(NnBatchNorm, Float16) {
     for (size_t i = 0; i < v.size(); ++i) t.set_from_double(static_cast<int64_t>(i), v[i]);
     return t;
   };
-  Tensor y = run1("nn.batch_norm", {half({1, 2}, {3, 1}), half({2}, {2, 1}), half({2}, {0.5, 0}),
-                                    half({2}, {1, 0}), half({2}, {4, 1})},
-                  {{"epsilon", 0.0}});
+  Tensor y = run1(
+      "nn.batch_norm",
+      {half({1, 2}, {3, 1}), half({2}, {2, 1}), half({2}, {0.5, 0}), half({2}, {1, 0}), half({2}, {4, 1})},
+      {{"epsilon", 0.0}});
   EXPECT_EQ(y.dtype(), DType::Float16);
   expect_equal(y, {2.5, 1});
 }
@@ -52,10 +53,16 @@ TEST(NnBatchNorm, Float16) {
 TEST(NnBatchNorm, Errors) {
   Tensor x = Tensor::zeros({1, 3, 2, 2}, DType::Float32);
   Tensor p3 = Tensor::zeros({3}, DType::Float32);
-  expect_error([&] { run1("nn.batch_norm", {x, p3, p3, Tensor::zeros({4}, DType::Float32), p3}); },
-               "nn.batch_norm: moving_mean has shape (4,); expected (3,) to match axis 1 of data (1, 3, 2, 2)");
-  expect_error([&] { run1("nn.batch_norm", {x, p3, p3, p3, p3}, {{"axis", int64_t{4}}}); },
-               "nn.batch_norm: attribute 'axis' = 4 is out of range for rank 4");
+  expect_error(
+      [&] {
+        run1("nn.batch_norm", {x, p3, p3, Tensor::zeros({4}, DType::Float32), p3});
+      },
+      "nn.batch_norm: moving_mean has shape (4,); expected (3,) to match axis 1 of data (1, 3, 2, 2)");
+  expect_error(
+      [&] {
+        run1("nn.batch_norm", {x, p3, p3, p3, p3}, {{"axis", int64_t{4}}});
+      },
+      "nn.batch_norm: attribute 'axis' = 4 is out of range for rank 4");
   expect_error([&] { run1("nn.batch_norm", {x, p3, p3, p3}); }, "nn.batch_norm takes 5 input(s), got 4");
 }
 
@@ -96,14 +103,27 @@ TEST(NnPad, Int8PadValue) {
 
 TEST(NnPad, Errors) {
   Tensor x = Tensor::zeros({2, 3}, DType::Float32);
-  expect_error([&] { run1("nn.pad", {x}, {{"pad_width", ints({1, 1})}}); },
-               "nn.pad: attribute 'pad_width' has 2 values; expected 4 (a before/after pair for each axis of data (2, 3))");
-  expect_error([&] { run1("nn.pad", {x}, {{"pad_width", ints({0, 0, 3, 0})}, {"mode", std::string("reflect")}}); },
-               "nn.pad: mode \"reflect\" needs padding smaller than the axis size, but axis 1 has size 3");
-  expect_error([&] { run1("nn.pad", {x}, {{"pad_width", ints({0, 0, 0, 0})}, {"mode", std::string("wrap")}}); },
-               "nn.pad: attribute 'mode' = \"wrap\" is not one of");
-  expect_error([&] { run1("nn.pad", {x}, {{"pad_width", ints({-2, -1, 0, 0})}}); },
-               "nn.pad: pad_width (-2, -1) crops more than the 2 elements of axis 0");
+  expect_error(
+      [&] {
+        run1("nn.pad", {x}, {{"pad_width", ints({1, 1})}});
+      },
+      "nn.pad: attribute 'pad_width' has 2 values; expected 4 (a before/after pair for each axis of data (2, "
+      "3))");
+  expect_error(
+      [&] {
+        run1("nn.pad", {x}, {{"pad_width", ints({0, 0, 3, 0})}, {"mode", std::string("reflect")}});
+      },
+      "nn.pad: mode \"reflect\" needs padding smaller than the axis size, but axis 1 has size 3");
+  expect_error(
+      [&] {
+        run1("nn.pad", {x}, {{"pad_width", ints({0, 0, 0, 0})}, {"mode", std::string("wrap")}});
+      },
+      "nn.pad: attribute 'mode' = \"wrap\" is not one of");
+  expect_error(
+      [&] {
+        run1("nn.pad", {x}, {{"pad_width", ints({-2, -1, 0, 0})}});
+      },
+      "nn.pad: pad_width (-2, -1) crops more than the 2 elements of axis 0");
 }
 
 }  // namespace

@@ -13,7 +13,9 @@ using testing::expect_error;
 using testing::random_tensor;
 using testing::run1;
 
-Tensor plane(int64_t h, int64_t w, const std::vector<float>& v) { return Tensor::from_floats({1, 1, h, w}, v); }
+Tensor plane(int64_t h, int64_t w, const std::vector<float>& v) {
+  return Tensor::from_floats({1, 1, h, w}, v);
+}
 std::vector<int64_t> ints(std::initializer_list<int64_t> v) { return v; }
 
 TEST(NnMaxPool2d, HandComputed) {
@@ -52,15 +54,17 @@ TEST(NnAvgPool2d, CountIncludePad) {
   Attrs a = {{"pool_size", ints({3, 3})}, {"padding", ints({1, 1})}};
   expect_close(run1("nn.avg_pool2d", {x}, a), {1, 1, 1, 1, 1, 1, 1, 1, 1}, 1e-7);
   a.set("count_include_pad", int64_t{1});
-  expect_close(run1("nn.avg_pool2d", {x}, a), {4. / 9, 6. / 9, 4. / 9, 6. / 9, 1, 6. / 9, 4. / 9, 6. / 9, 4. / 9},
-               1e-6);
+  expect_close(run1("nn.avg_pool2d", {x}, a),
+               {4. / 9, 6. / 9, 4. / 9, 6. / 9, 1, 6. / 9, 4. / 9, 6. / 9, 4. / 9}, 1e-6);
 }
 
 TEST(NnAvgPool2d, CeilModeOverhangNeverCounts) {
   // 3 wide, window 2, stride 2, ceil: the second window covers column 2 and
   // one column past the input (no padding there): its divisor is 1 either way.
   Tensor x = plane(1, 3, {2, 4, 9});
-  Attrs a = {{"pool_size", ints({1, 2})}, {"strides", ints({1, 2})}, {"ceil_mode", int64_t{1}},
+  Attrs a = {{"pool_size", ints({1, 2})},
+             {"strides", ints({1, 2})},
+             {"ceil_mode", int64_t{1}},
              {"count_include_pad", int64_t{1}}};
   expect_close(run1("nn.avg_pool2d", {x}, a), {3, 9}, 1e-7);
 }
@@ -130,8 +134,11 @@ TEST(NnPool2d, MatchesNaive) {
       for (bool cip : {false, true}) {
         if (is_max && cip) continue;
         Tensor x = random_tensor(c.x, DType::Float32, seed++);
-        Attrs a = {{"pool_size", ints({c.kh, c.kw})}, {"strides", ints({c.sh, c.sw})}, {"padding", c.pad},
-                   {"dilation", ints({c.dh, c.dw})}, {"ceil_mode", int64_t{c.ceil_mode}}};
+        Attrs a = {{"pool_size", ints({c.kh, c.kw})},
+                   {"strides", ints({c.sh, c.sw})},
+                   {"padding", c.pad},
+                   {"dilation", ints({c.dh, c.dw})},
+                   {"ceil_mode", int64_t{c.ceil_mode}}};
         if (!is_max) a.set("count_include_pad", int64_t{cip});
         Shape shape;
         std::vector<double> want =
@@ -186,18 +193,36 @@ TEST(NnPool2d, Float16AndUInt8) {
 TEST(NnPool2d, Errors) {
   Tensor x = Tensor::zeros({1, 1, 4, 4}, DType::Float32);
   expect_error([&] { run1("nn.max_pool2d", {x}); }, "nn.max_pool2d: missing required attribute 'pool_size'");
-  expect_error([&] { run1("nn.max_pool2d", {x}, {{"pool_size", ints({5, 5})}}); },
-               "nn.max_pool2d: the window (pool_size [5, 5], dilation [1, 1]) is larger than the padded input");
-  expect_error([&] { run1("nn.avg_pool2d", {x}, {{"pool_size", ints({2, 0})}}); },
-               "nn.avg_pool2d: attribute 'pool_size' = [2, 0] has a value below 1");
-  expect_error([&] { run1("nn.avg_pool2d", {x}, {{"pool_size", ints({2, 2})}, {"ceil_mode", int64_t{2}}}); },
-               "nn.avg_pool2d: attribute 'ceil_mode' = 2 must be 0 or 1");
-  expect_error([&] { run1("nn.max_pool2d", {Tensor::zeros({1, 4, 4}, DType::Float32)}, {{"pool_size", ints({2, 2})}}); },
-               "nn.max_pool2d: data must be 4-D (N, C, H, W), got shape (1, 4, 4)");
-  expect_error([&] { run1("nn.adaptive_avg_pool2d", {x}, {{"output_size", ints({0, 2})}}); },
-               "nn.adaptive_avg_pool2d: attribute 'output_size' = [0, 2] must be [out_h, out_w]");
-  expect_error([&] { run1("nn.max_pool2d", {Tensor::zeros({1, 1, 4, 4}, DType::Bool)}, {{"pool_size", ints({2, 2})}}); },
-               "nn.max_pool2d: data has dtype bool");
+  expect_error(
+      [&] {
+        run1("nn.max_pool2d", {x}, {{"pool_size", ints({5, 5})}});
+      },
+      "nn.max_pool2d: the window (pool_size [5, 5], dilation [1, 1]) is larger than the padded input");
+  expect_error(
+      [&] {
+        run1("nn.avg_pool2d", {x}, {{"pool_size", ints({2, 0})}});
+      },
+      "nn.avg_pool2d: attribute 'pool_size' = [2, 0] has a value below 1");
+  expect_error(
+      [&] {
+        run1("nn.avg_pool2d", {x}, {{"pool_size", ints({2, 2})}, {"ceil_mode", int64_t{2}}});
+      },
+      "nn.avg_pool2d: attribute 'ceil_mode' = 2 must be 0 or 1");
+  expect_error(
+      [&] {
+        run1("nn.max_pool2d", {Tensor::zeros({1, 4, 4}, DType::Float32)}, {{"pool_size", ints({2, 2})}});
+      },
+      "nn.max_pool2d: data must be 4-D (N, C, H, W), got shape (1, 4, 4)");
+  expect_error(
+      [&] {
+        run1("nn.adaptive_avg_pool2d", {x}, {{"output_size", ints({0, 2})}});
+      },
+      "nn.adaptive_avg_pool2d: attribute 'output_size' = [0, 2] must be [out_h, out_w]");
+  expect_error(
+      [&] {
+        run1("nn.max_pool2d", {Tensor::zeros({1, 1, 4, 4}, DType::Bool)}, {{"pool_size", ints({2, 2})}});
+      },
+      "nn.max_pool2d: data has dtype bool");
 }
 
 }  // namespace

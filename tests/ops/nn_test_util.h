@@ -39,7 +39,9 @@ class Lcg {
   }
   // Uniform in [lo, hi).
   double uniform(double lo, double hi) { return lo + (hi - lo) * (next() / 16777216.0); }
-  int64_t integer(int64_t lo, int64_t hi) { return lo + static_cast<int64_t>(next() % static_cast<uint32_t>(hi - lo + 1)); }
+  int64_t integer(int64_t lo, int64_t hi) {
+    return lo + static_cast<int64_t>(next() % static_cast<uint32_t>(hi - lo + 1));
+  }
 
  private:
   uint32_t state_;
@@ -53,12 +55,22 @@ inline Tensor random_tensor(const Shape& shape, DType dtype, uint32_t seed) {
   for (int64_t i = 0; i < t.numel(); ++i) {
     double v;
     switch (dtype) {
-      case DType::Int8: v = static_cast<double>(rng.integer(-128, 127)); break;
-      case DType::UInt8: v = static_cast<double>(rng.integer(0, 255)); break;
+      case DType::Int8:
+        v = static_cast<double>(rng.integer(-128, 127));
+        break;
+      case DType::UInt8:
+        v = static_cast<double>(rng.integer(0, 255));
+        break;
       case DType::Int32:
-      case DType::Int64: v = static_cast<double>(rng.integer(-50, 50)); break;
-      case DType::Bool: v = static_cast<double>(rng.integer(0, 1)); break;
-      default: v = rng.uniform(-1, 1); break;
+      case DType::Int64:
+        v = static_cast<double>(rng.integer(-50, 50));
+        break;
+      case DType::Bool:
+        v = static_cast<double>(rng.integer(0, 1));
+        break;
+      default:
+        v = rng.uniform(-1, 1);
+        break;
     }
     t.set_from_double(i, v);
   }
@@ -83,7 +95,8 @@ inline void expect_close(const Tensor& actual, const std::vector<double>& expect
   }
 }
 
-inline void expect_equal(const Tensor& actual, const std::vector<double>& expected, const std::string& what = "") {
+inline void expect_equal(const Tensor& actual, const std::vector<double>& expected,
+                         const std::string& what = "") {
   expect_close(actual, expected, 0.0, what);
 }
 

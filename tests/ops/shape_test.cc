@@ -33,12 +33,21 @@ TEST(Reshape, InfersMinusOne) {
   Tensor y = run1("reshape", {iota({2, 3, 4})}, {{"newshape", ints({4, -1})}});
   EXPECT_EQ(y.shape(), (Shape{4, 6}));
   expect_equal(y, range(0, 24));
-  expect_error([&] { run1("reshape", {iota({2, 3})}, {{"newshape", ints({-1, -1})}}); },
-               "reshape: attribute 'newshape' = [-1, -1] has more than one -1");
-  expect_error([&] { run1("reshape", {iota({2, 3})}, {{"newshape", ints({4, -1})}}); },
-               "reshape: cannot infer the -1 in newshape [4, -1] for data (2, 3) of 6 elements");
-  expect_error([&] { run1("reshape", {iota({2, 3})}, {{"newshape", ints({5})}}); },
-               "reshape: newshape [5] has 5 elements but data (2, 3) has 6");
+  expect_error(
+      [&] {
+        run1("reshape", {iota({2, 3})}, {{"newshape", ints({-1, -1})}});
+      },
+      "reshape: attribute 'newshape' = [-1, -1] has more than one -1");
+  expect_error(
+      [&] {
+        run1("reshape", {iota({2, 3})}, {{"newshape", ints({4, -1})}});
+      },
+      "reshape: cannot infer the -1 in newshape [4, -1] for data (2, 3) of 6 elements");
+  expect_error(
+      [&] {
+        run1("reshape", {iota({2, 3})}, {{"newshape", ints({5})}});
+      },
+      "reshape: newshape [5] has 5 elements but data (2, 3) has 6");
 }
 
 TEST(PermuteDims, ReverseAndNegativeAxes) {
@@ -62,10 +71,16 @@ TEST(PermuteDims, ReverseAndNegativeAxes) {
   expect_equal(run1("permute_dims", {xi}), {0, 3, 1, 4, 2, 5});
   Tensor xh = iota({2, 3}, DType::Float16);
   expect_equal(run1("permute_dims", {xh}), {0, 3, 1, 4, 2, 5});
-  expect_error([&] { run1("permute_dims", {x}, {{"axes", ints({0, 2, -1})}}); },
-               "permute_dims: attribute 'axes' repeats axis 2");
-  expect_error([&] { run1("permute_dims", {x}, {{"axes", ints({1, 0})}}); },
-               "permute_dims: attribute 'axes' = [1, 0] must list all 3 axes of data (2, 3, 4)");
+  expect_error(
+      [&] {
+        run1("permute_dims", {x}, {{"axes", ints({0, 2, -1})}});
+      },
+      "permute_dims: attribute 'axes' repeats axis 2");
+  expect_error(
+      [&] {
+        run1("permute_dims", {x}, {{"axes", ints({1, 0})}});
+      },
+      "permute_dims: attribute 'axes' = [1, 0] must list all 3 axes of data (2, 3, 4)");
 }
 
 TEST(Concat, NegativeAxisAndUnequalSizes) {
@@ -77,25 +92,34 @@ TEST(Concat, NegativeAxisAndUnequalSizes) {
   Tensor z = run1("concat", {a, Tensor::from_floats({1, 2}, {7, 8})});
   EXPECT_EQ(z.shape(), (Shape{3, 2}));
   expect_equal(z, {0, 1, 2, 3, 7, 8});
-  Tensor bools = run1("concat", {Tensor::from_ints({2}, {1, 0}, DType::Bool), Tensor::from_ints({1}, {1}, DType::Bool)});
+  Tensor bools =
+      run1("concat", {Tensor::from_ints({2}, {1, 0}, DType::Bool), Tensor::from_ints({1}, {1}, DType::Bool)});
   EXPECT_EQ(bools.dtype(), DType::Bool);
   expect_equal(bools, {1, 0, 1});
-  expect_error([&] { run1("concat", {a, iota({3, 3})}); },
-               "concat: input 1 has shape (3, 3) but input 0 has shape (2, 2); all dims except axis 0 must match");
-  expect_error([&] { run1("concat", {a, iota({2, 2}, DType::Int8)}); },
-               "concat: input 1 has dtype int8 but input 0 has dtype float32");
+  expect_error(
+      [&] {
+        run1("concat", {a, iota({3, 3})});
+      },
+      "concat: input 1 has shape (3, 3) but input 0 has shape (2, 2); all dims except axis 0 must match");
+  expect_error(
+      [&] {
+        run1("concat", {a, iota({2, 2}, DType::Int8)});
+      },
+      "concat: input 1 has dtype int8 but input 0 has dtype float32");
 }
 
 TEST(Split, SectionsAndSizes) {
   Tensor x = iota({2, 6});
-  std::vector<Tensor> parts = run_op(op_named("split"), {x}, {{"axis", int64_t{-1}}, {"sections", int64_t{3}}});
+  std::vector<Tensor> parts =
+      run_op(op_named("split"), {x}, {{"axis", int64_t{-1}}, {"sections", int64_t{3}}});
   ASSERT_EQ(parts.size(), 3u);
   EXPECT_TRUE(op_named("split").tuple_output);
   EXPECT_EQ(parts[1].shape(), (Shape{2, 2}));
   expect_equal(parts[0], {0, 1, 6, 7});
   expect_equal(parts[1], {2, 3, 8, 9});
   expect_equal(parts[2], {4, 5, 10, 11});
-  std::vector<Tensor> sized = run_op(op_named("split"), {x}, {{"axis", int64_t{1}}, {"sizes", ints({1, 0, 5})}});
+  std::vector<Tensor> sized =
+      run_op(op_named("split"), {x}, {{"axis", int64_t{1}}, {"sizes", ints({1, 0, 5})}});
   ASSERT_EQ(sized.size(), 3u);
   EXPECT_EQ(sized[1].shape(), (Shape{2, 0}));
   expect_equal(sized[0], {0, 6});
@@ -103,33 +127,43 @@ TEST(Split, SectionsAndSizes) {
   std::vector<Tensor> one = run_op(op_named("split"), {x}, {{"sections", int64_t{1}}});
   ASSERT_EQ(one.size(), 1u);
   expect_equal(one[0], range(0, 12));
-  expect_error([&] { run_op(op_named("split"), {x}, {{"axis", int64_t{1}}, {"sections", int64_t{4}}}); },
-               "split: attribute 'sections' = 4 does not divide axis 1 of size 6");
-  expect_error([&] { run_op(op_named("split"), {x}, {{"sections", int64_t{2}}, {"sizes", ints({1, 1})}}); },
-               "split: give exactly one of attribute 'sections' (equal parts) or 'sizes'");
+  expect_error(
+      [&] {
+        run_op(op_named("split"), {x}, {{"axis", int64_t{1}}, {"sections", int64_t{4}}});
+      },
+      "split: attribute 'sections' = 4 does not divide axis 1 of size 6");
+  expect_error(
+      [&] {
+        run_op(op_named("split"), {x}, {{"sections", int64_t{2}}, {"sizes", ints({1, 1})}});
+      },
+      "split: give exactly one of attribute 'sections' (equal parts) or 'sizes'");
   expect_error([&] { run_op(op_named("split"), {x}, {}); }, "split: give exactly one of");
-  expect_error([&] { run_op(op_named("split"), {x}, {{"axis", int64_t{1}}, {"sizes", ints({2, 3})}}); },
-               "split: attribute 'sizes' = [2, 3] sums to 5 but axis 1 of data (2, 6) has size 6");
+  expect_error(
+      [&] {
+        run_op(op_named("split"), {x}, {{"axis", int64_t{1}}, {"sizes", ints({2, 3})}});
+      },
+      "split: attribute 'sizes' = [2, 3] sums to 5 but axis 1 of data (2, 6) has size 6");
 }
 
 TEST(StridedSlice, NumpySemantics) {
   Tensor x = iota({10});
   auto slice = [&](int64_t b, int64_t e, int64_t s) {
-    return values(run1("strided_slice", {x}, {{"begin", ints({b})}, {"end", ints({e})}, {"strides", ints({s})}}));
+    return values(
+        run1("strided_slice", {x}, {{"begin", ints({b})}, {"end", ints({e})}, {"strides", ints({s})}}));
   };
   const int64_t big = std::numeric_limits<int64_t>::max(), small = std::numeric_limits<int64_t>::min();
-  EXPECT_EQ(slice(2, 8, 2), (std::vector<double>{2, 4, 6}));        // x[2:8:2]
-  EXPECT_EQ(slice(-3, big, 1), (std::vector<double>{7, 8, 9}));     // x[-3:]
-  EXPECT_EQ(slice(8, 2, -2), (std::vector<double>{8, 6, 4}));       // x[8:2:-2]
+  EXPECT_EQ(slice(2, 8, 2), (std::vector<double>{2, 4, 6}));                             // x[2:8:2]
+  EXPECT_EQ(slice(-3, big, 1), (std::vector<double>{7, 8, 9}));                          // x[-3:]
+  EXPECT_EQ(slice(8, 2, -2), (std::vector<double>{8, 6, 4}));                            // x[8:2:-2]
   EXPECT_EQ(slice(-1, small, -1), (std::vector<double>{9, 8, 7, 6, 5, 4, 3, 2, 1, 0}));  // x[::-1]
-  EXPECT_EQ(slice(-100, 3, 1), (std::vector<double>{0, 1, 2}));     // clamped begin
-  EXPECT_EQ(slice(5, 2, 1), (std::vector<double>{}));               // empty
+  EXPECT_EQ(slice(-100, 3, 1), (std::vector<double>{0, 1, 2}));                          // clamped begin
+  EXPECT_EQ(slice(5, 2, 1), (std::vector<double>{}));                                    // empty
   EXPECT_EQ(slice(100, -100, -3), (std::vector<double>{9, 6, 3, 0}));
   EXPECT_EQ(slice(1, -1, big), (std::vector<double>{1}));
   // 2-D, slicing only the last axis through a negative axis index.
   Tensor m = iota({3, 4});
-  Tensor y = run1("strided_slice", {m}, {{"begin", ints({-1})}, {"end", ints({0})}, {"strides", ints({-2})},
-                                         {"axes", ints({-1})}});
+  Tensor y = run1("strided_slice", {m},
+                  {{"begin", ints({-1})}, {"end", ints({0})}, {"strides", ints({-2})}, {"axes", ints({-1})}});
   EXPECT_EQ(y.shape(), (Shape{3, 2}));
   expect_equal(y, {3, 1, 7, 5, 11, 9});
   // Both axes, default strides.
@@ -137,10 +171,16 @@ TEST(StridedSlice, NumpySemantics) {
   EXPECT_EQ(z.shape(), (Shape{2, 2}));
   expect_equal(z, {5, 6, 9, 10});
   expect_error([&] { slice(0, 5, 0); }, "strided_slice: attribute 'strides' = [0] has a 0");
-  expect_error([&] { run1("strided_slice", {m}, {{"begin", ints({0})}, {"end", ints({1, 2})}}); },
-               "strided_slice: attribute 'end' has 2 values but 'begin' has 1");
-  expect_error([&] { run1("strided_slice", {m}, {{"begin", ints({0})}, {"end", ints({1})}, {"axes", ints({2})}}); },
-               "strided_slice: attribute 'axes' = 2 is out of range for rank 2");
+  expect_error(
+      [&] {
+        run1("strided_slice", {m}, {{"begin", ints({0})}, {"end", ints({1, 2})}});
+      },
+      "strided_slice: attribute 'end' has 2 values but 'begin' has 1");
+  expect_error(
+      [&] {
+        run1("strided_slice", {m}, {{"begin", ints({0})}, {"end", ints({1})}, {"axes", ints({2})}});
+      },
+      "strided_slice: attribute 'axes' = 2 is out of range for rank 2");
 }
 
 TEST(Flatten, Axis) {
@@ -150,8 +190,11 @@ TEST(Flatten, Axis) {
   EXPECT_EQ(run1("flatten", {x}, {{"axis", int64_t{-1}}}).shape(), (Shape{6, 4}));
   EXPECT_EQ(run1("flatten", {x}, {{"axis", int64_t{3}}}).shape(), (Shape{24, 1}));
   expect_equal(run1("flatten", {x}, {{"axis", int64_t{2}}}), range(0, 24));
-  expect_error([&] { run1("flatten", {x}, {{"axis", int64_t{4}}}); },
-               "flatten: attribute 'axis' = 4 is out of range for rank 3 (expected -3..3)");
+  expect_error(
+      [&] {
+        run1("flatten", {x}, {{"axis", int64_t{4}}});
+      },
+      "flatten: attribute 'axis' = 4 is out of range for rank 3 (expected -3..3)");
 }
 
 TEST(Squeeze, AllOrListed) {
@@ -160,8 +203,11 @@ TEST(Squeeze, AllOrListed) {
   Tensor y = run1("squeeze", {x}, {{"axis", ints({-2})}});
   EXPECT_EQ(y.shape(), (Shape{1, 3, 2}));
   expect_equal(y, range(0, 6));
-  expect_error([&] { run1("squeeze", {x}, {{"axis", ints({1})}}); },
-               "squeeze: axis 1 of data (1, 3, 1, 2) has size 3; only size-1 axes can be squeezed");
+  expect_error(
+      [&] {
+        run1("squeeze", {x}, {{"axis", ints({1})}});
+      },
+      "squeeze: axis 1 of data (1, 3, 1, 2) has size 3; only size-1 axes can be squeezed");
 }
 
 TEST(ExpandDims, AxisAndCount) {
@@ -172,8 +218,11 @@ TEST(ExpandDims, AxisAndCount) {
   EXPECT_EQ(y.shape(), (Shape{2, 1, 1, 3}));
   expect_equal(y, range(0, 6));
   EXPECT_EQ(run1("expand_dims", {x}, {{"axis", int64_t{-2}}}).shape(), (Shape{2, 1, 3}));
-  expect_error([&] { run1("expand_dims", {x}, {{"axis", int64_t{4}}}); },
-               "expand_dims: attribute 'axis' = 4 is out of range for rank 3");
+  expect_error(
+      [&] {
+        run1("expand_dims", {x}, {{"axis", int64_t{4}}});
+      },
+      "expand_dims: attribute 'axis' = 4 is out of range for rank 3");
   expect_error([&] { run1("expand_dims", {x}); }, "expand_dims: missing required attribute 'axis'");
 }
 
@@ -184,8 +233,11 @@ TEST(BroadcastTo, Values) {
   expect_equal(y, {1, 1, 2, 2, 3, 3, 1, 1, 2, 2, 3, 3});
   Tensor s = run1("broadcast_to", {Tensor::from_ints({}, {5}, DType::Int64)}, {{"shape", ints({2})}});
   expect_equal(s, {5, 5});
-  expect_error([&] { run1("broadcast_to", {x}, {{"shape", ints({2, 2})}}); },
-               "broadcast_to: data of shape (3, 1) cannot be broadcast to attribute 'shape' = [2, 2]");
+  expect_error(
+      [&] {
+        run1("broadcast_to", {x}, {{"shape", ints({2, 2})}});
+      },
+      "broadcast_to: data of shape (3, 1) cannot be broadcast to attribute 'shape' = [2, 2]");
 }
 
 TEST(Take, AxisAndNegativeIndices) {
@@ -202,10 +254,16 @@ TEST(Take, AxisAndNegativeIndices) {
   Tensor flat = run1("take", {Tensor::from_ints({3}, {7, 8, 9}, DType::Int8), Tensor::from_ints({}, {1})});
   EXPECT_EQ(flat.shape(), Shape{});
   expect_equal(flat, {8});
-  expect_error([&] { run1("take", {x, Tensor::from_ints({2}, {0, 3})}, {{"axis", int64_t{1}}}); },
-               "take: index 3 (at position 1 of indices) is out of range for axis 1 of size 3 (expected -3..2)");
-  expect_error([&] { run1("take", {x, Tensor::from_floats({1}, {0})}); },
-               "take: indices has dtype float32; expected one of int32, int64");
+  expect_error(
+      [&] {
+        run1("take", {x, Tensor::from_ints({2}, {0, 3})}, {{"axis", int64_t{1}}});
+      },
+      "take: index 3 (at position 1 of indices) is out of range for axis 1 of size 3 (expected -3..2)");
+  expect_error(
+      [&] {
+        run1("take", {x, Tensor::from_floats({1}, {0})});
+      },
+      "take: indices has dtype float32; expected one of int32, int64");
 }
 
 TEST(Where, Broadcasting) {
@@ -222,10 +280,16 @@ TEST(Where, Broadcasting) {
   for (int64_t i = 0; i < 5; ++i)
     EXPECT_EQ(w.get_as_double(i), c2.get_as_double(i) != 0 ? a.get_as_double(i) : b.get_as_double(i));
   expect_error([&] { run1("where", {x, x, x}); }, "where: cond has dtype float32; expected bool");
-  expect_error([&] { run1("where", {cond, x, Tensor::zeros({2}, DType::Float32)}); },
-               "where: shapes (3, 4) and (2,) do not broadcast");
-  expect_error([&] { run1("where", {cond, x, Tensor::zeros({1}, DType::Int32)}); },
-               "where: x has dtype float32 but y has dtype int32; they must match");
+  expect_error(
+      [&] {
+        run1("where", {cond, x, Tensor::zeros({2}, DType::Float32)});
+      },
+      "where: shapes (3, 4) and (2,) do not broadcast");
+  expect_error(
+      [&] {
+        run1("where", {cond, x, Tensor::zeros({1}, DType::Int32)});
+      },
+      "where: x has dtype float32 but y has dtype int32; they must match");
 }
 
 }  // namespace
