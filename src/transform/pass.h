@@ -7,6 +7,7 @@
 
 #include <functional>
 #include <iosfwd>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -22,11 +23,25 @@ Module fold_constants(const Module& m);
 // Checks the module (verify_module) and returns it unchanged.
 Module verify_pass(const Module& m);
 
+// Options given with a pass name: "fuse-ops-by-pattern{backends=example_npu strict=1}".
+using PassOptions = std::map<std::string, std::string>;
+
 struct PassInfo {
   std::string name;         // as given to `kiln opt --passes`
   std::string description;  // one line
   std::function<Module(const Module&)> run;
+  // Passes that take options; when set, it runs instead of `run`.
+  std::function<Module(const Module&, const PassOptions&)> run_with_options = nullptr;
 };
+
+// Splits "name{key=value key=value}" into the name and its options. Throws
+// kiln::Error on a malformed option list.
+std::string split_pass_options(const std::string& spec, PassOptions& options);
+
+// Partitioning passes (src/transform/partition.h has their options).
+Module fuse_ops_by_pattern_pass(const Module& m, const PassOptions& options);
+Module merge_composite_functions_pass(const Module& m, const PassOptions& options);
+Module run_codegen_pass(const Module& m, const PassOptions& options);
 
 // All graph passes, in pipeline order.
 const std::vector<PassInfo>& graph_passes();

@@ -4,6 +4,7 @@
 // leaves the bindings it folded away unused.
 #include <chrono>
 #include <iostream>
+#include <sstream>
 
 #include "ir/text.h"
 #include "transform/pass.h"
@@ -15,6 +16,12 @@ const std::vector<PassInfo>& graph_passes() {
       {"verify", "check single assignment, scoping and types", verify_pass},
       {"fold-constants", "evaluate op calls whose inputs are all constants", fold_constants},
       {"dead-code-elimination", "remove bindings that nothing uses", eliminate_dead_code},
+      // Partitioning: fuse, then merge, then codegen (each needs the one before).
+      {"fuse-ops-by-pattern", "turn backend pattern matches into composite functions", nullptr,
+       fuse_ops_by_pattern_pass},
+      {"merge-composite-functions", "merge adjacent composites of one backend into regions, no cycles",
+       nullptr, merge_composite_functions_pass},
+      {"run-codegen", "call each backend's codegen once with all of its regions", nullptr, run_codegen_pass},
   };
   return passes;
 }
@@ -37,22 +44,43 @@ static bool same_module(const Module& a, const Module& b) {
   return a.attrs == b.attrs;
 }
 
+std::string split_pass_options(const std::string& spec, PassOptions& options) {
+  size_t open = spec.find('{');
+  if (open == std::string::npos) return spec;
+  if (spec.back() != '}') throw Error("pass '" + spec + "': options must end with '}'");
+  std::stringstream ss(spec.substr(open + 1, spec.size() - open - 2));
+  std::string item;
+  while (ss >> item) {
+    size_t eq = item.find('=');
+    if (eq == std::string::npos || eq == 0)
+      throw Error("pass '" + spec + "': option '" + item + "' must be key=value");
+    options[item.substr(0, eq)] = item.substr(eq + 1);
+  }
+  return spec.substr(0, open);
+}
+
 Module run_passes(const Module& m, const std::vector<std::string>& names, const PipelineOptions& opts) {
   std::vector<const PassInfo*> passes;
-  for (const auto& n : names) {
+  std::vector<PassOptions> pass_options;
+  for (const auto& spec : names) {
+    PassOptions options;
+    std::string n = split_pass_options(spec, options);
     const PassInfo* p = find_graph_pass(n);
     if (!p) {
       std::string known;
       for (const auto& q : graph_passes()) known += (known.empty() ? "" : ", ") + q.name;
       throw Error("unknown pass '" + n + "' (known passes: " + known + ")");
     }
+    if (!options.empty() && !p->run_with_options) throw Error("pass '" + n + "' takes no options");
     passes.push_back(p);
+    pass_options.push_back(std::move(options));
   }
   std::ostream& log = opts.log ? *opts.log : std::cerr;
   Module cur = m;
-  for (const PassInfo* p : passes) {
+  for (size_t i = 0; i < passes.size(); ++i) {
+    const PassInfo* p = passes[i];
     auto start = std::chrono::steady_clock::now();
-    Module next = p->run(cur);
+    Module next = p->run_with_options ? p->run_with_options(cur, pass_options[i]) : p->run(cur);
     auto us = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - start).count();
     if (opts.verify_each) {
       try {

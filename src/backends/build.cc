@@ -1,0 +1,42 @@
+// From a partitioned module to an Executable.
+#include "backends/build.h"
+
+#include "backends/graph_codegen.h"
+
+namespace kiln {
+
+Executable build_executable(const Module& partitioned, const std::string& entry, const RunCodegenOptions& codegen) {
+  const FunctionNode* main = partitioned.find(entry);
+  KILN_CHECK(main != nullptr, "build: the module has no function @", entry);
+  std::map<std::string, BackendArtifacts> artifacts;
+  Module m = run_codegen(partitioned, codegen, &artifacts);
+  Executable exe;
+  GraphLowering state;
+  exe.host = lower_to_graph(m, *m.find(entry), entry, state);
+  exe.constants = std::move(state.constants);
+  // Backends in the order their first function appears in the module.
+  for (const auto& f : m.functions) {
+    if (!f->attrs.has("Codegen")) continue;
+    const std::string& backend = f->attrs.get_string("Codegen");
+    BackendPart* part = nullptr;
+    for (auto& p : exe.backends)
+      if (p.backend == backend) part = &p;
+    if (!part) {
+      exe.backends.push_back({backend, {}, {}});
+      part = &exe.backends.back();
+      part->options = codegen.global;
+      if (auto it = codegen.backend.find(backend); it != codegen.backend.end())
+        for (const auto& [k, v] : it->second) part->options[k] = v;
+    }
+    const std::string& symbol = f->attrs.get_string("global_symbol");
+    part->functions.push_back({symbol, artifacts.at(backend).artifacts.at(symbol)});
+  }
+  for (auto& [backend, a] : artifacts)
+    for (auto& [name, t] : a.constants) {
+      auto [it, fresh] = exe.constants.emplace(name, t);
+      KILN_CHECK(fresh || it->second.bitwise_equal(t), "build: two different constants are named '", name, "'");
+    }
+  return exe;
+}
+
+}  // namespace kiln

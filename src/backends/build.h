@@ -1,0 +1,18 @@
+// Building an Executable (what a .kmod holds) from a partitioned module.
+//
+// Runs RunCodegen, lowers the entry function to the host program (calls of
+// offloaded functions become callee nodes, everything else runs on the
+// host's reference kernels) and gathers every constant by name.
+#pragma once
+
+#include <string>
+
+#include "runtime/vm.h"
+#include "transform/partition.h"
+
+namespace kiln {
+
+Executable build_executable(const Module& partitioned, const std::string& entry = "main",
+                            const RunCodegenOptions& codegen = {});
+
+}  // namespace kiln

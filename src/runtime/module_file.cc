@@ -1,0 +1,185 @@
+// .kmod writer and loader.
+#include "runtime/module_file.h"
+
+#include <cstring>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+namespace kiln {
+
+using json = nlohmann::json;
+
+namespace {
+
+constexpr char kMagic[8] = {'K', 'I', 'L', 'N', 'M', 'O', 'D', '\0'};
+
+uint64_t fnv1a(const char* data, size_t n) {
+  uint64_t h = 1469598103934665603ull;
+  for (size_t i = 0; i < n; ++i) {
+    h ^= static_cast<unsigned char>(data[i]);
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+template <typename T>
+void put(std::string& out, T v) {
+  char buf[sizeof(T)];
+  std::memcpy(buf, &v, sizeof(T));
+  out.append(buf, sizeof(T));
+}
+
+struct Cursor {
+  const std::string& bytes;
+  const std::string& what;
+  size_t at = 0;
+
+  template <typename T>
+  T get(const char* field) {
+    need(sizeof(T), field);
+    T v;
+    std::memcpy(&v, bytes.data() + at, sizeof(T));
+    at += sizeof(T);
+    return v;
+  }
+  std::string take(uint64_t n, const char* field) {
+    need(n, field);
+    std::string s = bytes.substr(at, n);
+    at += n;
+    return s;
+  }
+  void need(uint64_t n, const char* field) const {
+    if (n > bytes.size() - at)
+      throw Error(what + ": truncated .kmod file: the " + std::string(field) + " needs " + std::to_string(n) +
+                  " bytes at offset " + std::to_string(at) + " but the file has " + std::to_string(bytes.size()) +
+                  " bytes; rebuild it with `kiln compile`");
+  }
+};
+
+}  // namespace
+
+std::string encode_kmod(const Executable& exe) {
+  json header;
+  json backends = json::array();
+  for (const auto& b : exe.backends) {
+    json jb{{"backend", b.backend}, {"options", b.options}, {"functions", json::array()}};
+    for (const auto& f : b.functions) jb["functions"].push_back({{"symbol", f.symbol}, {"artifact", f.artifact}});
+    backends.push_back(jb);
+  }
+  json names = json::array();
+  for (const auto& b : exe.backends) names.push_back(b.backend);
+  header["manifest"] = {{"kiln_version", kKilnVersion}, {"format_version", kKmodVersion}, {"backends", names}};
+  header["host"] = graph_to_json(exe.host);
+  header["backends"] = backends;
+  std::string data;
+  json consts = json::array();
+  for (const auto& [name, t] : exe.constants) {
+    while (data.size() % 64) data.push_back('\0');
+    consts.push_back({{"name", name}, {"dtype", std::string(dtype_name(t.dtype()))}, {"shape", t.shape()},
+                      {"offset", data.size()}, {"bytes", t.nbytes()}});
+    data.append(static_cast<const char*>(t.raw()), t.nbytes());
+  }
+  header["constants"] = consts;
+  std::string text = header.dump();
+  std::string out(kMagic, sizeof kMagic);
+  put<uint32_t>(out, kKmodVersion);
+  put<uint64_t>(out, text.size());
+  out += text;
+  put<uint64_t>(out, data.size());
+  out += data;
+  put<uint64_t>(out, fnv1a(out.data(), out.size()));
+  return out;
+}
+
+Executable decode_kmod(const std::string& bytes, const std::string& what) {
+  Cursor c{bytes, what};
+  std::string magic = c.take(sizeof kMagic, "magic number");
+  if (std::memcmp(magic.data(), kMagic, sizeof kMagic) != 0)
+    throw Error(what + ": not a .kmod file (bad magic number); make one with `kiln compile`");
+  uint32_t version = c.get<uint32_t>("container version");
+  if (version != kKmodVersion)
+    throw Error(what + ": .kmod format version " + std::to_string(version) + " is not supported (this runtime reads " +
+                std::to_string(kKmodVersion) + "); recompile the model with this kiln");
+  std::string header_text = c.take(c.get<uint64_t>("header length"), "header");
+  std::string data = c.take(c.get<uint64_t>("data length"), "constant data");
+  size_t body = c.at;
+  uint64_t stored = c.get<uint64_t>("checksum");
+  if (c.at != bytes.size())
+    throw Error(what + ": .kmod file has " + std::to_string(bytes.size() - c.at) + " unexpected bytes at the end");
+  if (stored != fnv1a(bytes.data(), body))
+    throw Error(what + ": .kmod checksum mismatch: the file is corrupted; rebuild it with `kiln compile`");
+  json h;
+  try {
+    h = json::parse(header_text);
+    const json& m = h.at("manifest");
+    std::string kv = m.at("kiln_version").get<std::string>();
+    auto major_minor = [](const std::string& v) { return v.substr(0, v.rfind('.')); };
+    if (major_minor(kv) != major_minor(kKilnVersion))
+      throw Error(what + ": built by kiln " + kv + ", but this runtime is kiln " + kKilnVersion +
+                  "; recompile the model");
+    if (m.at("format_version").get<uint32_t>() != kKmodVersion)
+      throw Error(what + ": manifest format version " + m.at("format_version").dump() + " is not supported");
+    Executable exe;
+    exe.host = graph_from_json(h.at("host").get<std::string>(), what + " host program");
+    std::vector<std::string> listed = m.at("backends").get<std::vector<std::string>>();
+    for (const auto& jb : h.at("backends")) {
+      BackendPart b;
+      b.backend = jb.at("backend").get<std::string>();
+      b.options = jb.at("options").get<std::map<std::string, std::string>>();
+      for (const auto& f : jb.at("functions"))
+        b.functions.push_back({f.at("symbol").get<std::string>(), f.at("artifact").get<std::string>()});
+      exe.backends.push_back(std::move(b));
+    }
+    if (listed.size() != exe.backends.size())
+      throw Error(what + ": manifest lists " + std::to_string(listed.size()) + " backend(s), the module has " +
+                  std::to_string(exe.backends.size()));
+    for (size_t i = 0; i < listed.size(); ++i)
+      if (listed[i] != exe.backends[i].backend)
+        throw Error(what + ": manifest backend '" + listed[i] + "' does not match the module's '" +
+                    exe.backends[i].backend + "'");
+    for (const auto& jc : h.at("constants")) {
+      std::string name = jc.at("name").get<std::string>();
+      auto dt = dtype_from_name(jc.at("dtype").get<std::string>());
+      if (!dt) throw Error(what + ": constant " + name + " has an unknown dtype");
+      Shape shape = jc.at("shape").get<Shape>();
+      uint64_t offset = jc.at("offset").get<uint64_t>(), n = jc.at("bytes").get<uint64_t>();
+      for (int64_t d : shape)
+        if (d < 0) throw Error(what + ": constant " + name + " has a negative dimension");
+      if (n != static_cast<uint64_t>(shape_numel(shape) * dtype_bytes(*dt)) || offset > data.size() ||
+          n > data.size() - offset)
+        throw Error(what + ": constant " + name + " lies outside the data section");
+      Tensor t = Tensor::empty(shape, *dt);
+      std::memcpy(t.raw(), data.data() + offset, n);
+      exe.constants[name] = t;
+    }
+    return exe;
+  } catch (const json::exception& e) {
+    throw Error(what + ": malformed .kmod header: " + e.what());
+  }
+}
+
+void write_kmod(const std::string& path, const Executable& exe) {
+  std::ofstream out(path, std::ios::binary);
+  if (!out) throw Error("cannot write " + path);
+  std::string bytes = encode_kmod(exe);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  if (!out) throw Error("cannot write " + path);
+}
+
+Executable read_kmod(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error("cannot open " + path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return decode_kmod(ss.str(), path);
+}
+
+bool is_kmod_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  char buf[8] = {};
+  in.read(buf, 8);
+  return in.gcount() == 8 && std::memcmp(buf, kMagic, 8) == 0;
+}
+
+}  // namespace kiln

@@ -1,0 +1,34 @@
+// The .kmod artifact: one file holding a compiled module.
+//
+// Layout (little-endian):
+//   "KILNMOD\0"                 8 bytes magic
+//   u32 container version       (kKmodVersion)
+//   u64 header length, header   JSON: manifest, host program, backend parts,
+//                               constant index (name, dtype, shape, offset, bytes)
+//   u64 data length, data       constant bytes, 64-byte aligned offsets
+//   u64 checksum                FNV-1a 64 of every byte before it
+//
+// The manifest records the kiln version, the format version and the
+// backends; loading checks all of them, the checksum and every length, so a
+// truncated or corrupted file is a clear error, never a crash.
+#pragma once
+
+#include <string>
+
+#include "runtime/vm.h"
+
+namespace kiln {
+
+inline constexpr uint32_t kKmodVersion = 1;
+// The kiln version written into manifests; modules from another major.minor
+// version are refused.
+inline constexpr const char* kKilnVersion = "0.1.0";
+
+std::string encode_kmod(const Executable& exe);
+Executable decode_kmod(const std::string& bytes, const std::string& what);
+void write_kmod(const std::string& path, const Executable& exe);
+Executable read_kmod(const std::string& path);
+// True when the file starts with the .kmod magic.
+bool is_kmod_file(const std::string& path);
+
+}  // namespace kiln

@@ -1,0 +1,128 @@
+// The VM: host program on reference kernels, offloaded functions on backends.
+#include "runtime/vm.h"
+
+#include <cmath>
+#include <cstdio>
+
+#include "runtime/graph_exec.h"
+
+namespace kiln {
+
+std::string RegionCheck::str() const {
+  char buf[160];
+  std::snprintf(buf, sizeof buf, "max abs %.3g, max rel %.3g", max_abs, max_rel);
+  std::string s = "verify @" + symbol + " (" + backend + "): " + buf + (ok ? ": ok" : ": MISMATCH");
+  if (!ok && !first_divergent_node.empty()) {
+    std::snprintf(buf, sizeof buf, "%.3g", node_max_abs);
+    s += "; first divergent node: " + first_divergent_node + " (max abs " + buf + ")";
+  }
+  return s;
+}
+
+VirtualMachine::VirtualMachine(Executable exe) : exe_(std::move(exe)) {
+  for (const auto& part : exe_.backends) {
+    std::unique_ptr<BackendRuntime> rt = make_backend_runtime(part.backend);
+    if (!rt) {
+      std::string known;
+      for (const auto& n : backend_runtime_names()) known += (known.empty() ? "" : ", ") + n;
+      throw Error("module needs backend runtime '" + part.backend + "', which this runtime does not have (it has: " +
+                  known + ")");
+    }
+    std::map<std::string, Tensor> constants;
+    for (const auto& f : part.functions) {
+      Graph g = graph_from_json(f.artifact, part.backend + " function " + f.symbol);
+      for (const auto& c : g.constants) {
+        auto it = exe_.constants.find(c.name);
+        KILN_CHECK(it != exe_.constants.end(), "module: constant '", c.name, "' of ", f.symbol, " is missing");
+        constants[c.name] = it->second;
+      }
+      KILN_CHECK(!symbols_.count(f.symbol), "module: symbol '", f.symbol, "' is defined twice");
+      symbols_[f.symbol] = {part.backend, std::move(g)};
+    }
+    Status s = rt->init(part.functions, constants, part.options);
+    if (!s.ok()) throw Error("backend " + part.backend + ": init failed: " + s.message);
+    runtimes_[part.backend] = std::move(rt);
+  }
+  for (const auto& n : exe_.host.nodes)
+    KILN_CHECK(n.callee.empty() || symbols_.count(n.callee), "module: the host program calls '", n.callee,
+               "', which no backend defines");
+}
+
+VirtualMachine::~VirtualMachine() = default;
+
+namespace {
+
+// Largest absolute and relative difference between two tensors of one shape.
+void compare(const Tensor& got, const Tensor& want, double& max_abs, double& max_rel) {
+  for (int64_t i = 0; i < want.numel(); ++i) {
+    double a = got.get_as_double(i), b = want.get_as_double(i);
+    double d = std::fabs(a - b);
+    if (std::isnan(a) != std::isnan(b)) d = INFINITY;
+    if (std::isnan(d)) continue;
+    max_abs = std::max(max_abs, d);
+    if (std::fabs(b) > 0) max_rel = std::max(max_rel, d / std::fabs(b));
+  }
+}
+
+}  // namespace
+
+void VirtualMachine::dispatch(const GraphNode& node, const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs,
+                              const RunOptions& opts) {
+  const auto& [backend, graph] = symbols_.at(node.callee);
+  BackendRuntime& rt = *runtimes_.at(backend);
+  std::vector<std::pair<std::string, Tensor>> node_values;
+  NodeObserver observer;
+  if (opts.verify)
+    observer = [&](const std::string& name, const Tensor& v) { node_values.push_back({name, v.clone()}); };
+  size_t first_event = events_.size();
+  Status s = rt.run(node.callee, inputs, outputs, opts.record_events ? &events_ : nullptr, observer);
+  if (!s.ok()) throw Error("backend " + backend + " failed in " + node.callee + ": " + s.message);
+  for (size_t i = first_event; i < events_.size(); ++i) events_[i].function = node.callee;
+  if (!opts.verify) return;
+  // Reference: the same graph on the reference kernels, node by node.
+  std::map<std::string, Tensor> reference_nodes;
+  GraphRunHooks hooks;
+  hooks.observer = [&](const std::string& name, const Tensor& v) { reference_nodes[name] = v; };
+  std::vector<Tensor> want = execute_graph(graph, inputs, exe_.constants, hooks);
+  RegionCheck c;
+  c.symbol = node.callee;
+  c.backend = backend;
+  for (size_t i = 0; i < want.size(); ++i) compare(outputs[i], want[i], c.max_abs, c.max_rel);
+  auto exceeds = [&](double abs_err, double scale) { return abs_err > opts.tolerance.atol + opts.tolerance.rtol * scale; };
+  double scale = 0;
+  for (const auto& w : want)
+    for (int64_t i = 0; i < w.numel(); ++i) scale = std::max(scale, std::fabs(w.get_as_double(i)));
+  c.ok = !exceeds(c.max_abs, scale);
+  if (!c.ok) {
+    for (const auto& [name, value] : node_values) {
+      auto it = reference_nodes.find(name);
+      if (it == reference_nodes.end() || it->second.shape() != value.shape()) continue;
+      double a = 0, r = 0, sc = 0;
+      compare(value, it->second, a, r);
+      for (int64_t i = 0; i < it->second.numel(); ++i) sc = std::max(sc, std::fabs(it->second.get_as_double(i)));
+      if (exceeds(a, sc)) {
+        c.first_divergent_node = name;
+        c.node_max_abs = a;
+        break;
+      }
+    }
+  }
+  checks_.push_back(c);
+}
+
+std::vector<Tensor> VirtualMachine::run(const std::vector<Tensor>& inputs, const RunOptions& opts) {
+  events_.clear();
+  checks_.clear();
+  GraphRunHooks hooks;
+  hooks.callee = [&](const GraphNode& n, const std::vector<Tensor>& ins, std::vector<Tensor>& outs) {
+    double t0 = microseconds_since(hooks.start);
+    size_t first = events_.size();
+    dispatch(n, ins, outs, opts);
+    // Backend times are relative to their own start; place them in the run.
+    for (size_t i = first; i < events_.size(); ++i) events_[i].start_us += t0;
+  };
+  if (opts.record_events) hooks.events = &events_;
+  return execute_graph(exe_.host, inputs, exe_.constants, hooks);
+}
+
+}  // namespace kiln

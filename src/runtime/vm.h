@@ -1,0 +1,81 @@
+// The VM: runs a compiled module (an Executable) with the runtime alone.
+//
+// The host program is a kiln.graph whose op nodes run on the reference
+// kernels (compiled host code comes later) and whose callee nodes dispatch,
+// by global symbol, to the backend runtime that owns the symbol. Backend
+// runtimes are created and initialised once, when the VM is made; run() may
+// be called many times. The VM never includes the compiler (src/ir).
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kiln/runtime/backend.h"
+#include "runtime/graph.h"
+
+namespace kiln {
+
+struct BackendPart {
+  std::string backend;
+  std::map<std::string, std::string> options;  // codegen options, given to init
+  std::vector<BackendFunction> functions;
+};
+
+// What a .kmod file holds.
+struct Executable {
+  Graph host;                               // the host program ("main")
+  std::vector<BackendPart> backends;
+  std::map<std::string, Tensor> constants;  // host and backend constants, by name
+};
+
+struct VerifyOptions {
+  double atol = 1e-5;
+  double rtol = 1e-4;
+};
+
+// --verify: one offloaded function's outputs against the reference kernels.
+struct RegionCheck {
+  std::string symbol;
+  std::string backend;
+  double max_abs = 0;
+  double max_rel = 0;
+  bool ok = true;
+  std::string first_divergent_node;  // when !ok and the backend reported node values
+  double node_max_abs = 0;
+  std::string str() const;  // one line for `kiln run --verify`
+};
+
+class VirtualMachine {
+ public:
+  // Creates and initialises every backend runtime; throws kiln::Error naming
+  // the backend when none is registered or its init fails.
+  explicit VirtualMachine(Executable exe);
+  ~VirtualMachine();
+
+  struct RunOptions {
+    bool record_events = false;
+    bool verify = false;
+    VerifyOptions tolerance;
+  };
+  std::vector<Tensor> run(const std::vector<Tensor>& inputs, const RunOptions& opts);
+  std::vector<Tensor> run(const std::vector<Tensor>& inputs) { return run(inputs, RunOptions{}); }
+
+  // Events and checks of the last run.
+  const std::vector<DispatchEvent>& events() const { return events_; }
+  const std::vector<RegionCheck>& checks() const { return checks_; }
+  const Executable& executable() const { return exe_; }
+
+ private:
+  void dispatch(const GraphNode& node, const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs,
+                const RunOptions& opts);
+
+  Executable exe_;
+  std::map<std::string, std::unique_ptr<BackendRuntime>> runtimes_;  // by backend
+  std::map<std::string, std::pair<std::string, Graph>> symbols_;     // symbol -> (backend, graph for --verify)
+  std::vector<DispatchEvent> events_;
+  std::vector<RegionCheck> checks_;
+};
+
+}  // namespace kiln

@@ -1,0 +1,310 @@
+// The example NPU emulator: every pattern it claims computes the reference
+// interpreter's values, tiling really splits the work (small L1 forces many
+// tiles), fusion keeps intermediates out of DRAM, and the dispatch events
+// describe what happened.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "backends/build.h"
+#include "interp/interpreter.h"
+#include "ir/text.h"
+#include "runtime/vm.h"
+
+namespace kiln {
+namespace {
+
+Tensor random_tensor(const Shape& shape, DType dtype, uint32_t seed) {
+  std::mt19937 rng(seed);
+  Tensor t = Tensor::empty(shape, dtype);
+  std::uniform_real_distribution<float> real(-2.0f, 2.0f);
+  std::uniform_int_distribution<int> small(-20, 20);
+  for (int64_t i = 0; i < t.numel(); ++i)
+    t.set_from_double(i, dtype == DType::Float32 ? real(rng) : small(rng));
+  return t;
+}
+
+struct NpuRun {
+  std::vector<Tensor> got, want;
+  std::vector<DispatchEvent> events;
+  PartitionReport report;
+};
+
+// Partitions for example_npu (merged), builds, runs on the VM, and runs the
+// reference interpreter on the original module with the same inputs.
+NpuRun run_both(const std::string& text, const CodegenOptions& device = {}, uint32_t seed = 1) {
+  Module m = parse_module(text, "npu_test.kir");
+  PartitionOptions opts;
+  opts.backends = {"example_npu"};
+  NpuRun r;
+  Module parted = partition_module(m, opts, true, &r.report);
+  RunCodegenOptions cg;
+  cg.backend["example_npu"] = device;
+  VirtualMachine vm(build_executable(parted, "main", cg));
+  std::vector<Tensor> inputs;
+  for (const auto& p : m.find("main")->params)
+    inputs.push_back(random_tensor(p->type->tensor.shape, p->type->tensor.dtype, seed++));
+  VirtualMachine::RunOptions ro;
+  ro.record_events = true;
+  r.got = vm.run(inputs, ro);
+  r.events = vm.events();
+  r.want = interpret(m, "main", inputs);
+  return r;
+}
+
+void expect_close(const NpuRun& r, double rel = 1e-5) {
+  ASSERT_EQ(r.got.size(), r.want.size());
+  for (size_t k = 0; k < r.got.size(); ++k) {
+    ASSERT_EQ(r.got[k].shape(), r.want[k].shape());
+    ASSERT_EQ(r.got[k].dtype(), r.want[k].dtype());
+    bool exact = !is_float(r.want[k].dtype());
+    for (int64_t i = 0; i < r.want[k].numel(); ++i) {
+      double a = r.got[k].get_as_double(i), b = r.want[k].get_as_double(i);
+      double tolerance = exact ? 0.0 : rel * (1 + std::fabs(b));
+      ASSERT_NEAR(a, b, tolerance) << "output " << k << " element " << i;
+    }
+  }
+}
+
+int64_t npu_dispatches(const NpuRun& r) {
+  int64_t n = 0;
+  for (const auto& e : r.events) n += e.backend == "example_npu";
+  return n;
+}
+
+const DispatchEvent* event_for(const NpuRun& r, const std::string& op) {
+  for (const auto& e : r.events)
+    if (e.backend == "example_npu" && e.op == op) return &e;
+  return nullptr;
+}
+
+const char* kMatmulRelu = R"(
+def @main(%x: Tensor[(2, 4), float32], %w: Tensor[(4, 8), float32]) -> Tensor[(2, 8), float32] {
+  %y = matmul(%x, %w)
+  %z = nn.relu(%y)
+  return %z
+}
+)";
+
+TEST(Npu, MatmulReluIsOneFusedRegion) {
+  NpuRun r = run_both(kMatmulRelu);
+  expect_close(r);
+  EXPECT_EQ(r.report.summary(), "2 of 2 ops offloaded in 1 region (example_npu: 2); 0 on the host");
+  EXPECT_EQ(r.report.ops[0].pattern, "example_npu.matmul_relu_fused");
+  ASSERT_EQ(npu_dispatches(r), 1);
+  const DispatchEvent* e = event_for(r, "matmul+nn.relu");
+  ASSERT_NE(e, nullptr);
+  EXPECT_TRUE(e->fused);
+  EXPECT_EQ(e->engine, "MATRIX");
+  EXPECT_EQ(e->tiles, 1);
+  // Small operands live in L0; the intermediate never touches DRAM.
+  EXPECT_EQ(e->bytes_per_tier.count("DRAM"), 0u);
+  EXPECT_GT(e->cycles, 0);
+}
+
+TEST(Npu, Conv2dReluTiledMatchesReference) {
+  const char* text = R"(
+def @main(%x: Tensor[(1, 3, 32, 32), float32], %w: Tensor[(16, 3, 3, 3), float32]) -> Tensor[(1, 16, 30, 30), float32] {
+  %y = nn.conv2d(%x, %w)
+  %z = nn.relu(%y)
+  return %z
+}
+)";
+  NpuRun untiled = run_both(text);
+  expect_close(untiled);
+  EXPECT_EQ(event_for(untiled, "nn.conv2d+nn.relu")->tiles, 1);
+  // An 8 KiB L1 forces tiles over channels and rows, with kernel halos.
+  NpuRun tiled = run_both(text, {{"l0", "1K"}, {"l1", "8K"}, {"l2", "64K"}});
+  expect_close(tiled);
+  const DispatchEvent* e = event_for(tiled, "nn.conv2d+nn.relu");
+  ASSERT_NE(e, nullptr);
+  EXPECT_GT(e->tiles, 4);
+  EXPECT_EQ(e->tile.size(), 4u);
+  EXPECT_EQ(e->engine, "CONV");
+  EXPECT_TRUE(e->fused);
+  EXPECT_GT(e->bytes_per_tier.at("L1"), 0);
+}
+
+TEST(Npu, PaddedStridedConvTiles) {
+  const char* text = R"(
+def @main(%x: Tensor[(2, 4, 11, 9), float32], %w: Tensor[(6, 4, 3, 3), float32]) -> Tensor[(2, 6, 6, 5), float32] {
+  %y = nn.conv2d(%x, %w, strides=[2, 2], padding=[1, 1, 1, 1])
+  return %y
+}
+)";
+  NpuRun r = run_both(text, {{"l0", "256"}, {"l1", "1K"}});
+  expect_close(r);
+  EXPECT_GT(event_for(r, "nn.conv2d")->tiles, 8);
+}
+
+TEST(Npu, DepthwiseConvTiles) {
+  const char* text = R"(
+def @main(%x: Tensor[(1, 8, 10, 10), float32], %w: Tensor[(8, 1, 3, 3), float32]) -> Tensor[(1, 8, 10, 10), float32] {
+  %y = nn.conv2d(%x, %w, padding=[1, 1], groups=8)
+  return %y
+}
+)";
+  NpuRun r = run_both(text, {{"l0", "256"}, {"l1", "1K"}});
+  expect_close(r);
+  EXPECT_EQ(r.report.ops[0].pattern, "example_npu.depthwise_conv2d");
+  EXPECT_GT(event_for(r, "nn.conv2d")->tiles, 4);
+}
+
+TEST(Npu, Int8MatmulIsExactWhenTiled) {
+  const char* text = R"(
+def @main(%x: Tensor[(24, 40), int8], %w: Tensor[(40, 36), int8]) -> Tensor[(24, 36), int32] {
+  %y = matmul(%x, %w)
+  return %y
+}
+)";
+  NpuRun r = run_both(text, {{"l0", "256"}, {"l1", "2K"}});
+  expect_close(r);  // integer outputs compare exactly
+  const DispatchEvent* e = event_for(r, "matmul");
+  ASSERT_NE(e, nullptr);
+  EXPECT_GT(e->tiles, 2);
+}
+
+TEST(Npu, DenseTiles) {
+  const char* text = R"(
+def @main(%x: Tensor[(16, 32), float32], %w: Tensor[(20, 32), float32]) -> Tensor[(16, 20), float32] {
+  %y = nn.dense(%x, %w)
+  %z = nn.relu(%y)
+  return %z
+}
+)";
+  NpuRun r = run_both(text, {{"l0", "256"}, {"l1", "2K"}});
+  expect_close(r);
+  EXPECT_GT(event_for(r, "nn.dense+nn.relu")->tiles, 2);
+}
+
+TEST(Npu, ElementwiseAndActivationsTileWithBroadcasting) {
+  const char* text = R"(
+def @main(%a: Tensor[(2, 8, 6, 6), float32], %b: Tensor[(1, 8, 1, 1), float32], %c: Tensor[(6,), float32]) -> Tensor[(2, 8, 6, 6), float32] {
+  %s = add(%a, %b)
+  %m = multiply(%s, %c)
+  %d = subtract(%m, %a)
+  %q = divide(%d, const(Tensor[(1,), float32], [4.0]))
+  %r6 = clip(%q, a_min=0.0, a_max=6.0)
+  %cl = clip(%r6, a_min=0.5, a_max=5.0)
+  %sg = sigmoid(%cl)
+  %th = tanh(%sg)
+  %ge = nn.gelu(%th)
+  %re = nn.relu(%ge)
+  return %re
+}
+)";
+  NpuRun r = run_both(text, {{"l0", "256"}, {"l1", "1K"}});
+  expect_close(r);
+  EXPECT_EQ(r.report.offloaded_count(), 10);
+  EXPECT_EQ(r.report.region_count(), 1);
+  for (const auto& e : r.events)
+    if (e.backend == "example_npu") {
+      EXPECT_GT(e.tiles, 1) << e.op;
+    }
+  EXPECT_EQ(r.report.find("main", "r6")->pattern, "example_npu.relu6");
+  EXPECT_EQ(r.report.find("main", "cl")->pattern, "example_npu.clip");
+}
+
+TEST(Npu, SoftmaxBatchNormPoolsTile) {
+  const char* text = R"(
+def @main(%x: Tensor[(2, 6, 8, 8), float32], %g: Tensor[(6,), float32], %b: Tensor[(6,), float32], %mu: Tensor[(6,), float32]) -> (Tensor[(2, 6, 4, 4), float32], Tensor[(2, 6, 4, 4), float32], Tensor[(2, 6, 8, 8), float32]) {
+  %v = multiply(%g, %g)
+  %n = nn.batch_norm(%x, %g, %b, %mu, %v)
+  %mp = nn.max_pool2d(%n, pool_size=[2, 2], strides=[2, 2])
+  %ap = nn.avg_pool2d(%n, pool_size=[3, 3], strides=[2, 2], padding=[1, 1, 1, 1])
+  %sm = nn.softmax(%x)
+  %t = (%mp, %ap, %sm)
+  return %t
+}
+)";
+  NpuRun r = run_both(text, {{"l0", "256"}, {"l1", "1K"}});
+  expect_close(r);
+  for (const char* op : {"nn.batch_norm", "nn.max_pool2d", "nn.avg_pool2d", "nn.softmax"}) {
+    const DispatchEvent* e = event_for(r, op);
+    ASSERT_NE(e, nullptr) << op;
+    EXPECT_GT(e->tiles, 1) << op;
+  }
+  EXPECT_EQ(event_for(r, "nn.max_pool2d")->engine, "POOLING");
+}
+
+TEST(Npu, QuantizeDequantizeExact) {
+  const char* text = R"(
+def @main(%x: Tensor[(4, 64), float32]) -> Tensor[(4, 64), float32] {
+  %q = quantize(%x, scale=0.05, zero_point=3, out_dtype="int8")
+  %d = dequantize(%q, scale=0.05, zero_point=3)
+  return %d
+}
+)";
+  NpuRun r = run_both(text, {{"l0", "64"}, {"l1", "256"}});
+  expect_close(r, 0.0);
+  EXPECT_GT(event_for(r, "quantize")->tiles, 1);
+}
+
+TEST(Npu, ChecksRejectWithReasons) {
+  Module m = parse_module(R"(
+def @main(%x: Tensor[(1, 4, 8, 8), float32], %w: Tensor[(4, 2, 3, 3), float32], %i: Tensor[(4,), int32], %a: Tensor[(2, 3, 4), float32], %b: Tensor[(2, 4, 5), float32]) -> (Tensor[(1, 4, 6, 6), float32], Tensor[(4,), int32], Tensor[(2, 3, 5), float32], Tensor[(1, 4, 8, 8), float32]) {
+  %c = nn.conv2d(%x, %w, groups=2)
+  %s = add(%i, %i)
+  %mm = matmul(%a, %b)
+  %sm = nn.softmax(%x, axis=1)
+  %t = (%c, %s, %mm, %sm)
+  return %t
+}
+)",
+                          "checks.kir");
+  PartitionReport report;
+  PartitionOptions opts;
+  opts.backends = {"example_npu"};
+  partition_module(m, opts, true, &report);
+  EXPECT_NE(report.find("main", "c")->reason.find("grouped convolution (groups=2) is not supported"), std::string::npos)
+      << report.find("main", "c")->reason;
+  EXPECT_NE(report.find("main", "s")->reason.find("check rejected: add: dtype int32 is not supported"),
+            std::string::npos);
+  EXPECT_NE(report.find("main", "mm")->reason.find("2-D only"), std::string::npos);
+  EXPECT_NE(report.find("main", "sm")->reason.find("axis 1 is not supported (last axis only)"), std::string::npos);
+  EXPECT_EQ(report.offloaded_count(), 0);
+}
+
+TEST(Npu, WeightTooLargeForL2IsRejected) {
+  Module m = parse_module(R"(
+def @main(%x: Tensor[(1, 512), float32], %w: Tensor[(512, 512), float32]) -> Tensor[(1, 512), float32] {
+  %y = matmul(%x, %w)
+  return %y
+}
+)",
+                          "big.kir");
+  PartitionReport report;
+  partition_module(m, {}, true, &report);
+  EXPECT_NE(report.ops[0].reason.find("weight of 1048576 bytes cannot be tiled into L2 (524288 bytes)"),
+            std::string::npos)
+      << report.ops[0].reason;
+}
+
+TEST(Npu, RunsAreDeterministicAndRepeatable) {
+  Module m = parse_module(kMatmulRelu, "mr.kir");
+  Module parted = partition_module(m, {}, true, nullptr);
+  VirtualMachine vm(build_executable(parted));
+  Tensor x = random_tensor({2, 4}, DType::Float32, 7), w = random_tensor({4, 8}, DType::Float32, 8);
+  std::vector<Tensor> first = vm.run({x, w});
+  for (int i = 0; i < 50; ++i) {
+    std::vector<Tensor> again = vm.run({x, w});
+    ASSERT_TRUE(again[0].bitwise_equal(first[0]));
+  }
+}
+
+TEST(Npu, BadDeviceOptionIsAnError) {
+  Module m = parse_module(kMatmulRelu, "mr.kir");
+  Module parted = partition_module(m, {}, true, nullptr);
+  RunCodegenOptions cg;
+  cg.backend["example_npu"] = {{"l9", "4K"}};
+  try {
+    build_executable(parted, "main", cg);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("unknown device option 'l9'"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace kiln
