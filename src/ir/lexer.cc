@@ -112,6 +112,8 @@ std::string Lexer::describe(const Token& t) {
 
 void Lexer::fail_expected(std::string_view what) {
   const Token& t = peek();
+  if (t.kind == TokenKind::End)
+    throw error_at(t, "unexpected end of file: expected " + std::string(what));
   throw error_at(t, "expected " + std::string(what) + ", found " + describe(t));
 }
 
