@@ -69,7 +69,10 @@ std::string encode_kmod(const Executable& exe) {
   }
   json names = json::array();
   for (const auto& b : exe.backends) names.push_back(b.backend);
-  header["manifest"] = {{"kiln_version", kKilnVersion}, {"format_version", kKmodVersion}, {"backends", names}};
+  header["manifest"] = {{"kiln_version", kKilnVersion},
+                        {"format_version", kKmodVersion},
+                        {"backends", names},
+                        {"offload", exe.offload_summary}};
   header["host"] = graph_to_json(exe.host);
   header["backends"] = backends;
   std::string data;
@@ -121,6 +124,7 @@ Executable decode_kmod(const std::string& bytes, const std::string& what) {
     if (m.at("format_version").get<uint32_t>() != kKmodVersion)
       throw Error(what + ": manifest format version " + m.at("format_version").dump() + " is not supported");
     Executable exe;
+    if (m.contains("offload")) exe.offload_summary = m.at("offload").get<std::string>();
     exe.host = graph_from_json(h.at("host").get<std::string>(), what + " host program");
     std::vector<std::string> listed = m.at("backends").get<std::vector<std::string>>();
     for (const auto& jb : h.at("backends")) {

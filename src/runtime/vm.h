@@ -28,6 +28,9 @@ struct Executable {
   Graph host;                               // the host program ("main")
   std::vector<BackendPart> backends;
   std::map<std::string, Tensor> constants;  // host and backend constants, by name
+  // The partitioner's one-line summary, so running a .kmod still says what
+  // was offloaded ("" when no backend was used).
+  std::string offload_summary;
 };
 
 struct VerifyOptions {

@@ -1,13 +1,24 @@
 // kiln run MODEL [--input NAME=FILE.npy ...] [--random-inputs SEED] [--out DIR]
+//          [--backend NAME ...] [--dispatch-log FILE] [--profile FILE.json] [--verify]
+//
+// Without backends or profiling flags a .kir/.onnx model runs on the
+// reference interpreter. With --backend it is partitioned, compiled in
+// memory and run on the VM (offloaded functions on their backends); a .kmod
+// is loaded and run by the runtime alone.
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
 #include <map>
 
+#include "backends/build.h"
+#include "byoc_flags.h"
 #include "commands.h"
+#include "frontend/load_model.h"
 #include "interp/interpreter.h"
 #include "ir/text.h"
 #include "kiln/runtime/npy.h"
+#include "runtime/module_file.h"
+#include "runtime/profile.h"
 
 namespace kiln::cli {
 namespace {
@@ -19,6 +30,17 @@ struct RunOpts {
   std::string out_dir;
   std::string entry = "main";
   int64_t print_limit = 32;
+  BackendFlags flags;
+  std::string dispatch_log;
+  std::string profile;
+  bool verify = false;
+  double atol = 1e-5, rtol = 1e-4;
+};
+
+// A parameter of the entry: what inputs are checked and generated against.
+struct Param {
+  std::string name;
+  TensorDesc desc;
 };
 
 // splitmix64: a small, fully specified generator, so the same seed gives the
@@ -62,34 +84,42 @@ std::map<std::string, std::string> parse_input_flags(const std::vector<std::stri
   return out;
 }
 
-std::vector<Tensor> gather_inputs(const FunctionNode& fn, const RunOpts& o) {
+std::vector<Param> params_of(const FunctionNode& fn) {
+  std::vector<Param> out;
+  for (const auto& p : fn.params) {
+    if (!p->type->is_tensor()) throw Error("parameter %" + p->name + " is a tuple; kiln run takes tensor inputs only");
+    out.push_back({p->name, p->type->tensor});
+  }
+  return out;
+}
+
+std::vector<Tensor> gather_inputs(const std::string& fn_name, const std::vector<Param>& params, const RunOpts& o) {
   auto files = parse_input_flags(o.inputs);
   for (const auto& [name, file] : files) {
     bool known = false;
-    for (const auto& p : fn.params) known |= p->name == name;
+    for (const auto& p : params) known |= p.name == name;
     if (!known) {
-      std::string params;
-      for (const auto& p : fn.params) params += (params.empty() ? "%" : ", %") + p->name;
-      throw Error("--input " + name + ": @" + fn.name + " has no parameter of that name (parameters: " + params + ")");
+      std::string list;
+      for (const auto& p : params) list += (list.empty() ? "%" : ", %") + p.name;
+      throw Error("--input " + name + ": @" + fn_name + " has no parameter of that name (parameters: " + list + ")");
     }
   }
   uint64_t state = o.seed.value_or(0);
   std::vector<Tensor> args;
-  for (const auto& p : fn.params) {
-    if (!p->type->is_tensor()) throw Error("parameter %" + p->name + " is a tuple; kiln run takes tensor inputs only");
-    const TensorDesc& want = p->type->tensor;
-    auto it = files.find(p->name);
+  for (const auto& p : params) {
+    const TensorDesc& want = p.desc;
+    auto it = files.find(p.name);
     if (it == files.end()) {
       if (!o.seed)
-        throw Error("no value for input %" + p->name + " " + type_str(p->type) + ": give --input " + p->name +
+        throw Error("no value for input %" + p.name + " " + type_str(tensor_type(want)) + ": give --input " + p.name +
                     "=FILE.npy or --random-inputs SEED");
       args.push_back(random_tensor(want, state));
       continue;
     }
     Tensor t = read_npy(it->second);
     if (t.dtype() != want.dtype || t.shape() != want.shape)
-      throw Error("input %" + p->name + " from " + it->second + " is " + shape_str(t.shape()) + " " +
-                  std::string(dtype_name(t.dtype())) + ", but @" + fn.name + " expects " + type_str(p->type));
+      throw Error("input %" + p.name + " from " + it->second + " is " + shape_str(t.shape()) + " " +
+                  std::string(dtype_name(t.dtype())) + ", but @" + fn_name + " expects " + type_str(tensor_type(want)));
     args.push_back(std::move(t));
   }
   return args;
@@ -105,12 +135,58 @@ void print_values(const Tensor& t) {
   std::cout << "]\n";
 }
 
+// Runs on the VM: the executable's host program and its backends.
+std::vector<Tensor> run_on_vm(Executable exe, const RunOpts& o) {
+  std::vector<Param> params;
+  for (const auto& in : exe.host.inputs) params.push_back({in.name, in.desc});
+  std::string name = exe.host.name;
+  VirtualMachine vm(std::move(exe));
+  std::vector<Tensor> args = gather_inputs(name, params, o);
+  VirtualMachine::RunOptions ro;
+  ro.record_events = !o.dispatch_log.empty() || !o.profile.empty();
+  ro.verify = o.verify;
+  ro.tolerance = {o.atol, o.rtol};
+  std::vector<Tensor> outs = vm.run(args, ro);
+  if (!o.dispatch_log.empty()) write_text_file(o.dispatch_log, dispatch_log(vm.events()));
+  if (!o.profile.empty()) write_text_file(o.profile, chrome_trace(vm.events()));
+  for (const auto& c : vm.checks()) std::cout << c.str() << "\n";
+  if (o.verify && vm.checks().empty()) std::cout << "verify: nothing was offloaded\n";
+  return outs;
+}
+
+void check_vm_flags(const RunOpts& o, bool on_vm) {
+  if (on_vm) return;
+  if (!o.flags.options.empty() || o.flags.strict || o.flags.lift_constants)
+    throw Error("--option, --strict and --lift-constants need --backend");
+}
+
 void run(const RunOpts& o) {
-  Module m = load_module(o.model);
-  const FunctionNode* fn = m.find(o.entry);
-  if (!fn) throw Error(o.model + ": no function @" + o.entry + " to run (use --entry NAME)");
-  std::vector<Tensor> args = gather_inputs(*fn, o);
-  std::vector<Tensor> outs = interpret(m, o.entry, args);
+  std::vector<Tensor> outs;
+  bool vm_flags = !o.dispatch_log.empty() || !o.profile.empty() || o.verify;
+  if (is_kmod_file(o.model)) {
+    if (!o.flags.backends.empty())
+      throw Error(o.model + " is compiled already; its backends were chosen by `kiln compile` (drop --backend)");
+    Executable exe = read_kmod(o.model);
+    if (!exe.offload_summary.empty()) std::cout << "offload: " << exe.offload_summary << "\n";
+    outs = run_on_vm(std::move(exe), o);
+  } else {
+    Module m = load_model(o.model);
+    const FunctionNode* fn = m.find(o.entry);
+    if (!fn) throw Error(o.model + ": no function @" + o.entry + " to run (use --entry NAME)");
+    check_vm_flags(o, !o.flags.backends.empty());
+    if (!o.flags.backends.empty() || vm_flags) {
+      PartitionReport report;
+      Module parted = m;
+      if (!o.flags.backends.empty())
+        parted = partition_module(m, o.flags.partition_options(), !o.flags.no_merge, &report);
+      Executable exe = build_executable(parted, o.entry, o.flags.codegen_options());
+      if (!o.flags.backends.empty()) std::cout << offload_line(report) << "\n";
+      outs = run_on_vm(std::move(exe), o);
+    } else {
+      std::vector<Tensor> args = gather_inputs(fn->name, params_of(*fn), o);
+      outs = interpret(m, o.entry, args);
+    }
+  }
   if (!o.out_dir.empty()) {
     std::error_code ec;
     std::filesystem::create_directories(o.out_dir, ec);
@@ -127,14 +203,21 @@ void run(const RunOpts& o) {
 }  // namespace
 
 void add_run_command(CLI::App& app) {
-  auto* cmd = app.add_subcommand("run", "Run a model on the reference interpreter");
+  auto* cmd = app.add_subcommand("run", "Run a model on the reference interpreter, or on backends through the VM");
   auto o = std::make_shared<RunOpts>();
-  cmd->add_option("model", o->model, "Model file (.kir)")->required();
+  cmd->add_option("model", o->model, "Model file (.kir, .onnx or a compiled .kmod)")->required();
   cmd->add_option("--input,-i", o->inputs, "NAME=FILE.npy for a parameter of the entry function");
   cmd->add_option("--random-inputs", o->seed, "Fill inputs not given with random values from SEED");
   cmd->add_option("--out,-o", o->out_dir, "Write DIR/output_0.npy, output_1.npy, ... (tuples flattened)");
   cmd->add_option("--entry", o->entry, "Function to run")->capture_default_str();
   cmd->add_option("--print-limit", o->print_limit, "Print the values of outputs with at most N elements")
+      ->capture_default_str();
+  o->flags.add_to(cmd, true);
+  cmd->add_option("--dispatch-log", o->dispatch_log, "Write one JSON line per backend dispatch");
+  cmd->add_option("--profile", o->profile, "Write a Chrome trace (Perfetto) with host and backend tracks");
+  cmd->add_flag("--verify", o->verify, "Also run every offloaded function on the reference kernels and compare");
+  cmd->add_option("--atol", o->atol, "--verify: absolute tolerance")->capture_default_str();
+  cmd->add_option("--rtol", o->rtol, "--verify: tolerance relative to the largest reference value")
       ->capture_default_str();
   cmd->callback([o] { run(*o); });
 }

@@ -9,5 +9,7 @@ namespace kiln::cli {
 void add_run_command(CLI::App& app);
 void add_opt_command(CLI::App& app);
 void add_ops_command(CLI::App& app);
+void add_partition_command(CLI::App& app);
+void add_compile_command(CLI::App& app);
 
 }  // namespace kiln::cli

@@ -1,0 +1,30 @@
+// Flags shared by `kiln partition`, `kiln compile` and `kiln run` for
+// choosing backends and partitioning options.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <string>
+#include <vector>
+
+#include "transform/partition.h"
+
+namespace kiln::cli {
+
+struct BackendFlags {
+  std::vector<std::string> backends;
+  bool no_merge = false;
+  bool strict = false;
+  bool lift_constants = false;
+  int64_t min_region_size = 1;
+  std::vector<std::string> options;  // backend.key=value or key=value
+
+  void add_to(CLI::App* cmd, bool with_merge_flag);
+  PartitionOptions partition_options() const;
+  RunCodegenOptions codegen_options() const;
+};
+
+// The one-line offload summary printed whenever a backend is used:
+// "offload: 2 of 3 ops offloaded in 1 region (example_npu: 2); 1 on the host"
+std::string offload_line(const PartitionReport& report);
+
+}  // namespace kiln::cli

@@ -1,0 +1,67 @@
+// kiln partition MODEL --backend NAME [--merge] [--explain] [--report FILE.json] [--dot FILE.dot]
+#include <iostream>
+
+#include "byoc_flags.h"
+#include "commands.h"
+#include "frontend/load_model.h"
+#include "ir/text.h"
+#include "pattern/registry.h"
+#include "runtime/profile.h"
+
+namespace kiln::cli {
+namespace {
+
+struct PartitionOpts {
+  std::string model;
+  BackendFlags flags;
+  bool merge = false;
+  bool explain = false;
+  bool list = false;
+  std::string report_path, dot_path, out_path;
+};
+
+void list_patterns() {
+  for (const auto& backend : pattern_registry().backends()) {
+    std::cout << backend << ":\n";
+    for (const PatternEntry* e : pattern_registry().for_backend(backend)) {
+      std::cout << "  " << e->name << "  priority " << e->priority << (e->check ? ", checked" : "") << "\n    "
+                << pattern_str(e->pattern) << "\n";
+      if (!e->description.empty()) std::cout << "    " << e->description << "\n";
+    }
+  }
+}
+
+void run(const PartitionOpts& o) {
+  if (o.list) return list_patterns();
+  if (o.model.empty()) throw Error("kiln partition: give a MODEL (or --list to see the registered patterns)");
+  if (o.flags.backends.empty())
+    throw Error("kiln partition: name at least one --backend (registered: example_npu; --list shows them all)");
+  Module m = load_model(o.model);
+  PartitionReport report;
+  Module parted = partition_module(m, o.flags.partition_options(), o.merge, &report);
+  std::string text = print_module(parted);
+  if (o.out_path.empty()) std::cout << text;
+  else save_module(parted, o.out_path);
+  if (o.explain) std::cout << "\n" << report.explain();
+  if (!o.report_path.empty()) write_text_file(o.report_path, report.to_json());
+  if (!o.dot_path.empty()) write_text_file(o.dot_path, report.to_dot(m));
+  std::cout << offload_line(report) << "\n";
+}
+
+}  // namespace
+
+void add_partition_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand("partition", "Split a model between backends and the host, and explain why");
+  auto o = std::make_shared<PartitionOpts>();
+  cmd->add_option("model", o->model, "Model file (.kir or .onnx)");
+  o->flags.add_to(cmd, false);
+  cmd->add_flag("--merge", o->merge, "Merge adjacent matches of one backend into one region (never a cycle)");
+  cmd->add_flag("--explain", o->explain, "One line per op: which backend and pattern took it, or why not");
+  cmd->add_option("--report", o->report_path, "Write the decisions and a summary as JSON");
+  cmd->add_option("--dot", o->dot_path, "Write the graph in Graphviz DOT, regions coloured by backend");
+  cmd->add_option("--out,-o", o->out_path, "Write the partitioned module to FILE.kir instead of printing it");
+  cmd->add_flag("--list", o->list, "List every registered pattern by backend and priority");
+  cmd->callback([o] { run(*o); });
+}
+
+}  // namespace kiln::cli
