@@ -149,6 +149,19 @@ def @main(%x: Tensor[(1, 8, 10, 10), float32], %w: Tensor[(8, 1, 3, 3), float32]
   expect_close(r);
   EXPECT_EQ(r.report.ops[0].pattern, "example_npu.depthwise_conv2d");
   EXPECT_GT(event_for(r, "nn.conv2d")->tiles, 4);
+  EXPECT_EQ(event_for(r, "nn.conv2d")->engine, "VECTOR");
+}
+
+TEST(Npu, PointwiseConvRunsOnTheMatrixEngine) {
+  const char* text = R"(
+def @main(%x: Tensor[(1, 16, 6, 6), float32], %w: Tensor[(8, 16, 1, 1), float32]) -> Tensor[(1, 8, 6, 6), float32] {
+  %y = nn.conv2d(%x, %w)
+  return %y
+}
+)";
+  NpuRun r = run_both(text);
+  expect_close(r);
+  EXPECT_EQ(event_for(r, "nn.conv2d")->engine, "MATRIX");
 }
 
 TEST(Npu, Int8MatmulIsExactWhenTiled) {

@@ -120,8 +120,8 @@ void register_example_npu(PatternRegistry& r) {
       "nn.conv2d then nn.relu, fused on the CONV engine (no intermediate in DRAM)");
   add(r, "matmul_relu_fused", is_op("nn.relu", {matrix()}), matrix_check(), 20,
       "matmul or nn.dense then nn.relu, fused on the MATRIX engine");
-  add(r, "depthwise_conv2d", conv2d(), conv_check(true), 15, "depthwise nn.conv2d on the CONV engine");
-  add(r, "conv2d", conv2d(), conv_check(false), 10, "nn.conv2d on the CONV engine");
+  add(r, "depthwise_conv2d", conv2d(), conv_check(true), 15, "depthwise nn.conv2d on the VECTOR engine");
+  add(r, "conv2d", conv2d(), conv_check(false), 10, "nn.conv2d on the CONV engine (1x1: MATRIX)");
   add(r, "matmul", matrix(), matrix_check(), 10, "matmul or nn.dense on the 16x16 MATRIX engine");
   for (const char* op : {"add", "subtract", "multiply", "divide"})
     add(r, op, is_op(op, {annotate("input", wildcard()), annotate("input", wildcard())}), check_dtypes, 5,

@@ -54,7 +54,9 @@ bool dtype_supported(DType t);  // int8 and float32 data
 // Accumulator outputs of int8 MATRIX/CONV work are int32.
 bool output_dtype_supported(DType t);
 
-// Which engine runs an op, or nullptr when the device has none for it.
+// Which engine runs an op, or nullptr when the device has none for it. The
+// runtime refines this per node: 1x1 convolutions run on MATRIX, depthwise
+// ones on VECTOR.
 const char* engine_for_op(const std::string& op);
 Engine engine_of(const std::string& op);  // op must have an engine
 

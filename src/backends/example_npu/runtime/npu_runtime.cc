@@ -88,14 +88,34 @@ class NpuRuntime final : public BackendRuntime {
   }
 
  private:
+  // The engine for a node. Most ops have one home; convolutions depend on
+  // their shape: a 1x1 stride-1 unpadded convolution is a matrix product
+  // (MATRIX), a depthwise one has no reduction over channels to fill a
+  // systolic array (VECTOR), the rest go to CONV.
+  static Engine choose_engine(const GraphNode& n, const std::map<std::string, TensorDesc>& types) {
+    if (n.op != "nn.conv2d") return engine_of(n.op);
+    const Shape& w = types.at(n.inputs[1]).shape;
+    if (n.attrs.get_int("groups") > 1) return Engine::Vector;
+    std::vector<int64_t> pad = n.attrs.get_ints("padding");
+    bool unpadded = std::all_of(pad.begin(), pad.end(), [](int64_t v) { return v == 0; });
+    if (w[2] == 1 && w[3] == 1 && unpadded && n.attrs.get_ints("strides") == std::vector<int64_t>{1, 1})
+      return Engine::Matrix;
+    return Engine::Conv;
+  }
+
   Status plan(Program& p) {
     const auto& nodes = p.graph.nodes;
+    std::map<std::string, TensorDesc> types;
+    for (const auto& v : p.graph.inputs) types[v.name] = v.desc;
+    for (const auto& v : p.graph.constants) types[v.name] = v.desc;
+    for (const auto& n : nodes)
+      for (const auto& v : n.outputs) types[v.name] = v.desc;
     for (size_t i = 0; i < nodes.size(); ++i) {
       const GraphNode& n = nodes[i];
       if (!n.callee.empty() || !engine_for_op(n.op))
         return Status::error("example_npu: " + p.graph.name + ": node " + n.name + ": op '" +
                              (n.op.empty() ? n.callee : n.op) + "' has no engine on this device");
-      Dispatch d{&n, nullptr, engine_of(n.op)};
+      Dispatch d{&n, nullptr, choose_engine(n, types)};
       // A fused pattern: the main op, then its activation in the same group.
       bool fusable = n.group >= 0 && i + 1 < nodes.size() && nodes[i + 1].group == n.group &&
                      is_activation(nodes[i + 1].op) && !is_activation(n.op) &&
