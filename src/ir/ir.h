@@ -28,6 +28,11 @@
 
 namespace kiln {
 
+// Tensor-level functions (src/tir/tir.h); kept out of this header.
+namespace tir {
+struct PrimFuncNode;
+}
+
 // ---------------------------------------------------------------- types
 
 // A dimension < 0 is symbolic (unknown until bound); the IR keeps its name in
@@ -168,6 +173,8 @@ Function make_function(std::string name, std::vector<Var> params, std::vector<Bi
 // A unit of compilation: graph functions in order, plus module attributes.
 struct Module {
   std::vector<Function> functions;
+  // Tensor-level `prim` functions, in order (printed after graph functions).
+  std::vector<std::shared_ptr<const tir::PrimFuncNode>> prim_functions;
   Attrs attrs;
 
   const FunctionNode* find(const std::string& name) const;

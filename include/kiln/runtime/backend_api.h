@@ -1,0 +1,54 @@
+/* The runtime ABI: what kiln's runtime exports to generated code.
+ *
+ * Compiled prim functions call these C functions by name (for example the
+ * scratchpad lowering emits HexagonBackendAllocateVTCM / HexagonBackendFreeVTCM
+ * around every VTCM buffer). Every import of a compiled module must be one of
+ * these symbols or come from a library the user names (`kiln build
+ * --link-lib`); kiln checks that at build time and again at load time.
+ *
+ * KILN_BACKEND_API(X) is the one list: it declares the functions below, and
+ * the runtime derives its table of exported symbols (src/runtime/runtime_abi.cc)
+ * and the linker's list of known imports from it. Add a function here and
+ * nowhere else.
+ *
+ * Errors: a function that fails returns NULL or a non-zero code and records a
+ * message that KilnBackendGetLastError returns; generated code returns a
+ * non-zero code from the kernel after calling KilnBackendSetLastError, and the
+ * caller turns the message into a kiln::Error. Nothing here aborts.
+ *
+ * Plain C, no dependencies beyond <stdint.h>.
+ */
+#ifndef KILN_RUNTIME_BACKEND_API_H_
+#define KILN_RUNTIME_BACKEND_API_H_
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* X(return type, name, parameter list, one-line description) */
+#define KILN_BACKEND_API(X)                                                                   \
+  /* Scratchpad (VTCM): `nbytes` bytes aligned to `alignment` (a power of two) from the     \
+     pool; NULL and a last error (requested, free, largest free block) when it cannot. */    \
+  X(void*, HexagonBackendAllocateVTCM, (uint32_t nbytes, uint32_t alignment), "allocate scratchpad memory") \
+  /* Returns a block to the pool: 0, or -1 and a last error for a pointer it did not give. */ \
+  X(int32_t, HexagonBackendFreeVTCM, (void* ptr), "free scratchpad memory")                  \
+  /* Host workspace (main memory) for kernels that need temporaries. */                    \
+  X(void*, KilnBackendAllocWorkspace, (uint64_t nbytes, uint32_t alignment), "allocate workspace") \
+  X(int32_t, KilnBackendFreeWorkspace, (void* ptr), "free workspace")                        \
+  /* The calling thread's last error message (copied). */                                  \
+  X(void, KilnBackendSetLastError, (const char* message), "set the last error")             \
+  X(const char*, KilnBackendGetLastError, (void), "get the last error")                     \
+  /* The last error becomes "CONTEXT: previous error"; returns -1, the failure code. */   \
+  X(int32_t, KilnBackendPrependLastError, (const char* context), "add context to the last error")
+
+#define KILN_BACKEND_API_DECLARE(ret, name, params, doc) ret name params;
+KILN_BACKEND_API(KILN_BACKEND_API_DECLARE)
+#undef KILN_BACKEND_API_DECLARE
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* KILN_RUNTIME_BACKEND_API_H_ */

@@ -1,0 +1,54 @@
+// Tensor-IR passes, one per file in this folder, named after the pass.
+//
+// Each pass takes a prim function and returns the rewritten one (the same
+// node when nothing changed); checks throw kiln::Error. run_tir_pass applies
+// a pass by its name, which is how golden tests and `kiln opt` name them.
+// pipeline.cc holds the order they run in for a build.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tir/tir.h"
+
+namespace kiln::tir {
+
+struct TirPassOptions {
+  // The target's scratchpad (VTCM) capacity in bytes: Hexagon v66 256 KiB,
+  // v68 4 MiB, v69 and later 8 MiB.
+  uint64_t scratchpad_capacity = 4ull << 20;
+  // lower-scratchpad-alloc: one pool allocation per function, buffers at
+  // liveness-based offsets, instead of one allocation per buffer.
+  bool static_scratchpad_plan = false;
+};
+
+// flatten-buffers: every buffer becomes one-dimensional; indices are
+// linearised with the buffer's strides (row-major when it has none).
+PrimFunc flatten_buffers(const PrimFunc& f);
+
+// simplify: folds constants and arithmetic identities, drops branches and
+// loops whose condition or extent is a known constant.
+PrimFunc simplify(const PrimFunc& f);
+Expr simplify_expr(const Expr& e);
+
+// verify-scratchpad-capacity: the peak of live scratchpad bytes must fit the
+// capacity; the error lists the buffers live at the peak and their sizes.
+// Runs before lower-scratchpad-alloc (it reads allocate statements).
+void verify_scratchpad_capacity(const PrimFuncNode& f, uint64_t capacity);
+
+// lower-scratchpad-alloc: each allocation in a scratchpad scope becomes
+// HexagonBackendAllocateVTCM(bytes, alignment), a null check that records an
+// error naming the buffer, its bytes and scope and returns -1, and
+// HexagonBackendFreeVTCM on every path out of the buffer's scope.
+PrimFunc lower_scratchpad_alloc(const PrimFunc& f, const TirPassOptions& options = {});
+
+// Applies the pass called `name`; unknown names are an error listing the known ones.
+PrimFunc run_tir_pass(const std::string& name, const PrimFunc& f, const TirPassOptions& options = {});
+const std::vector<std::string>& tir_pass_names();
+
+// The build pipeline: capacity check, scratchpad lowering, flattening,
+// simplification, verifying after each pass.
+PrimFunc lower_for_build(const PrimFunc& f, const TirPassOptions& options = {});
+
+}  // namespace kiln::tir

@@ -1,0 +1,59 @@
+// The tensor-IR passes by name, and the order a build runs them in.
+#include "tir/text.h"
+#include "tir/transform/passes.h"
+
+namespace kiln::tir {
+
+namespace {
+
+struct NamedPass {
+  const char* name;
+  PrimFunc (*run)(const PrimFunc&, const TirPassOptions&);
+};
+
+const NamedPass kPasses[] = {
+    {"flatten-buffers", [](const PrimFunc& f, const TirPassOptions&) { return flatten_buffers(f); }},
+    {"simplify", [](const PrimFunc& f, const TirPassOptions&) { return simplify(f); }},
+    {"verify-scratchpad-capacity",
+     [](const PrimFunc& f, const TirPassOptions& o) {
+       verify_scratchpad_capacity(*f, o.scratchpad_capacity);
+       return f;
+     }},
+    {"lower-scratchpad-alloc", [](const PrimFunc& f, const TirPassOptions& o) { return lower_scratchpad_alloc(f, o); }},
+};
+
+}  // namespace
+
+const std::vector<std::string>& tir_pass_names() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> v;
+    for (const NamedPass& p : kPasses) v.push_back(p.name);
+    return v;
+  }();
+  return names;
+}
+
+PrimFunc run_tir_pass(const std::string& name, const PrimFunc& f, const TirPassOptions& options) {
+  for (const NamedPass& p : kPasses) {
+    if (name != p.name) continue;
+    PrimFunc out = p.run(f, options);
+    verify_prim_func(*out);  // every pass keeps the function valid
+    return out;
+  }
+  std::string known;
+  for (const NamedPass& p : kPasses) known += std::string(known.empty() ? "" : ", ") + p.name;
+  throw Error("unknown tensor-IR pass '" + name + "' (known: " + known + ")");
+}
+
+PrimFunc lower_for_build(const PrimFunc& f, const TirPassOptions& options) {
+  verify_prim_func(*f);
+  PrimFunc out = f;
+  // The capacity check reads allocate statements, so it runs before the
+  // lowering replaces them with calls. Flattening runs after the lowering so
+  // that byte sizes come from the buffer's declared shape.
+  for (const char* name : {"verify-scratchpad-capacity", "lower-scratchpad-alloc", "flatten-buffers", "simplify"})
+    out = run_tir_pass(name, out, options);
+  return out;
+}
+
+}  // namespace kiln::tir

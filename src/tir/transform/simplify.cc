@@ -1,0 +1,168 @@
+// simplify: constant folding and arithmetic identities.
+//
+// Rewrites integer and boolean arithmetic over constants to constants,
+// x + 0, x - 0, x * 1, x * 0, x / 1 and 0 + x, 1 * x to x (or 0); casts of
+// constants; select and if with a constant condition; loops of extent 0
+// (removed) and extent 1 (the variable becomes the loop's min). Floating-point
+// arithmetic is folded only for casts, since reassociating it changes
+// results. Requires a verified function; keeps it verified.
+//
+//   for %i from 0 extent 1 { %A[%i * 4 + 0] = %B[%i] }
+// becomes
+//   %A[0] = %B[0]
+#include "tir/mutator.h"
+#include "tir/transform/passes.h"
+
+namespace kiln::tir {
+
+namespace {
+
+// Wraps a 64-bit result to the width of `t` (two's complement), as the code would.
+int64_t wrap(int64_t v, DataType t) {
+  if (t.bits >= 64) return v;
+  uint64_t mask = (uint64_t(1) << t.bits) - 1;
+  uint64_t u = uint64_t(v) & mask;
+  if (t.is_int() && (u >> (t.bits - 1)) & 1) u |= ~mask;
+  return int64_t(u);
+}
+
+std::optional<int64_t> fold_int(BinaryOp op, int64_t a, int64_t b, DataType t) {
+  switch (op) {
+    case BinaryOp::Add: return wrap(int64_t(uint64_t(a) + uint64_t(b)), t);
+    case BinaryOp::Sub: return wrap(int64_t(uint64_t(a) - uint64_t(b)), t);
+    case BinaryOp::Mul: return wrap(int64_t(uint64_t(a) * uint64_t(b)), t);
+    case BinaryOp::Div:
+      if (b == 0 || (b == -1 && a == INT64_MIN)) return std::nullopt;  // left for run time
+      return t.is_uint() ? int64_t(uint64_t(a) / uint64_t(b)) : a / b;
+    case BinaryOp::Mod:
+      if (b == 0 || b == -1) return std::nullopt;
+      return t.is_uint() ? int64_t(uint64_t(a) % uint64_t(b)) : a % b;
+    case BinaryOp::Min: return t.is_uint() ? int64_t(std::min(uint64_t(a), uint64_t(b))) : std::min(a, b);
+    case BinaryOp::Max: return t.is_uint() ? int64_t(std::max(uint64_t(a), uint64_t(b))) : std::max(a, b);
+    case BinaryOp::EQ: return a == b;
+    case BinaryOp::NE: return a != b;
+    case BinaryOp::LT: return t.is_uint() ? uint64_t(a) < uint64_t(b) : a < b;
+    case BinaryOp::LE: return t.is_uint() ? uint64_t(a) <= uint64_t(b) : a <= b;
+    case BinaryOp::GT: return t.is_uint() ? uint64_t(a) > uint64_t(b) : a > b;
+    case BinaryOp::GE: return t.is_uint() ? uint64_t(a) >= uint64_t(b) : a >= b;
+    case BinaryOp::And: return a && b;
+    case BinaryOp::Or: return a || b;
+  }
+  return std::nullopt;
+}
+
+bool is_scalar_int_like(const Expr& e) {
+  return (e->dtype.is_integer() || e->dtype.is_bool()) && !e->dtype.is_vector();
+}
+
+class Simplifier : public Mutator {
+ protected:
+  Expr mutate_Binary(const Expr& e, const BinaryNode& n) override {
+    Expr a = mutate(n.a), b = mutate(n.b);
+    auto ca = as_const_int(a), cb = as_const_int(b);
+    if (ca && cb && is_scalar_int_like(a))
+      if (auto v = fold_int(n.op, *ca, *cb, a->dtype)) return int_imm(*v, n.dtype);
+    if (a->dtype.is_integer()) {
+      switch (n.op) {
+        case BinaryOp::Add:
+          if (cb == 0) return a;
+          if (ca == 0) return b;
+          break;
+        case BinaryOp::Sub:
+          if (cb == 0) return a;
+          break;
+        case BinaryOp::Mul:
+          if (cb == 1) return a;
+          if (ca == 1) return b;
+          if (cb == 0 || ca == 0) return int_imm(0, n.dtype);
+          break;
+        case BinaryOp::Div:
+          if (cb == 1) return a;
+          break;
+        case BinaryOp::Mod:
+          if (cb == 1) return int_imm(0, n.dtype);
+          break;
+        default: break;
+      }
+    }
+    if (n.op == BinaryOp::And && a->dtype.is_bool()) {
+      if (ca == 1) return b;
+      if (cb == 1) return a;
+    }
+    if (n.op == BinaryOp::Or && a->dtype.is_bool()) {
+      if (ca == 0) return b;
+      if (cb == 0) return a;
+    }
+    if (a == n.a && b == n.b) return e;
+    return binary(n.op, a, b);
+  }
+
+  Expr mutate_Not(const Expr& e, const NotNode& n) override {
+    Expr a = mutate(n.a);
+    if (auto c = as_const_int(a)) return int_imm(!*c, DataType::bool_());
+    return a == n.a ? e : logical_not(a);
+  }
+
+  Expr mutate_Cast(const Expr& e, const CastNode& n) override {
+    Expr v = mutate(n.value);
+    if (n.dtype.is_vector()) return v == n.value ? e : cast(n.dtype, v);
+    if (auto c = as_const_int(v)) {
+      if (n.dtype.is_integer()) return int_imm(wrap(*c, n.dtype), n.dtype);
+      if (n.dtype.is_bool()) return int_imm(*c != 0, n.dtype);
+      if (n.dtype.is_float() && !v->dtype.is_uint()) return float_imm(double(*c), n.dtype);
+    }
+    if (auto* f = as<FloatImmNode>(v); f && n.dtype.is_float() && n.dtype.bits == 64)
+      return float_imm(f->value, n.dtype);
+    return v == n.value ? e : cast(n.dtype, v);
+  }
+
+  Expr mutate_Select(const Expr& e, const SelectNode& n) override {
+    Expr c = mutate(n.cond);
+    if (auto v = as_const_int(c)) return mutate(*v ? n.true_value : n.false_value);
+    Expr t = mutate(n.true_value), f = mutate(n.false_value);
+    if (c == n.cond && t == n.true_value && f == n.false_value) return e;
+    return select(c, t, f);
+  }
+
+  Stmt mutate_IfThenElse(const Stmt& s, const IfThenElseNode& n) override {
+    Expr c = mutate(n.cond);
+    if (auto v = as_const_int(c)) {
+      if (*v) return mutate(n.then_case);
+      return n.else_case ? mutate(n.else_case) : seq({});
+    }
+    Stmt t = mutate(n.then_case);
+    Stmt f = n.else_case ? mutate(n.else_case) : nullptr;
+    if (c == n.cond && t == n.then_case && f == n.else_case) return s;
+    return if_then_else(c, t, f);
+  }
+
+  Stmt mutate_For(const Stmt& s, const ForNode& n) override {
+    Expr mn = mutate(n.min), ext = mutate(n.extent);
+    if (auto e = as_const_int(ext); e && *e <= 0) return seq({});
+    if (is_const_int(ext, 1)) return mutate(substitute(n.body, {{n.var.get(), mn}}));
+    Stmt body = mutate(n.body);
+    if (mn == n.min && ext == n.extent && body == n.body) return s;
+    return for_loop(n.var, mn, ext, n.for_kind, body);
+  }
+
+  Stmt mutate_Seq(const Stmt& s, const SeqNode& n) override {
+    // Rebuild through seq() so emptied statements disappear.
+    std::vector<Stmt> out;
+    bool changed = false;
+    for (const Stmt& c : n.stmts) {
+      Stmt m = mutate(c);
+      changed |= m != c;
+      if (auto* q = as<SeqNode>(m); q && q->stmts.empty()) continue;
+      out.push_back(m);
+    }
+    return changed ? seq(std::move(out)) : s;
+  }
+};
+
+}  // namespace
+
+Expr simplify_expr(const Expr& e) { return Simplifier().mutate(e); }
+
+PrimFunc simplify(const PrimFunc& f) { return Simplifier().mutate_function(f); }
+
+}  // namespace kiln::tir
