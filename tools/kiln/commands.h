@@ -9,6 +9,8 @@ namespace kiln::cli {
 void add_run_command(CLI::App& app);
 void add_opt_command(CLI::App& app);
 void add_ops_command(CLI::App& app);
+void add_import_command(CLI::App& app);
+void add_onnx_conformance_command(CLI::App& app);
 void add_partition_command(CLI::App& app);
 void add_compile_command(CLI::App& app);
 

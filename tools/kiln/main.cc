@@ -12,6 +12,8 @@ int main(int argc, char** argv) {
   kiln::cli::add_run_command(app);
   kiln::cli::add_opt_command(app);
   kiln::cli::add_ops_command(app);
+  kiln::cli::add_import_command(app);
+  kiln::cli::add_onnx_conformance_command(app);
   kiln::cli::add_partition_command(app);
   kiln::cli::add_compile_command(app);
   try {

@@ -1,0 +1,202 @@
+// The conformance runner: import, interpret, compare.
+#include "frontend/onnx/conformance.h"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "frontend/onnx/importer.h"
+#include "frontend/onnx/onnx_tensor.h"
+#include "interp/interpreter.h"
+#include "onnx/onnx_pb.h"
+
+namespace kiln {
+
+namespace fs = std::filesystem;
+
+const char* status_name(ConformanceResult::Status s) {
+  switch (s) {
+    case ConformanceResult::Status::Passed: return "passed";
+    case ConformanceResult::Status::Failed: return "failed";
+    case ConformanceResult::Status::Unsupported: return "unsupported";
+  }
+  return "?";
+}
+
+namespace {
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error("cannot open '" + path + "'");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::vector<std::string> sorted_files(const fs::path& dir, const std::string& prefix) {
+  std::vector<std::pair<int, std::string>> found;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    std::string name = e.path().filename().string();
+    if (name.rfind(prefix, 0) != 0 || name.size() < prefix.size() + 4) continue;
+    // input_10.pb sorts after input_9.pb: order by the number.
+    std::string num = name.substr(prefix.size(), name.size() - prefix.size() - 3);
+    try {
+      found.push_back({std::stoi(num), e.path().string()});
+    } catch (const std::exception&) {
+    }
+  }
+  std::sort(found.begin(), found.end());
+  std::vector<std::string> out;
+  for (auto& [i, p] : found) out.push_back(p);
+  return out;
+}
+
+// Largest absolute difference, or an explanation when shapes or dtypes differ
+// or an element is out of tolerance.
+std::string compare(const Tensor& got, const Tensor& want, const ConformanceOptions& opts, double& max_error) {
+  if (got.dtype() != want.dtype())
+    return "dtype " + std::string(dtype_name(got.dtype())) + ", expected " + std::string(dtype_name(want.dtype()));
+  if (got.shape() != want.shape()) return "shape " + shape_str(got.shape()) + ", expected " + shape_str(want.shape());
+  bool exact = !is_float(want.dtype());
+  std::string bad;
+  for (int64_t i = 0; i < want.numel(); ++i) {
+    double g = got.get_as_double(i), w = want.get_as_double(i);
+    if (std::isnan(w) && std::isnan(g)) continue;
+    if (std::isinf(w) && g == w) continue;
+    double err = std::abs(g - w);
+    if (std::isnan(err)) err = INFINITY;
+    max_error = std::max(max_error, err);
+    bool ok = exact ? g == w : err <= opts.atol + opts.rtol * std::abs(w);
+    if (!ok && bad.empty()) {
+      std::ostringstream ss;
+      ss << "element " << i << " is " << g << ", expected " << w;
+      bad = ss.str();
+    }
+  }
+  return bad;
+}
+
+std::string model_ops(const std::string& bytes) {
+  onnx::ModelProto m;
+  if (!m.ParseFromString(bytes)) return "?";
+  std::set<std::string> ops;
+  for (const auto& n : m.graph().node()) ops.insert(n.op_type());
+  std::string s;
+  for (const auto& o : ops) s += (s.empty() ? "" : ",") + o;
+  return s;
+}
+
+}  // namespace
+
+ConformanceResult run_conformance_test(const std::string& test_dir, const ConformanceOptions& opts) {
+  ConformanceResult r;
+  r.name = fs::path(test_dir).filename().string();
+  using S = ConformanceResult::Status;
+  try {
+    std::string bytes = read_file(test_dir + "/model.onnx");
+    r.ops = model_ops(bytes);
+    Module m;
+    try {
+      m = import_onnx_bytes(bytes, r.name, {}, test_dir);
+    } catch (const UnsupportedError& e) {
+      r.status = S::Unsupported;
+      r.detail = e.message();
+      return r;
+    }
+    std::vector<std::string> sets;
+    for (const auto& e : fs::directory_iterator(test_dir))
+      if (e.is_directory() && e.path().filename().string().rfind("test_data_set_", 0) == 0)
+        sets.push_back(e.path().string());
+    std::sort(sets.begin(), sets.end());
+    if (sets.empty()) throw Error("no test_data_set_* folder");
+    for (const auto& set : sets) {
+      std::vector<Tensor> inputs, outputs;
+      try {
+        for (const auto& p : sorted_files(set, "input_")) inputs.push_back(onnx_import::read_tensor_file(p));
+        for (const auto& p : sorted_files(set, "output_")) outputs.push_back(onnx_import::read_tensor_file(p));
+      } catch (const UnsupportedError& e) {
+        r.status = S::Unsupported;
+        r.detail = e.message();
+        return r;
+      }
+      std::vector<Tensor> got = interpret(m, "main", inputs);
+      if (got.size() != outputs.size())
+        throw Error("produced " + std::to_string(got.size()) + " outputs, expected " + std::to_string(outputs.size()));
+      for (size_t i = 0; i < got.size(); ++i) {
+        std::string bad = compare(got[i], outputs[i], opts, r.max_error);
+        if (!bad.empty()) {
+          r.status = S::Failed;
+          r.detail = fs::path(set).filename().string() + " output " + std::to_string(i) + ": " + bad;
+          return r;
+        }
+      }
+    }
+    r.status = S::Passed;
+  } catch (const std::exception& e) {
+    // Any error from kiln (or a stray exception) is a failure of this test only.
+    r.status = S::Failed;
+    r.detail = e.what();
+  }
+  return r;
+}
+
+std::vector<ConformanceResult> run_conformance(const std::string& node_dir, const ConformanceOptions& opts) {
+  if (!fs::is_directory(node_dir))
+    throw Error("ONNX node tests not found at '" + node_dir +
+                "'; install Debian's libonnx-testdata (run scripts/setup.sh)");
+  std::vector<std::string> dirs;
+  for (const auto& e : fs::directory_iterator(node_dir)) {
+    std::string name = e.path().filename().string();
+    if (!e.is_directory() || !fs::exists(e.path() / "model.onnx")) continue;
+    if (!opts.filter.empty() && name.find(opts.filter) == std::string::npos) continue;
+    dirs.push_back(e.path().string());
+  }
+  std::sort(dirs.begin(), dirs.end());
+  std::vector<ConformanceResult> results;
+  for (const auto& d : dirs) results.push_back(run_conformance_test(d, opts));
+  return results;
+}
+
+std::string conformance_table(const std::vector<ConformanceResult>& results, bool show_passed) {
+  std::ostringstream out;
+  std::map<ConformanceResult::Status, int> totals;
+  size_t width = 4;
+  for (const auto& r : results) width = std::max(width, r.name.size());
+  for (const auto& r : results) {
+    totals[r.status]++;
+    if (!show_passed && r.status == ConformanceResult::Status::Passed) continue;
+    out << r.name << std::string(width + 2 - r.name.size(), ' ') << status_name(r.status);
+    std::string detail = r.detail;
+    if (r.status == ConformanceResult::Status::Passed) {
+      std::ostringstream e;
+      e << "max error " << r.max_error;
+      detail = e.str();
+    }
+    if (r.status == ConformanceResult::Status::Unsupported) {
+      // The first line names the operator; the rest repeats it per node.
+      auto nl = detail.find('\n');
+      if (nl != std::string::npos) {
+        auto second = detail.find('\n', nl + 1);
+        detail = detail.substr(nl + 3, second == std::string::npos ? std::string::npos : second - nl - 3);
+      }
+    }
+    if (r.status == ConformanceResult::Status::Failed && r.max_error > 0) {
+      std::ostringstream e;
+      e << " (max error " << r.max_error << ")";
+      detail += e.str();
+    }
+    auto nl = detail.find('\n');
+    if (nl != std::string::npos) detail = detail.substr(0, nl) + " ...";
+    out << "  " << detail << "\n";
+  }
+  out << "total " << results.size() << ": " << totals[ConformanceResult::Status::Passed] << " passed, "
+      << totals[ConformanceResult::Status::Failed] << " failed, " << totals[ConformanceResult::Status::Unsupported]
+      << " unsupported\n";
+  return out.str();
+}
+
+}  // namespace kiln

@@ -1,0 +1,211 @@
+// ONNX elementwise operators: binary arithmetic (numpy broadcasting, like
+// kiln's binary ops), unary math and activations, Clip, Cast, Identity.
+// Activations without a kiln op decompose: Softplus = log(exp(x) + 1),
+// Softsign = x / (1 + |x|), Elu = relu(x) + min(0, alpha * (exp(x) - 1)),
+// PRelu = max(x, 0) + slope * min(x, 0), Reciprocal = 1 / x.
+#include <cmath>
+#include <limits>
+
+#include "frontend/onnx/converter.h"
+#include "frontend/onnx/onnx_tensor.h"
+
+namespace kiln::onnx_import {
+namespace {
+
+template <const char* Op>
+void convert_binary(NodeContext& n) {
+  Expr a = n.input(0), b = n.input(1);
+  // Pow (opset 12+) allows an exponent of another type; kiln wants one dtype.
+  if (std::string_view(Op) == "power" && b->type->tensor.dtype != a->type->tensor.dtype)
+    b = n.call("astype", {b}, {{"dtype", std::string(dtype_name(a->type->tensor.dtype))}});
+  n.set_output(0, n.call(Op, {a, b}));
+}
+
+// Max, Min, Sum, Mean take any number of inputs.
+template <const char* Op>
+void convert_variadic(NodeContext& n) {
+  Expr acc = n.input(0);
+  for (size_t i = 1; i < n.num_inputs(); ++i) acc = n.call(Op, {acc, n.input(i)});
+  n.set_output(0, acc);
+}
+
+void convert_mean(NodeContext& n) {
+  Expr acc = n.input(0);
+  for (size_t i = 1; i < n.num_inputs(); ++i) acc = n.call("add", {acc, n.input(i)});
+  if (n.num_inputs() > 1)
+    acc = n.call("divide", {acc, n.scalar(static_cast<double>(n.num_inputs()), acc->type->tensor.dtype)});
+  n.set_output(0, acc);
+}
+
+template <const char* Op>
+void convert_unary(NodeContext& n) {
+  n.set_output(0, n.call(Op, {n.input(0)}));
+}
+
+void convert_identity(NodeContext& n) {
+  n.set_output(0, n.input(0));
+}
+
+void convert_dropout(NodeContext& n) {
+  // Inference: Dropout is the identity; its mask output is not.
+  if (n.has_output(1)) n.unsupported("the mask output of Dropout is not supported");
+  bool training = n.opset() < 7 ? !n.attr_int("is_test", 0) : false;
+  if (n.has_input(2)) {
+    auto mode = n.constant(2);
+    training = !mode || mode->get_as_double(0) != 0;
+  }
+  if (training) n.unsupported("training mode is not supported (kiln imports inference graphs)");
+  n.set_output(0, n.input(0));
+}
+
+void convert_leaky_relu(NodeContext& n) {
+  n.set_output(0, n.call("nn.leaky_relu", {n.input(0)}, {{"alpha", n.attr_float("alpha", 0.01)}}));
+}
+
+void convert_hard_sigmoid(NodeContext& n) {
+  n.set_output(0, n.call("nn.hard_sigmoid", {n.input(0)},
+                         {{"alpha", n.attr_float("alpha", 0.2)}, {"beta", n.attr_float("beta", 0.5)}}));
+}
+
+void convert_reciprocal(NodeContext& n) {
+  Expr x = n.input(0);
+  n.set_output(0, n.call("divide", {n.scalar(1.0, x->type->tensor.dtype), x}));
+}
+
+void convert_softplus(NodeContext& n) {
+  Expr x = n.input(0);
+  Expr e = n.call("exp", {x});
+  n.set_output(0, n.call("log", {n.call("add", {e, n.scalar(1.0, x->type->tensor.dtype)})}));
+}
+
+void convert_softsign(NodeContext& n) {
+  Expr x = n.input(0);
+  Expr d = n.call("add", {n.call("abs", {x}), n.scalar(1.0, x->type->tensor.dtype)});
+  n.set_output(0, n.call("divide", {x, d}));
+}
+
+// relu(x) + min(0, alpha * (exp(x) - 1)): for alpha >= 0 the second term is
+// zero exactly where x > 0, which is Elu.
+Expr elu_expr(NodeContext& n, Expr x, double alpha) {
+  if (alpha < 0) n.unsupported("a negative alpha is not supported");
+  DType t = x->type->tensor.dtype;
+  Expr em1 = n.call("subtract", {n.call("exp", {x}), n.scalar(1.0, t)});
+  Expr neg = n.call("minimum", {n.call("multiply", {em1, n.scalar(alpha, t)}), n.scalar(0.0, t)});
+  return n.call("add", {n.call("nn.relu", {x}), neg});
+}
+
+void convert_elu(NodeContext& n) {
+  n.set_output(0, elu_expr(n, n.input(0), n.attr_float("alpha", 1.0)));
+}
+
+void convert_selu(NodeContext& n) {
+  Expr x = n.input(0);
+  Expr e = elu_expr(n, x, n.attr_float("alpha", 1.67326319217681884765625));
+  n.set_output(0, n.call("multiply", {e, n.scalar(n.attr_float("gamma", 1.05070102214813232421875),
+                                                  x->type->tensor.dtype)}));
+}
+
+void convert_prelu(NodeContext& n) {
+  Expr x = n.input(0), slope = n.input(1);
+  DType t = x->type->tensor.dtype;
+  Expr pos = n.call("maximum", {x, n.scalar(0.0, t)});
+  Expr neg = n.call("minimum", {x, n.scalar(0.0, t)});
+  n.set_output(0, n.call("add", {pos, n.call("multiply", {slope, neg})}));
+}
+
+void convert_clip(NodeContext& n) {
+  Expr x = n.input(0);
+  DType t = x->type->tensor.dtype;
+  double lo = -std::numeric_limits<float>::max(), hi = std::numeric_limits<float>::max();
+  if (t == DType::Int64 || t == DType::Int32) {
+    lo = static_cast<double>(t == DType::Int64 ? std::numeric_limits<int32_t>::min() * 1024.0 * 1024.0 * 1024.0
+                                               : std::numeric_limits<int32_t>::min());
+    hi = -lo - 1;
+  }
+  if (n.opset() < 11) {
+    lo = n.attr_float("min", lo);
+    hi = n.attr_float("max", hi);
+    n.set_output(0, n.call("clip", {x}, {{"a_min", lo}, {"a_max", hi}}));
+    return;
+  }
+  // Bounds are inputs from opset 11; constant bounds use clip, others max/min.
+  Expr out = x;
+  bool constant_bounds = (!n.has_input(1) || n.constant(1)) && (!n.has_input(2) || n.constant(2));
+  if (constant_bounds) {
+    if (n.has_input(1)) lo = n.constant(1)->get_as_double(0);
+    if (n.has_input(2)) hi = n.constant(2)->get_as_double(0);
+    n.set_output(0, n.call("clip", {x}, {{"a_min", lo}, {"a_max", hi}}));
+    return;
+  }
+  if (n.has_input(1)) out = n.call("maximum", {out, n.input(1)});
+  if (n.has_input(2)) out = n.call("minimum", {out, n.input(2)});
+  n.set_output(0, out);
+}
+
+void cast_to(NodeContext& n, int32_t onnx_type) {
+  auto to = dtype_from_onnx(onnx_type);
+  if (!to) n.unsupported("casting to " + onnx_type_name(onnx_type) + " is not supported");
+  Expr x = n.input(0);
+  if (x->type->tensor.dtype == *to) {
+    n.set_output(0, x);
+    return;
+  }
+  n.set_output(0, n.call("astype", {x}, {{"dtype", std::string(dtype_name(*to))}}));
+}
+
+void convert_cast(NodeContext& n) {
+  if (!n.has_attr("to")) n.fail("the required attribute 'to' is missing");
+  cast_to(n, static_cast<int32_t>(n.attr_int("to", 0)));
+}
+
+void convert_cast_like(NodeContext& n) {
+  cast_to(n, onnx_type_from_dtype(n.desc(1).dtype));
+}
+
+constexpr char kAdd[] = "add", kSub[] = "subtract", kMul[] = "multiply", kDiv[] = "divide", kPow[] = "power",
+               kMax[] = "maximum", kMin[] = "minimum";
+constexpr char kRelu[] = "nn.relu", kSigmoid[] = "sigmoid", kTanh[] = "tanh", kExp[] = "exp", kLog[] = "log",
+               kSqrt[] = "sqrt", kAbs[] = "abs", kNeg[] = "negative", kErf[] = "erf", kFloor[] = "floor",
+               kCeil[] = "ceil", kRound[] = "round", kHardSwish[] = "nn.hard_swish";
+
+}  // namespace
+
+void add_elementwise_converters(ConverterTable& t) {
+  t["Add"] = {convert_binary<kAdd>, {"add"}};
+  t["Sub"] = {convert_binary<kSub>, {"subtract"}};
+  t["Mul"] = {convert_binary<kMul>, {"multiply"}};
+  t["Div"] = {convert_binary<kDiv>, {"divide"}};
+  t["Pow"] = {convert_binary<kPow>, {"power", "astype"}};
+  t["Max"] = {convert_variadic<kMax>, {"maximum"}};
+  t["Min"] = {convert_variadic<kMin>, {"minimum"}};
+  t["Sum"] = {convert_variadic<kAdd>, {"add"}};
+  t["Mean"] = {convert_mean, {"add", "divide"}};
+  t["Relu"] = {convert_unary<kRelu>, {"nn.relu"}};
+  t["Sigmoid"] = {convert_unary<kSigmoid>, {"sigmoid"}};
+  t["Tanh"] = {convert_unary<kTanh>, {"tanh"}};
+  t["Exp"] = {convert_unary<kExp>, {"exp"}};
+  t["Log"] = {convert_unary<kLog>, {"log"}};
+  t["Sqrt"] = {convert_unary<kSqrt>, {"sqrt"}};
+  t["Abs"] = {convert_unary<kAbs>, {"abs"}};
+  t["Neg"] = {convert_unary<kNeg>, {"negative"}};
+  t["Erf"] = {convert_unary<kErf>, {"erf"}};
+  t["Floor"] = {convert_unary<kFloor>, {"floor"}};
+  t["Ceil"] = {convert_unary<kCeil>, {"ceil"}};
+  t["Round"] = {convert_unary<kRound>, {"round"}};
+  t["HardSwish"] = {convert_unary<kHardSwish>, {"nn.hard_swish"}};
+  t["LeakyRelu"] = {convert_leaky_relu, {"nn.leaky_relu"}};
+  t["HardSigmoid"] = {convert_hard_sigmoid, {"nn.hard_sigmoid"}};
+  t["Reciprocal"] = {convert_reciprocal, {"divide"}};
+  t["Softplus"] = {convert_softplus, {"exp", "log", "add"}};
+  t["Softsign"] = {convert_softsign, {"abs", "add", "divide"}};
+  t["Elu"] = {convert_elu, {"exp", "subtract", "multiply", "minimum", "nn.relu", "add"}};
+  t["Selu"] = {convert_selu, {"exp", "subtract", "multiply", "minimum", "nn.relu", "add"}};
+  t["PRelu"] = {convert_prelu, {"maximum", "minimum", "multiply", "add"}};
+  t["Clip"] = {convert_clip, {"clip", "maximum", "minimum"}};
+  t["Cast"] = {convert_cast, {"astype"}};
+  t["CastLike"] = {convert_cast_like, {"astype"}};
+  t["Identity"] = {convert_identity, {}};
+  t["Dropout"] = {convert_dropout, {}};
+}
+
+}  // namespace kiln::onnx_import

@@ -1,0 +1,338 @@
+// ONNX neural-network operators: Conv, ConvTranspose, pools, BatchNormalization,
+// Gemm, MatMul, Softmax/LogSoftmax, Resize/Upsample, LayerNormalization,
+// InstanceNormalization, QuantizeLinear/DequantizeLinear.
+//
+// Decompositions: a bias is an add of the bias reshaped to (1, C, 1, 1);
+// Gemm is dense or matmul, times alpha, plus beta * C; the normalisations are
+// mean / subtract / sqrt / divide chains. Only 2-D spatial (NCHW) convolution
+// and pooling are supported; other ranks are reported as unsupported.
+#include <algorithm>
+#include <cmath>
+
+#include "frontend/onnx/converter.h"
+#include "frontend/onnx/onnx_tensor.h"
+
+namespace kiln::onnx_import {
+namespace {
+
+Expr reshape(NodeContext& n, Expr x, const Shape& shape) {
+  if (x->type->tensor.shape == shape) return x;
+  return n.call("reshape", {x}, {{"newshape", std::vector<int64_t>(shape)}});
+}
+
+void require_4d(NodeContext& n) {
+  if (n.rank(0) != 4)
+    n.unsupported("only 2-D spatial (NCHW, rank 4) inputs are supported; this one has rank " +
+                  std::to_string(n.rank(0)));
+}
+
+// kiln padding [top, left, bottom, right] from ONNX pads / auto_pad.
+// `kernel` is the dilated kernel extent per spatial axis.
+std::vector<int64_t> conv_padding(NodeContext& n, const Shape& in, const std::vector<int64_t>& kernel,
+                                  const std::vector<int64_t>& strides) {
+  std::string auto_pad = n.attr_string("auto_pad", "NOTSET");
+  if (auto_pad == "NOTSET") {
+    std::vector<int64_t> pads = n.attr_ints("pads", {0, 0, 0, 0});
+    if (pads.size() != 4) n.fail("pads must have 4 entries for a 2-D window, got " + std::to_string(pads.size()));
+    for (int64_t p : pads)
+      if (p < 0) n.fail("negative pads are not allowed");
+    return pads;
+  }
+  if (auto_pad == "VALID") return {0, 0, 0, 0};
+  if (auto_pad != "SAME_UPPER" && auto_pad != "SAME_LOWER") n.fail("unknown auto_pad '" + auto_pad + "'");
+  std::vector<int64_t> pads(4);
+  for (size_t i = 0; i < 2; ++i) {
+    int64_t size = in[i + 2];
+    int64_t out = (size + strides[i] - 1) / strides[i];
+    int64_t total = std::max<int64_t>(0, (out - 1) * strides[i] + kernel[i] - size);
+    int64_t small = total / 2, big = total - small;
+    pads[i] = auto_pad == "SAME_UPPER" ? small : big;
+    pads[i + 2] = auto_pad == "SAME_UPPER" ? big : small;
+  }
+  return pads;
+}
+
+std::vector<int64_t> pair_attr(NodeContext& n, const std::string& name) {
+  std::vector<int64_t> v = n.attr_ints(name, {1, 1});
+  if (v.size() != 2) n.fail(name + " must have 2 entries for a 2-D window");
+  return v;
+}
+
+Expr add_channel_bias(NodeContext& n, Expr y, size_t bias_input) {
+  if (!n.has_input(bias_input)) return y;
+  Expr b = n.input(bias_input);
+  int64_t c = y->type->tensor.shape[1];
+  return n.call("add", {y, reshape(n, b, {1, c, 1, 1})});
+}
+
+void convert_conv(NodeContext& n) {
+  require_4d(n);
+  const Shape& w = n.desc(1).shape;
+  if (w.size() != 4) n.fail("weight must be 4-D");
+  std::vector<int64_t> strides = pair_attr(n, "strides"), dilations = pair_attr(n, "dilations");
+  std::vector<int64_t> kernel = {(w[2] - 1) * dilations[0] + 1, (w[3] - 1) * dilations[1] + 1};
+  std::vector<int64_t> padding = conv_padding(n, n.desc(0).shape, kernel, strides);
+  Expr y = n.call("nn.conv2d", {n.input(0), n.input(1)},
+                  {{"strides", strides}, {"padding", padding}, {"dilation", dilations}, {"groups", n.attr_int("group", 1)}});
+  n.set_output(0, add_channel_bias(n, y, 2));
+}
+
+void convert_conv_transpose(NodeContext& n) {
+  require_4d(n);
+  const Shape& in = n.desc(0).shape;
+  const Shape& w = n.desc(1).shape;
+  if (w.size() != 4) n.fail("weight must be 4-D");
+  std::vector<int64_t> strides = pair_attr(n, "strides"), dilations = pair_attr(n, "dilations");
+  std::vector<int64_t> out_pad = n.attr_ints("output_padding", {0, 0});
+  if (out_pad.size() != 2) n.fail("output_padding must have 2 entries");
+  std::vector<int64_t> output_shape = n.attr_ints("output_shape");
+  std::string auto_pad = n.attr_string("auto_pad", "NOTSET");
+  std::vector<int64_t> pads = n.attr_ints("pads", {0, 0, 0, 0});
+  if (pads.size() != 4) n.fail("pads must have 4 entries");
+  if (!output_shape.empty() || auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+    if (output_shape.size() > 2) output_shape.erase(output_shape.begin(), output_shape.end() - 2);
+    for (size_t i = 0; i < 2; ++i) {
+      int64_t target = output_shape.empty() ? in[i + 2] * strides[i] : output_shape[i];
+      int64_t full = strides[i] * (in[i + 2] - 1) + out_pad[i] + (w[i + 2] - 1) * dilations[i] + 1;
+      int64_t total = full - target;
+      if (total < 0) n.unsupported("output_shape larger than the full transposed convolution");
+      int64_t small = total / 2, big = total - small;
+      // ONNX: SAME_UPPER puts the larger half at the start of the output crop.
+      pads[i] = auto_pad == "SAME_UPPER" ? small : big;
+      pads[i + 2] = auto_pad == "SAME_UPPER" ? big : small;
+    }
+  } else if (auto_pad == "VALID") {
+    pads = {0, 0, 0, 0};
+  }
+  Expr y = n.call("nn.conv2d_transpose", {n.input(0), n.input(1)},
+                  {{"strides", strides},
+                   {"padding", pads},
+                   {"dilation", dilations},
+                   {"groups", n.attr_int("group", 1)},
+                   {"output_padding", out_pad}});
+  n.set_output(0, add_channel_bias(n, y, 2));
+}
+
+template <bool Max>
+void convert_pool(NodeContext& n) {
+  require_4d(n);
+  if (Max && n.has_output(1)) n.unsupported("the Indices output of MaxPool is not supported");
+  std::vector<int64_t> kernel = n.attr_ints("kernel_shape");
+  if (kernel.size() != 2) n.fail("kernel_shape must have 2 entries for a 2-D pool");
+  std::vector<int64_t> strides = pair_attr(n, "strides");
+  std::vector<int64_t> dilations = Max ? pair_attr(n, "dilations") : std::vector<int64_t>{1, 1};
+  std::vector<int64_t> extent = {(kernel[0] - 1) * dilations[0] + 1, (kernel[1] - 1) * dilations[1] + 1};
+  std::vector<int64_t> padding = conv_padding(n, n.desc(0).shape, extent, strides);
+  Attrs attrs{{"pool_size", kernel}, {"strides", strides}, {"padding", padding},
+              {"ceil_mode", n.attr_int("ceil_mode", 0)}};
+  if (Max) {
+    attrs.set("dilation", dilations);
+  } else {
+    attrs.set("count_include_pad", n.attr_int("count_include_pad", 0));
+  }
+  n.set_output(0, n.call(Max ? "nn.max_pool2d" : "nn.avg_pool2d", {n.input(0)}, attrs));
+}
+
+void convert_global_avg_pool(NodeContext& n) {
+  require_4d(n);
+  n.set_output(0, n.call("nn.adaptive_avg_pool2d", {n.input(0)}, {{"output_size", std::vector<int64_t>{1, 1}}}));
+}
+
+void convert_global_max_pool(NodeContext& n) {
+  std::vector<int64_t> axes;
+  for (int64_t i = 2; i < n.rank(0); ++i) axes.push_back(i);
+  n.set_output(0, n.call("max", {n.input(0)}, {{"axis", axes}, {"keepdims", int64_t{1}}}));
+}
+
+void convert_batch_norm(NodeContext& n) {
+  if (n.has_output(1) || n.has_output(2) || n.attr_int("training_mode", 0))
+    n.unsupported("training mode (the running statistics outputs) is not supported");
+  n.set_output(0, n.call("nn.batch_norm", {n.input(0), n.input(1), n.input(2), n.input(3), n.input(4)},
+                         {{"axis", int64_t{1}}, {"epsilon", n.attr_float("epsilon", 1e-5)}}));
+}
+
+void convert_gemm(NodeContext& n) {
+  Expr a = n.input(0), b = n.input(1);
+  if (n.rank(0) != 2 || n.rank(1) != 2) n.fail("A and B must be 2-D");
+  if (n.attr_int("transA", 0)) a = n.call("permute_dims", {a}, {{"axes", std::vector<int64_t>{1, 0}}});
+  // B transposed is exactly nn.dense's weight layout (N, K).
+  Expr y = n.attr_int("transB", 0) ? n.call("nn.dense", {a, b}) : n.call("matmul", {a, b});
+  DType t = y->type->tensor.dtype;
+  double alpha = n.attr_float("alpha", 1.0), beta = n.attr_float("beta", 1.0);
+  if (alpha != 1.0) y = n.call("multiply", {y, n.scalar(alpha, t)});
+  if (n.has_input(2) && beta != 0.0) {
+    Expr c = n.input(2);
+    if (beta != 1.0) c = n.call("multiply", {c, n.scalar(beta, t)});
+    y = n.call("add", {y, c});
+  }
+  n.set_output(0, y);
+}
+
+void convert_matmul(NodeContext& n) {
+  n.set_output(0, n.call("matmul", {n.input(0), n.input(1)}));
+}
+
+template <bool Log>
+void convert_softmax(NodeContext& n) {
+  const char* op = Log ? "nn.log_softmax" : "nn.softmax";
+  int64_t r = n.rank(0);
+  int64_t axis = normalize_axis(n.attr_int("axis", n.opset() < 13 ? 1 : -1), r, n);
+  if (n.opset() >= 13 || axis == r - 1) {
+    n.set_output(0, n.call(op, {n.input(0)}, {{"axis", axis}}));
+    return;
+  }
+  // Before opset 13 the input is coerced to 2-D at `axis` and normalised per row.
+  const Shape& s = n.desc(0).shape;
+  int64_t outer = 1, inner = 1;
+  for (int64_t i = 0; i < r; ++i) (i < axis ? outer : inner) *= s[static_cast<size_t>(i)];
+  Expr x = reshape(n, n.input(0), {outer, inner});
+  x = n.call(op, {x}, {{"axis", int64_t{-1}}});
+  n.set_output(0, reshape(n, x, s));
+}
+
+std::vector<double> resize_scales(NodeContext& n, size_t input) {
+  if (!n.has_input(input)) return {};
+  Tensor t = n.require_constant(input, "scales");
+  std::vector<double> v;
+  for (int64_t i = 0; i < t.numel(); ++i) v.push_back(t.get_as_double(i));
+  return v;
+}
+
+void convert_resize(NodeContext& n) {
+  require_4d(n);
+  const Shape& in = n.desc(0).shape;
+  std::vector<double> scales;
+  std::vector<int64_t> sizes;
+  bool upsample = n.node().op_type() == "Upsample";
+  std::string coord = "asymmetric";
+  std::string rounding = "floor";
+  if (upsample) {
+    scales = n.opset() < 9 ? n.attr_floats("scales") : resize_scales(n, 1);
+  } else if (n.opset() < 11) {
+    scales = resize_scales(n, 1);
+  } else {
+    scales = resize_scales(n, 2);
+    if (n.has_input(3)) sizes = n.require_ints(3, "sizes");
+    coord = n.attr_string("coordinate_transformation_mode", "half_pixel");
+    rounding = n.attr_string("nearest_mode", "round_prefer_floor");
+    if (n.has_attr("axes")) n.unsupported("the axes attribute of Resize is not supported");
+    if (n.attr_string("keep_aspect_ratio_policy", "stretch") != "stretch")
+      n.unsupported("keep_aspect_ratio_policy other than 'stretch' is not supported");
+  }
+  if (coord == "tf_crop_and_resize") n.unsupported("coordinate_transformation_mode 'tf_crop_and_resize' is not supported");
+  if (sizes.empty() && scales.empty()) n.fail("neither scales nor sizes is given");
+  if (sizes.empty()) {
+    if (scales.size() != 4) n.fail("scales must have 4 entries for a 4-D input");
+    for (size_t i = 0; i < 4; ++i) sizes.push_back(static_cast<int64_t>(std::floor(in[i] * scales[i])));
+  }
+  if (sizes.size() != 4) n.fail("sizes must have 4 entries for a 4-D input");
+  if (sizes[0] != in[0] || sizes[1] != in[1]) n.unsupported("resizing the batch or channel axis is not supported");
+  // kiln's resize maps coordinates with the size ratio; ONNX uses the given
+  // scale, which differs only when in * scale is not a whole number.
+  for (size_t i = 2; i < 4 && !scales.empty(); ++i)
+    if (std::abs(in[i] * scales[i] - static_cast<double>(sizes[i])) > 1e-6 && coord != "align_corners")
+      n.unsupported("a scale that does not give a whole output size is not supported");
+  std::string mode = n.attr_string("mode", "nearest");
+  if (mode == "bilinear") mode = "linear";
+  if (mode != "nearest" && mode != "linear" && mode != "cubic") n.fail("unknown mode '" + mode + "'");
+  Attrs attrs{{"size", std::vector<int64_t>{sizes[2], sizes[3]}},
+              {"method", mode},
+              {"coordinate_transformation_mode", coord},
+              {"rounding_method", rounding},
+              {"cubic_alpha", n.attr_float("cubic_coeff_a", -0.75)},
+              {"exclude_outside", n.attr_int("exclude_outside", 0)}};
+  n.set_output(0, n.call("image.resize2d", {n.input(0)}, attrs));
+}
+
+// y = (x - mean) / sqrt(var + eps), statistics over `axes` (kept).
+Expr normalize(NodeContext& n, Expr x, const std::vector<int64_t>& axes, double eps) {
+  DType t = x->type->tensor.dtype;
+  Attrs red{{"axis", axes}, {"keepdims", int64_t{1}}};
+  Expr mean = n.call("mean", {x}, red);
+  Expr d = n.call("subtract", {x, mean});
+  Expr var = n.call("mean", {n.call("multiply", {d, d})}, red);
+  Expr denom = n.call("sqrt", {n.call("add", {var, n.scalar(eps, t)})});
+  return n.call("divide", {d, denom});
+}
+
+void convert_layer_norm(NodeContext& n) {
+  if (n.has_output(1) || n.has_output(2)) n.unsupported("the Mean and InvStdDev outputs are not supported");
+  int64_t r = n.rank(0);
+  int64_t axis = normalize_axis(n.attr_int("axis", -1), r, n);
+  std::vector<int64_t> axes;
+  for (int64_t i = axis; i < r; ++i) axes.push_back(i);
+  Expr y = normalize(n, n.input(0), axes, n.attr_float("epsilon", 1e-5));
+  y = n.call("multiply", {y, n.input(1)});
+  if (n.has_input(2)) y = n.call("add", {y, n.input(2)});
+  n.set_output(0, y);
+}
+
+void convert_instance_norm(NodeContext& n) {
+  int64_t r = n.rank(0);
+  if (r < 3) n.fail("the input must have rank 3 or more");
+  std::vector<int64_t> axes;
+  for (int64_t i = 2; i < r; ++i) axes.push_back(i);
+  Expr y = normalize(n, n.input(0), axes, n.attr_float("epsilon", 1e-5));
+  Shape cshape(static_cast<size_t>(r - 1), 1);
+  cshape[0] = n.desc(0).shape[1];
+  y = n.call("multiply", {y, reshape(n, n.input(1), cshape)});
+  n.set_output(0, n.call("add", {y, reshape(n, n.input(2), cshape)}));
+}
+
+// Per-tensor scale and zero point (constants); per-axis is not supported.
+void quant_params(NodeContext& n, double& scale, int64_t& zero_point, DType& zp_dtype) {
+  Tensor s = n.require_constant(1, "scale");
+  if (s.numel() != 1) n.unsupported("per-axis quantization is not supported");
+  scale = s.get_as_double(0);
+  zero_point = 0;
+  zp_dtype = DType::UInt8;
+  if (n.has_input(2)) {
+    Tensor z = n.require_constant(2, "zero_point");
+    if (z.numel() != 1) n.unsupported("per-axis quantization is not supported");
+    zero_point = static_cast<int64_t>(z.get_as_double(0));
+    zp_dtype = z.dtype();
+  }
+}
+
+void convert_quantize(NodeContext& n) {
+  double scale;
+  int64_t zp;
+  DType t;
+  quant_params(n, scale, zp, t);
+  if (t != DType::Int8 && t != DType::UInt8) n.unsupported("quantizing to " + std::string(dtype_name(t)));
+  n.set_output(0, n.call("quantize", {n.input(0)},
+                         {{"scale", scale}, {"zero_point", zp}, {"out_dtype", std::string(dtype_name(t))}}));
+}
+
+void convert_dequantize(NodeContext& n) {
+  double scale;
+  int64_t zp;
+  DType t;
+  quant_params(n, scale, zp, t);
+  n.set_output(0, n.call("dequantize", {n.input(0)}, {{"scale", scale}, {"zero_point", zp}}));
+}
+
+}  // namespace
+
+void add_nn_converters(ConverterTable& t) {
+  t["Conv"] = {convert_conv, {"nn.conv2d", "add", "reshape"}};
+  t["ConvTranspose"] = {convert_conv_transpose, {"nn.conv2d_transpose", "add", "reshape"}};
+  t["MaxPool"] = {convert_pool<true>, {"nn.max_pool2d"}};
+  t["AveragePool"] = {convert_pool<false>, {"nn.avg_pool2d"}};
+  t["GlobalAveragePool"] = {convert_global_avg_pool, {"nn.adaptive_avg_pool2d"}};
+  t["GlobalMaxPool"] = {convert_global_max_pool, {"max"}};
+  t["BatchNormalization"] = {convert_batch_norm, {"nn.batch_norm"}};
+  t["Gemm"] = {convert_gemm, {"nn.dense", "matmul", "permute_dims", "multiply", "add"}};
+  t["MatMul"] = {convert_matmul, {"matmul"}};
+  t["Softmax"] = {convert_softmax<false>, {"nn.softmax", "reshape"}};
+  t["LogSoftmax"] = {convert_softmax<true>, {"nn.log_softmax", "reshape"}};
+  t["Resize"] = {convert_resize, {"image.resize2d"}, 10};
+  t["Upsample"] = {convert_resize, {"image.resize2d"}};
+  t["LayerNormalization"] = {convert_layer_norm, {"mean", "subtract", "multiply", "add", "sqrt", "divide"}, 17};
+  t["InstanceNormalization"] = {convert_instance_norm,
+                                {"mean", "subtract", "multiply", "add", "sqrt", "divide", "reshape"}};
+  t["QuantizeLinear"] = {convert_quantize, {"quantize"}, 10};
+  t["DequantizeLinear"] = {convert_dequantize, {"dequantize"}, 10};
+}
+
+}  // namespace kiln::onnx_import

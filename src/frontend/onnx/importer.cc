@@ -1,0 +1,271 @@
+// The ONNX importer's driver: load and check the model, bind the inputs,
+// convert the nodes, assemble @main. The per-op work is in convert_*.cc.
+#include "frontend/onnx/importer.h"
+
+#include <fstream>
+#include <sstream>
+
+#include "frontend/onnx/converter.h"
+#include "frontend/onnx/onnx_tensor.h"
+#include "onnx/checker.h"
+#include "onnx/defs/schema.h"
+
+namespace kiln {
+
+using namespace onnx_import;
+
+namespace {
+
+constexpr int64_t kMinOpset = 7;
+constexpr int64_t kMaxOpset = 18;
+
+bool is_default_domain(const std::string& d) { return d.empty() || d == "ai.onnx"; }
+
+std::string node_label(const onnx::NodeProto& node, int64_t opset) {
+  std::string s = node.op_type();
+  if (!is_default_domain(node.domain())) s = node.domain() + "." + s;
+  s += " (opset " + std::to_string(opset) + ")";
+  s += node.name().empty() ? " node producing '" + (node.output_size() ? node.output(0) : std::string("?")) + "'"
+                           : " node '" + node.name() + "'";
+  return s;
+}
+
+int64_t default_opset(const onnx::ModelProto& model, const std::string& what) {
+  int64_t opset = -1;
+  for (const auto& o : model.opset_import())
+    if (is_default_domain(o.domain())) opset = o.version();
+  if (opset < 0)
+    throw UnsupportedError(what + ": the model imports no version of the default ONNX domain (opset_import); "
+                           "kiln imports default-domain operators only");
+  if (opset < kMinOpset || opset > kMaxOpset)
+    throw UnsupportedError(what + ": the model uses opset " + std::to_string(opset) + "; kiln imports opsets " +
+                           std::to_string(kMinOpset) + " to " + std::to_string(kMaxOpset) +
+                           " (convert it with ONNX's version converter)");
+  return opset;
+}
+
+// ONNX's own checker, when the installed library knows the model's opset
+// (it rejects opsets newer than itself, which kiln's converters still read).
+void run_checker(const onnx::ModelProto& model, int64_t opset, const std::string& what) {
+  const auto& ranges = onnx::OpSchemaRegistry::DomainToVersionRange::Instance().Map();
+  auto it = ranges.find("");
+  if (it != ranges.end() && opset > it->second.second) return;
+  try {
+    onnx::checker::check_model(model);
+  } catch (const std::exception& e) {
+    std::string msg = e.what();
+    throw Error(what + ": not a valid ONNX model (ONNX checker): " + msg);
+  }
+}
+
+// Every node kiln cannot convert, all at once.
+void check_supported(const onnx::GraphProto& graph, int64_t opset, const std::string& what) {
+  std::vector<std::string> problems;
+  std::map<std::string, int> seen;
+  for (const auto& node : graph.node()) {
+    std::string reason;
+    if (!is_default_domain(node.domain())) {
+      reason = "operator domain '" + node.domain() + "' is not supported";
+    } else {
+      auto it = converters().find(node.op_type());
+      if (it == converters().end()) {
+        reason = "no converter for this operator";
+      } else if (opset < it->second.min_opset) {
+        reason = "needs opset " + std::to_string(it->second.min_opset) + " or newer";
+      } else {
+        for (const auto& op : it->second.needs)
+          if (!find_op(op)) reason = "kiln op '" + op + "' is not registered";
+      }
+    }
+    if (reason.empty()) continue;
+    if (seen[node.op_type()]++ >= 3) continue;  // a few nodes per op are enough
+    problems.push_back("  " + node_label(node, opset) + ": " + reason);
+  }
+  if (problems.empty()) return;
+  std::string msg = what + ": " + std::to_string(problems.size()) + " unsupported node(s):\n";
+  for (const auto& p : problems) msg += p + "\n";
+  for (const auto& [op, count] : seen)
+    if (count > 3) msg += "  (and " + std::to_string(count - 3) + " more " + op + " node(s))\n";
+  msg += "supported operators: `kiln import --list-ops`";
+  throw UnsupportedError(msg);
+}
+
+std::string dims_str(const onnx::TensorShapeProto& shape) {
+  std::string s = "(";
+  for (int i = 0; i < shape.dim_size(); ++i) {
+    const auto& d = shape.dim(i);
+    s += i ? ", " : "";
+    s += d.has_dim_value() ? std::to_string(d.dim_value()) : d.has_dim_param() ? d.dim_param() : "?";
+  }
+  return s + ")";
+}
+
+// The kiln parameters for the graph inputs that are not initializers.
+std::vector<Var> bind_inputs(const onnx::GraphProto& graph, const std::set<std::string>& initializers,
+                             const ImportOptions& opts, GraphBuilder& g, const std::string& what) {
+  std::vector<Var> params;
+  std::vector<std::string> unbound, input_names;
+  std::set<std::string> used_options;
+  for (const auto& in : graph.input()) {
+    if (initializers.count(in.name())) continue;
+    input_names.push_back(in.name());
+    if (!in.type().has_tensor_type())
+      throw UnsupportedError(what + ": graph input '" + in.name() + "' is not a tensor (sequences, maps and "
+                             "optionals are not supported)");
+    const auto& tt = in.type().tensor_type();
+    auto dtype = dtype_from_onnx(tt.elem_type());
+    if (!dtype)
+      throw UnsupportedError(what + ": graph input '" + in.name() + "' has element type " +
+                             onnx_type_name(tt.elem_type()) + ", which kiln does not support");
+    if (!tt.has_shape())
+      throw Error(what + ": graph input '" + in.name() + "' has no shape; give one with --input-shape " +
+                  in.name() + "=D0,D1,...");
+    Shape shape;
+    bool symbolic = false;
+    for (const auto& d : tt.shape().dim()) {
+      shape.push_back(d.has_dim_value() ? d.dim_value() : kSymbolicDim);
+      symbolic = symbolic || !d.has_dim_value() || d.dim_value() < 0;
+    }
+    auto bound = opts.input_shapes.find(in.name());
+    if (bound != opts.input_shapes.end()) {
+      used_options.insert(in.name());
+      const Shape& b = bound->second;
+      bool ok = b.size() == shape.size();
+      for (size_t i = 0; ok && i < b.size(); ++i) ok = b[i] >= 0 && (shape[i] < 0 || shape[i] == b[i]);
+      if (!ok)
+        throw Error(what + ": --input-shape " + in.name() + "=" + shape_str(b) + " does not match the model's " +
+                    dims_str(tt.shape()));
+      shape = b;
+    } else if (symbolic) {
+      unbound.push_back(in.name() + " " + dims_str(tt.shape()));
+    }
+    params.push_back(make_var(g.unique_name(in.name()), tensor_type(shape, *dtype)));
+  }
+  for (const auto& [name, shape] : opts.input_shapes)
+    if (!used_options.count(name)) {
+      std::string names;
+      for (const auto& n : input_names) names += (names.empty() ? "" : ", ") + n;
+      throw Error(what + ": --input-shape names '" + name + "', which is not a graph input (inputs: " + names + ")");
+    }
+  if (!unbound.empty()) {
+    std::string msg = what + ": input(s) with symbolic dimensions must be bound to static shapes:";
+    for (const auto& u : unbound) msg += "\n  " + u;
+    msg += "\nbind each with --input-shape NAME=D0,D1,... (e.g. --input-shape " +
+           unbound[0].substr(0, unbound[0].find(' ')) + "=1,3,320,320)";
+    throw Error(msg);
+  }
+  return params;
+}
+
+}  // namespace
+
+Module import_onnx_bytes(const std::string& bytes, const std::string& what, const ImportOptions& opts,
+                         const std::string& base_dir) {
+  onnx::ModelProto model;
+  if (bytes.empty()) throw Error(what + ": the file is empty, not an ONNX model");
+  if (!model.ParseFromString(bytes))
+    throw Error(what + ": not an ONNX model (protobuf parse failed; is the file truncated or of another format?)");
+  if (!model.has_graph()) throw Error(what + ": the ONNX model has no graph");
+  int64_t opset = default_opset(model, what);
+  const onnx::GraphProto& graph = model.graph();
+  // Unsupported operators first: ONNX's checker would stop at the first
+  // operator it does not know, and the user wants the whole list.
+  check_supported(graph, opset, what);
+  run_checker(model, opset, what);
+
+  GraphBuilder g;
+  std::map<std::string, Expr> values;
+  std::set<std::string> initializer_names;
+  for (const auto& init : graph.initializer()) initializer_names.insert(init.name());
+  std::vector<Var> params = bind_inputs(graph, initializer_names, opts, g, what);
+  {
+    size_t k = 0;
+    for (const auto& in : graph.input())
+      if (!initializer_names.count(in.name())) values[in.name()] = params[k++];
+  }
+  for (const auto& init : graph.initializer()) {
+    Tensor t;
+    try {
+      t = tensor_from_proto(init, base_dir);
+    } catch (const UnsupportedError& e) {
+      throw UnsupportedError(what + ": initializer " + e.message());
+    } catch (const Error& e) {
+      throw Error(what + ": initializer " + e.message());
+    }
+    std::string name = t.numel() > opts.inline_limit ? g.unique_name(init.name()) : "";
+    values[init.name()] = make_constant(t, name);
+  }
+
+  for (const auto& node : graph.node()) {
+    const Converter& conv = converters().at(node.op_type());
+    g.set_name_hint(node.output_size() && !node.output(0).empty() ? node.output(0) : node.op_type());
+    NodeContext ctx(node, opset, g, values, base_dir);
+    try {
+      conv.fn(ctx);
+    } catch (const UnsupportedError& e) {
+      throw UnsupportedError(what + ": " + node_label(node, opset) + ": " + e.message());
+    } catch (const Error& e) {
+      throw Error(what + ": " + node_label(node, opset) + ": " + e.message());
+    }
+    for (int i = 0; i < node.output_size(); ++i)
+      if (!node.output(i).empty() && !values.count(node.output(i)))
+        throw UnsupportedError(what + ": " + node_label(node, opset) + ": output " + std::to_string(i) +
+                               " is not supported by kiln's converter");
+  }
+
+  std::vector<Expr> results;
+  for (const auto& out : graph.output()) {
+    auto it = values.find(out.name());
+    if (it == values.end()) throw Error(what + ": graph output '" + out.name() + "' is not computed by any node");
+    results.push_back(it->second);
+  }
+  if (results.empty()) throw Error(what + ": the graph has no outputs");
+  Expr result = results.size() == 1 ? results[0] : make_tuple(results);
+  Module m;
+  m.set(make_function("main", std::move(params), std::move(g.bindings()), result));
+  return m;
+}
+
+Module import_onnx(const std::string& path, const ImportOptions& opts) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error("cannot open ONNX model '" + path + "'");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::string base_dir = path.find('/') == std::string::npos ? "." : path.substr(0, path.rfind('/'));
+  return import_onnx_bytes(ss.str(), path, opts, base_dir);
+}
+
+void parse_input_shape_flag(const std::string& flag, ImportOptions& opts) {
+  auto eq = flag.rfind('=');
+  if (eq == std::string::npos || eq == 0)
+    throw Error("--input-shape '" + flag + "': expected NAME=D0,D1,... (e.g. x=1,3,320,320)");
+  std::string name = flag.substr(0, eq);
+  Shape shape;
+  std::stringstream ss(flag.substr(eq + 1));
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    size_t used = 0;
+    int64_t d = -1;
+    try {
+      d = std::stoll(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != item.size() || item.empty() || d < 0)
+      throw Error("--input-shape '" + flag + "': '" + item + "' is not a non-negative dimension");
+    shape.push_back(d);
+  }
+  opts.input_shapes[name] = shape;
+}
+
+std::vector<std::string> supported_onnx_ops() {
+  std::vector<std::string> ops;
+  for (const auto& [name, conv] : converters()) {
+    bool ok = true;
+    for (const auto& op : conv.needs) ok = ok && find_op(op) != nullptr;
+    if (ok) ops.push_back(name);
+  }
+  return ops;
+}
+
+}  // namespace kiln

@@ -1,0 +1,183 @@
+// TensorProto decoding: typed repeated fields, raw little-endian bytes, and
+// external data files.
+#include "frontend/onnx/onnx_tensor.h"
+
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "frontend/onnx/importer.h"
+#include "kiln/runtime/error.h"
+
+namespace kiln::onnx_import {
+
+std::string onnx_type_name(int32_t elem_type) {
+  if (onnx::TensorProto_DataType_IsValid(elem_type))
+    return onnx::TensorProto_DataType_Name(static_cast<onnx::TensorProto_DataType>(elem_type));
+  return "element type " + std::to_string(elem_type);
+}
+
+std::optional<DType> dtype_from_onnx(int32_t elem_type) {
+  switch (elem_type) {
+    case onnx::TensorProto_DataType_FLOAT: return DType::Float32;
+    case onnx::TensorProto_DataType_FLOAT16: return DType::Float16;
+    case onnx::TensorProto_DataType_INT8: return DType::Int8;
+    case onnx::TensorProto_DataType_UINT8: return DType::UInt8;
+    case onnx::TensorProto_DataType_INT32: return DType::Int32;
+    case onnx::TensorProto_DataType_INT64: return DType::Int64;
+    case onnx::TensorProto_DataType_BOOL: return DType::Bool;
+    default: return std::nullopt;
+  }
+}
+
+int32_t onnx_type_from_dtype(DType t) {
+  switch (t) {
+    case DType::Float32: return onnx::TensorProto_DataType_FLOAT;
+    case DType::Float16: return onnx::TensorProto_DataType_FLOAT16;
+    case DType::Int8: return onnx::TensorProto_DataType_INT8;
+    case DType::UInt8: return onnx::TensorProto_DataType_UINT8;
+    case DType::Int32: return onnx::TensorProto_DataType_INT32;
+    case DType::Int64: return onnx::TensorProto_DataType_INT64;
+    case DType::Bool: return onnx::TensorProto_DataType_BOOL;
+  }
+  return onnx::TensorProto_DataType_UNDEFINED;
+}
+
+static std::string tensor_what(const onnx::TensorProto& t) {
+  return t.name().empty() ? std::string("an unnamed tensor") : "tensor '" + t.name() + "'";
+}
+
+// The bytes of an external-data tensor: location, offset and length keys.
+static std::string read_external(const onnx::TensorProto& t, const std::string& base_dir) {
+  std::string location;
+  int64_t offset = 0, length = -1;
+  for (const auto& kv : t.external_data()) {
+    try {
+      if (kv.key() == "location") location = kv.value();
+      if (kv.key() == "offset") offset = std::stoll(kv.value());
+      if (kv.key() == "length") length = std::stoll(kv.value());
+    } catch (const std::exception&) {
+      throw Error(tensor_what(t) + ": external data key '" + kv.key() + "' has a non-numeric value '" +
+                  kv.value() + "'");
+    }
+  }
+  if (location.empty()) throw Error(tensor_what(t) + ": external data without a 'location'");
+  if (location.find("..") != std::string::npos || location[0] == '/')
+    throw Error(tensor_what(t) + ": external data location '" + location +
+                "' must be a relative path inside the model's folder");
+  std::string path = base_dir.empty() ? location : base_dir + "/" + location;
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(tensor_what(t) + ": cannot open external data file '" + path + "'");
+  in.seekg(0, std::ios::end);
+  int64_t size = in.tellg();
+  if (length < 0) length = size - offset;
+  if (offset < 0 || length < 0 || offset + length > size)
+    throw Error(tensor_what(t) + ": external data range [" + std::to_string(offset) + ", " +
+                std::to_string(offset + length) + ") is outside '" + path + "' (" + std::to_string(size) +
+                " bytes)");
+  std::string bytes(static_cast<size_t>(length), '\0');
+  in.seekg(offset);
+  in.read(bytes.data(), length);
+  return bytes;
+}
+
+template <typename Field, typename Store>
+static void copy_field(const Field& field, int64_t n, const onnx::TensorProto& t, const char* field_name,
+                       Store store) {
+  if (static_cast<int64_t>(field.size()) != n)
+    throw Error(tensor_what(t) + ": " + field_name + " holds " + std::to_string(field.size()) +
+                " values but the shape " + shape_str(Shape(t.dims().begin(), t.dims().end())) + " needs " +
+                std::to_string(n));
+  for (int64_t i = 0; i < n; ++i) store(i, field[static_cast<int>(i)]);
+}
+
+Tensor tensor_from_proto(const onnx::TensorProto& t, const std::string& base_dir) {
+  auto dtype = dtype_from_onnx(t.data_type());
+  if (!dtype)
+    throw UnsupportedError(tensor_what(t) + " has element type " + onnx_type_name(t.data_type()) +
+                ", which kiln does not support (supported: FLOAT, FLOAT16, INT8, UINT8, INT32, INT64, BOOL)");
+  Shape shape;
+  for (int64_t d : t.dims()) {
+    if (d < 0) throw Error(tensor_what(t) + " has a negative dimension " + std::to_string(d));
+    shape.push_back(d);
+  }
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    if (d != 0 && n > (int64_t{1} << 40) / d)
+      throw Error(tensor_what(t) + " is too large: shape " + shape_str(shape));
+    n *= d;
+  }
+  Tensor out = Tensor::zeros(shape, *dtype);
+  const size_t nbytes = out.nbytes();
+
+  std::string external;
+  const std::string* raw = nullptr;
+  if (t.data_location() == onnx::TensorProto_DataLocation_EXTERNAL) {
+    external = read_external(t, base_dir);
+    raw = &external;
+  } else if (t.has_raw_data()) {
+    raw = &t.raw_data();
+  }
+  if (raw) {
+    if (raw->size() != nbytes)
+      throw Error(tensor_what(t) + ": raw data has " + std::to_string(raw->size()) + " bytes but shape " +
+                  shape_str(shape) + " of " + std::string(dtype_name(*dtype)) + " needs " +
+                  std::to_string(nbytes));
+    if (nbytes) std::memcpy(out.raw(), raw->data(), nbytes);
+    return out;
+  }
+  switch (*dtype) {
+    case DType::Float32:
+      copy_field(t.float_data(), n, t, "float_data", [&](int64_t i, float v) { out.data<float>()[i] = v; });
+      break;
+    case DType::Int64:
+      copy_field(t.int64_data(), n, t, "int64_data", [&](int64_t i, int64_t v) { out.data<int64_t>()[i] = v; });
+      break;
+    case DType::Int32:
+      copy_field(t.int32_data(), n, t, "int32_data", [&](int64_t i, int32_t v) { out.data<int32_t>()[i] = v; });
+      break;
+    case DType::Float16:
+      // float16 values are stored as their bit patterns in int32_data.
+      copy_field(t.int32_data(), n, t, "int32_data",
+                 [&](int64_t i, int32_t v) { out.data<uint16_t>()[i] = static_cast<uint16_t>(v); });
+      break;
+    case DType::Int8:
+      copy_field(t.int32_data(), n, t, "int32_data",
+                 [&](int64_t i, int32_t v) { out.data<int8_t>()[i] = static_cast<int8_t>(v); });
+      break;
+    case DType::UInt8:
+    case DType::Bool:
+      copy_field(t.int32_data(), n, t, "int32_data",
+                 [&](int64_t i, int32_t v) { out.data<uint8_t>()[i] = static_cast<uint8_t>(v); });
+      break;
+  }
+  return out;
+}
+
+onnx::TensorProto tensor_to_proto(const Tensor& t, const std::string& name) {
+  onnx::TensorProto p;
+  p.set_name(name);
+  p.set_data_type(onnx_type_from_dtype(t.dtype()));
+  for (int64_t d : t.shape()) p.add_dims(d);
+  p.set_raw_data(std::string(static_cast<const char*>(t.raw()), t.nbytes()));
+  return p;
+}
+
+Tensor read_tensor_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error("cannot open tensor file '" + path + "'");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  onnx::TensorProto p;
+  if (!p.ParseFromString(ss.str()))
+    throw Error("'" + path + "' is not a serialized ONNX TensorProto (protobuf parse failed)");
+  try {
+    return tensor_from_proto(p);
+  } catch (const UnsupportedError& e) {
+    throw UnsupportedError(path + ": " + e.message());
+  } catch (const Error& e) {
+    throw Error(path + ": " + e.message());
+  }
+}
+
+}  // namespace kiln::onnx_import

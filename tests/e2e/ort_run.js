@@ -1,0 +1,89 @@
+// Runs an ONNX model on ONNX Runtime (onnxruntime-node), one thread, and
+// writes its outputs as .npy files: the peer that kiln's results and speed
+// are compared with.
+//
+//   node ort_run.js MODEL.onnx OUT_DIR NAME=SHAPE [--seed S] [--repeat N]
+//
+// SHAPE is 1x3x48x320. The input is deterministic (a fixed-seed generator,
+// values in [0, 1) like a normalised image, shifted to [-1, 1)) and written
+// to OUT_DIR/input.npy so kiln runs on exactly the same bytes. Outputs go to
+// OUT_DIR/output_<i>.npy in the model's output order. The last line printed
+// is JSON: {"model":..., "ort_ms": median latency, "outputs": [...]}.
+'use strict';
+const fs = require('fs');
+const path = require('path');
+
+function npyBytes(shape, data) {
+  const shapeStr = '(' + shape.join(', ') + (shape.length === 1 ? ',' : '') + ')';
+  let header = `{'descr': '<f4', 'fortran_order': False, 'shape': ${shapeStr}, }`;
+  const total = 10 + header.length + 1;
+  header += ' '.repeat((64 - (total % 64)) % 64) + '\n';
+  const pre = Buffer.alloc(10);
+  pre.write('\x93NUMPY', 0, 'latin1');
+  pre[6] = 1;
+  pre[7] = 0;
+  pre.writeUInt16LE(header.length, 8);
+  const body = Buffer.from(data.buffer, data.byteOffset, data.byteLength);
+  return Buffer.concat([pre, Buffer.from(header, 'latin1'), body]);
+}
+
+function main() {
+  const args = process.argv.slice(2);
+  let seed = 1, repeat = 5;
+  const pos = [];
+  for (let i = 0; i < args.length; i++) {
+    if (args[i] === '--seed') seed = Number(args[++i]);
+    else if (args[i] === '--repeat') repeat = Number(args[++i]);
+    else pos.push(args[i]);
+  }
+  if (pos.length !== 3) {
+    console.error('usage: node ort_run.js MODEL.onnx OUT_DIR NAME=SHAPE [--seed S] [--repeat N]');
+    process.exit(2);
+  }
+  const [model, outDir, spec] = pos;
+  const [name, shapeText] = spec.split('=');
+  const shape = shapeText.split('x').map(Number);
+  const ortDir = process.env.ORT_NODE_MODULES;
+  const ort = require(ortDir ? path.join(ortDir, 'onnxruntime-node') : 'onnxruntime-node');
+
+  // A linear congruential generator: the same bytes on every machine.
+  const n = shape.reduce((a, b) => a * b, 1);
+  const data = new Float32Array(n);
+  let state = BigInt(seed);
+  for (let i = 0; i < n; i++) {
+    state = (state * 6364136223846793005n + 1442695040888963407n) & 0xffffffffffffffffn;
+    data[i] = Number(state >> 40n) / 16777216 * 2 - 1;
+  }
+  fs.mkdirSync(outDir, { recursive: true });
+  fs.writeFileSync(path.join(outDir, 'input.npy'), npyBytes(shape, data));
+
+  (async () => {
+    const session = await ort.InferenceSession.create(model, {
+      intraOpNumThreads: 1,
+      interOpNumThreads: 1,
+      executionMode: 'sequential',
+    });
+    const feeds = { [name]: new ort.Tensor('float32', data, shape) };
+    let results;
+    const times = [];
+    for (let r = 0; r < Math.max(1, repeat); r++) {
+      const t0 = process.hrtime.bigint();
+      results = await session.run(feeds);
+      times.push(Number(process.hrtime.bigint() - t0) / 1e6);
+    }
+    times.sort((a, b) => a - b);
+    const outputs = [];
+    session.outputNames.forEach((o, i) => {
+      const t = results[o];
+      if (t.type !== 'float32') throw new Error(`output ${o} has type ${t.type}; only float32 is compared`);
+      fs.writeFileSync(path.join(outDir, `output_${i}.npy`), npyBytes(t.dims, t.data));
+      outputs.push({ name: o, shape: t.dims });
+    });
+    console.log(JSON.stringify({ model: path.basename(model), ort_ms: times[Math.floor(times.length / 2)], outputs }));
+  })().catch((e) => {
+    console.error('ort_run.js: ' + e.message);
+    process.exit(1);
+  });
+}
+
+main();

@@ -1,0 +1,50 @@
+// The ONNX operator conformance suite in `make test`: every node test listed
+// in tests/e2e/onnx_conformance_passing.txt must still pass on the reference
+// interpreter. The list is the passing set of `kiln onnx-conformance`; a
+// regression in an op or a converter fails here.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "frontend/onnx/conformance.h"
+#include "kiln/runtime/error.h"
+
+namespace kiln {
+namespace {
+
+std::vector<std::string> passing_list() {
+  std::ifstream in(std::string(KILN_SOURCE_DIR) + "/tests/e2e/onnx_conformance_passing.txt");
+  std::vector<std::string> names;
+  std::string line;
+  while (std::getline(in, line))
+    if (!line.empty() && line[0] != '#') names.push_back(line);
+  return names;
+}
+
+TEST(OnnxConformance, PassingSetStillPasses) {
+  ASSERT_TRUE(std::filesystem::is_directory(kOnnxNodeTestDir))
+      << "ONNX node tests not found at " << kOnnxNodeTestDir
+      << ": install Debian's libonnx-testdata by running scripts/setup.sh";
+  std::vector<std::string> names = passing_list();
+  ASSERT_GT(names.size(), 100u) << "tests/e2e/onnx_conformance_passing.txt is missing or short";
+  std::vector<ConformanceResult> results;
+  for (const auto& name : names) {
+    ConformanceResult r = run_conformance_test(std::string(kOnnxNodeTestDir) + "/" + name);
+    EXPECT_EQ(r.status, ConformanceResult::Status::Passed) << name << ": " << r.detail;
+    results.push_back(r);
+  }
+  std::cout << conformance_table(results, false);
+}
+
+TEST(OnnxConformance, MissingFolderIsAnError) {
+  try {
+    run_conformance("/nonexistent/node");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(e.message().find("run scripts/setup.sh"), std::string::npos) << e.message();
+  }
+}
+
+}  // namespace
+}  // namespace kiln
