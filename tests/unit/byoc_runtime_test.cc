@@ -4,7 +4,9 @@
 // in one model, with --verify finding a deliberately wrong node.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
+#include <set>
 #include <random>
 
 #include "backends/build.h"
@@ -76,13 +78,24 @@ class TinyAddRuntime final : public BackendRuntime {
   std::map<std::string, Tensor> constants_;
 };
 
+// What the tiny backend's codegen saw, for the RunCodegen tests.
+int codegen_calls = 0;
+int codegen_functions = 0;
+CodegenOptions codegen_options;
+
 class TwoBackends : public ::testing::Test {
  protected:
   void SetUp() override {
     pattern_registry().add({"tiny_add.add", annotate("root", is_op("add", {wildcard(), wildcard()})), nullptr, 50,
                             "add on the tiny adder"});
+    codegen_calls = 0;
+    codegen_functions = 0;
+    codegen_options.clear();
     register_backend_codegen({"tiny_add", "kiln.graph", [](const Module& m, const std::vector<Function>& fns,
-                                                           const CodegenOptions&) {
+                                                           const CodegenOptions& options) {
+                                ++codegen_calls;
+                                codegen_functions += static_cast<int>(fns.size());
+                                codegen_options = options;
                                 BackendArtifacts a;
                                 GraphLowering state;
                                 for (const auto& f : fns) {
@@ -172,6 +185,41 @@ TEST_F(TwoBackends, VerifyFindsTheFirstDivergentNode) {
   EXPECT_DOUBLE_EQ(bad->max_abs, 1.0);
   EXPECT_EQ(bad->first_divergent_node, "a");
   EXPECT_NE(bad->str().find("MISMATCH; first divergent node: a"), std::string::npos) << bad->str();
+}
+
+TEST_F(TwoBackends, RunCodegenCallsEachBackendOnceWithAllItsRegions) {
+  Module m = parse_module(R"(
+def @main(%x: Tensor[(4,), float32]) -> Tensor[(4,), float32] {
+  %a = add(%x, %x)
+  %e = exp(%a)
+  %b = add(%e, %x)
+  %l = log(%b)
+  %c = add(%l, %l)
+  return %c
+}
+)",
+                          "adds.kir");
+  PartitionOptions opts;
+  opts.backends = {"tiny_add"};
+  Module parted = partition_module(m, opts, true, nullptr);
+  RunCodegenOptions cg;
+  cg.global = {{"level", "1"}};
+  cg.backend["tiny_add"] = {{"level", "2"}, {"mode", "fast"}};
+  std::map<std::string, BackendArtifacts> out;
+  Module done = run_codegen(parted, cg, &out);
+  EXPECT_EQ(codegen_calls, 1);
+  EXPECT_EQ(codegen_functions, 3);
+  EXPECT_EQ(codegen_options, (CodegenOptions{{"level", "2"}, {"mode", "fast"}}));
+  EXPECT_EQ(out.at("tiny_add").artifacts.size(), 3u);
+  EXPECT_EQ(done.attrs.get_string("external_symbols"), "tiny_add_main_0 tiny_add_main_1 tiny_add_main_2");
+  // Values: ((2x).exp + x).log doubled, on the tiny backend and the host.
+  VirtualMachine vm(build_executable(parted));
+  Tensor x = Tensor::from_floats({4}, {0.0f, 0.5f, -0.1f, 1.0f});
+  std::vector<Tensor> got = vm.run({x});
+  for (int i = 0; i < 4; ++i) {
+    double v = x.data<float>()[i];
+    EXPECT_NEAR(got[0].get_as_double(i), 2 * std::log(std::exp(2 * v) + v), 1e-5);
+  }
 }
 
 // ---- the kiln.graph format
