@@ -3,7 +3,7 @@ BUILD ?= build
 CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=RelWithDebInfo
 LAUNCHER := $(shell command -v ccache >/dev/null 2>&1 && echo -DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
 
-.PHONY: all setup build run test clean
+.PHONY: all setup build run test fuzz clean
 
 all: build
 
@@ -21,6 +21,10 @@ run: build
 
 test: build
 	@ctest --test-dir $(BUILD) --output-on-failure -j2 --timeout 600
+
+# Fuzzes the .kir parser for 60 s (libFuzzer + ASan + UBSan, in build-fuzz/).
+fuzz: setup
+	@scripts/fuzz.sh 60
 
 clean:
 	rm -rf $(BUILD)
