@@ -1,0 +1,93 @@
+// Host codegen for prim functions (LLVM 19, x86-64 with the machine's vector
+// features) and checked linking against the runtime ABI.
+//
+// LLVM headers stay inside src/codegen/*.cc; this header is plain C++.
+//
+// Every compiled module records its imports: the extern C symbols its
+// functions call, with the callers of each. An import resolves to the runtime
+// ABI (kiln/runtime/backend_api.h), to a library the user names, or to
+// nothing, which is an error naming the symbol and the function that calls it:
+// at build time (check_imports, emit_to_file) and again when a module is
+// loaded (JitModule::create), before anything runs.
+//
+// Calling convention: a prim function @f becomes the C symbol `f` with one
+// parameter per prim parameter (a buffer's data pointer, or the scalar) and
+// an int32 result (0 or a failure code after setting the runtime's last
+// error). Each also gets `f__packed(void** args)`, where args[i] is a buffer's
+// data pointer or the address of a scalar, for callers that only know the
+// signature at run time.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tir/tir.h"
+
+namespace kiln::codegen {
+
+struct Import {
+  std::string symbol;
+  std::vector<std::string> callers;  // prim function names, in order
+};
+
+// The extern symbols `funcs` call, sorted by symbol.
+std::vector<Import> collect_imports(const std::vector<tir::PrimFunc>& funcs);
+
+enum class ImportSource { RuntimeAbi, Library, Unresolved };
+const char* import_source_name(ImportSource s);  // "runtime ABI", "library", "UNRESOLVED"
+
+struct ResolvedImport {
+  Import import;
+  ImportSource source = ImportSource::Unresolved;
+  std::string library;  // for ImportSource::Library
+  void* address = nullptr;
+};
+
+// The runtime ABI first, then each library in order (loaded with dlopen; a
+// library that cannot be loaded is an error naming it and why).
+std::vector<ResolvedImport> resolve_imports(const std::vector<Import>& imports,
+                                            const std::vector<std::string>& link_libs);
+// Throws kiln::Error naming every unresolved symbol and its callers.
+void check_imports(const std::vector<Import>& imports, const std::vector<std::string>& link_libs,
+                   const std::string& when = "build");
+
+enum class EmitKind { LLVMIR, Assembly, Object, SharedLibrary };
+// "ll", "asm", "obj", "so"; parse_emit_kind throws on an unknown name.
+EmitKind parse_emit_kind(const std::string& name);
+
+struct CodegenOptions {
+  int opt_level = 3;
+  std::vector<std::string> link_libs;  // --link-lib: libraries that may provide imports
+  bool check_imports = true;           // false only to test the load-time check
+};
+
+// The functions must be lowered (tir::lower_for_build): flat buffers, no
+// scratchpad allocations left.
+std::string emit_text(const std::vector<tir::PrimFunc>& funcs, EmitKind kind,
+                      const CodegenOptions& options = {});
+void emit_to_file(const std::vector<tir::PrimFunc>& funcs, EmitKind kind, const std::string& path,
+                  const CodegenOptions& options = {});
+
+// An in-process JIT module (ORC) for tests and `kiln run`.
+class JitModule {
+ public:
+  static std::unique_ptr<JitModule> create(const std::vector<tir::PrimFunc>& funcs,
+                                           const CodegenOptions& options = {});
+  ~JitModule();
+
+  // Calls @name through its packed entry. Returns the function's code.
+  int32_t call(const std::string& name, const std::vector<void*>& args);
+  // call(), and a non-zero code becomes kiln::Error with the runtime's last error.
+  void run(const std::string& name, const std::vector<void*>& args);
+  const std::vector<Import>& imports() const;
+
+  struct Impl;
+
+ private:
+  explicit JitModule(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace kiln::codegen

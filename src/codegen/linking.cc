@@ -1,0 +1,117 @@
+// Checked linking: the imports of compiled prim functions and where each one
+// resolves. Plain C++ and dlopen; no LLVM here.
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <map>
+
+#include "codegen/codegen.h"
+#include "runtime/runtime_abi.h"
+#include "tir/mutator.h"
+
+namespace kiln::codegen {
+
+namespace {
+
+class ExternCalls : public tir::Visitor {
+ public:
+  std::vector<std::string> symbols;
+
+ protected:
+  void visit_Call(const tir::CallNode& n) override {
+    if (n.call_kind == tir::CallKind::Extern &&
+        std::find(symbols.begin(), symbols.end(), n.name) == symbols.end())
+      symbols.push_back(n.name);
+    tir::Visitor::visit_Call(n);
+  }
+};
+
+}  // namespace
+
+std::vector<Import> collect_imports(const std::vector<tir::PrimFunc>& funcs) {
+  std::map<std::string, Import> by_symbol;
+  for (const tir::PrimFunc& f : funcs) {
+    ExternCalls calls;
+    calls.visit(f->body);
+    for (const std::string& s : calls.symbols) {
+      Import& imp = by_symbol[s];
+      imp.symbol = s;
+      imp.callers.push_back(f->name);
+    }
+  }
+  std::vector<Import> out;
+  for (auto& [s, imp] : by_symbol) out.push_back(std::move(imp));
+  return out;
+}
+
+const char* import_source_name(ImportSource s) {
+  switch (s) {
+    case ImportSource::RuntimeAbi: return "runtime ABI";
+    case ImportSource::Library: return "library";
+    case ImportSource::Unresolved: return "UNRESOLVED";
+  }
+  return "?";
+}
+
+std::vector<ResolvedImport> resolve_imports(const std::vector<Import>& imports,
+                                            const std::vector<std::string>& link_libs) {
+  // Handles stay open for the life of the process: resolved addresses may be called later.
+  std::vector<std::pair<std::string, void*>> libs;
+  for (const std::string& lib : link_libs) {
+    void* h = dlopen(lib.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+      const char* why = dlerror();
+      throw Error("cannot load library '" + lib + "' named by --link-lib: " + (why ? why : "unknown reason"));
+    }
+    libs.push_back({lib, h});
+  }
+  std::vector<ResolvedImport> out;
+  for (const Import& imp : imports) {
+    ResolvedImport r;
+    r.import = imp;
+    if (const AbiSymbol* s = find_runtime_symbol(imp.symbol)) {
+      r.source = ImportSource::RuntimeAbi;
+      r.address = s->address;
+    } else {
+      for (auto& [name, h] : libs) {
+        if (void* p = dlsym(h, imp.symbol.c_str())) {
+          r.source = ImportSource::Library;
+          r.library = name;
+          r.address = p;
+          break;
+        }
+      }
+    }
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+void check_imports(const std::vector<Import>& imports, const std::vector<std::string>& link_libs,
+                   const std::string& when) {
+  std::string msg;
+  for (const ResolvedImport& r : resolve_imports(imports, link_libs)) {
+    if (r.source != ImportSource::Unresolved) continue;
+    std::string callers;
+    for (const std::string& c : r.import.callers) callers += (callers.empty() ? "@" : ", @") + c;
+    msg += "\n  unresolved symbol '" + r.import.symbol + "' called by " + callers;
+  }
+  if (msg.empty()) return;
+  std::string libs;
+  for (const std::string& l : link_libs) libs += (libs.empty() ? "" : ", ") + l;
+  throw Error("link check failed at " + when + " time:" + msg +
+              "\nthe kiln runtime exports only the functions in kiln/runtime/backend_api.h" +
+              (libs.empty() ? std::string("; name a library that defines it with --link-lib")
+                            : "; the named libraries (" + libs + ") do not define it either") +
+              " (see docs/linking.md)");
+}
+
+EmitKind parse_emit_kind(const std::string& name) {
+  if (name == "ll") return EmitKind::LLVMIR;
+  if (name == "asm") return EmitKind::Assembly;
+  if (name == "obj") return EmitKind::Object;
+  if (name == "so") return EmitKind::SharedLibrary;
+  throw Error("unknown --emit kind '" + name + "' (known: ll, asm, obj, so)");
+}
+
+}  // namespace kiln::codegen

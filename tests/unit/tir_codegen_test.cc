@@ -1,0 +1,164 @@
+// LLVM host codegen: kernels are lowered, JIT-compiled, linked against the
+// runtime ABI and RUN; results are checked against plain C++ loops here.
+#include <gtest/gtest.h>
+
+#include "codegen/codegen.h"
+#include "runtime/vtcm_pool.h"
+#include "tir/text.h"
+#include "tir/transform/passes.h"
+
+namespace kiln::codegen {
+namespace {
+
+// The forum's program after scheduling: A and B copied into VTCM, C = A_buf + B_buf.
+std::string vtcm_add(const std::string& dtype) {
+  std::string t = R"(prim @alloc_vtcm(%A: Buffer[(2048), T], %B: Buffer[(2048), T], %C: Buffer[(2048), T]) {
+  allocate %A_buf: Buffer[(2048), T, scope="local.vtcm", align=128]
+  allocate %B_buf: Buffer[(2048), T, scope="local.vtcm", align=128]
+  for %i0 from 0 extent 2048 {
+    %A_buf[%i0] = %A[%i0]
+  }
+  for %i0 from 0 extent 2048 {
+    %B_buf[%i0] = %B[%i0]
+  }
+  for %i0 from 0 extent 2048 vectorized {
+    %C[%i0] = %A_buf[%i0] + %B_buf[%i0]
+  }
+  return 0
+}
+)";
+  for (size_t p; (p = t.find(", T")) != std::string::npos;) t.replace(p, 3, ", " + dtype);
+  return t;
+}
+
+std::vector<tir::PrimFunc> lowered(const std::string& text) {
+  auto fs = tir::parse_prim_functions(text, "test.kir");
+  for (auto& f : fs) f = tir::lower_for_build(f);
+  return fs;
+}
+
+TEST(TirCodegen, ForumKernelRunsAndAddsInt8) {
+  auto jit = JitModule::create(lowered(vtcm_add("int8")));
+  std::vector<int8_t> a(2048), b(2048), c(2048, 0);
+  for (int i = 0; i < 2048; ++i) {
+    a[size_t(i)] = int8_t(i * 7 - 100);
+    b[size_t(i)] = int8_t(i * 13 + 5);
+  }
+  VtcmPool pool;
+  {
+    ScopedVtcmPool bind(pool);
+    jit->run("alloc_vtcm", {a.data(), b.data(), c.data()});
+  }
+  for (size_t i = 0; i < 2048; ++i) ASSERT_EQ(c[i], int8_t(a[i] + b[i])) << i;  // wraps like int8
+  VtcmPoolStats s = pool.stats();
+  EXPECT_EQ(s.high_water_bytes, 2u * 2048u);
+  EXPECT_EQ(s.live_allocations, 0u) << "both buffers freed";
+  EXPECT_EQ(s.total_allocations, 2u);
+}
+
+TEST(TirCodegen, Float32BuffersAllocateFourTimesTheBytes) {
+  auto jit = JitModule::create(lowered(vtcm_add("float32")));
+  std::vector<float> a(2048), b(2048), c(2048, 0);
+  for (int i = 0; i < 2048; ++i) {
+    a[size_t(i)] = 0.5f * float(i);
+    b[size_t(i)] = 1.0f - float(i);
+  }
+  VtcmPool pool;
+  {
+    ScopedVtcmPool bind(pool);
+    jit->run("alloc_vtcm", {a.data(), b.data(), c.data()});
+  }
+  for (size_t i = 0; i < 2048; ++i) ASSERT_EQ(c[i], a[i] + b[i]) << i;
+  EXPECT_EQ(pool.stats().high_water_bytes, 4u * 2u * 2048u);
+  EXPECT_EQ(pool.stats().live_allocations, 0u);
+}
+
+TEST(TirCodegen, ExhaustedPoolIsAnErrorNotACrash) {
+  auto jit = JitModule::create(lowered(vtcm_add("int8")));
+  std::vector<int8_t> a(2048, 1), b(2048, 2), c(2048, 0);
+  VtcmPool pool(3000);  // room for A_buf, not for B_buf
+  ScopedVtcmPool bind(pool);
+  try {
+    jit->run("alloc_vtcm", {a.data(), b.data(), c.data()});
+    FAIL() << "expected the allocation of B_buf to fail";
+  } catch (const Error& e) {
+    std::string m = e.what();
+    EXPECT_NE(m.find("@alloc_vtcm failed (code -1): buffer %B_buf (2048 bytes, scope local.vtcm): "
+                     "VTCM pool cannot allocate 2048 bytes (alignment 128): 952 bytes free, largest "
+                     "free block 952 bytes, capacity 3000 bytes"),
+              std::string::npos)
+        << m;
+  }
+  EXPECT_EQ(pool.stats().live_allocations, 0u) << "A_buf is freed on the failure path";
+  EXPECT_EQ(c[0], 0) << "nothing ran after the failure";
+}
+
+const char* kCallsMissing = R"(prim @kernel(%A: Buffer[(4), float32]) {
+  evaluate call_extern<int32>("my_missing_helper", %A_data)
+  return 0
+}
+)";
+
+TEST(TirCodegen, UnresolvedImportFailsAtBuildTime) {
+  auto fs = lowered(kCallsMissing);
+  auto imports = collect_imports(fs);
+  ASSERT_EQ(imports.size(), 1u);
+  EXPECT_EQ(imports[0].symbol, "my_missing_helper");
+  EXPECT_EQ(imports[0].callers, std::vector<std::string>{"kernel"});
+  try {
+    emit_text(fs, EmitKind::LLVMIR);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "link check failed at build time:\n  unresolved symbol 'my_missing_helper' called by "
+              "@kernel\nthe kiln runtime exports only the functions in kiln/runtime/backend_api.h; "
+              "name a library that defines it with --link-lib (see docs/linking.md)");
+  }
+}
+
+TEST(TirCodegen, UnresolvedImportFailsAtLoadTimeWhenForcedPastTheBuild) {
+  CodegenOptions o;
+  o.check_imports = false;
+  try {
+    JitModule::create(lowered(kCallsMissing), o);
+    FAIL();
+  } catch (const Error& e) {
+    std::string m = e.what();
+    EXPECT_NE(m.find("link check failed at load time:\n  unresolved symbol 'my_missing_helper' called by @kernel"),
+              std::string::npos)
+        << m;
+  }
+}
+
+TEST(TirCodegen, ImportsResolveToTheRuntimeAbiOrALibrary) {
+  auto fs = lowered(vtcm_add("int8") + R"(prim @uses_libm(%X: Buffer[(1), float64]) {
+  %X[0] = call_extern<float64>("cbrt", %X[0])
+  return 0
+}
+)");
+  auto r = resolve_imports(collect_imports(fs), {"libm.so.6"});
+  ASSERT_EQ(r.size(), 4u);
+  EXPECT_EQ(r[0].import.symbol, "HexagonBackendAllocateVTCM");
+  EXPECT_EQ(r[0].source, ImportSource::RuntimeAbi);
+  EXPECT_EQ(r[3].import.symbol, "cbrt");
+  EXPECT_EQ(r[3].source, ImportSource::Library);
+  EXPECT_EQ(r[3].library, "libm.so.6");
+  // And it runs against the named library.
+  CodegenOptions o;
+  o.link_libs = {"libm.so.6"};
+  auto jit = JitModule::create(fs, o);
+  double x = 27.0;
+  jit->run("uses_libm", {&x});
+  EXPECT_DOUBLE_EQ(x, 3.0);
+}
+
+TEST(TirCodegen, LlvmIrDeclaresTheRuntimeImports) {
+  std::string ll = emit_text(lowered(vtcm_add("int8")), EmitKind::LLVMIR);
+  EXPECT_NE(ll.find("declare ptr @HexagonBackendAllocateVTCM(i32, i32)"), std::string::npos) << ll;
+  EXPECT_NE(ll.find("@HexagonBackendFreeVTCM(ptr"), std::string::npos);
+  EXPECT_NE(ll.find("@alloc_vtcm__packed(ptr"), std::string::npos);
+  EXPECT_NE(ll.find("define"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace kiln::codegen
