@@ -3,7 +3,7 @@ BUILD ?= build
 CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=RelWithDebInfo
 LAUNCHER := $(shell command -v ccache >/dev/null 2>&1 && echo -DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
 
-.PHONY: all setup build run test fuzz clean
+.PHONY: all setup build run test e2e fuzz clean
 
 all: build
 
@@ -21,6 +21,10 @@ run: build
 
 test: build
 	@ctest --test-dir $(BUILD) --output-on-failure -j2 --timeout 600
+
+# PP-OCR models against ONNX Runtime (needs npm): outputs checked, latency table.
+e2e: build
+	@tests/e2e/ppocr.sh $(BUILD) --bench
 
 # Fuzzes the .kir parser for 60 s (libFuzzer + ASan + UBSan, in build-fuzz/).
 fuzz: setup

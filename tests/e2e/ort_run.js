@@ -50,9 +50,21 @@ function main() {
   const n = shape.reduce((a, b) => a * b, 1);
   const data = new Float32Array(n);
   let state = BigInt(seed);
-  for (let i = 0; i < n; i++) {
+  const rand = () => {
     state = (state * 6364136223846793005n + 1442695040888963407n) & 0xffffffffffffffffn;
-    data[i] = Number(state >> 40n) / 16777216 * 2 - 1;
+    return Number(state >> 40n) / 16777216;
+  };
+  // A synthetic document: a light, slightly noisy page with rows of dark
+  // "characters" (random on/off cells with strokes), so detection and
+  // recognition see text-like structure rather than noise alone.
+  const [H, W] = [shape[shape.length - 2], shape[shape.length - 1]];
+  const cells = new Map();
+  for (let i = 0; i < n; i++) {
+    const x = i % W, y = Math.floor(i / W) % H;
+    const rowBand = y % 40, cell = `${Math.floor(y / 40)},${Math.floor(x / 12)}`;
+    if (!cells.has(cell)) cells.set(cell, rand() < 0.6);
+    const ink = rowBand >= 12 && rowBand < 30 && x % 12 < 9 && cells.get(cell) && (x + y) % 5 < 2;
+    data[i] = (ink ? -0.9 : 0.9) + (rand() - 0.5) * 0.1;
   }
   fs.mkdirSync(outDir, { recursive: true });
   fs.writeFileSync(path.join(outDir, 'input.npy'), npyBytes(shape, data));

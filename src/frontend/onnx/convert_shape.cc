@@ -15,6 +15,10 @@
 namespace kiln::onnx_import {
 namespace {
 
+// Constants the importer creates itself (ConstantOfShape, Range) stay below
+// this many elements, so a corrupt model cannot exhaust memory.
+constexpr int64_t kMaxFoldedElements = int64_t{1} << 28;
+
 Expr reshape(NodeContext& n, Expr x, const Shape& shape) {
   if (x->type->tensor.shape == shape) return x;
   return n.call("reshape", {x}, {{"newshape", std::vector<int64_t>(shape)}});
@@ -215,8 +219,12 @@ void convert_constant_of_shape(NodeContext& n) {
   std::optional<Tensor> value = n.attr_tensor("value");
   DType dtype = value ? value->dtype() : DType::Float32;
   double v = value && value->numel() > 0 ? value->get_as_double(0) : 0.0;
-  for (int64_t d : shape)
+  int64_t numel = 1;
+  for (int64_t d : shape) {
     if (d < 0) n.fail("negative dimension in shape " + shape_str(Shape(shape)));
+    if (d > 0 && numel > kMaxFoldedElements / d) n.fail("the shape " + shape_str(Shape(shape)) + " is too large");
+    numel *= d;
+  }
   Tensor t = Tensor::zeros(shape, dtype);
   for (int64_t i = 0; i < t.numel(); ++i) t.set_from_double(i, v);
   n.set_output(0, n.constant_expr(t));
@@ -247,7 +255,7 @@ void convert_range(NodeContext& n) {
   if (d == 0) n.fail("delta is 0");
   double count = std::ceil((l - s) / d);
   int64_t len = count > 0 ? static_cast<int64_t>(count) : 0;
-  if (len > (int64_t{1} << 32)) n.fail("the range has too many elements");
+  if (len > kMaxFoldedElements) n.fail("the range has too many elements");
   Tensor t = Tensor::zeros({len}, start.dtype());
   for (int64_t i = 0; i < len; ++i) {
     // Integer ranges must be exact for large values, so add in integers.

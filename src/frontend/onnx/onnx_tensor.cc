@@ -107,8 +107,7 @@ Tensor tensor_from_proto(const onnx::TensorProto& t, const std::string& base_dir
       throw Error(tensor_what(t) + " is too large: shape " + shape_str(shape));
     n *= d;
   }
-  Tensor out = Tensor::zeros(shape, *dtype);
-  const size_t nbytes = out.nbytes();
+  const size_t nbytes = static_cast<size_t>(n) * static_cast<size_t>(dtype_bytes(*dtype));
 
   std::string external;
   const std::string* raw = nullptr;
@@ -118,11 +117,21 @@ Tensor tensor_from_proto(const onnx::TensorProto& t, const std::string& base_dir
   } else if (t.has_raw_data()) {
     raw = &t.raw_data();
   }
+  // Sizes are checked before allocating, so a corrupt shape cannot ask for
+  // terabytes.
+  if (raw && raw->size() != nbytes)
+    throw Error(tensor_what(t) + ": raw data has " + std::to_string(raw->size()) + " bytes but shape " +
+                shape_str(shape) + " of " + std::string(dtype_name(*dtype)) + " needs " + std::to_string(nbytes));
+  if (!raw) {
+    int64_t have = *dtype == DType::Float32 ? t.float_data_size()
+                   : *dtype == DType::Int64 ? t.int64_data_size()
+                                            : t.int32_data_size();
+    if (have != n)
+      throw Error(tensor_what(t) + ": holds " + std::to_string(have) + " values but the shape " + shape_str(shape) +
+                  " needs " + std::to_string(n));
+  }
+  Tensor out = Tensor::zeros(shape, *dtype);
   if (raw) {
-    if (raw->size() != nbytes)
-      throw Error(tensor_what(t) + ": raw data has " + std::to_string(raw->size()) + " bytes but shape " +
-                  shape_str(shape) + " of " + std::string(dtype_name(*dtype)) + " needs " +
-                  std::to_string(nbytes));
     if (nbytes) std::memcpy(out.raw(), raw->data(), nbytes);
     return out;
   }

@@ -1,0 +1,96 @@
+// kiln_onnx_compare: imports an ONNX model, runs it on the reference
+// interpreter and compares every output with saved reference outputs (from
+// ONNX Runtime, see ort_run.js). Used by ppocr.sh and bench/e2e_ppocr.sh.
+//
+//   kiln_onnx_compare MODEL.onnx DIR --input-shape x=1,3,48,320 [--atol A] [--rtol R] [--repeat N]
+//
+// DIR holds input.npy and output_<i>.npy. An element matches when
+// |kiln - ort| <= atol + rtol * |ort|. Prints one line:
+//   MODEL  outputs=1  max_abs=...  max_rel_to_peak=...  kiln_ms=...  PASS
+// and exits 0 when every element matches, 1 otherwise (or on any error).
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <string>
+
+#include "frontend/onnx/importer.h"
+#include "interp/interpreter.h"
+#include "kiln/runtime/npy.h"
+
+namespace {
+
+int run(int argc, char** argv) {
+  using namespace kiln;
+  std::vector<std::string> pos;
+  ImportOptions opts;
+  double atol = 1e-4, rtol = 1e-3;
+  int repeat = 1;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto next = [&]() -> std::string {
+      if (i + 1 >= argc) throw Error(a + " needs a value");
+      return argv[++i];
+    };
+    if (a == "--input-shape") parse_input_shape_flag(next(), opts);
+    else if (a == "--atol") atol = std::stod(next());
+    else if (a == "--rtol") rtol = std::stod(next());
+    else if (a == "--repeat") repeat = std::max(1, std::stoi(next()));
+    else pos.push_back(a);
+  }
+  if (pos.size() != 2) {
+    std::cerr << "usage: kiln_onnx_compare MODEL.onnx DIR --input-shape NAME=D0,D1,... [--atol A] [--rtol R] [--repeat N]\n";
+    return 2;
+  }
+  const std::string model = pos[0], dir = pos[1];
+  Module m = import_onnx(model, opts);
+  Tensor input = read_npy(dir + "/input.npy");
+  std::vector<Tensor> outs;
+  std::vector<double> times;
+  for (int r = 0; r < repeat; ++r) {
+    auto t0 = std::chrono::steady_clock::now();
+    outs = interpret(m, "main", {input});
+    times.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  }
+  std::sort(times.begin(), times.end());
+  bool pass = true;
+  double max_abs = 0, peak = 0;
+  for (size_t i = 0; i < outs.size(); ++i) {
+    std::string path = dir + "/output_" + std::to_string(i) + ".npy";
+    if (!std::filesystem::exists(path)) throw Error("missing reference output " + path);
+    Tensor want = read_npy(path);
+    if (want.shape() != outs[i].shape())
+      throw Error("output " + std::to_string(i) + " has shape " + shape_str(outs[i].shape()) + ", ONNX Runtime's " +
+                  shape_str(want.shape()));
+    int64_t bad = 0;
+    for (int64_t k = 0; k < want.numel(); ++k) {
+      double g = outs[i].get_as_double(k), w = want.get_as_double(k);
+      double err = std::abs(g - w);
+      if (std::isnan(err)) err = INFINITY;
+      max_abs = std::max(max_abs, err);
+      peak = std::max(peak, std::abs(w));
+      if (!(err <= atol + rtol * std::abs(w))) ++bad;
+    }
+    if (bad) {
+      pass = false;
+      std::cerr << "output " << i << ": " << bad << " of " << want.numel() << " elements out of tolerance\n";
+    }
+  }
+  std::printf("%s  outputs=%zu  max_abs=%.3g  max_rel_to_peak=%.3g  kiln_ms=%.1f  %s\n",
+              std::filesystem::path(model).filename().c_str(), outs.size(), max_abs, peak > 0 ? max_abs / peak : 0.0,
+              times[times.size() / 2], pass ? "PASS" : "FAIL");
+  return pass ? 0 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return 1;
+  }
+}
