@@ -1,7 +1,7 @@
 // Fuzz target for the ONNX importer: any byte string must either import or
 // fail with a kiln::Error; never crash, hang, or throw anything else.
 //
-// With clang and -fsanitize=fuzzer (cmake -DKILN_FUZZ=ON) this is a libFuzzer
+// With clang and -fsanitize=fuzzer (cmake -DKILN_FUZZ_ONNX=ON) this is a libFuzzer
 // target:  kiln_fuzz_onnx_import CORPUS_DIR
 // Otherwise it builds as a self-contained driver that mutates seed models
 // (byte flips, truncation, duplication, random varints) deterministically:
