@@ -13,5 +13,7 @@ void add_import_command(CLI::App& app);
 void add_onnx_conformance_command(CLI::App& app);
 void add_partition_command(CLI::App& app);
 void add_compile_command(CLI::App& app);
+void add_build_command(CLI::App& app);    // cmd_build.cc: prim functions -> ll/asm/obj/so
+void add_inspect_command(CLI::App& app);  // cmd_inspect.cc: exports, imports, resolution
 
 }  // namespace kiln::cli

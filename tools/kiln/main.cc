@@ -16,6 +16,8 @@ int main(int argc, char** argv) {
   kiln::cli::add_onnx_conformance_command(app);
   kiln::cli::add_partition_command(app);
   kiln::cli::add_compile_command(app);
+  kiln::cli::add_build_command(app);
+  kiln::cli::add_inspect_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

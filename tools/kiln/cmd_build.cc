@@ -1,0 +1,75 @@
+// kiln build FILE.kir --target llvm --emit ll|asm|obj|so -o OUT [--link-lib LIB ...]
+//            [--vtcm-capacity BYTES] [--print-tir]
+//
+// Compiles the prim functions of FILE for the host: the tensor-IR build
+// pipeline (capacity check, scratchpad lowering, flattening, simplification),
+// LLVM codegen, and the link check of every import against the runtime ABI
+// and the named libraries.
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "codegen/codegen.h"
+#include "commands.h"
+#include "tir/text.h"
+#include "tir/transform/passes.h"
+
+namespace kiln::cli {
+namespace {
+
+struct BuildOpts {
+  std::string input;
+  std::string target = "llvm";
+  std::string emit = "obj";
+  std::string output;
+  std::vector<std::string> link_libs;
+  uint64_t vtcm_capacity = 4ull << 20;
+  bool print_tir = false;
+};
+
+std::vector<tir::PrimFunc> read_prim_functions(const std::string& path) {
+  std::ifstream in(path);
+  KILN_CHECK(in.good(), "cannot read ", path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::string text = ss.str();
+  auto funcs = tir::parse_prim_functions(text, path);
+  KILN_CHECK(!funcs.empty(), path, " has no prim functions to build");
+  return funcs;
+}
+
+int run_build(const BuildOpts& o) {
+  KILN_CHECK(o.target == "llvm", "unknown --target '", o.target, "' (known: llvm, the host CPU)");
+  codegen::EmitKind kind = codegen::parse_emit_kind(o.emit);
+  tir::TirPassOptions pass_options;
+  pass_options.scratchpad_capacity = o.vtcm_capacity;
+  auto funcs = read_prim_functions(o.input);
+  for (auto& f : funcs) {
+    f = tir::lower_for_build(f, pass_options);
+    if (o.print_tir) std::cout << tir::print_prim_func(*f);
+  }
+  codegen::CodegenOptions cg;
+  cg.link_libs = o.link_libs;
+  codegen::emit_to_file(funcs, kind, o.output, cg);
+  return 0;
+}
+
+}  // namespace
+
+void add_build_command(CLI::App& app) {
+  auto opts = std::make_shared<BuildOpts>();
+  CLI::App* cmd = app.add_subcommand("build", "compile prim functions for the host (LLVM) with checked linking");
+  cmd->add_option("file", opts->input, "a .kir file of prim functions")->required();
+  cmd->add_option("--target", opts->target, "code generator (llvm: the host CPU)");
+  cmd->add_option("--emit", opts->emit, "ll, asm, obj or so");
+  cmd->add_option("-o,--output", opts->output, "output file")->required();
+  cmd->add_option("--link-lib", opts->link_libs, "a shared library that may provide imports (repeatable)");
+  cmd->add_option("--vtcm-capacity", opts->vtcm_capacity, "scratchpad capacity in bytes (default 4 MiB)");
+  cmd->add_flag("--print-tir", opts->print_tir, "print the lowered tensor IR");
+  cmd->callback([opts] {
+    int rc = run_build(*opts);
+    if (rc != 0) throw CLI::RuntimeError(rc);
+  });
+}
+
+}  // namespace kiln::cli
