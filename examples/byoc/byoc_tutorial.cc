@@ -55,7 +55,9 @@ bool run_model(const std::string& path, const std::string& expected_pattern) {
     std::cout << "codegen: " << symbol << " -> kiln.graph of " << graph.size() << " bytes\n";
 
   // Step 4: build one file, and load it back as a deployment would.
-  std::string kmod = (std::filesystem::temp_directory_path() / (std::filesystem::path(path).stem().string() + ".kmod")).string();
+  std::string kmod =
+      (std::filesystem::temp_directory_path() / (std::filesystem::path(path).stem().string() + ".kmod"))
+          .string();
   write_kmod(kmod, build_executable(parted));
   VirtualMachine vm(read_kmod(kmod));
   std::cout << "built " << kmod << "\n";

@@ -5,7 +5,8 @@
 
 namespace kiln {
 
-Executable build_executable(const Module& partitioned, const std::string& entry, const RunCodegenOptions& codegen) {
+Executable build_executable(const Module& partitioned, const std::string& entry,
+                            const RunCodegenOptions& codegen) {
   const FunctionNode* main = partitioned.find(entry);
   KILN_CHECK(main != nullptr, "build: the module has no function @", entry);
   std::map<std::string, BackendArtifacts> artifacts;
@@ -34,7 +35,8 @@ Executable build_executable(const Module& partitioned, const std::string& entry,
   for (auto& [backend, a] : artifacts)
     for (auto& [name, t] : a.constants) {
       auto [it, fresh] = exe.constants.emplace(name, t);
-      KILN_CHECK(fresh || it->second.bitwise_equal(t), "build: two different constants are named '", name, "'");
+      KILN_CHECK(fresh || it->second.bitwise_equal(t), "build: two different constants are named '", name,
+                 "'");
     }
   return exe;
 }

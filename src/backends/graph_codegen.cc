@@ -9,8 +9,7 @@ namespace {
 
 class Lowerer {
  public:
-  Lowerer(const Module& m, const std::string& graph_name, GraphLowering& state)
-      : module_(m), state_(state) {
+  Lowerer(const Module& m, const std::string& graph_name, GraphLowering& state) : module_(m), state_(state) {
     graph_.name = graph_name;
   }
 
@@ -42,7 +41,8 @@ class Lowerer {
     return atom(f.result, env);
   }
 
-  std::vector<std::string> atom(const Expr& e, std::unordered_map<const ExprNode*, std::vector<std::string>>& env) {
+  std::vector<std::string> atom(const Expr& e,
+                                std::unordered_map<const ExprNode*, std::vector<std::string>>& env) {
     if (const auto* c = as<ConstantNode>(e)) return {constant(e, *c)};
     if (const auto* t = as<TupleNode>(e)) {
       std::vector<std::string> out;
@@ -66,7 +66,8 @@ class Lowerer {
     auto known = constant_names_.find(e.get());
     if (known != constant_names_.end()) return known->second;
     std::string name = c.name;
-    for (size_t i = state_.constants.size(); name.empty() || (c.name.empty() && state_.constants.count(name)); ++i)
+    for (size_t i = state_.constants.size(); name.empty() || (c.name.empty() && state_.constants.count(name));
+         ++i)
       name = graph_.name + ".const" + std::to_string(i);
     state_.constants[name] = c.value;
     constant_names_[e.get()] = name;
@@ -106,7 +107,8 @@ class Lowerer {
     KILN_CHECK(callee != nullptr, "graph lowering: call of unknown function @", call->callee);
     if (callee->attrs.has("Codegen")) {
       GraphNode n;
-      n.callee = callee->attrs.has("global_symbol") ? callee->attrs.get_string("global_symbol") : callee->name;
+      n.callee =
+          callee->attrs.has("global_symbol") ? callee->attrs.get_string("global_symbol") : callee->name;
       n.inputs = std::move(inputs);
       n.outputs = outputs_for(b.var->name, b.var->type);
       n.name = n.outputs.empty() ? fresh(b.var->name) : n.outputs[0].name;
@@ -146,7 +148,8 @@ class Lowerer {
 
 }  // namespace
 
-Graph lower_to_graph(const Module& m, const FunctionNode& f, const std::string& graph_name, GraphLowering& state) {
+Graph lower_to_graph(const Module& m, const FunctionNode& f, const std::string& graph_name,
+                     GraphLowering& state) {
   return Lowerer(m, graph_name, state).run(f);
 }
 

@@ -64,8 +64,10 @@ Pattern annotate(const std::string& name, Pattern inner) {
 
 std::string pattern_str(const Pattern& p) {
   switch (p->kind) {
-    case PatternNode::Kind::Wildcard: return "*";
-    case PatternNode::Kind::Constant: return "const";
+    case PatternNode::Kind::Wildcard:
+      return "*";
+    case PatternNode::Kind::Constant:
+      return "const";
     case PatternNode::Kind::Op: {
       std::string s = p->op + "(";
       for (size_t i = 0; i < p->args.size(); ++i) s += (i ? ", " : "") + pattern_str(p->args[i]);
@@ -77,8 +79,10 @@ std::string pattern_str(const Pattern& p) {
       for (size_t i = 0; i < p->args.size(); ++i) s += (i ? " | " : "") + pattern_str(p->args[i]);
       return s + ")";
     }
-    case PatternNode::Kind::Optional: return pattern_str(p->inner) + "?";
-    case PatternNode::Kind::Annotated: return p->annotation + ":" + pattern_str(p->inner);
+    case PatternNode::Kind::Optional:
+      return pattern_str(p->inner) + "?";
+    case PatternNode::Kind::Annotated:
+      return p->annotation + ":" + pattern_str(p->inner);
   }
   return "?";
 }
@@ -123,9 +127,7 @@ const Binding* BindingIndex::producer(const Expr& var) const {
   return it == by_var_.end() ? nullptr : it->second;
 }
 
-size_t BindingIndex::position(const Binding* b) const {
-  return static_cast<size_t>(b - fn_.bindings.data());
-}
+size_t BindingIndex::position(const Binding* b) const { return static_cast<size_t>(b - fn_.bindings.data()); }
 
 namespace {
 
@@ -159,8 +161,7 @@ bool match_op(const PatternNode& p, const Binding& b, const BindingIndex& index,
   if (call->args.size() != p.args.size() || !attrs_satisfied(p.attrs, call->attrs)) return false;
   for (size_t i = 0; i < p.args.size(); ++i)
     if (!match_expr(p.args[i], call->args[i], nullptr, index, st)) return false;
-  if (std::find(st.bindings.begin(), st.bindings.end(), &b) == st.bindings.end())
-    st.bindings.push_back(&b);
+  if (std::find(st.bindings.begin(), st.bindings.end(), &b) == st.bindings.end()) st.bindings.push_back(&b);
   return true;
 }
 

@@ -57,10 +57,10 @@ std::vector<std::string> pattern_annotations(const Pattern& p);
 
 // What a successful match bound.
 struct Match {
-  const Binding* root = nullptr;            // the binding whose value the pattern's top matched
-  std::vector<const Binding*> bindings;     // matched op bindings, in function order
-  std::vector<Expr> inputs;                 // expressions bound by wildcards, in first-use order
-  std::vector<Expr> constants;              // constants bound by is_constant, in first-use order
+  const Binding* root = nullptr;                       // the binding whose value the pattern's top matched
+  std::vector<const Binding*> bindings;                // matched op bindings, in function order
+  std::vector<Expr> inputs;                            // expressions bound by wildcards, in first-use order
+  std::vector<Expr> constants;                         // constants bound by is_constant, in first-use order
   std::map<std::string, std::vector<Expr>> annotated;  // annotation -> bound expressions
 
   // The op calls of the match in function order (for checks).
@@ -87,7 +87,6 @@ class BindingIndex {
 // Tries `pattern` with its top at binding `root` of `fn`. Only op calls bound
 // to variables are looked through; a Var that is a parameter or any other
 // expression can match a wildcard only.
-std::optional<Match> match_pattern(const Pattern& pattern, const Binding& root,
-                                   const BindingIndex& index);
+std::optional<Match> match_pattern(const Pattern& pattern, const Binding& root, const BindingIndex& index);
 
 }  // namespace kiln

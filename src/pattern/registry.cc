@@ -40,7 +40,8 @@ const PatternEntry* PatternRegistry::find(const std::string& name) const {
   return nullptr;
 }
 
-std::vector<const PatternEntry*> PatternRegistry::for_backends(const std::vector<std::string>& backends) const {
+std::vector<const PatternEntry*> PatternRegistry::for_backends(
+    const std::vector<std::string>& backends) const {
   std::vector<const PatternEntry*> out;
   for (const auto& e : entries_)
     if (std::find(backends.begin(), backends.end(), e.backend()) != backends.end()) out.push_back(&e);

@@ -58,7 +58,8 @@ std::string DispatchEvent::to_json() const {
   j["op"] = op;
   j["engine"] = engine;
   j["operands"] = nlohmann::json::array();
-  for (const auto& o : operands) j["operands"].push_back({{"name", o.name}, {"tier", o.tier}, {"bytes", o.bytes}});
+  for (const auto& o : operands)
+    j["operands"].push_back({{"name", o.name}, {"tier", o.tier}, {"bytes", o.bytes}});
   j["tiles"] = tiles;
   j["tile"] = tile;
   j["fused"] = fused;

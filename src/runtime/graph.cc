@@ -46,7 +46,8 @@ struct Reader {
     v.name = str(j, "name", where);
     const json& shape = array(j, "shape", where + " " + v.name);
     for (const auto& d : shape) {
-      if (!d.is_number_integer() || d.get<int64_t>() < 0) fail(where + " " + v.name, "shape must hold sizes >= 0");
+      if (!d.is_number_integer() || d.get<int64_t>() < 0)
+        fail(where + " " + v.name, "shape must hold sizes >= 0");
       v.desc.shape.push_back(d.get<int64_t>());
     }
     std::string dt = str(j, "dtype", where + " " + v.name);
@@ -86,8 +87,10 @@ std::string graph_to_json(const Graph& g) {
   j["nodes"] = json::array();
   for (const auto& n : g.nodes) {
     json jn{{"name", n.name}, {"inputs", n.inputs}};
-    if (!n.callee.empty()) jn["callee"] = n.callee;
-    else jn["op"] = n.op;
+    if (!n.callee.empty())
+      jn["callee"] = n.callee;
+    else
+      jn["op"] = n.op;
     jn["outputs"] = json::array();
     for (const auto& v : n.outputs) jn["outputs"].push_back(value_json(v));
     jn["attrs"] = json::object();
@@ -112,8 +115,9 @@ Graph graph_from_json(const std::string& text, const std::string& what) {
     r.fail("top level", "\"format\" must be \"kiln.graph\"");
   const json& version = r.field(j, "version", "top level");
   if (!version.is_number_integer() || version.get<int64_t>() != kGraphFormatVersion)
-    throw Error(what + ": kiln.graph version " + version.dump() + " is not supported (this kiln reads version " +
-                std::to_string(kGraphFormatVersion) + "); recompile the model with this kiln");
+    throw Error(what + ": kiln.graph version " + version.dump() +
+                " is not supported (this kiln reads version " + std::to_string(kGraphFormatVersion) +
+                "); recompile the model with this kiln");
   Graph g;
   g.name = r.str(j, "name", "top level");
   for (const auto& v : r.array(j, "inputs", "top level")) g.inputs.push_back(r.value(v, "input"));
@@ -122,8 +126,10 @@ Graph graph_from_json(const std::string& text, const std::string& what) {
     GraphNode n;
     n.name = r.str(jn, "name", "node");
     std::string where = "node " + n.name;
-    if (jn.contains("callee")) n.callee = r.str(jn, "callee", where);
-    else n.op = r.str(jn, "op", where);
+    if (jn.contains("callee"))
+      n.callee = r.str(jn, "callee", where);
+    else
+      n.op = r.str(jn, "op", where);
     for (const auto& i : r.array(jn, "inputs", where)) {
       if (!i.is_string()) r.fail(where, "inputs must be value names");
       n.inputs.push_back(i.get<std::string>());
@@ -162,7 +168,8 @@ void validate_graph(const Graph& g, const std::string& what) {
     for (const auto& i : n.inputs) {
       auto it = defined.find(i);
       if (it == defined.end())
-        throw Error(what + ": malformed kiln.graph: " + where + ": input '" + i + "' is not defined before use");
+        throw Error(what + ": malformed kiln.graph: " + where + ": input '" + i +
+                    "' is not defined before use");
       in.push_back(it->second);
     }
     if (n.callee.empty()) {
@@ -177,8 +184,8 @@ void validate_graph(const Graph& g, const std::string& what) {
       bool same = out.size() == n.outputs.size();
       for (size_t i = 0; same && i < out.size(); ++i) same = out[i] == n.outputs[i].desc;
       if (!same)
-        throw Error(what + ": malformed kiln.graph: " + where + ": recorded output types differ from " + n.op +
-                    "'s inference");
+        throw Error(what + ": malformed kiln.graph: " + where + ": recorded output types differ from " +
+                    n.op + "'s inference");
     }
     for (const auto& v : n.outputs) define(v, where);
   }

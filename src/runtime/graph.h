@@ -43,8 +43,8 @@ struct GraphNode {
   std::vector<std::string> inputs;
   std::vector<GraphValue> outputs;
   Attrs attrs;
-  int64_t group = -1;    // nodes of one pattern match share a group
-  std::string pattern;   // "<backend>.<pattern>" of that match
+  int64_t group = -1;   // nodes of one pattern match share a group
+  std::string pattern;  // "<backend>.<pattern>" of that match
 };
 
 struct Graph {

@@ -8,21 +8,23 @@ double microseconds_since(std::chrono::steady_clock::time_point start) {
 }
 
 std::vector<Tensor> execute_graph(const Graph& g, const std::vector<Tensor>& inputs,
-                                  const std::map<std::string, Tensor>& constants, const GraphRunHooks& hooks) {
+                                  const std::map<std::string, Tensor>& constants,
+                                  const GraphRunHooks& hooks) {
   KILN_CHECK(inputs.size() == g.inputs.size(), g.name, ": expected ", g.inputs.size(), " input(s), got ",
              inputs.size());
   std::map<std::string, Tensor> values;
   for (size_t i = 0; i < inputs.size(); ++i) {
     const GraphValue& v = g.inputs[i];
-    KILN_CHECK(inputs[i].shape() == v.desc.shape && inputs[i].dtype() == v.desc.dtype, g.name, ": input '", v.name,
-               "' must be ", desc_str(v.desc), ", got ", desc_str({inputs[i].shape(), inputs[i].dtype()}));
+    KILN_CHECK(inputs[i].shape() == v.desc.shape && inputs[i].dtype() == v.desc.dtype, g.name, ": input '",
+               v.name, "' must be ", desc_str(v.desc), ", got ",
+               desc_str({inputs[i].shape(), inputs[i].dtype()}));
     values[v.name] = inputs[i];
   }
   for (const auto& c : g.constants) {
     auto it = constants.find(c.name);
     KILN_CHECK(it != constants.end(), g.name, ": constant '", c.name, "' is missing from the module");
-    KILN_CHECK(it->second.shape() == c.desc.shape && it->second.dtype() == c.desc.dtype, g.name, ": constant '",
-               c.name, "' must be ", desc_str(c.desc));
+    KILN_CHECK(it->second.shape() == c.desc.shape && it->second.dtype() == c.desc.dtype, g.name,
+               ": constant '", c.name, "' must be ", desc_str(c.desc));
     values[c.name] = it->second;
   }
   for (const auto& n : g.nodes) {

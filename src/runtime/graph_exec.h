@@ -20,8 +20,8 @@ using CalleeFn = std::function<void(const GraphNode& node, const std::vector<Ten
                                     std::vector<Tensor>& outputs)>;
 
 struct GraphRunHooks {
-  CalleeFn callee;                             // required when the graph has callee nodes
-  NodeObserver observer;                       // each node's first output, may be empty
+  CalleeFn callee;                               // required when the graph has callee nodes
+  NodeObserver observer;                         // each node's first output, may be empty
   std::vector<DispatchEvent>* events = nullptr;  // one "host" event per op node
   std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
 };
@@ -30,7 +30,8 @@ struct GraphRunHooks {
 // input), looks constants up by name, runs the nodes in order and returns the
 // graph's outputs.
 std::vector<Tensor> execute_graph(const Graph& g, const std::vector<Tensor>& inputs,
-                                  const std::map<std::string, Tensor>& constants, const GraphRunHooks& hooks = {});
+                                  const std::map<std::string, Tensor>& constants,
+                                  const GraphRunHooks& hooks = {});
 
 double microseconds_since(std::chrono::steady_clock::time_point start);
 

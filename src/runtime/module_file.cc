@@ -52,8 +52,8 @@ struct Cursor {
   void need(uint64_t n, const char* field) const {
     if (n > bytes.size() - at)
       throw Error(what + ": truncated .kmod file: the " + std::string(field) + " needs " + std::to_string(n) +
-                  " bytes at offset " + std::to_string(at) + " but the file has " + std::to_string(bytes.size()) +
-                  " bytes; rebuild it with `kiln compile`");
+                  " bytes at offset " + std::to_string(at) + " but the file has " +
+                  std::to_string(bytes.size()) + " bytes; rebuild it with `kiln compile`");
   }
 };
 
@@ -64,7 +64,8 @@ std::string encode_kmod(const Executable& exe) {
   json backends = json::array();
   for (const auto& b : exe.backends) {
     json jb{{"backend", b.backend}, {"options", b.options}, {"functions", json::array()}};
-    for (const auto& f : b.functions) jb["functions"].push_back({{"symbol", f.symbol}, {"artifact", f.artifact}});
+    for (const auto& f : b.functions)
+      jb["functions"].push_back({{"symbol", f.symbol}, {"artifact", f.artifact}});
     backends.push_back(jb);
   }
   json names = json::array();
@@ -79,8 +80,11 @@ std::string encode_kmod(const Executable& exe) {
   json consts = json::array();
   for (const auto& [name, t] : exe.constants) {
     while (data.size() % 64) data.push_back('\0');
-    consts.push_back({{"name", name}, {"dtype", std::string(dtype_name(t.dtype()))}, {"shape", t.shape()},
-                      {"offset", data.size()}, {"bytes", t.nbytes()}});
+    consts.push_back({{"name", name},
+                      {"dtype", std::string(dtype_name(t.dtype()))},
+                      {"shape", t.shape()},
+                      {"offset", data.size()},
+                      {"bytes", t.nbytes()}});
     data.append(static_cast<const char*>(t.raw()), t.nbytes());
   }
   header["constants"] = consts;
@@ -102,14 +106,16 @@ Executable decode_kmod(const std::string& bytes, const std::string& what) {
     throw Error(what + ": not a .kmod file (bad magic number); make one with `kiln compile`");
   uint32_t version = c.get<uint32_t>("container version");
   if (version != kKmodVersion)
-    throw Error(what + ": .kmod format version " + std::to_string(version) + " is not supported (this runtime reads " +
-                std::to_string(kKmodVersion) + "); recompile the model with this kiln");
+    throw Error(what + ": .kmod format version " + std::to_string(version) +
+                " is not supported (this runtime reads " + std::to_string(kKmodVersion) +
+                "); recompile the model with this kiln");
   std::string header_text = c.take(c.get<uint64_t>("header length"), "header");
   std::string data = c.take(c.get<uint64_t>("data length"), "constant data");
   size_t body = c.at;
   uint64_t stored = c.get<uint64_t>("checksum");
   if (c.at != bytes.size())
-    throw Error(what + ": .kmod file has " + std::to_string(bytes.size() - c.at) + " unexpected bytes at the end");
+    throw Error(what + ": .kmod file has " + std::to_string(bytes.size() - c.at) +
+                " unexpected bytes at the end");
   if (stored != fnv1a(bytes.data(), body))
     throw Error(what + ": .kmod checksum mismatch: the file is corrupted; rebuild it with `kiln compile`");
   json h;
@@ -136,8 +142,8 @@ Executable decode_kmod(const std::string& bytes, const std::string& what) {
       exe.backends.push_back(std::move(b));
     }
     if (listed.size() != exe.backends.size())
-      throw Error(what + ": manifest lists " + std::to_string(listed.size()) + " backend(s), the module has " +
-                  std::to_string(exe.backends.size()));
+      throw Error(what + ": manifest lists " + std::to_string(listed.size()) +
+                  " backend(s), the module has " + std::to_string(exe.backends.size()));
     for (size_t i = 0; i < listed.size(); ++i)
       if (listed[i] != exe.backends[i].backend)
         throw Error(what + ": manifest backend '" + listed[i] + "' does not match the module's '" +

@@ -24,7 +24,8 @@ std::string chrome_trace(const std::vector<DispatchEvent>& events) {
   for (const auto& e : events)
     if (!tracks.count(e.backend)) tracks.emplace(e.backend, static_cast<int>(tracks.size()) + 1);
   for (const auto& [name, tid] : tracks)
-    trace.push_back({{"ph", "M"}, {"pid", 1}, {"tid", tid}, {"name", "thread_name"}, {"args", {{"name", name}}}});
+    trace.push_back(
+        {{"ph", "M"}, {"pid", 1}, {"tid", tid}, {"name", "thread_name"}, {"args", {{"name", name}}}});
   for (const auto& e : events) {
     json args{{"op", e.op}, {"engine", e.engine}};
     if (e.backend != "host") {
@@ -34,8 +35,13 @@ std::string chrome_trace(const std::vector<DispatchEvent>& events) {
       args["fused"] = e.fused;
       args["bytes_per_tier"] = e.bytes_per_tier;
     }
-    trace.push_back({{"name", e.node + " (" + e.op + ")"}, {"cat", e.backend}, {"ph", "X"}, {"pid", 1},
-                     {"tid", tracks[e.backend]}, {"ts", e.start_us}, {"dur", std::max(e.duration_us, 0.001)},
+    trace.push_back({{"name", e.node + " (" + e.op + ")"},
+                     {"cat", e.backend},
+                     {"ph", "X"},
+                     {"pid", 1},
+                     {"tid", tracks[e.backend]},
+                     {"ts", e.start_us},
+                     {"dur", std::max(e.duration_us, 0.001)},
                      {"args", args}});
   }
   return json{{"traceEvents", trace}, {"displayTimeUnit", "ns"}}.dump(1) + "\n";

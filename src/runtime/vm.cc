@@ -25,15 +25,16 @@ VirtualMachine::VirtualMachine(Executable exe) : exe_(std::move(exe)) {
     if (!rt) {
       std::string known;
       for (const auto& n : backend_runtime_names()) known += (known.empty() ? "" : ", ") + n;
-      throw Error("module needs backend runtime '" + part.backend + "', which this runtime does not have (it has: " +
-                  known + ")");
+      throw Error("module needs backend runtime '" + part.backend +
+                  "', which this runtime does not have (it has: " + known + ")");
     }
     std::map<std::string, Tensor> constants;
     for (const auto& f : part.functions) {
       Graph g = graph_from_json(f.artifact, part.backend + " function " + f.symbol);
       for (const auto& c : g.constants) {
         auto it = exe_.constants.find(c.name);
-        KILN_CHECK(it != exe_.constants.end(), "module: constant '", c.name, "' of ", f.symbol, " is missing");
+        KILN_CHECK(it != exe_.constants.end(), "module: constant '", c.name, "' of ", f.symbol,
+                   " is missing");
         constants[c.name] = it->second;
       }
       KILN_CHECK(!symbols_.count(f.symbol), "module: symbol '", f.symbol, "' is defined twice");
@@ -66,8 +67,8 @@ void compare(const Tensor& got, const Tensor& want, double& max_abs, double& max
 
 }  // namespace
 
-void VirtualMachine::dispatch(const GraphNode& node, const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs,
-                              const RunOptions& opts) {
+void VirtualMachine::dispatch(const GraphNode& node, const std::vector<Tensor>& inputs,
+                              std::vector<Tensor>& outputs, const RunOptions& opts) {
   const auto& [backend, graph] = symbols_.at(node.callee);
   BackendRuntime& rt = *runtimes_.at(backend);
   std::vector<std::pair<std::string, Tensor>> node_values;
@@ -88,7 +89,9 @@ void VirtualMachine::dispatch(const GraphNode& node, const std::vector<Tensor>& 
   c.symbol = node.callee;
   c.backend = backend;
   for (size_t i = 0; i < want.size(); ++i) compare(outputs[i], want[i], c.max_abs, c.max_rel);
-  auto exceeds = [&](double abs_err, double scale) { return abs_err > opts.tolerance.atol + opts.tolerance.rtol * scale; };
+  auto exceeds = [&](double abs_err, double scale) {
+    return abs_err > opts.tolerance.atol + opts.tolerance.rtol * scale;
+  };
   double scale = 0;
   for (const auto& w : want)
     for (int64_t i = 0; i < w.numel(); ++i) scale = std::max(scale, std::fabs(w.get_as_double(i)));
@@ -99,7 +102,8 @@ void VirtualMachine::dispatch(const GraphNode& node, const std::vector<Tensor>& 
       if (it == reference_nodes.end() || it->second.shape() != value.shape()) continue;
       double a = 0, r = 0, sc = 0;
       compare(value, it->second, a, r);
-      for (int64_t i = 0; i < it->second.numel(); ++i) sc = std::max(sc, std::fabs(it->second.get_as_double(i)));
+      for (int64_t i = 0; i < it->second.numel(); ++i)
+        sc = std::max(sc, std::fabs(it->second.get_as_double(i)));
       if (exceeds(a, sc)) {
         c.first_divergent_node = name;
         c.node_max_abs = a;

@@ -25,7 +25,7 @@ struct BackendPart {
 
 // What a .kmod file holds.
 struct Executable {
-  Graph host;                               // the host program ("main")
+  Graph host;  // the host program ("main")
   std::vector<BackendPart> backends;
   std::map<std::string, Tensor> constants;  // host and backend constants, by name
   // The partitioner's one-line summary, so running a .kmod still says what
@@ -76,7 +76,7 @@ class VirtualMachine {
 
   Executable exe_;
   std::map<std::string, std::unique_ptr<BackendRuntime>> runtimes_;  // by backend
-  std::map<std::string, std::pair<std::string, Graph>> symbols_;     // symbol -> (backend, graph for --verify)
+  std::map<std::string, std::pair<std::string, Graph>> symbols_;  // symbol -> (backend, graph for --verify)
   std::vector<DispatchEvent> events_;
   std::vector<RegionCheck> checks_;
 };

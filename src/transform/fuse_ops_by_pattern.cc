@@ -13,7 +13,8 @@
 //
 //   %y = matmul(%x, %w)             %z = @example_npu_matmul_relu_fused_0(%x, %w)
 //   %z = nn.relu(%y)         ==>    def @example_npu_matmul_relu_fused_0(%x, %w) attrs
-//   return %z                         {Codegen = "example_npu", Composite = "example_npu.matmul_relu_fused", ...}
+//   return %z                         {Codegen = "example_npu", Composite = "example_npu.matmul_relu_fused",
+//   ...}
 //
 // With bind_constants = false, constants the match uses become parameters
 // of the composite and the call passes them.
@@ -21,8 +22,8 @@
 #include <map>
 #include <set>
 
-#include "pattern/registry.h"
 #include "ir/visitor.h"
+#include "pattern/registry.h"
 #include "transform/partition.h"
 
 namespace kiln {
@@ -60,7 +61,8 @@ std::string match_conflict(const Match& m, const FunctionNode& f, const std::vec
     used.clear();
     collect_vars(b.value, used);
     for (const ExprNode* v : used)
-      if (inside.count(v) && v != m.root->var.get()) return "intermediate %" + static_cast<const VarNode*>(v)->name + " is used outside the pattern";
+      if (inside.count(v) && v != m.root->var.get())
+        return "intermediate %" + static_cast<const VarNode*>(v)->name + " is used outside the pattern";
   }
   used.clear();
   collect_vars(f.result, used);
@@ -76,7 +78,8 @@ class Fuser {
 
   Module run() {
     Module out = in_;
-    std::vector<std::string> backends = opts_.backends.empty() ? pattern_registry().backends() : opts_.backends;
+    std::vector<std::string> backends =
+        opts_.backends.empty() ? pattern_registry().backends() : opts_.backends;
     for (const auto& b : backends)
       KILN_CHECK(!pattern_registry().for_backend(b).empty(), "partition: unknown backend '", b,
                  "' (registered: ", join(pattern_registry().backends()), ")");
@@ -159,8 +162,8 @@ class Fuser {
         d.backend = claims[k].entry->backend();
         d.pattern = claims[k].entry->name;
       } else if (k >= 0) {
-        d.reason = "region below the minimum size (" + std::to_string(claims[k].match.bindings.size()) + " < " +
-                   std::to_string(opts_.min_region_size) + " ops)";
+        d.reason = "region below the minimum size (" + std::to_string(claims[k].match.bindings.size()) +
+                   " < " + std::to_string(opts_.min_region_size) + " ops)";
       } else {
         d.reason = rejection[i].empty() ? "no pattern matched" : rejection[i];
       }
@@ -201,9 +204,12 @@ class Fuser {
         bool in_match = std::find(m.inputs.begin(), m.inputs.end(), a) != m.inputs.end() ||
                         std::find(m.constants.begin(), m.constants.end(), a) != m.constants.end();
         if (!in_match) continue;
-        if (const auto* v = as<VarNode>(a)) add_param(a, v->name);
-        else if (as<ConstantNode>(a) && !opts_.bind_constants) add_param(a, "c" + std::to_string(n_const++));
-        else if (!as<ConstantNode>(a)) add_param(a, "arg");
+        if (const auto* v = as<VarNode>(a))
+          add_param(a, v->name);
+        else if (as<ConstantNode>(a) && !opts_.bind_constants)
+          add_param(a, "c" + std::to_string(n_const++));
+        else if (!as<ConstantNode>(a))
+          add_param(a, "arg");
       }
     }
     std::vector<Binding> body;
@@ -233,7 +239,8 @@ class Fuser {
     new_functions_.push_back(fn);
     if (report_) {
       for (const Binding* b : m.bindings)
-        if (OpDecision* d = report_->find(f.name, b->var->name); d && opts_.annotate_codegen) d->region = name;
+        if (OpDecision* d = report_->find(f.name, b->var->name); d && opts_.annotate_codegen)
+          d->region = name;
     }
     return {m.root->var, make_function_call(name, param_types, fn->ret_type, std::move(args))};
   }

@@ -159,7 +159,8 @@ class Merger {
       for (size_t p : preds_[i]) {
         if (backend[p] != backend[i] || region_[p] == region_[i]) continue;
         if (creates_cycle(region_[p], region_[i])) {
-          note(f, i, "merge with the region of %" + f.bindings[p].var->name + " refused: would create a cycle");
+          note(f, i,
+               "merge with the region of %" + f.bindings[p].var->name + " refused: would create a cycle");
           continue;
         }
         int from = region_[i], to = region_[p];
@@ -220,8 +221,10 @@ class Merger {
       done[pick] = true;
       const Item& it = items[pick];
       if (!it.region) {
-        if (demoted_.count(it.first)) inline_composite(f.bindings[it.first], bindings);
-        else bindings.push_back(f.bindings[it.first]);
+        if (demoted_.count(it.first))
+          inline_composite(f.bindings[it.first], bindings);
+        else
+          bindings.push_back(f.bindings[it.first]);
         continue;
       }
       emit_region(f, backend[it.first], it.nodes, bindings);
@@ -234,7 +237,8 @@ class Merger {
     for (size_t k : nodes) {
       const FunctionNode* comp = composite_of(f.bindings[k]);
       for (size_t j = 0; j < comp->bindings.size(); ++j) {
-        std::string var = j + 1 == comp->bindings.size() ? f.bindings[k].var->name : comp->bindings[j].var->name;
+        std::string var =
+            j + 1 == comp->bindings.size() ? f.bindings[k].var->name : comp->bindings[j].var->name;
         std::string reason = "region below the minimum size (" + std::to_string(ops) + " < " +
                              std::to_string(opts_.min_region_size) + " ops)";
         list.push_back("  %" + var + " = " + as<CallNode>(comp->bindings[j].value)->op->name + ": " + reason);
@@ -305,7 +309,8 @@ class Merger {
     std::vector<const ExprNode*> result_vars;
     collect_vars(f.result, result_vars);
     for (size_t k : nodes) {
-      bool used_outside = std::find(result_vars.begin(), result_vars.end(), f.bindings[k].var.get()) != result_vars.end();
+      bool used_outside =
+          std::find(result_vars.begin(), result_vars.end(), f.bindings[k].var.get()) != result_vars.end();
       for (size_t s : succs_[k]) used_outside = used_outside || !member_set.count(s);
       if (used_outside) outputs.push_back(k);
     }
@@ -349,7 +354,8 @@ class Merger {
     for (size_t k : nodes) {
       const FunctionNode* comp = composite_of(f.bindings[k]);
       for (size_t j = 0; j < comp->bindings.size(); ++j) {
-        std::string var = j + 1 == comp->bindings.size() ? f.bindings[k].var->name : comp->bindings[j].var->name;
+        std::string var =
+            j + 1 == comp->bindings.size() ? f.bindings[k].var->name : comp->bindings[j].var->name;
         if (OpDecision* d = report_->find(f.name, var)) d->region = name;
       }
     }

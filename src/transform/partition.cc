@@ -76,7 +76,8 @@ std::string PartitionReport::summary() const {
   for (const auto& d : ops)
     if (d.offloaded()) ++per_backend[d.backend];
   std::string backends;
-  for (const auto& [b, n] : per_backend) backends += (backends.empty() ? "" : ", ") + b + ": " + std::to_string(n);
+  for (const auto& [b, n] : per_backend)
+    backends += (backends.empty() ? "" : ", ") + b + ": " + std::to_string(n);
   int64_t host = static_cast<int64_t>(ops.size()) - offloaded_count();
   int64_t regions = region_count();
   return std::to_string(offloaded_count()) + " of " + std::to_string(ops.size()) + " ops offloaded in " +
@@ -149,8 +150,10 @@ std::string PartitionReport::to_dot(const Module& original) const {
       std::string line = "\"" + id + "\" [label=\"" + label + "\"";
       if (d && d->offloaded()) line += ", fillcolor=" + std::string(backend_colour(d->backend, palette));
       line += "];";
-      if (d && d->offloaded()) clusters[d->region.empty() ? d->var : d->region].push_back(line);
-      else s << "  " << line << "\n";
+      if (d && d->offloaded())
+        clusters[d->region.empty() ? d->var : d->region].push_back(line);
+      else
+        s << "  " << line << "\n";
       if (!c) continue;
       for (const auto& a : c->args)
         if (const auto* v = as<VarNode>(a)) s << "  \"" << prefix << v->name << "\" -> \"" << id << "\";\n";
@@ -183,8 +186,10 @@ Module run_codegen_pass(const Module& m, const PassOptions& options) {
   RunCodegenOptions opts;
   for (const auto& [k, v] : options) {
     size_t dot = k.find('.');
-    if (dot == std::string::npos) opts.global[k] = v;
-    else opts.backend[k.substr(0, dot)][k.substr(dot + 1)] = v;
+    if (dot == std::string::npos)
+      opts.global[k] = v;
+    else
+      opts.backend[k.substr(0, dot)][k.substr(dot + 1)] = v;
   }
   return run_codegen(m, opts);
 }

@@ -39,10 +39,10 @@ struct OpDecision {
   std::string function;  // where the op was, without '@'
   std::string var;       // the variable it defined, without '%'
   std::string op;
-  std::string backend;   // empty: stays on the host
-  std::string pattern;   // "<backend>.<pattern>" that claimed it
-  std::string region;    // the offloaded function it ended in
-  std::string reason;    // why it stays on the host
+  std::string backend;             // empty: stays on the host
+  std::string pattern;             // "<backend>.<pattern>" that claimed it
+  std::string region;              // the offloaded function it ended in
+  std::string reason;              // why it stays on the host
   std::vector<std::string> notes;  // e.g. a merge refused because of a cycle
 
   bool offloaded() const { return !backend.empty(); }
@@ -64,7 +64,8 @@ struct PartitionReport {
   std::string to_dot(const Module& original) const;
 };
 
-Module fuse_ops_by_pattern(const Module& m, const PartitionOptions& opts = {}, PartitionReport* report = nullptr);
+Module fuse_ops_by_pattern(const Module& m, const PartitionOptions& opts = {},
+                           PartitionReport* report = nullptr);
 Module merge_composite_functions(const Module& m, const PartitionOptions& opts = {},
                                  PartitionReport* report = nullptr);
 

@@ -15,7 +15,8 @@
 
 namespace kiln {
 
-Module run_codegen(const Module& m, const RunCodegenOptions& opts, std::map<std::string, BackendArtifacts>* out) {
+Module run_codegen(const Module& m, const RunCodegenOptions& opts,
+                   std::map<std::string, BackendArtifacts>* out) {
   Module result = m;
   std::map<std::string, std::string> symbol_owner;
   std::vector<std::string> backends;
@@ -48,8 +49,8 @@ Module run_codegen(const Module& m, const RunCodegenOptions& opts, std::map<std:
     BackendArtifacts artifacts = cg->codegen(result, by_backend[backend], options);
     for (const auto& f : by_backend[backend]) {
       const std::string& symbol = f->attrs.get_string("global_symbol");
-      KILN_CHECK(artifacts.artifacts.count(symbol), "run-codegen: backend ", backend, " produced nothing for ",
-                 symbol);
+      KILN_CHECK(artifacts.artifacts.count(symbol), "run-codegen: backend ", backend,
+                 " produced nothing for ", symbol);
       symbols += (symbols.empty() ? "" : " ") + symbol;
     }
     if (out) (*out)[backend] = std::move(artifacts);

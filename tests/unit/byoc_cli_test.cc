@@ -4,13 +4,13 @@
 // broken .kmod files.
 #include <gtest/gtest.h>
 
+#include <sys/wait.h>
 #include <array>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
-#include <sys/wait.h>
 
 #include "kiln/runtime/npy.h"
 
@@ -47,7 +47,8 @@ std::string slurp(const fs::path& p) {
 class ByocCli : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::path(KILN_BINARY_DIR) / "byoc-cli-test" / ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    dir_ = fs::path(KILN_BINARY_DIR) / "byoc-cli-test" /
+           ::testing::UnitTest::GetInstance()->current_test_info()->name();
     fs::remove_all(dir_);
     fs::create_directories(dir_);
   }
@@ -85,14 +86,16 @@ TEST_F(ByocCli, CompileAndRunKmodComputesMatmulRelu) {
   write_npy(path("w.npy"), w);
   Result c = kiln_cmd("compile " + model + " --backend example_npu -o " + path("mr.kmod"));
   ASSERT_EQ(c.code, 0) << c.out;
-  EXPECT_NE(c.out.find("offload: 2 of 2 ops offloaded in 1 region (example_npu: 2); 0 on the host"), std::string::npos)
+  EXPECT_NE(c.out.find("offload: 2 of 2 ops offloaded in 1 region (example_npu: 2); 0 on the host"),
+            std::string::npos)
       << c.out;
-  Result r = kiln_cmd("run " + path("mr.kmod") + " --input x=" + path("x.npy") + " --input w=" + path("w.npy") +
-                      " --out " + path("out") + " --verify --dispatch-log " + path("d.jsonl") + " --profile " +
-                      path("t.json"));
+  Result r = kiln_cmd("run " + path("mr.kmod") + " --input x=" + path("x.npy") +
+                      " --input w=" + path("w.npy") + " --out " + path("out") + " --verify --dispatch-log " +
+                      path("d.jsonl") + " --profile " + path("t.json"));
   ASSERT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find("offload: 2 of 2 ops"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("verify @example_npu_main_0 (example_npu): max abs 0, max rel 0: ok"), std::string::npos)
+  EXPECT_NE(r.out.find("verify @example_npu_main_0 (example_npu): max abs 0, max rel 0: ok"),
+            std::string::npos)
       << r.out;
   // relu(x @ w), computed here.
   Tensor got = read_npy(path("out/output_0.npy"));
@@ -112,17 +115,19 @@ TEST_F(ByocCli, CompileAndRunKmodComputesMatmulRelu) {
 
 TEST_F(ByocCli, PartitionExplainsReportsAndDraws) {
   std::string model = file("m.kir", kMiddle);
-  Result r = kiln_cmd("partition " + model + " --backend example_npu --merge --explain --report " + path("r.json") +
-                      " --dot " + path("g.dot"));
+  Result r = kiln_cmd("partition " + model + " --backend example_npu --merge --explain --report " +
+                      path("r.json") + " --dot " + path("g.dot"));
   ASSERT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find("@main %h = exp: host: no pattern matched"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("@main %a = add: example_npu by example_npu.add in @example_npu_main_0"), std::string::npos)
+  EXPECT_NE(r.out.find("@main %a = add: example_npu by example_npu.add in @example_npu_main_0"),
+            std::string::npos)
       << r.out;
   EXPECT_NE(r.out.find("refused: would create a cycle"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("offload: 3 of 4 ops offloaded in 2 regions (example_npu: 3); 1 on the host"),
             std::string::npos)
       << r.out;
-  EXPECT_NE(slurp(path("r.json")).find("\"summary\": \"3 of 4 ops offloaded in 2 regions"), std::string::npos);
+  EXPECT_NE(slurp(path("r.json")).find("\"summary\": \"3 of 4 ops offloaded in 2 regions"),
+            std::string::npos);
   EXPECT_NE(slurp(path("g.dot")).find("digraph kiln"), std::string::npos);
 }
 
@@ -165,7 +170,8 @@ TEST_F(ByocCli, BrokenKmodFilesAreClearErrors) {
   EXPECT_NE(flip.out.find("checksum mismatch"), std::string::npos) << flip.out;
   Result unknown = kiln_cmd("partition " + model + " --backend nope");
   EXPECT_EQ(unknown.code, 1);
-  EXPECT_NE(unknown.out.find("unknown backend 'nope' (registered: example_npu)"), std::string::npos) << unknown.out;
+  EXPECT_NE(unknown.out.find("unknown backend 'nope' (registered: example_npu)"), std::string::npos)
+      << unknown.out;
 }
 
 }  // namespace

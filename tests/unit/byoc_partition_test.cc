@@ -64,7 +64,8 @@ void expect_matches_reference(const Module& m, const Module& parted, const std::
   ASSERT_EQ(got.size(), want.size());
   for (size_t k = 0; k < want.size(); ++k)
     for (int64_t i = 0; i < want[k].numel(); ++i)
-      ASSERT_NEAR(got[k].get_as_double(i), want[k].get_as_double(i), 1e-5 * (1 + std::fabs(want[k].get_as_double(i))));
+      ASSERT_NEAR(got[k].get_as_double(i), want[k].get_as_double(i),
+                  1e-5 * (1 + std::fabs(want[k].get_as_double(i))));
   for (const auto& c : vm.checks()) EXPECT_TRUE(c.ok) << c.str();
 }
 
@@ -118,7 +119,8 @@ TEST(ByocPartition, UnsupportedOpsInTheMiddleStayOnTheHostWithoutCycles) {
   EXPECT_EQ(report.find("main", "c")->pattern, "example_npu.conv2d");
   bool noted = false;
   for (const auto& d : report.ops)
-    for (const auto& n : d.notes) noted = noted || n.find("refused: would create a cycle") != std::string::npos;
+    for (const auto& n : d.notes)
+      noted = noted || n.find("refused: would create a cycle") != std::string::npos;
   EXPECT_TRUE(noted) << report.explain();
   std::string explain = report.explain();
   EXPECT_NE(explain.find("@main %e = exp: host: no pattern matched"), std::string::npos) << explain;
@@ -134,7 +136,8 @@ TEST(ByocPartition, StrictModeListsTheOps) {
     FAIL();
   } catch (const Error& e) {
     std::string msg = e.what();
-    EXPECT_NE(msg.find("strict partitioning: 2 op(s) of @main would fall back to the host:"), std::string::npos);
+    EXPECT_NE(msg.find("strict partitioning: 2 op(s) of @main would fall back to the host:"),
+              std::string::npos);
     EXPECT_NE(msg.find("%e = exp: no pattern matched"), std::string::npos) << msg;
     EXPECT_NE(msg.find("%l = log: no pattern matched"), std::string::npos) << msg;
   }
@@ -168,8 +171,10 @@ TEST(ByocPartition, PassOptionsByName) {
     }
     return std::string("(no error)");
   };
-  EXPECT_NE(message({"fuse-ops-by-pattern{colour=blue}"}).find("unknown partition option 'colour'"), std::string::npos);
-  EXPECT_NE(message({"fuse-ops-by-pattern{strict}"}).find("option 'strict' must be key=value"), std::string::npos);
+  EXPECT_NE(message({"fuse-ops-by-pattern{colour=blue}"}).find("unknown partition option 'colour'"),
+            std::string::npos);
+  EXPECT_NE(message({"fuse-ops-by-pattern{strict}"}).find("option 'strict' must be key=value"),
+            std::string::npos);
   EXPECT_NE(message({"dead-code-elimination{x=1}"}).find("pass 'dead-code-elimination' takes no options"),
             std::string::npos);
 }

@@ -6,8 +6,8 @@
 
 #include <cmath>
 #include <cstring>
-#include <set>
 #include <random>
+#include <set>
 
 #include "backends/build.h"
 #include "backends/graph_codegen.h"
@@ -65,7 +65,9 @@ class TinyAddRuntime final : public BackendRuntime {
     };
     std::vector<Tensor> out = execute_graph(graphs_.at(symbol), inputs, constants_, hooks);
     for (size_t i = 0; i < out.size(); ++i) std::memcpy(outputs[i].raw(), out[i].raw(), out[i].nbytes());
-    if (events) events->push_back(DispatchEvent{"tiny_add", symbol, symbol, "add", "ADDER", {}, {}, 1, false, {}, 1, 0, 0});
+    if (events)
+      events->push_back(
+          DispatchEvent{"tiny_add", symbol, symbol, "add", "ADDER", {}, {}, 1, false, {}, 1, 0, 0});
     return Status::success();
   }
 
@@ -86,25 +88,26 @@ CodegenOptions codegen_options;
 class TwoBackends : public ::testing::Test {
  protected:
   void SetUp() override {
-    pattern_registry().add({"tiny_add.add", annotate("root", is_op("add", {wildcard(), wildcard()})), nullptr, 50,
-                            "add on the tiny adder"});
+    pattern_registry().add({"tiny_add.add", annotate("root", is_op("add", {wildcard(), wildcard()})), nullptr,
+                            50, "add on the tiny adder"});
     codegen_calls = 0;
     codegen_functions = 0;
     codegen_options.clear();
-    register_backend_codegen({"tiny_add", "kiln.graph", [](const Module& m, const std::vector<Function>& fns,
-                                                           const CodegenOptions& options) {
-                                ++codegen_calls;
-                                codegen_functions += static_cast<int>(fns.size());
-                                codegen_options = options;
-                                BackendArtifacts a;
-                                GraphLowering state;
-                                for (const auto& f : fns) {
-                                  std::string sym = f->attrs.get_string("global_symbol");
-                                  a.artifacts[sym] = graph_to_json(lower_to_graph(m, *f, sym, state));
-                                }
-                                a.constants = state.constants;
-                                return a;
-                              }});
+    register_backend_codegen(
+        {"tiny_add", "kiln.graph",
+         [](const Module& m, const std::vector<Function>& fns, const CodegenOptions& options) {
+           ++codegen_calls;
+           codegen_functions += static_cast<int>(fns.size());
+           codegen_options = options;
+           BackendArtifacts a;
+           GraphLowering state;
+           for (const auto& f : fns) {
+             std::string sym = f->attrs.get_string("global_symbol");
+             a.artifacts[sym] = graph_to_json(lower_to_graph(m, *f, sym, state));
+           }
+           a.constants = state.constants;
+           return a;
+         }});
     register_backend_runtime("tiny_add", [] { return std::make_unique<TinyAddRuntime>(); });
   }
   void TearDown() override {
@@ -135,7 +138,8 @@ TEST_F(TwoBackends, OneModelTwoBackendsAndTheHost) {
   EXPECT_EQ(report.find("main", "a")->backend, "tiny_add");
   EXPECT_EQ(report.find("main", "e")->reason, "no pattern matched");
   EXPECT_EQ(report.find("main", "s")->backend, "example_npu");
-  EXPECT_EQ(report.summary(), "4 of 5 ops offloaded in 3 regions (example_npu: 3, tiny_add: 1); 1 on the host");
+  EXPECT_EQ(report.summary(),
+            "4 of 5 ops offloaded in 3 regions (example_npu: 3, tiny_add: 1); 1 on the host");
   // Only the named backends are used: example_npu alone does not see tiny_add.
   PartitionOptions npu_only;
   npu_only.backends = {"example_npu"};
@@ -152,7 +156,8 @@ TEST_F(TwoBackends, OneModelTwoBackendsAndTheHost) {
   ro.verify = true;
   std::vector<Tensor> got = vm.run({x, w}, ro);
   std::vector<Tensor> want = interpret(m, "main", {x, w});
-  for (int64_t i = 0; i < want[0].numel(); ++i) EXPECT_NEAR(got[0].get_as_double(i), want[0].get_as_double(i), 1e-6);
+  for (int64_t i = 0; i < want[0].numel(); ++i)
+    EXPECT_NEAR(got[0].get_as_double(i), want[0].get_as_double(i), 1e-6);
   std::set<std::string> tracks;
   for (const auto& e : vm.events()) tracks.insert(e.backend);
   EXPECT_EQ(tracks, (std::set<std::string>{"example_npu", "host", "tiny_add"}));
@@ -287,32 +292,40 @@ TEST(GraphFormat, RejectsUnknownVersionAndMalformedGraphs) {
     EXPECT_NE(at, std::string::npos) << from;
     return t.replace(at, from.size(), to);
   };
-  EXPECT_NE(error_of([&] { graph_from_json(replaced("\"version\": 1", "\"version\": 7"), "g.json"); })
-                .find("g.json: kiln.graph version 7 is not supported (this kiln reads version 1)"),
+  EXPECT_NE(error_of([&] {
+              graph_from_json(replaced("\"version\": 1", "\"version\": 7"), "g.json");
+            }).find("g.json: kiln.graph version 7 is not supported (this kiln reads version 1)"),
             std::string::npos);
-  EXPECT_NE(error_of([&] { graph_from_json(replaced("\"kiln.graph\"", "\"onnx\""), "g.json"); })
-                .find("\"format\" must be \"kiln.graph\""),
+  EXPECT_NE(error_of([&] {
+              graph_from_json(replaced("\"kiln.graph\"", "\"onnx\""), "g.json");
+            }).find("\"format\" must be \"kiln.graph\""),
             std::string::npos);
-  EXPECT_NE(error_of([&] { graph_from_json(replaced("\"op\": \"clip\"", "\"op\": \"clipp\""), "g.json"); })
-                .find("node z: unknown op 'clipp'"),
+  EXPECT_NE(error_of([&] {
+              graph_from_json(replaced("\"op\": \"clip\"", "\"op\": \"clipp\""), "g.json");
+            }).find("node z: unknown op 'clipp'"),
             std::string::npos);
   Graph undefined = small_graph();
   undefined.nodes[1].inputs = {"q"};
-  EXPECT_NE(error_of([&] { graph_from_json(graph_to_json(undefined), "g.json"); })
-                .find("node z: input 'q' is not defined before use"),
+  EXPECT_NE(error_of([&] {
+              graph_from_json(graph_to_json(undefined), "g.json");
+            }).find("node z: input 'q' is not defined before use"),
             std::string::npos);
   Graph wrong_type = small_graph();
   wrong_type.nodes[0].outputs[0].desc.shape = {3, 2};
-  EXPECT_NE(error_of([&] { graph_from_json(graph_to_json(wrong_type), "g.json"); })
-                .find("node y: recorded output types differ from add's inference"),
+  EXPECT_NE(error_of([&] {
+              graph_from_json(graph_to_json(wrong_type), "g.json");
+            }).find("node y: recorded output types differ from add's inference"),
             std::string::npos);
-  EXPECT_NE(error_of([&] { graph_from_json(replaced("\"a_min\": -0.5", "\"a_mn\": -0.5"), "g.json"); })
-                .find("unknown attribute 'a_mn'"),
+  EXPECT_NE(error_of([&] {
+              graph_from_json(replaced("\"a_min\": -0.5", "\"a_mn\": -0.5"), "g.json");
+            }).find("unknown attribute 'a_mn'"),
             std::string::npos);
-  EXPECT_NE(error_of([&] { graph_from_json(text.substr(0, text.size() / 2), "g.json"); }).find("not valid JSON"),
-            std::string::npos);
-  EXPECT_NE(error_of([&] { graph_from_json("{\"format\": \"kiln.graph\", \"version\": 1}", "g.json"); })
-                .find("missing \"name\""),
+  EXPECT_NE(
+      error_of([&] { graph_from_json(text.substr(0, text.size() / 2), "g.json"); }).find("not valid JSON"),
+      std::string::npos);
+  EXPECT_NE(error_of([&] {
+              graph_from_json("{\"format\": \"kiln.graph\", \"version\": 1}", "g.json");
+            }).find("missing \"name\""),
             std::string::npos);
 }
 
@@ -387,8 +400,9 @@ TEST(Kmod, CorruptedFilesAreClearErrors) {
   std::string bytes = encode_kmod(small_executable());
   std::string flipped = bytes;
   flipped[bytes.size() / 2] ^= 0x5a;
-  EXPECT_NE(error_of([&] { decode_kmod(flipped, "c.kmod"); }).find("checksum mismatch: the file is corrupted"),
-            std::string::npos);
+  EXPECT_NE(
+      error_of([&] { decode_kmod(flipped, "c.kmod"); }).find("checksum mismatch: the file is corrupted"),
+      std::string::npos);
   std::string magic = bytes;
   magic[0] = 'X';
   EXPECT_NE(error_of([&] { decode_kmod(magic, "c.kmod"); }).find("not a .kmod file"), std::string::npos);
@@ -403,14 +417,17 @@ TEST(Kmod, CorruptedFilesAreClearErrors) {
 TEST(Kmod, MissingBackendRuntimeIsAnError) {
   Executable exe = small_executable();
   exe.backends[0].backend = "warp_drive";
-  EXPECT_NE(error_of([&] { VirtualMachine vm(exe); })
-                .find("module needs backend runtime 'warp_drive', which this runtime does not have"),
+  EXPECT_NE(error_of([&] {
+              VirtualMachine vm(exe);
+            }).find("module needs backend runtime 'warp_drive', which this runtime does not have"),
             std::string::npos);
 }
 
 TEST(Kmod, WrongInputIsAnError) {
   VirtualMachine vm(small_executable());
-  EXPECT_NE(error_of([&] { vm.run({ramp({2, 5}, 0, 1)}); }).find("input 'x' must be Tensor[(2, 4), float32]"),
+  EXPECT_NE(error_of([&] {
+              vm.run({ramp({2, 5}, 0, 1)});
+            }).find("input 'x' must be Tensor[(2, 4), float32]"),
             std::string::npos);
 }
 

@@ -272,12 +272,14 @@ def @main(%x: Tensor[(1, 4, 8, 8), float32], %w: Tensor[(4, 2, 3, 3), float32], 
   PartitionOptions opts;
   opts.backends = {"example_npu"};
   partition_module(m, opts, true, &report);
-  EXPECT_NE(report.find("main", "c")->reason.find("grouped convolution (groups=2) is not supported"), std::string::npos)
+  EXPECT_NE(report.find("main", "c")->reason.find("grouped convolution (groups=2) is not supported"),
+            std::string::npos)
       << report.find("main", "c")->reason;
   EXPECT_NE(report.find("main", "s")->reason.find("check rejected: add: dtype int32 is not supported"),
             std::string::npos);
   EXPECT_NE(report.find("main", "mm")->reason.find("2-D only"), std::string::npos);
-  EXPECT_NE(report.find("main", "sm")->reason.find("axis 1 is not supported (last axis only)"), std::string::npos);
+  EXPECT_NE(report.find("main", "sm")->reason.find("axis 1 is not supported (last axis only)"),
+            std::string::npos);
   EXPECT_EQ(report.offloaded_count(), 0);
 }
 
@@ -334,7 +336,8 @@ namespace {
 TEST(Npu, EveryRegisteredPatternExecutes) {
   // pattern -> (body, result type)
   const std::map<std::string, std::pair<std::string, std::string>> models = {
-      {"conv2d_relu_fused", {"%a = nn.conv2d(%x4, %w4, padding=[1, 1])\n  %b = nn.relu(%a)", "Tensor[(2, 4, 6, 6), float32]"}},
+      {"conv2d_relu_fused",
+       {"%a = nn.conv2d(%x4, %w4, padding=[1, 1])\n  %b = nn.relu(%a)", "Tensor[(2, 4, 6, 6), float32]"}},
       {"matmul_relu_fused", {"%a = nn.dense(%m, %n)\n  %b = nn.relu(%a)", "Tensor[(12, 9), float32]"}},
       {"depthwise_conv2d", {"%b = nn.conv2d(%x4, %dw, groups=4)", "Tensor[(2, 4, 4, 4), float32]"}},
       {"conv2d", {"%b = nn.conv2d(%q4, %qw, strides=[2, 2])", "Tensor[(2, 6, 2, 2), int32]"}},
@@ -350,14 +353,20 @@ TEST(Npu, EveryRegisteredPatternExecutes) {
       {"tanh", {"%b = tanh(%x4)", "Tensor[(2, 4, 6, 6), float32]"}},
       {"gelu", {"%b = nn.gelu(%x4)", "Tensor[(2, 4, 6, 6), float32]"}},
       {"softmax", {"%b = nn.softmax(%x4)", "Tensor[(2, 4, 6, 6), float32]"}},
-      {"batch_norm", {"%b = nn.batch_norm(%x4, %g, %g, %g, const(Tensor[(4,), float32], [1.0, 2.0, 0.5, 3.0]))", "Tensor[(2, 4, 6, 6), float32]"}},
-      {"max_pool2d", {"%b = nn.max_pool2d(%x4, pool_size=[3, 3], padding=[1, 1])", "Tensor[(2, 4, 6, 6), float32]"}},
-      {"avg_pool2d", {"%b = nn.avg_pool2d(%x4, pool_size=[2, 2], strides=[2, 2])", "Tensor[(2, 4, 3, 3), float32]"}},
-      {"quantize", {"%b = quantize(%x4, scale=0.02, zero_point=-4, out_dtype=\"int8\")", "Tensor[(2, 4, 6, 6), int8]"}},
+      {"batch_norm",
+       {"%b = nn.batch_norm(%x4, %g, %g, %g, const(Tensor[(4,), float32], [1.0, 2.0, 0.5, 3.0]))",
+        "Tensor[(2, 4, 6, 6), float32]"}},
+      {"max_pool2d",
+       {"%b = nn.max_pool2d(%x4, pool_size=[3, 3], padding=[1, 1])", "Tensor[(2, 4, 6, 6), float32]"}},
+      {"avg_pool2d",
+       {"%b = nn.avg_pool2d(%x4, pool_size=[2, 2], strides=[2, 2])", "Tensor[(2, 4, 3, 3), float32]"}},
+      {"quantize",
+       {"%b = quantize(%x4, scale=0.02, zero_point=-4, out_dtype=\"int8\")", "Tensor[(2, 4, 6, 6), int8]"}},
       {"dequantize", {"%b = dequantize(%q4, scale=0.5, zero_point=2)", "Tensor[(2, 4, 6, 6), float32]"}},
   };
   const std::string params =
-      "%x4: Tensor[(2, 4, 6, 6), float32], %y4: Tensor[(2, 4, 6, 6), float32], %w4: Tensor[(4, 4, 3, 3), float32], "
+      "%x4: Tensor[(2, 4, 6, 6), float32], %y4: Tensor[(2, 4, 6, 6), float32], %w4: Tensor[(4, 4, 3, 3), "
+      "float32], "
       "%dw: Tensor[(4, 1, 3, 3), float32], %q4: Tensor[(2, 4, 6, 6), int8], %qw: Tensor[(6, 4, 3, 3), int8], "
       "%m: Tensor[(12, 10), float32], %n: Tensor[(9, 10), float32], %mt: Tensor[(10, 9), float32], "
       "%g: Tensor[(4,), float32]";
@@ -370,7 +379,8 @@ TEST(Npu, EveryRegisteredPatternExecutes) {
     PartitionOptions opts;
     opts.backends = {"example_npu"};
     Module parted = partition_module(m, opts, true, &report);
-    ASSERT_EQ(report.offloaded_count(), static_cast<int64_t>(report.ops.size())) << pattern << "\n" << report.explain();
+    ASSERT_EQ(report.offloaded_count(), static_cast<int64_t>(report.ops.size())) << pattern << "\n"
+                                                                                 << report.explain();
     EXPECT_EQ(report.ops.back().pattern, "example_npu." + pattern) << report.explain();
     covered.insert(report.ops.back().pattern);
     RunCodegenOptions cg;

@@ -22,8 +22,9 @@ TEST(Pattern, OpChainBindsInputsAndAnnotations) {
   Module m = parse(kConvRelu);
   const FunctionNode& f = *m.find("main");
   BindingIndex index(f);
-  Pattern p = annotate("root", is_op("nn.relu", {is_op("nn.conv2d", {annotate("input", wildcard()),
-                                                                      annotate("weight", wildcard())})}));
+  Pattern p = annotate(
+      "root", is_op("nn.relu",
+                    {is_op("nn.conv2d", {annotate("input", wildcard()), annotate("weight", wildcard())})}));
   auto match = match_pattern(p, f.bindings[1], index);
   ASSERT_TRUE(match.has_value());
   ASSERT_EQ(match->bindings.size(), 2u);
@@ -80,7 +81,8 @@ def @main(%x: Tensor[(2, 4), float32], %w: Tensor[(8, 4), float32]) -> Tensor[(2
 )");
   const FunctionNode& f = *m.find("main");
   BindingIndex index(f);
-  Pattern mm = alternatives({is_op("matmul", {wildcard(), wildcard()}), is_op("nn.dense", {wildcard(), wildcard()})});
+  Pattern mm =
+      alternatives({is_op("matmul", {wildcard(), wildcard()}), is_op("nn.dense", {wildcard(), wildcard()})});
   EXPECT_TRUE(match_pattern(mm, f.bindings[0], index).has_value());
   // relu is optional: matches with it (2 ops) at %r, and without it at %d.
   Pattern opt = optional_op(is_op("nn.relu", {mm}));

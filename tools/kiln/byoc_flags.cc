@@ -4,7 +4,8 @@
 namespace kiln::cli {
 
 void BackendFlags::add_to(CLI::App* cmd, bool with_merge_flag) {
-  cmd->add_option("--backend,-b", backends, "Offload to this backend (repeatable; `kiln partition --list` names them)");
+  cmd->add_option("--backend,-b", backends,
+                  "Offload to this backend (repeatable; `kiln partition --list` names them)");
   if (with_merge_flag) cmd->add_flag("--no-merge", no_merge, "Keep each pattern match as its own region");
   cmd->add_flag("--strict", strict, "Fail, listing the ops, when anything would fall back to the host");
   cmd->add_flag("--lift-constants", lift_constants, "Pass constants to offloaded functions as parameters");
@@ -26,11 +27,14 @@ RunCodegenOptions BackendFlags::codegen_options() const {
   RunCodegenOptions o;
   for (const auto& opt : options) {
     size_t eq = opt.find('=');
-    if (eq == std::string::npos || eq == 0) throw Error("--option expects backend.key=value, got '" + opt + "'");
+    if (eq == std::string::npos || eq == 0)
+      throw Error("--option expects backend.key=value, got '" + opt + "'");
     std::string key = opt.substr(0, eq), value = opt.substr(eq + 1);
     size_t dot = key.find('.');
-    if (dot == std::string::npos) o.global[key] = value;
-    else o.backend[key.substr(0, dot)][key.substr(dot + 1)] = value;
+    if (dot == std::string::npos)
+      o.global[key] = value;
+    else
+      o.backend[key.substr(0, dot)][key.substr(dot + 1)] = value;
   }
   return o;
 }

@@ -30,8 +30,8 @@ void run(const CompileOpts& o) {
   write_kmod(o.out, exe);
   std::string backends;
   for (const auto& b : exe.backends) backends += (backends.empty() ? "" : ", ") + b.backend;
-  std::cout << "wrote " << o.out << " (" << std::filesystem::file_size(o.out) << " bytes; backends: "
-            << (backends.empty() ? "none" : backends) << ")\n";
+  std::cout << "wrote " << o.out << " (" << std::filesystem::file_size(o.out)
+            << " bytes; backends: " << (backends.empty() ? "none" : backends) << ")\n";
 }
 
 }  // namespace

@@ -24,8 +24,8 @@ void list_patterns() {
   for (const auto& backend : pattern_registry().backends()) {
     std::cout << backend << ":\n";
     for (const PatternEntry* e : pattern_registry().for_backend(backend)) {
-      std::cout << "  " << e->name << "  priority " << e->priority << (e->check ? ", checked" : "") << "\n    "
-                << pattern_str(e->pattern) << "\n";
+      std::cout << "  " << e->name << "  priority " << e->priority << (e->check ? ", checked" : "")
+                << "\n    " << pattern_str(e->pattern) << "\n";
       if (!e->description.empty()) std::cout << "    " << e->description << "\n";
     }
   }
@@ -35,13 +35,16 @@ void run(const PartitionOpts& o) {
   if (o.list) return list_patterns();
   if (o.model.empty()) throw Error("kiln partition: give a MODEL (or --list to see the registered patterns)");
   if (o.flags.backends.empty())
-    throw Error("kiln partition: name at least one --backend (registered: example_npu; --list shows them all)");
+    throw Error(
+        "kiln partition: name at least one --backend (registered: example_npu; --list shows them all)");
   Module m = load_model(o.model);
   PartitionReport report;
   Module parted = partition_module(m, o.flags.partition_options(), o.merge, &report);
   std::string text = print_module(parted);
-  if (o.out_path.empty()) std::cout << text;
-  else save_module(parted, o.out_path);
+  if (o.out_path.empty())
+    std::cout << text;
+  else
+    save_module(parted, o.out_path);
   if (o.explain) std::cout << "\n" << report.explain();
   if (!o.report_path.empty()) write_text_file(o.report_path, report.to_json());
   if (!o.dot_path.empty()) write_text_file(o.dot_path, report.to_dot(m));

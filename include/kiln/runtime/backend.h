@@ -56,8 +56,8 @@ struct DispatchEvent {
   int64_t tiles = 1;
   bool fused = false;
   std::map<std::string, int64_t> bytes_per_tier;
-  int64_t cycles = 0;        // modelled device cycles (0 for host ops)
-  double start_us = 0;       // wall clock, relative to the run's start
+  int64_t cycles = 0;   // modelled device cycles (0 for host ops)
+  double start_us = 0;  // wall clock, relative to the run's start
   double duration_us = 0;
 
   std::string to_json() const;  // one line, for --dispatch-log

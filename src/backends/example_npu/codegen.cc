@@ -20,8 +20,8 @@ BackendArtifacts example_npu_codegen(const Module& m, const std::vector<Function
     std::string symbol = f->attrs.get_string("global_symbol");
     Graph g = lower_to_graph(m, *f, symbol, state);
     for (const auto& n : g.nodes)
-      KILN_CHECK(n.callee.empty() && example_npu::engine_for_op(n.op) != nullptr, "example_npu codegen: @", f->name,
-                 " contains ", n.op.empty() ? "a call of @" + n.callee : n.op,
+      KILN_CHECK(n.callee.empty() && example_npu::engine_for_op(n.op) != nullptr, "example_npu codegen: @",
+                 f->name, " contains ", n.op.empty() ? "a call of @" + n.callee : n.op,
                  ", which the device cannot run; only functions partitioned for example_npu can be compiled");
     out.artifacts[symbol] = graph_to_json(g);
   }

@@ -56,9 +56,11 @@ bool is_depthwise(const CallNode& c) {
 
 std::optional<std::string> check_conv(const CallNode& c, bool want_depthwise) {
   if (c.attrs.get_ints("dilation") != std::vector<int64_t>{1, 1})
-    return "nn.conv2d: dilation " + attr_value_str(c.attrs.get_ints("dilation")) + " is not supported (1 only)";
+    return "nn.conv2d: dilation " + attr_value_str(c.attrs.get_ints("dilation")) +
+           " is not supported (1 only)";
   int64_t groups = c.attrs.get_int("groups");
-  if (want_depthwise && !is_depthwise(c)) return "nn.conv2d: not depthwise (groups=" + std::to_string(groups) + ")";
+  if (want_depthwise && !is_depthwise(c))
+    return "nn.conv2d: not depthwise (groups=" + std::to_string(groups) + ")";
   if (!want_depthwise && groups != 1)
     return "nn.conv2d: grouped convolution (groups=" + std::to_string(groups) +
            ") is not supported (1 or depthwise)";
@@ -86,7 +88,8 @@ PatternCheck all_of(std::vector<PatternCheck> checks) {
 }
 
 PatternCheck conv_check(bool depthwise) {
-  return all_of({check_dtypes, [depthwise](const Match& m) { return check_conv(*m.find_call("nn.conv2d"), depthwise); }});
+  return all_of({check_dtypes,
+                 [depthwise](const Match& m) { return check_conv(*m.find_call("nn.conv2d"), depthwise); }});
 }
 
 PatternCheck matrix_check() {
@@ -96,7 +99,9 @@ PatternCheck matrix_check() {
                  }});
 }
 
-Pattern conv2d() { return is_op("nn.conv2d", {annotate("input", wildcard()), annotate("weight", wildcard())}); }
+Pattern conv2d() {
+  return is_op("nn.conv2d", {annotate("input", wildcard()), annotate("weight", wildcard())});
+}
 
 Pattern matrix() {
   return alternatives({is_op("matmul", {annotate("input", wildcard()), annotate("weight", wildcard())}),
@@ -105,7 +110,8 @@ Pattern matrix() {
 
 void add(PatternRegistry& r, const std::string& name, Pattern p, PatternCheck check, int priority,
          const std::string& description) {
-  r.add(PatternEntry{"example_npu." + name, annotate("root", std::move(p)), std::move(check), priority, description});
+  r.add(PatternEntry{"example_npu." + name, annotate("root", std::move(p)), std::move(check), priority,
+                     description});
 }
 
 void add_unary(PatternRegistry& r, const std::string& name, const std::string& op, Attrs attrs = {}) {
@@ -160,7 +166,8 @@ void register_example_npu(PatternRegistry& r) {
       5, "quantize float32 to int8 on the VECTOR engine");
   add(r, "dequantize", is_op("dequantize", {annotate("input", wildcard())}), check_dtypes, 5,
       "dequantize int8 to float32 on the VECTOR engine");
-  register_backend_codegen({"example_npu", "kiln.graph JSON for the example NPU emulator", example_npu_codegen});
+  register_backend_codegen(
+      {"example_npu", "kiln.graph JSON for the example NPU emulator", example_npu_codegen});
 }
 
 }  // namespace kiln

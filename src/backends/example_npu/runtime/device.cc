@@ -7,32 +7,44 @@ namespace kiln::example_npu {
 
 const char* engine_name(Engine e) {
   switch (e) {
-    case Engine::Matrix: return "MATRIX";
-    case Engine::Conv: return "CONV";
-    case Engine::Vector: return "VECTOR";
-    case Engine::Pooling: return "POOLING";
-    case Engine::Activation: return "ACTIVATION";
+    case Engine::Matrix:
+      return "MATRIX";
+    case Engine::Conv:
+      return "CONV";
+    case Engine::Vector:
+      return "VECTOR";
+    case Engine::Pooling:
+      return "POOLING";
+    case Engine::Activation:
+      return "ACTIVATION";
   }
   return "?";
 }
 
 const char* tier_name(Tier t) {
   switch (t) {
-    case Tier::L0: return "L0";
-    case Tier::L1: return "L1";
-    case Tier::L2: return "L2";
-    case Tier::DRAM: return "DRAM";
+    case Tier::L0:
+      return "L0";
+    case Tier::L1:
+      return "L1";
+    case Tier::L2:
+      return "L2";
+    case Tier::DRAM:
+      return "DRAM";
   }
   return "?";
 }
 
 int64_t DeviceDesc::macs_per_cycle(Engine e) const {
   switch (e) {
-    case Engine::Matrix: return systolic_size * systolic_size;
-    case Engine::Conv: return conv_macs_per_cycle;
+    case Engine::Matrix:
+      return systolic_size * systolic_size;
+    case Engine::Conv:
+      return conv_macs_per_cycle;
     case Engine::Vector:
     case Engine::Pooling:
-    case Engine::Activation: return vector_lanes;
+    case Engine::Activation:
+      return vector_lanes;
   }
   return 1;
 }
@@ -52,8 +64,10 @@ static int64_t parse_size(const std::string& key, const std::string& v) {
     throw Error("example_npu device option " + key + "=" + v + ": expected a size such as 4096, 4K or 1M");
   }
   std::string suffix = v.substr(used);
-  if (suffix == "K" || suffix == "k") n *= 1024;
-  else if (suffix == "M" || suffix == "m") n *= 1024 * 1024;
+  if (suffix == "K" || suffix == "k")
+    n *= 1024;
+  else if (suffix == "M" || suffix == "m")
+    n *= 1024 * 1024;
   else if (!suffix.empty())
     throw Error("example_npu device option " + key + "=" + v + ": unknown suffix '" + suffix + "' (K or M)");
   if (n <= 0) throw Error("example_npu device option " + key + "=" + v + ": must be positive");
@@ -63,10 +77,14 @@ static int64_t parse_size(const std::string& key, const std::string& v) {
 DeviceDesc device_from_options(const std::map<std::string, std::string>& options) {
   DeviceDesc d;
   for (const auto& [k, v] : options) {
-    if (k == "l0") d.capacity[0] = parse_size(k, v);
-    else if (k == "l1") d.capacity[1] = parse_size(k, v);
-    else if (k == "l2") d.capacity[2] = parse_size(k, v);
-    else if (k == "systolic") d.systolic_size = parse_size(k, v);
+    if (k == "l0")
+      d.capacity[0] = parse_size(k, v);
+    else if (k == "l1")
+      d.capacity[1] = parse_size(k, v);
+    else if (k == "l2")
+      d.capacity[2] = parse_size(k, v);
+    else if (k == "systolic")
+      d.systolic_size = parse_size(k, v);
     else
       throw Error("example_npu: unknown device option '" + k + "' (known: l0, l1, l2, systolic)");
   }

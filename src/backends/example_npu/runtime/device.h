@@ -34,9 +34,9 @@ struct DeviceDesc {
   std::array<int64_t, 3> capacity = {4 * 1024, 256 * 1024, 512 * 1024};
   // Bytes each tier moves per cycle: L0, L1, L2, DRAM.
   std::array<int64_t, kNumTiers> bandwidth = {128, 64, 32, 8};
-  int64_t systolic_size = 16;   // MATRIX: systolic_size^2 MACs per cycle
+  int64_t systolic_size = 16;  // MATRIX: systolic_size^2 MACs per cycle
   int64_t conv_macs_per_cycle = 256;
-  int64_t vector_lanes = 16;    // VECTOR, POOLING, ACTIVATION: elements per cycle
+  int64_t vector_lanes = 16;  // VECTOR, POOLING, ACTIVATION: elements per cycle
 
   int64_t macs_per_cycle(Engine e) const;
   // Smallest tier that holds `bytes` whole.

@@ -64,7 +64,8 @@ class NpuRuntime final : public BackendRuntime {
         for (const auto& c : p.graph.constants) {
           auto it = constants.find(c.name);
           if (it == constants.end())
-            return Status::error("example_npu: " + f.symbol + " needs constant '" + c.name + "', which was not given");
+            return Status::error("example_npu: " + f.symbol + " needs constant '" + c.name +
+                                 "', which was not given");
           constants_[c.name] = it->second;
         }
         if (Status s = plan(p); !s.ok()) return s;
@@ -79,7 +80,8 @@ class NpuRuntime final : public BackendRuntime {
   Status run(const std::string& symbol, const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs,
              std::vector<DispatchEvent>* events, const NodeObserver& observer) override {
     auto it = programs_.find(symbol);
-    if (it == programs_.end()) return Status::error("example_npu: no function '" + symbol + "' was initialised");
+    if (it == programs_.end())
+      return Status::error("example_npu: no function '" + symbol + "' was initialised");
     try {
       return execute(it->second, inputs, outputs, events, observer);
     } catch (const Error& e) {
@@ -134,14 +136,15 @@ class NpuRuntime final : public BackendRuntime {
                  std::vector<DispatchEvent>* events, const NodeObserver& observer) {
     const Graph& g = p.graph;
     if (inputs.size() != g.inputs.size() || outputs.size() != g.outputs.size())
-      return Status::error("example_npu: " + g.name + " takes " + std::to_string(g.inputs.size()) + " inputs and " +
-                           std::to_string(g.outputs.size()) + " outputs");
+      return Status::error("example_npu: " + g.name + " takes " + std::to_string(g.inputs.size()) +
+                           " inputs and " + std::to_string(g.outputs.size()) + " outputs");
     // Values of this run only: nothing survives to the next run.
     std::map<std::string, Tensor> values;
     for (size_t i = 0; i < inputs.size(); ++i) {
       const TensorDesc& d = g.inputs[i].desc;
       if (inputs[i].shape() != d.shape || inputs[i].dtype() != d.dtype)
-        return Status::error("example_npu: " + g.name + ": input '" + g.inputs[i].name + "' must be " + desc_str(d));
+        return Status::error("example_npu: " + g.name + ": input '" + g.inputs[i].name + "' must be " +
+                             desc_str(d));
       values[g.inputs[i].name] = inputs[i];
     }
     for (const auto& c : g.constants) values[c.name] = constants_.at(c.name);
@@ -163,7 +166,8 @@ class NpuRuntime final : public BackendRuntime {
       DispatchEvent e = compute(d, ins, out);
       e.function = g.name;
       e.start_us = t0;
-      e.duration_us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count() - t0;
+      e.duration_us =
+          std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count() - t0;
       values[last.outputs[0].name] = out;
       if (observer) observer(last.name, out);
       if (events) events->push_back(std::move(e));
@@ -178,8 +182,8 @@ class NpuRuntime final : public BackendRuntime {
 
   // Chooses the tile: the whole output when the working set fits L1, else
   // halve the outermost splittable axis until it does.
-  Shape choose_tile(const Dispatch& d, const std::vector<Tensor>& ins, const Shape& out_shape, DType out_dtype,
-                    int64_t& working_set) const {
+  Shape choose_tile(const Dispatch& d, const std::vector<Tensor>& ins, const Shape& out_shape,
+                    DType out_dtype, int64_t& working_set) const {
     Shape tile = out_shape;
     std::vector<bool> axes = tileable_axes(d.main->op, out_shape);
     auto bytes_for = [&](const Shape& t) {

@@ -10,15 +10,16 @@ namespace kiln::example_npu {
 
 namespace {
 
-
 // Copies the block between a full tensor and a dense block buffer.
 void copy_block(const Tensor& full, const Block& b, char* block_data, bool to_block) {
   const int64_t rank = static_cast<int64_t>(b.size.size());
   const int64_t esize = dtype_bytes(full.dtype());
   if (shape_numel(b.size) == 0) return;
   if (rank == 0) {
-    if (to_block) std::memcpy(block_data, full.raw(), esize);
-    else std::memcpy(const_cast<void*>(full.raw()), block_data, esize);
+    if (to_block)
+      std::memcpy(block_data, full.raw(), esize);
+    else
+      std::memcpy(const_cast<void*>(full.raw()), block_data, esize);
     return;
   }
   std::vector<int64_t> stride(rank, 1);
@@ -32,8 +33,10 @@ void copy_block(const Tensor& full, const Block& b, char* block_data, bool to_bl
     for (int64_t a = 0; a < rank; ++a) offset += (b.begin[a] + (a == rank - 1 ? 0 : idx[a])) * stride[a];
     char* src = base + offset * esize;
     char* dst = block_data + r * row;
-    if (to_block) std::memcpy(dst, src, row);
-    else std::memcpy(src, dst, row);
+    if (to_block)
+      std::memcpy(dst, src, row);
+    else
+      std::memcpy(src, dst, row);
     for (int64_t a = rank - 2; a >= 0; --a) {
       if (++idx[a] < b.size[a]) break;
       idx[a] = 0;
@@ -46,7 +49,8 @@ void copy_block(const Tensor& full, const Block& b, char* block_data, bool to_bl
 struct Span {
   int64_t begin, size, pad_before, pad_after;
 };
-Span window_span(int64_t o0, int64_t n, int64_t stride, int64_t dilation, int64_t kernel, int64_t pad, int64_t extent) {
+Span window_span(int64_t o0, int64_t n, int64_t stride, int64_t dilation, int64_t kernel, int64_t pad,
+                 int64_t extent) {
   int64_t lo = o0 * stride - pad;
   int64_t hi = (o0 + n - 1) * stride - pad + (kernel - 1) * dilation + 1;
   int64_t clo = std::max<int64_t>(lo, 0), chi = std::min(hi, extent);
@@ -67,8 +71,8 @@ Block broadcast_block(const Block& out, const Shape& operand) {
 }
 
 bool is_elementwise(const std::string& op) {
-  for (const char* e : {"add", "subtract", "multiply", "divide", "nn.relu", "clip", "sigmoid", "tanh", "nn.gelu",
-                        "quantize", "dequantize"})
+  for (const char* e : {"add", "subtract", "multiply", "divide", "nn.relu", "clip", "sigmoid", "tanh",
+                        "nn.gelu", "quantize", "dequantize"})
     if (op == e) return true;
   return false;
 }
@@ -95,7 +99,8 @@ std::vector<bool> tileable_axes(const std::string& op, const Shape& out) {
   return t;
 }
 
-TileInputs tile_inputs(const std::string& op, const Block& out, const std::vector<Tensor>& in, const Attrs& attrs) {
+TileInputs tile_inputs(const std::string& op, const Block& out, const std::vector<Tensor>& in,
+                       const Attrs& attrs) {
   TileInputs r;
   r.attrs = attrs;
   if (is_elementwise(op)) {
@@ -124,7 +129,8 @@ TileInputs tile_inputs(const std::string& op, const Block& out, const std::vecto
     return r;
   }
   if (op == "nn.max_pool2d" || op == "nn.avg_pool2d") {
-    r.blocks.push_back({{out.begin[0], out.begin[1], 0, 0}, {out.size[0], out.size[1], in[0].dim(2), in[0].dim(3)}});
+    r.blocks.push_back(
+        {{out.begin[0], out.begin[1], 0, 0}, {out.size[0], out.size[1], in[0].dim(2), in[0].dim(3)}});
     return r;
   }
   if (op == "nn.conv2d") {
