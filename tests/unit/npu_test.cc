@@ -180,6 +180,30 @@ def @main(%x: Tensor[(24, 40), int8], %w: Tensor[(40, 36), int8]) -> Tensor[(24,
   EXPECT_GT(e->tiles, 2);
 }
 
+TEST(Npu, CostModelCountsWorkAndBytes) {
+  auto matmul = [](const std::string& dtype, const std::string& out) {
+    return "def @main(%x: Tensor[(32, 64), " + dtype + "], %w: Tensor[(64, 32), " + dtype +
+           "]) -> Tensor[(32, 32), " + out + "] {\n  %y = matmul(%x, %w)\n  return %y\n}\n";
+  };
+  NpuRun r8 = run_both(matmul("int8", "int32"));
+  NpuRun r32 = run_both(matmul("float32", "float32"));
+  const DispatchEvent* e8 = event_for(r8, "matmul");
+  const DispatchEvent* e32 = event_for(r32, "matmul");
+  ASSERT_NE(e8, nullptr);
+  ASSERT_NE(e32, nullptr);
+  // int8: 32*32*64 MACs at 256 per cycle = 256 cycles, plus bytes over each
+  // tier's bandwidth: x and w (2 KiB each) and the 4 KiB int32 result all
+  // fit L0 (128 bytes per cycle).
+  EXPECT_EQ(e8->bytes_per_tier.at("L0"), 2048 + 2048 + 4096);
+  EXPECT_EQ(e8->cycles, 256 + (2048 + 2048 + 4096) / 128);
+  // float32 MACs take 4 slots: 1024 cycles; x and w (8 KiB each) sit in L1
+  // (64 bytes per cycle), the 4 KiB result in L0.
+  EXPECT_EQ(e32->bytes_per_tier.at("L1"), 8192 + 8192);
+  EXPECT_EQ(e32->cycles, 1024 + (8192 + 8192) / 64 + 4096 / 128);
+  EXPECT_EQ(e32->operands[0].tier, "L1");
+  EXPECT_EQ(e32->operands[2].tier, "L0");
+}
+
 TEST(Npu, DenseTiles) {
   const char* text = R"(
 def @main(%x: Tensor[(16, 32), float32], %w: Tensor[(20, 32), float32]) -> Tensor[(16, 20), float32] {

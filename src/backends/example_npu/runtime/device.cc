@@ -1,6 +1,8 @@
 // The example NPU's device description.
 #include "backends/example_npu/runtime/device.h"
 
+#include <algorithm>
+
 #include "kiln/runtime/error.h"
 
 namespace kiln::example_npu {
@@ -35,12 +37,13 @@ const char* tier_name(Tier t) {
   return "?";
 }
 
-int64_t DeviceDesc::macs_per_cycle(Engine e) const {
+int64_t DeviceDesc::macs_per_cycle(Engine e, DType dtype) const {
+  int64_t slow = dtype == DType::Float32 ? float32_mac_cost : 1;
   switch (e) {
     case Engine::Matrix:
-      return systolic_size * systolic_size;
+      return std::max<int64_t>(systolic_size * systolic_size / slow, 1);
     case Engine::Conv:
-      return conv_macs_per_cycle;
+      return std::max<int64_t>(conv_macs_per_cycle / slow, 1);
     case Engine::Vector:
     case Engine::Pooling:
     case Engine::Activation:

@@ -38,7 +38,11 @@ struct DeviceDesc {
   int64_t conv_macs_per_cycle = 256;
   int64_t vector_lanes = 16;  // VECTOR, POOLING, ACTIVATION: elements per cycle
 
-  int64_t macs_per_cycle(Engine e) const;
+  // float32 multiply-accumulates on MATRIX and CONV take this many int8 slots.
+  int64_t float32_mac_cost = 4;
+
+  // Work per cycle of an engine for data of `dtype` (int8 at full rate).
+  int64_t macs_per_cycle(Engine e, DType dtype = DType::Int8) const;
   // Smallest tier that holds `bytes` whole.
   Tier tier_for(int64_t bytes) const;
   int64_t l1_bytes() const { return capacity[1]; }

@@ -276,7 +276,8 @@ class NpuRuntime final : public BackendRuntime {
     std::vector<Shape> in_shapes;
     for (const auto& t : ins) in_shapes.push_back(t.shape());
     int64_t work = work_of(*d.main, in_shapes);
-    int64_t cycles = (work + device_.macs_per_cycle(d.engine) - 1) / device_.macs_per_cycle(d.engine);
+    int64_t rate = device_.macs_per_cycle(d.engine, ins[0].dtype());
+    int64_t cycles = (work + rate - 1) / rate;
     if (d.activation) {
       std::vector<Shape> act_in = {out.shape()};
       int64_t w = work_of(*d.activation, act_in);
