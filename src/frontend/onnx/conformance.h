@@ -30,6 +30,8 @@ struct ConformanceResult {
   std::string ops;      // the ONNX operators the model uses, comma-separated
   double max_error = 0; // largest absolute difference over all outputs
   std::string detail;   // failed: what differed or the error; unsupported: why
+  // Inputs carrying shapes/axes/scales were frozen to the test's values.
+  bool frozen_inputs = false;
 };
 
 // Runs every test folder under `node_dir` (sorted by name). Throws

@@ -219,7 +219,8 @@ void convert_resize(NodeContext& n) {
     if (n.attr_string("keep_aspect_ratio_policy", "stretch") != "stretch")
       n.unsupported("keep_aspect_ratio_policy other than 'stretch' is not supported");
   }
-  if (coord == "tf_crop_and_resize") n.unsupported("coordinate_transformation_mode 'tf_crop_and_resize' is not supported");
+  if (coord == "tf_crop_and_resize" || coord == "tf_half_pixel_for_nn")
+    n.unsupported("coordinate_transformation_mode '" + coord + "' is not supported");
   if (sizes.empty() && scales.empty()) n.fail("neither scales nor sizes is given");
   if (sizes.empty()) {
     if (scales.size() != 4) n.fail("scales must have 4 entries for a 4-D input");
@@ -230,7 +231,7 @@ void convert_resize(NodeContext& n) {
   // kiln's resize maps coordinates with the size ratio; ONNX uses the given
   // scale, which differs only when in * scale is not a whole number.
   for (size_t i = 2; i < 4 && !scales.empty(); ++i)
-    if (std::abs(in[i] * scales[i] - static_cast<double>(sizes[i])) > 1e-6 && coord != "align_corners")
+    if (std::abs(in[i] * scales[i] - static_cast<double>(sizes[i])) > 1e-6)
       n.unsupported("a scale that does not give a whole output size is not supported");
   std::string mode = n.attr_string("mode", "nearest");
   if (mode == "bilinear") mode = "linear";

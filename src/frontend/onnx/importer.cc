@@ -107,7 +107,7 @@ std::vector<Var> bind_inputs(const onnx::GraphProto& graph, const std::set<std::
   std::vector<std::string> unbound, input_names;
   std::set<std::string> used_options;
   for (const auto& in : graph.input()) {
-    if (initializers.count(in.name())) continue;
+    if (initializers.count(in.name()) || opts.constant_inputs.count(in.name())) continue;
     input_names.push_back(in.name());
     if (!in.type().has_tensor_type())
       throw UnsupportedError(what + ": graph input '" + in.name() + "' is not a tensor (sequences, maps and "
@@ -180,8 +180,11 @@ Module import_onnx_bytes(const std::string& bytes, const std::string& what, cons
   std::vector<Var> params = bind_inputs(graph, initializer_names, opts, g, what);
   {
     size_t k = 0;
-    for (const auto& in : graph.input())
-      if (!initializer_names.count(in.name())) values[in.name()] = params[k++];
+    for (const auto& in : graph.input()) {
+      if (initializer_names.count(in.name())) continue;
+      auto frozen = opts.constant_inputs.find(in.name());
+      values[in.name()] = frozen != opts.constant_inputs.end() ? make_constant(frozen->second) : params[k++];
+    }
   }
   for (const auto& init : graph.initializer()) {
     Tensor t;

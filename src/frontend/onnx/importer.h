@@ -30,6 +30,10 @@ struct ImportOptions {
   // Initializers with more elements than this become named constants (they
   // go to the module's side file when saved); smaller ones stay inline.
   int64_t inline_limit = 16;
+  // Graph inputs frozen to these values: they become constants, not
+  // parameters (the conformance runner uses this for inputs that carry
+  // shapes or axes, which kiln needs statically).
+  std::map<std::string, Tensor> constant_inputs;
 };
 
 // The model uses something kiln cannot import (an operator, an opset, an
