@@ -107,7 +107,15 @@ Module load_module(const std::string& path) {
     side = read_npz(side_path.string());
     have_side = true;
   }
-  return parse_module(text, path, have_side ? &side : nullptr);
+  if (have_side) return parse_module(text, path, &side);
+  try {
+    return parse_module(text, path, nullptr);
+  } catch (const Error& e) {
+    // Say which side file was looked for, so the user knows what is missing.
+    if (e.message().find("refers to the side file") == std::string::npos) throw;
+    throw Error(e.message() + "; no side file '" + side_path.string() + "' was found", e.loc(),
+                e.context());
+  }
 }
 
 void save_module(const Module& m, const std::string& path, int64_t inline_limit) {
@@ -118,6 +126,8 @@ void save_module(const Module& m, const std::string& path, int64_t inline_limit)
   out.attrs = m.attrs;
   NameBigConstants namer(inline_limit, named);
   for (const auto& f : m.functions) out.functions.push_back(namer.mutate_function(f));
+  // Prim functions hold no tensor constants; they are written as they are.
+  out.prim_functions = m.prim_functions;
   fs::path side_path = fs::path(path).replace_extension(".npz");
   if (!named.empty()) {
     std::string weights = out.attrs.has("weights") ? out.attrs.get_string("weights") : "";

@@ -1,16 +1,18 @@
 // fold-constants: evaluates op calls whose arguments are all constants.
 //
 // Requires: nothing. Guarantees: no op call has only constant arguments; a
-// field access of a literal tuple is replaced by the field. The folded value
-// is computed by the op's reference kernel, so folding never changes results.
-// Folded constants larger than kNameAbove elements get a name (the binding's
-// variable name), which puts them in the side file when the module is saved.
+// field access of a literal tuple is replaced by the field; uses of a
+// variable bound to a constant, a literal tuple or another variable see that
+// value directly (the binding is left for dead-code-elimination). The folded
+// value is computed by the op's reference kernel, so folding never changes
+// results. Folded constants larger than kNameAbove elements are named after
+// their binding, which puts them in the side file when the module is saved.
 //
-//   %c = add(const(Tensor[(2,), float32], [1.0, 2.0]), const(Tensor[(2,), float32], [3.0, 4.0]))
+//   %c = add(const(Tensor[(2,), float32], [1.0, 2.0]), const(Tensor[(2,), float32], [3.0, 4.5]))
 //   %d = multiply(%x, %c)
 // =>
-//   %c = const(Tensor[(2,), float32], [4.0, 6.0])
-//   %d = multiply(%x, %c)
+//   %c = const(Tensor[(2,), float32], [4.0, 6.5])
+//   %d = multiply(%x, const(Tensor[(2,), float32], [4.0, 6.5]))
 #include "ir/visitor.h"
 #include "transform/pass.h"
 
@@ -51,7 +53,8 @@ class ConstantFolder : public ExprMutator {
     if (c && value != old.value && c->name.empty() && c->value.numel() > kNameAbove)
       value = make_constant(c->value, old.var->name);
     // Later uses see the constant itself, so chains fold in one pass.
-    if (as<ConstantNode>(value) || as<TupleNode>(value)) map_var(old.var, value);
+    // Aliases (%a = %b) are propagated the same way.
+    if (as<ConstantNode>(value) || as<TupleNode>(value) || as<VarNode>(value)) map_var(old.var, value);
     return ExprMutator::rewrite_binding(old, std::move(value));
   }
 };

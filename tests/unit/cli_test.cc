@@ -1,0 +1,268 @@
+// The `kiln` command end to end: values of `kiln run` against independently
+// computed results, and bad input (text, types, attributes, input files,
+// usage) giving `error: ...` and exit code 1 (2 for bad usage), never a crash.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sys/wait.h>
+
+#include "kiln/runtime/npy.h"
+
+namespace kiln {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Result {
+  int code = -1;
+  std::string out;  // stdout and stderr together
+};
+
+Result kiln_cmd(const std::string& args) {
+  std::string cmd = std::string(KILN_BINARY_DIR) + "/kiln " + args + " 2>&1";
+  Result r;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return r;
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
+  int status = pclose(p);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return r;
+}
+
+class Cli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::path(KILN_BINARY_DIR) / "cli-test" /
+           ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  std::string file(const std::string& name, const std::string& text) {
+    fs::path p = dir_ / name;
+    std::ofstream(p, std::ios::binary) << text;
+    return p.string();
+  }
+  std::string npy(const std::string& name, const Tensor& t) {
+    fs::path p = dir_ / name;
+    write_npy(p.string(), t);
+    return p.string();
+  }
+  // Runs and expects a user error: exit 1, "error:" and `needle` in the output.
+  void expect_error(const std::string& args, const std::string& needle) {
+    Result r = kiln_cmd(args);
+    EXPECT_EQ(r.code, 1) << args << "\n" << r.out;
+    EXPECT_NE(r.out.find("error: "), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find(needle), std::string::npos) << "expected '" << needle << "' in:\n" << r.out;
+  }
+  fs::path dir_;
+};
+
+const char* kMatmulRelu = R"(def @main(%x: Tensor[(2, 4), float32], %w: Tensor[(4, 8), float32]) -> Tensor[(2, 8), float32] {
+  %y = matmul(%x, %w)
+  %z = nn.relu(%y)
+  return %z
+}
+)";
+
+TEST_F(Cli, RunMatmulReluMatchesHandComputation) {
+  std::vector<float> x(8), w(32);
+  for (int i = 0; i < 8; ++i) x[i] = static_cast<float>(i) - 3.5f;
+  for (int i = 0; i < 32; ++i) w[i] = static_cast<float>((i * 7) % 11) * 0.25f - 1.0f;
+  std::string model = file("m.kir", kMatmulRelu);
+  std::string xf = npy("x.npy", Tensor::from_floats({2, 4}, x));
+  std::string wf = npy("w.npy", Tensor::from_floats({4, 8}, w));
+  Result r = kiln_cmd("run " + model + " --input x=" + xf + " --input w=" + wf + " --out " + (dir_ / "out").string());
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("output_0: (2, 8) float32"), std::string::npos) << r.out;
+  Tensor got = read_npy((dir_ / "out" / "output_0.npy").string());
+  ASSERT_EQ(got.shape(), (Shape{2, 8}));
+  for (int i = 0; i < 2; ++i)
+    for (int j = 0; j < 8; ++j) {
+      float acc = 0;
+      for (int k = 0; k < 4; ++k) acc += x[i * 4 + k] * w[k * 8 + j];
+      EXPECT_FLOAT_EQ(got.data<float>()[i * 8 + j], acc > 0 ? acc : 0.0f) << i << "," << j;
+    }
+}
+
+TEST_F(Cli, RandomInputsAreDeterministic) {
+  std::string model = file("m.kir", kMatmulRelu);
+  Result a = kiln_cmd("run " + model + " --random-inputs 7");
+  Result b = kiln_cmd("run " + model + " --random-inputs 7");
+  Result c = kiln_cmd("run " + model + " --random-inputs 8");
+  ASSERT_EQ(a.code, 0) << a.out;
+  EXPECT_EQ(a.out, b.out);
+  EXPECT_NE(a.out, c.out);
+}
+
+TEST_F(Cli, TupleOutputsAreFlattenedInOrder) {
+  std::string model = file("t.kir", R"(def @main(%x: Tensor[(2,), float32]) -> (Tensor[(2,), float32], Tensor[(2,), float32]) {
+  %a = nn.relu(%x)
+  %b = negative(%x)
+  return (%a, %b)
+}
+)");
+  std::string xf = npy("x.npy", Tensor::from_floats({2}, {-1.0f, 2.0f}));
+  Result r = kiln_cmd("run " + model + " --input x=" + xf + " --out " + (dir_ / "o").string());
+  ASSERT_EQ(r.code, 0) << r.out;
+  Tensor a = read_npy((dir_ / "o" / "output_0.npy").string());
+  Tensor b = read_npy((dir_ / "o" / "output_1.npy").string());
+  EXPECT_EQ(a.data<float>()[0], 0.0f);
+  EXPECT_EQ(a.data<float>()[1], 2.0f);
+  EXPECT_EQ(b.data<float>()[0], 1.0f);
+  EXPECT_EQ(b.data<float>()[1], -2.0f);
+}
+
+TEST_F(Cli, OptPrintsFoldedModule) {
+  std::string model = file("f.kir", R"(def @main(%x: Tensor[(2,), float32]) -> Tensor[(2,), float32] {
+  %c = add(const(Tensor[(2,), float32], [1.0, 2.0]), const(Tensor[(2,), float32], [0.5, 0.5]))
+  %d = add(%x, %c)
+  return %d
+}
+)");
+  Result r = kiln_cmd("opt " + model + " --passes fold-constants,dead-code-elimination");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("[1.5, 2.5]"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("%c ="), std::string::npos) << r.out;
+}
+
+TEST_F(Cli, HelpOnEverySubcommand) {
+  for (const char* sub : {"", "run ", "opt ", "ops "}) {
+    Result r = kiln_cmd(std::string(sub) + "--help");
+    EXPECT_EQ(r.code, 0) << sub << r.out;
+    EXPECT_NE(r.out.find("Usage"), std::string::npos) << r.out;
+  }
+}
+
+// ---- bad usage: exit 2
+TEST_F(Cli, BadUsageExitsTwo) {
+  EXPECT_EQ(kiln_cmd("").code, 2);
+  EXPECT_EQ(kiln_cmd("frobnicate").code, 2);
+  EXPECT_EQ(kiln_cmd("run").code, 2);
+  EXPECT_EQ(kiln_cmd("run x.kir --no-such-flag").code, 2);
+  EXPECT_EQ(kiln_cmd("run x.kir --random-inputs notanumber").code, 2);
+}
+
+// ---- bad models: exit 1 with a located message
+TEST_F(Cli, MissingModelFile) { expect_error("run " + (dir_ / "nope.kir").string() + " --random-inputs 0", "nope.kir"); }
+
+TEST_F(Cli, SyntaxErrorHasLineAndCaret) {
+  std::string m = file("bad.kir", "def @main(%x: Tensor[(2,), float32]) -> Tensor[(2,), float32] {\n  %y = nn.relu(%x\n  return %y\n}\n");
+  Result r = kiln_cmd("run " + m + " --random-inputs 0");
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("bad.kir:"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("^"), std::string::npos) << r.out;
+}
+
+TEST_F(Cli, UnknownOp) {
+  std::string m = file("u.kir", "def @main(%x: Tensor[(2,), float32]) -> Tensor[(2,), float32] {\n  %y = nn.frobnicate(%x)\n  return %y\n}\n");
+  expect_error("run " + m + " --random-inputs 0", "nn.frobnicate");
+}
+
+TEST_F(Cli, ShapeMismatchInModel) {
+  std::string m = file("s.kir", "def @main(%x: Tensor[(2, 3), float32], %y: Tensor[(4, 5), float32]) -> Tensor[(2, 5), float32] {\n  %z = matmul(%x, %y)\n  return %z\n}\n");
+  expect_error("run " + m + " --random-inputs 0", "s.kir:2");
+}
+
+TEST_F(Cli, BadAttributeValue) {
+  std::string m = file("a.kir", "def @main(%x: Tensor[(1, 1, 4, 4), float32], %w: Tensor[(1, 1, 3, 3), float32]) -> Tensor[(1, 1, 2, 2), float32] {\n  %y = nn.conv2d(%x, %w, strides=\"wide\")\n  return %y\n}\n");
+  expect_error("run " + m + " --random-inputs 0", "strides");
+}
+
+TEST_F(Cli, UnknownAttribute) {
+  std::string m = file("a.kir", "def @main(%x: Tensor[(2,), float32]) -> Tensor[(2,), float32] {\n  %y = nn.relu(%x, colour=3)\n  return %y\n}\n");
+  expect_error("run " + m + " --random-inputs 0", "colour");
+}
+
+TEST_F(Cli, DeclaredReturnTypeMismatch) {
+  std::string m = file("r.kir", "def @main(%x: Tensor[(2,), float32]) -> Tensor[(3,), float32] {\n  %y = nn.relu(%x)\n  return %y\n}\n");
+  expect_error("run " + m + " --random-inputs 0", "return");
+}
+
+TEST_F(Cli, UndefinedVariable) {
+  std::string m = file("v.kir", "def @main(%x: Tensor[(2,), float32]) -> Tensor[(2,), float32] {\n  %y = nn.relu(%q)\n  return %y\n}\n");
+  expect_error("run " + m + " --random-inputs 0", "%q");
+}
+
+TEST_F(Cli, MissingEntryFunction) {
+  std::string m = file("e.kir", kMatmulRelu);
+  expect_error("run " + m + " --random-inputs 0 --entry forward", "@forward");
+}
+
+TEST_F(Cli, UnknownPass) {
+  std::string m = file("p.kir", kMatmulRelu);
+  expect_error("opt " + m + " --passes fold-constants,make-it-fast", "make-it-fast");
+}
+
+// ---- bad input files
+TEST_F(Cli, MissingInputValue) {
+  std::string m = file("m.kir", kMatmulRelu);
+  expect_error("run " + m, "--random-inputs");
+}
+
+TEST_F(Cli, InputForUnknownParameter) {
+  std::string m = file("m.kir", kMatmulRelu);
+  std::string xf = npy("x.npy", Tensor::zeros({2, 4}, DType::Float32));
+  expect_error("run " + m + " --input nope=" + xf + " --random-inputs 0", "no parameter");
+}
+
+TEST_F(Cli, InputWithWrongShape) {
+  std::string m = file("m.kir", kMatmulRelu);
+  std::string xf = npy("x.npy", Tensor::zeros({4, 2}, DType::Float32));
+  expect_error("run " + m + " --input x=" + xf + " --random-inputs 0", "(4, 2)");
+}
+
+TEST_F(Cli, InputWithWrongDtype) {
+  std::string m = file("m.kir", kMatmulRelu);
+  std::string xf = npy("x.npy", Tensor::zeros({2, 4}, DType::Int32));
+  expect_error("run " + m + " --input x=" + xf + " --random-inputs 0", "int32");
+}
+
+TEST_F(Cli, TruncatedNpy) {
+  std::string m = file("m.kir", kMatmulRelu);
+  std::string good = npy("x.npy", Tensor::zeros({2, 4}, DType::Float32));
+  std::string bytes;
+  {
+    std::ifstream in(good, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  std::string bad = file("trunc.npy", bytes.substr(0, bytes.size() - 5));
+  expect_error("run " + m + " --input x=" + bad + " --random-inputs 0", "trunc.npy");
+}
+
+TEST_F(Cli, NotAnNpyFile) {
+  std::string m = file("m.kir", kMatmulRelu);
+  std::string bad = file("junk.npy", "this is not numpy data at all");
+  expect_error("run " + m + " --input x=" + bad + " --random-inputs 0", "junk.npy");
+}
+
+TEST_F(Cli, MalformedInputFlag) {
+  std::string m = file("m.kir", kMatmulRelu);
+  expect_error("run " + m + " --input x", "NAME=FILE");
+}
+
+TEST_F(Cli, MissingSideFile) {
+  std::string m = file("w.kir", "def @main(%x: Tensor[(2,), float32]) -> Tensor[(2,), float32] {\n  %y = add(%x, const(Tensor[(2,), float32], \"bias\"))\n  return %y\n}\n");
+  expect_error("run " + m + " --random-inputs 0", "w.npz");
+}
+
+TEST_F(Cli, RandomBytesNeverCrash) {
+  uint64_t s = 12345;
+  for (int i = 0; i < 20; ++i) {
+    std::string junk;
+    for (int j = 0; j < 200; ++j) {
+      s = s * 6364136223846793005ULL + 1442695040888963407ULL;
+      junk += static_cast<char>(s >> 56);
+    }
+    std::string m = file("junk" + std::to_string(i) + ".kir", junk);
+    Result r = kiln_cmd("run " + m + " --random-inputs 0");
+    EXPECT_EQ(r.code, 1) << r.out;
+  }
+}
+
+}  // namespace
+}  // namespace kiln
