@@ -16,6 +16,7 @@
 
 #include "ir/lexer.h"
 #include "ir/text.h"
+#include "tir/text.h"
 
 namespace kiln {
 namespace {
@@ -68,7 +69,13 @@ class Parser {
         signatures_[f.name] = Signature{param_types(f.params), f.ret};
         skip_body(f);
       } else if (t.is_ident("prim")) {
-        parse_prim_function(lex_);
+        SourceLoc loc = lex_.loc(t);
+        tir::PrimFunc f = tir::parse_prim_function(lex_);
+        auto [it, fresh] = defined.emplace(f->name, loc);
+        if (!fresh)
+          throw lex_.error_at(loc, "duplicate function @" + f->name + " (first defined at " +
+                                       it->second.str() + ")");
+        m.prim_functions.push_back(std::move(f));
       } else if (t.is_ident("module")) {
         throw lex_.error_at(t, "module attributes must come before the first function");
       } else {
@@ -81,11 +88,6 @@ class Parser {
 
  private:
   // ------------------------------------------------------------ structure
-
-  // Hook for tensor-level functions; `prim @kernel(...) { ... }`.
-  void parse_prim_function(Lexer& lex) {
-    throw lex.error_at(lex.peek(), "prim functions are not supported yet");
-  }
 
   static std::vector<Type> param_types(const std::vector<Var>& params) {
     std::vector<Type> types;

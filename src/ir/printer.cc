@@ -13,6 +13,7 @@
 #include <unordered_map>
 
 #include "ir/text.h"
+#include "tir/text.h"
 
 namespace kiln {
 namespace {
@@ -195,6 +196,10 @@ std::string print_module(const Module& m) {
   for (size_t i = 0; i < m.functions.size(); ++i) {
     if (!s.empty()) s += "\n";
     s += print_function(*m.functions[i]);
+  }
+  for (const auto& f : m.prim_functions) {
+    if (!s.empty()) s += "\n";
+    s += tir::print_prim_func(*f);
   }
   return s;
 }

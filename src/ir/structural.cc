@@ -8,6 +8,7 @@
 #include <unordered_map>
 
 #include "ir/ir.h"
+#include "tir/tir.h"
 
 namespace kiln {
 namespace {
@@ -163,6 +164,9 @@ bool structural_equal(const Module& a, const Module& b) {
   if (a.attrs != b.attrs || a.functions.size() != b.functions.size()) return false;
   for (size_t i = 0; i < a.functions.size(); ++i)
     if (!structural_equal(*a.functions[i], *b.functions[i])) return false;
+  if (a.prim_functions.size() != b.prim_functions.size()) return false;
+  for (size_t i = 0; i < a.prim_functions.size(); ++i)
+    if (!tir::structural_equal(*a.prim_functions[i], *b.prim_functions[i])) return false;
   return true;
 }
 
@@ -171,6 +175,12 @@ size_t structural_hash(const FunctionNode& f) { return Hasher().function(f); }
 size_t structural_hash(const Module& m) {
   size_t h = hash_attrs(m.attrs);
   for (const auto& f : m.functions) hash_combine(h, structural_hash(*f));
+  // Prim functions hash by name and arity only: coarser than their equality
+  // (which is up to renaming), so equal modules still hash alike.
+  for (const auto& f : m.prim_functions) {
+    hash_combine(h, std::hash<std::string>()(f->name));
+    hash_combine(h, f->params.size());
+  }
   return h;
 }
 
