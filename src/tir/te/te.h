@@ -1,0 +1,151 @@
+// Tensor expressions and schedules: the C++ API that writes prim functions.
+//
+// A tensor is a placeholder (an input) or a compute: a shape and an
+// expression per element, optionally a reduction (sum or max) over reduce
+// axes. A schedule decides how each tensor's loops run (split, fuse,
+// reorder, vectorize, unroll, parallel), where a tensor lives (set_scope,
+// cache_read/cache_write copy through a buffer of another scope) and whether
+// it is computed at all (compute_inline). lower() writes the prim function:
+//
+//   te::Tensor A = te::placeholder({2048}, DataType::int_(8), "A");
+//   te::Tensor B = te::placeholder({2048}, DataType::int_(8), "B");
+//   te::Tensor C = te::compute({2048}, [&](const te::Axes& i) { return add(A(i), B(i)); }, "C");
+//   te::Schedule s({C});
+//   te::Tensor A_buf = s.cache_read(A, "local.vtcm", {C});
+//   s[C].vectorize(s[C].leaf(0));
+//   tir::PrimFunc f = te::lower(s, {A, B, C}, "alloc_vtcm");
+//
+// Errors a user can make (an unknown scope, a split factor that does not
+// divide the extent, a placeholder missing from the arguments) are
+// kiln::Error naming the tensor.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tir/tir.h"
+
+namespace kiln::tir::te {
+
+struct TensorNode;
+using Tensor = std::shared_ptr<const TensorNode>;
+using Axes = std::vector<Var>;
+
+// A loop variable with its extent; reduce axes are made by reduce_axis.
+struct IterVar {
+  Var var;
+  int64_t extent = 0;
+};
+IterVar reduce_axis(int64_t extent, const std::string& name);
+
+enum class ReduceKind : uint8_t { None, Sum, Max };
+
+// The value of a reduction: `combiner` over `axes` of `value`.
+struct Reduction {
+  ReduceKind kind = ReduceKind::None;
+  Expr value;
+  std::vector<IterVar> axes;
+};
+Reduction sum(Expr value, std::vector<IterVar> axes);
+Reduction max(Expr value, std::vector<IterVar> axes);
+
+struct TensorNode : std::enable_shared_from_this<TensorNode> {
+  std::string name;
+  DataType dtype;
+  std::vector<int64_t> shape;
+  // The buffer expressions load from; lower() maps it to the scheduled one.
+  Buffer buffer;
+  Axes axes;               // compute: one variable per dimension
+  Expr body;               // compute: the element (the reduced value); null for a placeholder
+  Reduction reduction;     // kind None for an element-wise compute
+  std::vector<Tensor> inputs;  // the tensors body reads
+
+  bool is_placeholder() const { return body == nullptr; }
+  // A load of this tensor at `indices`, recorded as an input of the compute
+  // being built.
+  Expr operator()(const std::vector<Expr>& indices) const;
+  Expr operator()(const Axes& indices) const;
+  Expr operator()(std::initializer_list<Expr> indices) const;
+};
+
+Tensor placeholder(std::vector<int64_t> shape, DataType dtype, std::string name);
+Tensor compute(std::vector<int64_t> shape, const std::function<Expr(const Axes&)>& fcompute,
+               std::string name);
+Tensor compute(std::vector<int64_t> shape, const std::function<Reduction(const Axes&)>& fcompute,
+               std::string name);
+
+// ---------------------------------------------------------------- schedules
+
+// One loop of a stage's nest, outermost first.
+struct Leaf {
+  Var var;
+  int64_t extent = 0;
+  ForKind kind = ForKind::Serial;
+  bool reduce = false;
+};
+
+class Schedule;
+
+// How one tensor is computed. Loops are named by their variables: leaf(i)
+// gives the i-th loop of the current nest.
+class Stage {
+ public:
+  const Var& leaf(size_t i) const;
+  const std::vector<Leaf>& leaves() const { return leaves_; }
+  // Splits a loop into outer (extent / factor) and inner (factor) loops; the
+  // factor must divide the extent. Returns {outer, inner}.
+  std::pair<Var, Var> split(const Var& loop, int64_t factor);
+  // Fuses two adjacent loops, outer then inner, into one.
+  Var fuse(const Var& outer, const Var& inner);
+  // The loops in this order; all of them must be named.
+  void reorder(const std::vector<Var>& order);
+  void vectorize(const Var& loop) { set_kind(loop, ForKind::Vectorized); }
+  void unroll(const Var& loop) { set_kind(loop, ForKind::Unrolled); }
+  void parallel(const Var& loop) { set_kind(loop, ForKind::Parallel); }
+  // The memory scope of the tensor's buffer: global, local, global.vtcm, local.vtcm.
+  void set_scope(const std::string& scope);
+  // Computes the tensor inside its consumers' expressions instead of a buffer.
+  void compute_inline();
+
+ private:
+  friend class Schedule;
+  friend tir::PrimFunc lower(const Schedule&, const std::vector<Tensor>&, const std::string&);
+  size_t find(const Var& loop) const;
+  void set_kind(const Var& loop, ForKind kind);
+
+  Tensor tensor_;
+  Expr body_;  // the tensor's body with cache reads applied
+  ReduceKind reduce_kind_ = ReduceKind::None;
+  std::vector<Leaf> leaves_;
+  std::vector<std::pair<Var, Expr>> axis_values_;  // original axis -> expression of leaves
+  MemoryScope scope_ = MemoryScope::Global;
+  bool inlined_ = false;
+};
+
+class Schedule {
+ public:
+  // Stages for the outputs and everything they read, producers first.
+  explicit Schedule(const std::vector<Tensor>& outputs);
+  Stage& operator[](const Tensor& t);
+  const std::vector<std::unique_ptr<Stage>>& stages() const { return stages_; }
+  // A copy of `t` in `scope` that `readers` read instead of `t`.
+  Tensor cache_read(const Tensor& t, const std::string& scope, const std::vector<Tensor>& readers);
+  // `t` is computed into a buffer in `scope` and then copied to `t`.
+  Tensor cache_write(const Tensor& t, const std::string& scope);
+
+ private:
+  void add(const Tensor& t);
+  Stage& make_stage(const Tensor& t, size_t position);
+  size_t index_of(const Tensor& t) const;
+  std::string fresh_name(const std::string& base) const;
+  std::vector<std::unique_ptr<Stage>> stages_;
+};
+
+// The prim function computing the schedule: `args` (placeholders and
+// outputs, in order) become buffer parameters; every other stage's tensor is
+// allocated in its scope for the whole function. The result is verified.
+tir::PrimFunc lower(const Schedule& s, const std::vector<Tensor>& args, const std::string& name);
+
+}  // namespace kiln::tir::te
