@@ -53,6 +53,15 @@ std::vector<ResolvedImport> resolve_imports(const std::vector<Import>& imports,
 void check_imports(const std::vector<Import>& imports, const std::vector<std::string>& link_libs,
                    const std::string& when = "build");
 
+// The defined functions and the undefined symbols of an object file or shared
+// library (for `kiln inspect`); throws kiln::Error naming the file when it is
+// neither.
+struct ObjectSymbols {
+  std::vector<std::string> exports;  // sorted
+  std::vector<std::string> imports;  // sorted
+};
+ObjectSymbols read_object_symbols(const std::string& path);
+
 enum class EmitKind { LLVMIR, Assembly, Object, SharedLibrary };
 // "ll", "asm", "obj", "so"; parse_emit_kind throws on an unknown name.
 EmitKind parse_emit_kind(const std::string& name);

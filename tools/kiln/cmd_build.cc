@@ -11,6 +11,7 @@
 
 #include "codegen/codegen.h"
 #include "commands.h"
+#include "ir/text.h"
 #include "tir/text.h"
 #include "tir/transform/passes.h"
 
@@ -33,9 +34,10 @@ std::vector<tir::PrimFunc> read_prim_functions(const std::string& path) {
   std::stringstream ss;
   ss << in.rdbuf();
   std::string text = ss.str();
-  auto funcs = tir::parse_prim_functions(text, path);
-  KILN_CHECK(!funcs.empty(), path, " has no prim functions to build");
-  return funcs;
+  // A module may hold graph functions too; `build` compiles its prim functions.
+  Module m = parse_module(text, path);
+  KILN_CHECK(!m.prim_functions.empty(), path, " has no prim functions to build");
+  return std::vector<tir::PrimFunc>(m.prim_functions.begin(), m.prim_functions.end());
 }
 
 int run_build(const BuildOpts& o) {

@@ -1,13 +1,17 @@
-// kiln inspect FILE.kir [--link-lib LIB ...]
+// kiln inspect FILE [--link-lib LIB ...]
 //
-// Lists the exports (prim functions) and imports of a module and, for each
-// import, where it resolves: the runtime ABI, a named library, or UNRESOLVED.
+// Lists the exports and imports of a module and, for each import, where it
+// resolves: the runtime ABI, a named library, or UNRESOLVED. FILE is a .kir
+// module (its prim functions are lowered as `kiln build` would, so the
+// scratchpad calls show), or an object file / shared library (its symbol
+// table). Exit code 1 when an import is unresolved.
 #include <fstream>
 #include <iostream>
 #include <sstream>
 
 #include "codegen/codegen.h"
 #include "commands.h"
+#include "ir/text.h"
 #include "tir/text.h"
 #include "tir/transform/passes.h"
 
@@ -19,26 +23,63 @@ struct InspectOpts {
   std::vector<std::string> link_libs;
 };
 
+// C library functions LLVM itself may call from generated code (block copies
+// and fills, math); the dynamic linker takes them from libc/libm, which every
+// process that loads a kernel has.
+bool is_c_library_symbol(const std::string& s) {
+  for (const char* c : {"memcpy", "memmove", "memset", "expf", "exp", "sqrtf", "sqrt", "fabsf", "fabs",
+                        "fmaxf", "fminf"})
+    if (s == c) return true;
+  return false;
+}
+
+bool is_kir(const std::string& path) {
+  return path.size() >= 4 && path.compare(path.size() - 4, 4, ".kir") == 0;
+}
+
 int run_inspect(const InspectOpts& o) {
-  std::ifstream in(o.input);
-  KILN_CHECK(in.good(), "cannot read ", o.input);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  std::string text = ss.str();
-  auto funcs = tir::parse_prim_functions(text, o.input);
-  for (auto& f : funcs) f = tir::lower_for_build(f);
+  std::vector<std::string> exports;
+  std::vector<codegen::Import> imports;
+  if (is_kir(o.input)) {
+    std::ifstream in(o.input);
+    KILN_CHECK(in.good(), "cannot read ", o.input);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    Module m = parse_module(ss.str(), o.input);
+    std::vector<tir::PrimFunc> funcs;
+    for (const auto& f : m.prim_functions) funcs.push_back(tir::lower_for_build(f));
+    for (const auto& f : funcs) exports.push_back(f->name);
+    imports = codegen::collect_imports(funcs);
+  } else {
+    codegen::ObjectSymbols syms = codegen::read_object_symbols(o.input);
+    exports = syms.exports;
+    for (const auto& s : syms.imports) imports.push_back(codegen::Import{s, {}});
+  }
   std::cout << "exports:\n";
-  for (const auto& f : funcs) std::cout << "  " << f->name << "\n";
+  for (const auto& e : exports) std::cout << "  " << e << "\n";
   std::cout << "imports:\n";
-  bool unresolved = false;
-  for (const auto& r : codegen::resolve_imports(codegen::collect_imports(funcs), o.link_libs)) {
+  std::vector<std::string> unresolved;
+  for (const auto& r : codegen::resolve_imports(imports, o.link_libs)) {
+    std::string where = codegen::import_source_name(r.source);
+    if (!r.library.empty()) where += " " + r.library;
+    bool libc = r.source == codegen::ImportSource::Unresolved && is_c_library_symbol(r.import.symbol);
+    if (libc) where = "C library";
+    std::cout << "  " << r.import.symbol << "  " << where;
     std::string callers;
     for (const auto& c : r.import.callers) callers += (callers.empty() ? "@" : ", @") + c;
-    std::cout << "  " << r.import.symbol << "  " << codegen::import_source_name(r.source)
-              << (r.library.empty() ? "" : " " + r.library) << "  (called by " << callers << ")\n";
-    unresolved |= r.source == codegen::ImportSource::Unresolved;
+    if (!callers.empty()) std::cout << "  (called by " << callers << ")";
+    std::cout << "\n";
+    if (r.source == codegen::ImportSource::Unresolved && !libc) unresolved.push_back(r.import.symbol);
   }
-  return unresolved ? 1 : 0;
+  std::cout.flush();
+  if (!unresolved.empty()) {
+    std::string names;
+    for (const auto& u : unresolved) names += (names.empty() ? "'" : ", '") + u + "'";
+    throw Error(o.input + ": " + std::to_string(unresolved.size()) + " import(s) UNRESOLVED: " + names +
+                "; the kiln runtime exports only kiln/runtime/backend_api.h, name a library that "
+                "defines them with --link-lib (see docs/linking.md)");
+  }
+  return 0;
 }
 
 }  // namespace
@@ -46,7 +87,7 @@ int run_inspect(const InspectOpts& o) {
 void add_inspect_command(CLI::App& app) {
   auto opts = std::make_shared<InspectOpts>();
   CLI::App* cmd = app.add_subcommand("inspect", "list a module's exports and imports and where each import resolves");
-  cmd->add_option("file", opts->input, "a .kir file of prim functions")->required();
+  cmd->add_option("file", opts->input, "a .kir module, an object file or a shared library")->required();
   cmd->add_option("--link-lib", opts->link_libs, "a shared library that may provide imports (repeatable)");
   cmd->callback([opts] {
     int rc = run_inspect(*opts);
