@@ -1,11 +1,32 @@
 #!/usr/bin/env bash
-# `make run`: the main job on the bundled example. Runs the small CNN on the
-# reference interpreter with a fixed random image and prints its outputs.
+# `make run`: the main job on the bundled example. The small CNN is run on the
+# reference interpreter, partitioned for the example NPU (with the reason for
+# every op), compiled into one .kmod file, and run from that file with the
+# NPU emulator, checking every offloaded region against the reference.
 set -euo pipefail
 build=${1:-build}
 cd "$(dirname "$0")/.."
 kiln="$build/kiln"
+model=examples/small_cnn/small_cnn.kir
 out="$build/example-out"
-echo "== kiln run examples/small_cnn/small_cnn.kir (reference interpreter)"
-"$kiln" run examples/small_cnn/small_cnn.kir --random-inputs 0 --out "$out"
-echo "== outputs written to $out/"
+mkdir -p "$out"
+
+echo "== 1. reference interpreter: kiln run $model"
+"$kiln" run "$model" --random-inputs 0 --out "$out/reference"
+
+echo
+echo "== 2. partition for example_npu: kiln partition $model --backend example_npu --merge --explain"
+"$kiln" partition "$model" --backend example_npu --merge --explain --report "$out/partition.json" --dot "$out/partition.dot" |
+  grep -E '^(@main|offload)'
+
+echo
+echo "== 3. compile: kiln compile $model --backend example_npu -o $out/small_cnn.kmod"
+"$kiln" compile "$model" --backend example_npu -o "$out/small_cnn.kmod"
+
+echo
+echo "== 4. run the compiled module on the NPU emulator, verified against the reference"
+"$kiln" run "$out/small_cnn.kmod" --random-inputs 0 --verify --out "$out/npu" \
+  --dispatch-log "$out/dispatch.jsonl" --profile "$out/trace.json"
+
+echo
+echo "== outputs, partition report (JSON, DOT), dispatch log and Chrome trace are in $out/"
