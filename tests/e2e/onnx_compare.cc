@@ -3,6 +3,10 @@
 // ONNX Runtime, see ort_run.js). Used by ppocr.sh and bench/e2e_ppocr.sh.
 //
 //   kiln_onnx_compare MODEL.onnx DIR --input-shape x=1,3,48,320 [--atol A] [--rtol R] [--repeat N]
+//                     [--backend NAME ...]
+//
+// With --backend the model is partitioned, built and run on the VM, the path
+// of `kiln run --backend`, and kiln's offload line is printed first.
 //
 // DIR holds input.npy and output_<i>.npy. An element matches when
 // |kiln - ort| <= atol + rtol * |ort|. Prints one line:
@@ -14,11 +18,15 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <optional>
 #include <string>
 
+#include "backends/build.h"
 #include "frontend/onnx/importer.h"
 #include "interp/interpreter.h"
 #include "kiln/runtime/npy.h"
+#include "runtime/vm.h"
+#include "transform/partition.h"
 
 namespace {
 
@@ -28,6 +36,7 @@ int run(int argc, char** argv) {
   ImportOptions opts;
   double atol = 1e-4, rtol = 1e-3;
   int repeat = 1;
+  std::vector<std::string> backends;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto next = [&]() -> std::string {
@@ -38,20 +47,30 @@ int run(int argc, char** argv) {
     else if (a == "--atol") atol = std::stod(next());
     else if (a == "--rtol") rtol = std::stod(next());
     else if (a == "--repeat") repeat = std::max(1, std::stoi(next()));
+    else if (a == "--backend") backends.push_back(next());
     else pos.push_back(a);
   }
   if (pos.size() != 2) {
-    std::cerr << "usage: kiln_onnx_compare MODEL.onnx DIR --input-shape NAME=D0,D1,... [--atol A] [--rtol R] [--repeat N]\n";
+    std::cerr << "usage: kiln_onnx_compare MODEL.onnx DIR --input-shape NAME=D0,D1,... [--atol A] [--rtol R] [--repeat N] [--backend NAME ...]\n";
     return 2;
   }
   const std::string model = pos[0], dir = pos[1];
   Module m = import_onnx(model, opts);
   Tensor input = read_npy(dir + "/input.npy");
+  std::optional<VirtualMachine> vm;
+  if (!backends.empty()) {
+    PartitionOptions po;
+    po.backends = backends;
+    PartitionReport report;
+    Module parted = partition_module(m, po, /*merge=*/true, &report);
+    vm.emplace(build_executable(parted, "main"));
+    std::cout << "offload: " << report.summary() << "\n";
+  }
   std::vector<Tensor> outs;
   std::vector<double> times;
   for (int r = 0; r < repeat; ++r) {
     auto t0 = std::chrono::steady_clock::now();
-    outs = interpret(m, "main", {input});
+    outs = vm ? vm->run({input}) : interpret(m, "main", {input});
     times.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
   }
   std::sort(times.begin(), times.end());

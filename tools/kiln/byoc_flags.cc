@@ -12,6 +12,8 @@ void BackendFlags::add_to(CLI::App* cmd, bool with_merge_flag) {
   cmd->add_option("--min-region-size", min_region_size, "Regions with fewer ops stay on the host")
       ->capture_default_str();
   cmd->add_option("--option", options, "Codegen option backend.key=value (e.g. example_npu.l1=64K)");
+  cmd->add_option("--input-shape", input_shapes,
+                  "NAME=D0,D1,... static shape for an ONNX input with symbolic dimensions (repeatable)");
 }
 
 PartitionOptions BackendFlags::partition_options() const {
@@ -36,6 +38,12 @@ RunCodegenOptions BackendFlags::codegen_options() const {
     else
       o.backend[key.substr(0, dot)][key.substr(dot + 1)] = value;
   }
+  return o;
+}
+
+ImportOptions BackendFlags::import_options() const {
+  ImportOptions o;
+  for (const auto& f : input_shapes) parse_input_shape_flag(f, o);
   return o;
 }
 

@@ -1,11 +1,13 @@
 // Flags shared by `kiln partition`, `kiln compile` and `kiln run` for
-// choosing backends and partitioning options.
+// choosing backends and partitioning options, and for importing ONNX models
+// with symbolic dimensions (--input-shape).
 #pragma once
 
 #include <CLI/CLI.hpp>
 #include <string>
 #include <vector>
 
+#include "frontend/onnx/importer.h"
 #include "transform/partition.h"
 
 namespace kiln::cli {
@@ -17,10 +19,12 @@ struct BackendFlags {
   bool lift_constants = false;
   int64_t min_region_size = 1;
   std::vector<std::string> options;  // backend.key=value or key=value
+  std::vector<std::string> input_shapes;  // NAME=D0,D1,... for ONNX inputs
 
   void add_to(CLI::App* cmd, bool with_merge_flag);
   PartitionOptions partition_options() const;
   RunCodegenOptions codegen_options() const;
+  ImportOptions import_options() const;
 };
 
 // The one-line offload summary printed whenever a backend is used:

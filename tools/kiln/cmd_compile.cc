@@ -19,7 +19,7 @@ struct CompileOpts {
 };
 
 void run(const CompileOpts& o) {
-  Module m = load_model(o.model);
+  Module m = load_model(o.model, o.flags.import_options());
   PartitionReport report;
   Module parted = partition_module(m, o.flags.partition_options(), !o.flags.no_merge, &report);
   Executable exe = build_executable(parted, o.entry, o.flags.codegen_options());

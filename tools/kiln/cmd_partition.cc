@@ -37,7 +37,7 @@ void run(const PartitionOpts& o) {
   if (o.flags.backends.empty())
     throw Error(
         "kiln partition: name at least one --backend (registered: example_npu; --list shows them all)");
-  Module m = load_model(o.model);
+  Module m = load_model(o.model, o.flags.import_options());
   PartitionReport report;
   Module parted = partition_module(m, o.flags.partition_options(), o.merge, &report);
   std::string text = print_module(parted);

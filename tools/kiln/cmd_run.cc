@@ -166,11 +166,13 @@ void run(const RunOpts& o) {
   if (is_kmod_file(o.model)) {
     if (!o.flags.backends.empty())
       throw Error(o.model + " is compiled already; its backends were chosen by `kiln compile` (drop --backend)");
+    if (!o.flags.input_shapes.empty())
+      throw Error(o.model + " is compiled already; its input shapes were fixed by `kiln compile` (drop --input-shape)");
     Executable exe = read_kmod(o.model);
     if (!exe.offload_summary.empty()) std::cout << "offload: " << exe.offload_summary << "\n";
     outs = run_on_vm(std::move(exe), o);
   } else {
-    Module m = load_model(o.model);
+    Module m = load_model(o.model, o.flags.import_options());
     const FunctionNode* fn = m.find(o.entry);
     if (!fn) throw Error(o.model + ": no function @" + o.entry + " to run (use --entry NAME)");
     check_vm_flags(o, !o.flags.backends.empty());
