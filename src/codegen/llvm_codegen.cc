@@ -306,6 +306,7 @@ class FunctionBuilder {
       case tir::Intrinsic::Exp: return b_.CreateUnaryIntrinsic(llvm::Intrinsic::exp, args[0]);
       case tir::Intrinsic::Likely:
         return b_.CreateIntrinsic(llvm::Intrinsic::expect, {args[0]->getType()}, {args[0], b_.getTrue()});
+      case tir::Intrinsic::AddressOffset: return b_.CreateGEP(b_.getInt8Ty(), args[0], args[1]);
     }
     return nullptr;
   }

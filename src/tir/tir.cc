@@ -285,6 +285,13 @@ Expr call_intrinsic(Intrinsic i, std::vector<Expr> args) {
       KILN_CHECK(args[0]->dtype.is_bool(), "likely takes a bool, not ", dtype_str(args[0]->dtype));
       t = args[0]->dtype;
       break;
+    case Intrinsic::AddressOffset:
+      want(2);
+      KILN_CHECK(args[0]->dtype.is_handle() && args[1]->dtype == DataType::int64(),
+                 "address_offset takes a handle and an int64 byte offset, not ",
+                 dtype_str(args[0]->dtype), " and ", dtype_str(args[1]->dtype));
+      t = DataType::handle();
+      break;
   }
   return std::make_shared<CallNode>(t, CallKind::Intrinsic, intrinsic_name(i), std::move(args));
 }

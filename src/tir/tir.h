@@ -227,7 +227,8 @@ enum class CallKind : uint8_t { Intrinsic, Extern };
   X(Abs, "abs")          /* numeric */                           \
   X(Sqrt, "sqrt")        /* float */                             \
   X(Exp, "exp")          /* float */                             \
-  X(Likely, "likely")    /* bool hint for branches */
+  X(Likely, "likely")    /* bool hint for branches */                \
+  X(AddressOffset, "address_offset") /* handle + int64 bytes -> handle */
 
 enum class Intrinsic : uint8_t {
 #define KILN_TIR_ENUM_ENTRY(name, text) name,

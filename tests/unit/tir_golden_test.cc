@@ -87,6 +87,7 @@ TEST_P(TirGolden, PassesGiveTheExpectedText) {
   TirPassOptions options;
   if (std::string cap = header(input, "CAPACITY"); !cap.empty())
     options.scratchpad_capacity = std::stoull(cap);
+  if (header(input, "STATIC-PLAN") == "on") options.static_scratchpad_plan = true;
   std::vector<std::string> passes;
   std::stringstream names(header(input, "PASSES"));
   for (std::string name; std::getline(names, name, ',');) passes.push_back(trim(name));

@@ -180,3 +180,45 @@ TEST(TirTe, ScheduleErrorsNameTheTensor) {
 
 }  // namespace
 }  // namespace kiln::tir
+
+namespace kiln::tir {
+namespace {
+
+TEST(TirTe, StaticScratchpadPlanMakesOneAllocationAndRuns) {
+  TirPassOptions options;
+  options.static_scratchpad_plan = true;
+  PrimFunc lowered = lower_for_build(vtcm_add(DataType::int_(8)), options);
+  std::string text = print_prim_func(*lowered);
+  EXPECT_NE(text.find("\"HexagonBackendAllocateVTCM\", uint32(4096), uint32(128))"), std::string::npos) << text;
+  EXPECT_NE(text.find("address_offset(%vtcm_plan_data, int64(2048))"), std::string::npos) << text;
+  auto m = codegen::JitModule::create({lowered});
+  std::vector<int8_t> a(2048), b(2048), c(2048, 0);
+  for (int i = 0; i < 2048; ++i) {
+    a[size_t(i)] = int8_t(i * 3);
+    b[size_t(i)] = int8_t(100 - i);
+  }
+  VtcmPool pool;
+  {
+    ScopedVtcmPool bind(pool);
+    m->run("alloc_vtcm", {a.data(), b.data(), c.data()});
+  }
+  for (size_t i = 0; i < 2048; ++i) ASSERT_EQ(c[i], int8_t(a[i] + b[i])) << i;
+  EXPECT_EQ(pool.stats().total_allocations, 1u) << "one allocate call for both buffers";
+  EXPECT_EQ(pool.stats().high_water_bytes, 4096u);
+  EXPECT_EQ(pool.stats().live_allocations, 0u);
+
+  // An exhausted pool is the structured error, naming the plan, not a crash.
+  VtcmPool small(1000);
+  ScopedVtcmPool bind(small);
+  try {
+    m->run("alloc_vtcm", {a.data(), b.data(), c.data()});
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    std::string msg = e.what();
+    EXPECT_NE(msg.find("the scratchpad plan of @alloc_vtcm (4096 bytes: %A_buf at 0, %B_buf at 2048)"),
+              std::string::npos) << msg;
+  }
+}
+
+}  // namespace
+}  // namespace kiln::tir

@@ -20,6 +20,8 @@
 //   decl_buffer %A_buf: Buffer[(2048), int8, scope="local.vtcm", align=128, data=%A_buf_data]
 //   <body, with `return c` becoming `free; return c`>
 //   evaluate call_extern<int32>("HexagonBackendFreeVTCM", %A_buf_data)
+#include <algorithm>
+
 #include "tir/mutator.h"
 #include "tir/transform/passes.h"
 
@@ -100,11 +102,175 @@ class LowerPerBuffer : public Mutator {
   }
 };
 
+// ---------------------------------------------------------------- static plan
+//
+// With TirPassOptions::static_scratchpad_plan the function makes ONE pool
+// allocation at entry (null-checked, freed on every exit) and each scratchpad
+// buffer becomes an address_offset into it. Buffers whose live ranges do not
+// overlap share bytes. A live range is the span of statements (in program
+// order) that touch the buffer, widened to the whole outermost loop when a
+// use is inside a loop, since a later iteration may read what an earlier one
+// wrote.
+
+struct LiveRange {
+  int first = -1, last = -1;
+};
+
+class Liveness : public Visitor {
+ public:
+  std::unordered_map<const BufferNode*, LiveRange> ranges;
+
+ protected:
+  void visit_For(const ForNode& n) override {
+    int start = ++counter_;
+    ++depth_;
+    Visitor::visit_For(n);
+    --depth_;
+    if (depth_ > 0) return;
+    for (auto& [b, r] : ranges)
+      if (r.last >= start) r = {std::min(r.first, start), counter_};
+  }
+  void visit_BufferStore(const BufferStoreNode& n) override {
+    ++counter_;
+    touch(n.buffer.get());
+    Visitor::visit_BufferStore(n);
+  }
+  void visit_BufferLoad(const BufferLoadNode& n) override {
+    touch(n.buffer.get());
+    Visitor::visit_BufferLoad(n);
+  }
+  void visit_Evaluate(const EvaluateNode& n) override {
+    ++counter_;
+    Visitor::visit_Evaluate(n);
+  }
+  void visit_Allocate(const AllocateNode& n) override {
+    int at = ++counter_;
+    Visitor::visit_Allocate(n);
+    // An unused buffer still gets a (short) range, at its allocation.
+    if (!ranges.count(n.buffer.get())) ranges[n.buffer.get()] = {at, at};
+  }
+
+ private:
+  void touch(const BufferNode* b) {
+    LiveRange& r = ranges[b];
+    if (r.first < 0) r.first = counter_;
+    r.last = counter_;
+  }
+  int counter_ = 0;
+  int depth_ = 0;
+};
+
+struct Placement {
+  const BufferNode* buffer;
+  int64_t bytes, offset;
+  LiveRange live;
+};
+
+class CollectScratchpad : public Visitor {
+ public:
+  std::vector<const BufferNode*> buffers;
+
+ protected:
+  void visit_Allocate(const AllocateNode& n) override {
+    if (is_scratchpad(n.buffer->scope)) buffers.push_back(n.buffer.get());
+    Visitor::visit_Allocate(n);
+  }
+};
+
+int64_t align_up(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
+
+// Largest buffers first, each at the lowest aligned offset that no placed
+// buffer with an overlapping live range occupies.
+std::vector<Placement> place(const std::vector<const BufferNode*>& buffers,
+                             const std::unordered_map<const BufferNode*, LiveRange>& ranges) {
+  std::vector<Placement> order;
+  for (const BufferNode* b : buffers) {
+    auto bytes = b->const_bytes();
+    KILN_CHECK(bytes.has_value(), "static scratchpad plan: buffer %", b->name,
+               " has a dynamic size; the plan needs constant sizes (turn the option off for it)");
+    order.push_back({b, *bytes, 0, ranges.at(b)});
+  }
+  std::stable_sort(order.begin(), order.end(),
+                   [](const Placement& x, const Placement& y) { return x.bytes > y.bytes; });
+  std::vector<Placement> placed;
+  for (Placement p : order) {
+    int64_t offset = 0;
+    for (bool moved = true; moved;) {
+      moved = false;
+      offset = align_up(offset, p.buffer->alignment);
+      for (const Placement& q : placed) {
+        bool live_together = p.live.first <= q.live.last && q.live.first <= p.live.last;
+        bool bytes_overlap = offset < q.offset + q.bytes && q.offset < offset + p.bytes;
+        if (live_together && bytes_overlap) {
+          offset = q.offset + q.bytes;
+          moved = true;
+        }
+      }
+    }
+    p.offset = offset;
+    placed.push_back(p);
+  }
+  return placed;
+}
+
+class UsePlan : public Mutator {
+ public:
+  UsePlan(Var pool, const std::vector<Placement>& plan) : pool_(std::move(pool)) {
+    for (const Placement& p : plan) offsets_[p.buffer] = p.offset;
+  }
+
+ protected:
+  Stmt mutate_Allocate(const Stmt& s, const AllocateNode& n) override {
+    Stmt body = mutate(n.body);
+    auto it = offsets_.find(n.buffer.get());
+    if (it == offsets_.end()) return body == n.body ? s : allocate(n.buffer, body);
+    Expr address = call_intrinsic(Intrinsic::AddressOffset, {pool_, int_imm(it->second, DataType::int64())});
+    return let_stmt(n.buffer->data, address, decl_buffer(n.buffer, body));
+  }
+
+ private:
+  Var pool_;
+  std::unordered_map<const BufferNode*, int64_t> offsets_;
+};
+
+PrimFunc lower_with_static_plan(const PrimFunc& f) {
+  CollectScratchpad collect;
+  collect.visit(f->body);
+  if (collect.buffers.empty()) return f;
+  Liveness live;
+  live.visit(f->body);
+  std::vector<Placement> plan = place(collect.buffers, live.ranges);
+  int64_t total = 0, align = 1;
+  std::string layout;
+  std::vector<Placement> by_offset = plan;
+  std::stable_sort(by_offset.begin(), by_offset.end(),
+                   [](const Placement& x, const Placement& y) { return x.offset < y.offset; });
+  for (const Placement& p : by_offset) {
+    total = std::max(total, p.offset + p.bytes);
+    align = std::max(align, p.buffer->alignment);
+    layout += (layout.empty() ? "" : ", ") + std::string("%") + p.buffer->name + " at " +
+              std::to_string(p.offset);
+  }
+  KILN_CHECK(total <= int64_t(UINT32_MAX), "static scratchpad plan of @", f->name, " needs ", total,
+             " bytes, more than a VTCM allocation can hold");
+  Var pool = make_var("vtcm_plan_data", DataType::handle());
+  Stmt body = UsePlan(pool, plan).mutate(f->body);
+  Stmt release = free_call(pool);
+  body = PrefixReturns(release).mutate(body);
+  std::vector<Stmt> scope = {body};
+  if (!always_returns(body)) scope.push_back(release);
+  std::string what = "the scratchpad plan of @" + f->name + " (" + std::to_string(total) +
+                     " bytes: " + layout + ")";
+  Expr call = call_extern(DataType::handle(), "HexagonBackendAllocateVTCM",
+                          {int_imm(total, DataType::uint32()), int_imm(align, DataType::uint32())});
+  return make_prim_func(f->name, f->params,
+                        let_stmt(pool, call, seq({null_check(pool, what), seq(std::move(scope))})));
+}
+
 }  // namespace
 
 PrimFunc lower_scratchpad_alloc(const PrimFunc& f, const TirPassOptions& options) {
-  KILN_CHECK(!options.static_scratchpad_plan,
-             "lower-scratchpad-alloc: the static scratchpad plan is not implemented yet");
+  if (options.static_scratchpad_plan) return lower_with_static_plan(f);
   return LowerPerBuffer().mutate_function(f);
 }
 
