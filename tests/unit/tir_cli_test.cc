@@ -105,6 +105,14 @@ TEST_F(TirCli, BuildPrintsLoweredTirAndAcceptsAModuleWithDefFunctions) {
   EXPECT_TRUE(has(r.out, "\"HexagonBackendFreeVTCM\", %A_buf_data")) << r.out;
 }
 
+TEST_F(TirCli, BuildWithTheStaticScratchpadPlan) {
+  Result r = kiln_cmd("build " + file("add.kir", kVtcmKernel) + " --emit ll -o " + path("p.ll") +
+                      " --static-scratchpad-plan --print-tir");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_TRUE(has(r.out, "the scratchpad plan of @alloc_vtcm (2048 bytes: %A_buf at 0)")) << r.out;
+  EXPECT_TRUE(has(r.out, "address_offset(%vtcm_plan_data, int64(0))")) << r.out;
+}
+
 TEST_F(TirCli, BuildFailsOnAnUnresolvedImportNamingSymbolAndCaller) {
   std::string kir = file("ext.kir", kExternKernel);
   Result r = kiln_cmd("build " + kir + " --emit obj -o " + path("ext.o"));

@@ -1,5 +1,5 @@
 // kiln build FILE.kir --target llvm --emit ll|asm|obj|so -o OUT [--link-lib LIB ...]
-//            [--vtcm-capacity BYTES] [--print-tir]
+//            [--vtcm-capacity BYTES] [--static-scratchpad-plan] [--print-tir]
 //
 // Compiles the prim functions of FILE for the host: the tensor-IR build
 // pipeline (capacity check, scratchpad lowering, flattening, simplification),
@@ -26,6 +26,7 @@ struct BuildOpts {
   std::vector<std::string> link_libs;
   uint64_t vtcm_capacity = 4ull << 20;
   bool print_tir = false;
+  bool static_scratchpad_plan = false;
 };
 
 std::vector<tir::PrimFunc> read_prim_functions(const std::string& path) {
@@ -45,6 +46,7 @@ int run_build(const BuildOpts& o) {
   codegen::EmitKind kind = codegen::parse_emit_kind(o.emit);
   tir::TirPassOptions pass_options;
   pass_options.scratchpad_capacity = o.vtcm_capacity;
+  pass_options.static_scratchpad_plan = o.static_scratchpad_plan;
   auto funcs = read_prim_functions(o.input);
   for (auto& f : funcs) {
     f = tir::lower_for_build(f, pass_options);
@@ -68,6 +70,8 @@ void add_build_command(CLI::App& app) {
   cmd->add_option("--link-lib", opts->link_libs, "a shared library that may provide imports (repeatable)");
   cmd->add_option("--vtcm-capacity", opts->vtcm_capacity, "scratchpad capacity in bytes (default 4 MiB)");
   cmd->add_flag("--print-tir", opts->print_tir, "print the lowered tensor IR");
+  cmd->add_flag("--static-scratchpad-plan", opts->static_scratchpad_plan,
+                "one VTCM allocation per function, buffers at liveness-based offsets");
   cmd->callback([opts] {
     int rc = run_build(*opts);
     if (rc != 0) throw CLI::RuntimeError(rc);
