@@ -10,40 +10,12 @@
 
 #include "kiln/runtime/error.h"
 #include "op/op.h"
+#include "op_test_util.h"
 
 namespace kiln {
 namespace {
 
-std::vector<double> values(const Tensor& t) {
-  std::vector<double> v;
-  for (int64_t i = 0; i < t.numel(); ++i) v.push_back(t.get_as_double(i));
-  return v;
-}
-
-Tensor run1(const std::string& op, const std::vector<Tensor>& in, const Attrs& attrs = {}) {
-  const OpDef* d = find_op(op);
-  EXPECT_NE(d, nullptr) << op;
-  auto out = run_op(*d, in, attrs);
-  EXPECT_EQ(out.size(), 1u);
-  return out[0];
-}
-
-Tensor filled(const Shape& shape, DType dt, const std::vector<double>& v) {
-  Tensor t = Tensor::empty(shape, dt);
-  for (size_t i = 0; i < v.size(); ++i) t.set_from_double(static_cast<int64_t>(i), v[i]);
-  return t;
-}
-
-// Expects `fn` to throw kiln::Error whose message contains `needle`.
-void expect_error(const std::function<void()>& fn, const std::string& needle) {
-  try {
-    fn();
-    ADD_FAILURE() << "no error; expected one containing: " << needle;
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos)
-        << "message: " << e.what() << "\nexpected to contain: " << needle;
-  }
-}
+using namespace kiln::testing;
 
 // Naive numpy broadcasting: unravel each output index, map to each input.
 std::vector<double> naive_broadcast(const Tensor& a, const Tensor& b,
@@ -135,8 +107,8 @@ TEST(Elementwise, BroadcastInnerAndOuterStrides) {
 }
 
 TEST(Elementwise, Int8WrapsAround) {
-  Tensor a = filled({4}, DType::Int8, {127, -128, 100, -100});
-  Tensor b = filled({4}, DType::Int8, {1, -1, 100, 100});
+  Tensor a = tensor_of({4}, DType::Int8, {127, -128, 100, -100});
+  Tensor b = tensor_of({4}, DType::Int8, {1, -1, 100, 100});
   EXPECT_EQ(values(run1("add", {a, b})), (std::vector<double>{-128, 127, -56, 0}));
   EXPECT_EQ(values(run1("subtract", {a, b})), (std::vector<double>{126, -127, 0, 56}));
   // 100 * 100 = 10000 = 39 * 256 + 16; -100 * 100 = -10000 -> -16.
@@ -144,8 +116,8 @@ TEST(Elementwise, Int8WrapsAround) {
 }
 
 TEST(Elementwise, UInt8AndInt32Wrap) {
-  Tensor a = filled({2}, DType::UInt8, {250, 3});
-  Tensor b = filled({2}, DType::UInt8, {10, 5});
+  Tensor a = tensor_of({2}, DType::UInt8, {250, 3});
+  Tensor b = tensor_of({2}, DType::UInt8, {10, 5});
   EXPECT_EQ(values(run1("add", {a, b})), (std::vector<double>{4, 8}));
   EXPECT_EQ(values(run1("subtract", {a, b})), (std::vector<double>{240, 254}));
   Tensor c = Tensor::from_ints({2}, {std::numeric_limits<int32_t>::max(), 65536}, DType::Int32);
@@ -216,15 +188,15 @@ TEST(Elementwise, MaximumMinimumPropagateNaN) {
   EXPECT_TRUE(std::isnan(mn.data<float>()[0]));
   EXPECT_TRUE(std::isnan(mn.data<float>()[1]));
   EXPECT_EQ(mn.data<float>()[2], 2.0f);
-  Tensor c = filled({2}, DType::UInt8, {200, 3});
-  Tensor d = filled({2}, DType::UInt8, {100, 7});
+  Tensor c = tensor_of({2}, DType::UInt8, {200, 3});
+  Tensor d = tensor_of({2}, DType::UInt8, {100, 7});
   EXPECT_EQ(values(run1("maximum", {c, d})), (std::vector<double>{200, 7}));
   EXPECT_EQ(values(run1("minimum", {c, d})), (std::vector<double>{100, 3}));
 }
 
 TEST(Elementwise, Float16ComputesInFloatAndRoundsOnce) {
-  Tensor a = filled({3}, DType::Float16, {1.0, 2048.0, 0.1});
-  Tensor b = filled({3}, DType::Float16, {2.0, 1.0, 0.2});
+  Tensor a = tensor_of({3}, DType::Float16, {1.0, 2048.0, 0.1});
+  Tensor b = tensor_of({3}, DType::Float16, {2.0, 1.0, 0.2});
   Tensor y = run1("add", {a, b});
   EXPECT_EQ(y.dtype(), DType::Float16);
   // 2048 + 1 is a tie in half precision: rounds to even, 2048.
@@ -336,11 +308,11 @@ TEST(Elementwise, RoundHalfToEven) {
 }
 
 TEST(Elementwise, IntegerUnary) {
-  Tensor x = filled({4}, DType::Int8, {-128, -5, 0, 127});
+  Tensor x = tensor_of({4}, DType::Int8, {-128, -5, 0, 127});
   EXPECT_EQ(values(run1("nn.relu", {x})), (std::vector<double>{0, 0, 0, 127}));
   EXPECT_EQ(values(run1("negative", {x})), (std::vector<double>{-128, 5, 0, -127}));
   EXPECT_EQ(values(run1("abs", {x})), (std::vector<double>{-128, 5, 0, 127}));
-  Tensor u = filled({2}, DType::UInt8, {0, 200});
+  Tensor u = tensor_of({2}, DType::UInt8, {0, 200});
   EXPECT_EQ(values(run1("abs", {u})), (std::vector<double>{0, 200}));
   EXPECT_EQ(values(run1("negative", {u})), (std::vector<double>{0, 56}));
 }
@@ -350,7 +322,7 @@ TEST(Elementwise, Clip) {
   EXPECT_EQ(values(run1("clip", {x}, {{"a_min", -1.0}, {"a_max", 0.5}})),
             (std::vector<double>{-1, -0.5, 0.25, 0.5, 0.5}));
   // Integers clamp to the bounds rounded half to even: [-2.5, 3.5] -> [-2, 4].
-  Tensor i = filled({5}, DType::Int8, {-128, -3, 0, 4, 127});
+  Tensor i = tensor_of({5}, DType::Int8, {-128, -3, 0, 4, 127});
   EXPECT_EQ(values(run1("clip", {i}, {{"a_min", -2.5}, {"a_max", 3.5}})),
             (std::vector<double>{-2, -2, 0, 4, 4}));
   // Bounds beyond the dtype saturate instead of wrapping.
@@ -359,7 +331,7 @@ TEST(Elementwise, Clip) {
   // a_min > a_max: everything becomes a_max (numpy and ONNX Clip agree).
   EXPECT_EQ(values(run1("clip", {x}, {{"a_min", 2.0}, {"a_max", 1.0}})), (std::vector<double>{1, 1, 1, 1, 1}));
   EXPECT_EQ(values(run1("clip", {i}, {{"a_min", 5.0}, {"a_max", -5.0}})), (std::vector<double>{-5, -5, -5, -5, -5}));
-  Tensor u = filled({3}, DType::UInt8, {0, 6, 255});
+  Tensor u = tensor_of({3}, DType::UInt8, {0, 6, 255});
   EXPECT_EQ(values(run1("clip", {u}, {{"a_min", int64_t{0}}, {"a_max", int64_t{6}}})),
             (std::vector<double>{0, 6, 6}));
 }
@@ -380,7 +352,7 @@ TEST(Elementwise, UnaryErrors) {
 }
 
 TEST(Elementwise, UnaryFloat16) {
-  Tensor x = filled({3}, DType::Float16, {-1.0, 0.0, 2.0});
+  Tensor x = tensor_of({3}, DType::Float16, {-1.0, 0.0, 2.0});
   Tensor y = run1("sigmoid", {x});
   EXPECT_EQ(y.dtype(), DType::Float16);
   EXPECT_EQ(values(y)[1], 0.5);
@@ -418,14 +390,14 @@ TEST(Elementwise, AstypeOtherPairs) {
   // int64 -> float32 rounds to nearest even: 2^24 + 1 -> 2^24.
   EXPECT_EQ(values(run1("astype", {i}))[3], 16777216.0);
   // Default target is float32; bool -> float is 0/1.
-  Tensor b = filled({2}, DType::Bool, {1, 0});
+  Tensor b = tensor_of({2}, DType::Bool, {1, 0});
   Tensor bf = run1("astype", {b});
   EXPECT_EQ(bf.dtype(), DType::Float32);
   EXPECT_EQ(values(bf), (std::vector<double>{1, 0}));
   // float32 -> float16 rounds to nearest even; float16 -> int truncates.
   Tensor h = run1("astype", {Tensor::from_floats({2}, {2049.0f, 70000.0f})}, {{"dtype", std::string("float16")}});
   EXPECT_EQ(values(h), (std::vector<double>{2048, std::numeric_limits<double>::infinity()}));
-  Tensor hi = run1("astype", {filled({2}, DType::Float16, {-2.75, 300})}, {{"dtype", std::string("int8")}});
+  Tensor hi = run1("astype", {tensor_of({2}, DType::Float16, {-2.75, 300})}, {{"dtype", std::string("int8")}});
   EXPECT_EQ(values(hi), (std::vector<double>{-2, 127}));
   // Same dtype is a copy.
   Tensor same = run1("astype", {f}, {{"dtype", std::string("float32")}});

@@ -11,21 +11,12 @@
 
 #include "kiln/runtime/error.h"
 #include "op/op.h"
+#include "op_test_util.h"
 
 namespace kiln {
 namespace {
 
-std::vector<double> values(const Tensor& t) {
-  std::vector<double> v;
-  for (int64_t i = 0; i < t.numel(); ++i) v.push_back(t.get_as_double(i));
-  return v;
-}
-
-Tensor image(const Shape& s, const std::vector<double>& v, DType dt = DType::Float32) {
-  Tensor t = Tensor::empty(s, dt);
-  for (size_t i = 0; i < v.size(); ++i) t.set_from_double(static_cast<int64_t>(i), v[i]);
-  return t;
-}
+using namespace kiln::testing;
 
 Tensor resize(const Tensor& x, std::vector<int64_t> size, Attrs attrs = {}) {
   attrs.set("size", size);
@@ -41,21 +32,11 @@ void expect_near_all(const std::vector<double>& got, const std::vector<double>& 
   for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], tol) << "at " << i;
 }
 
-void expect_error(const std::function<void()>& fn, const std::string& needle) {
-  try {
-    fn();
-    ADD_FAILURE() << "no error; expected one containing: " << needle;
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos)
-        << "message: " << e.what() << "\nexpected to contain: " << needle;
-  }
-}
-
 // ---- hand-computed -----------------------------------------------------------
 
 TEST(Resize, NearestDownsample) {
   // ONNX example: (1, 1, 2, 4) -> (1, 1, 1, 2) gives [1, 3].
-  Tensor x = image({1, 1, 2, 4}, {1, 2, 3, 4, 5, 6, 7, 8});
+  Tensor x = tensor_of({1, 1, 2, 4}, DType::Float32, {1, 2, 3, 4, 5, 6, 7, 8});
   Tensor y = resize(x, {1, 2});
   EXPECT_EQ(y.shape(), (Shape{1, 1, 1, 2}));
   EXPECT_EQ(values(y), (std::vector<double>{1, 3}));
@@ -64,7 +45,7 @@ TEST(Resize, NearestDownsample) {
 TEST(Resize, NearestUpsampleTiesPreferFloor) {
   // ONNX example: (2, 2) -> (7, 8); rows 0-3 come from input row 0 because
   // output row 3 maps to exactly 0.5 and ties go down.
-  Tensor x = image({1, 1, 2, 2}, {1, 2, 3, 4});
+  Tensor x = tensor_of({1, 1, 2, 2}, DType::Float32, {1, 2, 3, 4});
   Tensor y = resize(x, {7, 8});
   std::vector<double> want;
   for (int r = 0; r < 7; ++r)
@@ -74,7 +55,7 @@ TEST(Resize, NearestUpsampleTiesPreferFloor) {
 
 TEST(Resize, NearestRoundingMethods) {
   // asymmetric, W 4 -> 3: x = 0, 4/3, 8/3.
-  Tensor x = image({1, 1, 1, 4}, {10, 20, 30, 40});
+  Tensor x = tensor_of({1, 1, 1, 4}, DType::Float32, {10, 20, 30, 40});
   auto run = [&](const std::string& rounding) {
     Attrs a = modes("nearest", "asymmetric");
     a.set("rounding_method", rounding);
@@ -85,7 +66,7 @@ TEST(Resize, NearestRoundingMethods) {
   EXPECT_EQ(run("floor"), (std::vector<double>{10, 20, 30}));
   EXPECT_EQ(run("ceil"), (std::vector<double>{10, 30, 40}));
   // asymmetric, W 3 -> 6: x = 0, .5, 1, 1.5, 2, 2.5 (ties; 3 clamps to 2).
-  Tensor z = image({1, 1, 1, 3}, {10, 20, 30});
+  Tensor z = tensor_of({1, 1, 1, 3}, DType::Float32, {10, 20, 30});
   auto run2 = [&](const std::string& rounding) {
     Attrs a = modes("nearest", "asymmetric");
     a.set("rounding_method", rounding);
@@ -98,7 +79,7 @@ TEST(Resize, NearestRoundingMethods) {
 }
 
 TEST(Resize, NearestCoordinateModes) {
-  Tensor x = image({1, 1, 1, 4}, {10, 20, 30, 40});
+  Tensor x = tensor_of({1, 1, 1, 4}, DType::Float32, {10, 20, 30, 40});
   // align_corners, 4 -> 3: x = 0, 1.5, 3 -> 0, 1 (tie down), 3.
   EXPECT_EQ(values(resize(x, {1, 3}, modes("nearest", "align_corners"))), (std::vector<double>{10, 20, 40}));
   // half_pixel, 4 -> 3: x = (o + .5) * 4/3 - .5 = 1/6, 1.5, 17/6 -> 0, 1, 3.
@@ -110,13 +91,13 @@ TEST(Resize, NearestCoordinateModes) {
 
 TEST(Resize, LinearHalfPixel) {
   // ONNX example: (2, 2) upsampled by 2 with half_pixel.
-  Tensor x = image({1, 1, 2, 2}, {1, 2, 3, 4});
+  Tensor x = tensor_of({1, 1, 2, 2}, DType::Float32, {1, 2, 3, 4});
   Tensor y = resize(x, {4, 4}, modes("linear"));
   expect_near_all(values(y), {1, 1.25, 1.75, 2, 1.5, 1.75, 2.25, 2.5, 2.5, 2.75, 3.25, 3.5, 3, 3.25, 3.75, 4}, 1e-6);
 }
 
 TEST(Resize, LinearAlignCornersAndAsymmetric) {
-  Tensor x = image({1, 1, 2, 2}, {1, 2, 3, 4});
+  Tensor x = tensor_of({1, 1, 2, 2}, DType::Float32, {1, 2, 3, 4});
   double t = 1.0 / 3, u = 2.0 / 3;
   expect_near_all(values(resize(x, {4, 4}, modes("linear", "align_corners"))),
                   {1, 1 + t, 1 + u, 2, 1 + u, 2, 2 + t, 2 + u, 2 + t, 2 + u, 3, 3 + t, 3, 3 + t, 3 + u, 4}, 1e-6);
@@ -129,14 +110,14 @@ TEST(Resize, LinearPytorchHalfPixelDownsample) {
   // ONNX example: 4x4 of 1..16 -> (3, 1).
   std::vector<double> v;
   for (int i = 1; i <= 16; ++i) v.push_back(i);
-  Tensor y = resize(image({1, 1, 4, 4}, v), {3, 1}, modes("linear", "pytorch_half_pixel"));
+  Tensor y = resize(tensor_of({1, 1, 4, 4}, DType::Float32, v), {3, 1}, modes("linear", "pytorch_half_pixel"));
   expect_near_all(values(y), {1.6666666, 7, 12.333333}, 1e-5);
 }
 
 TEST(Resize, CubicHandComputed) {
   // W 4 -> 8, asymmetric: output 1 maps to x = 0.5, t = 0.5, A = -0.75:
   // weights (-0.09375, 0.59375, 0.59375, -0.09375) on taps -1, 0, 1, 2.
-  Tensor x = image({1, 1, 1, 4}, {1, 2, 4, 8});
+  Tensor x = tensor_of({1, 1, 1, 4}, DType::Float32, {1, 2, 4, 8});
   Tensor y = resize(x, {1, 8}, modes("cubic", "asymmetric"));
   // Tap -1 reads the edge (1): -0.09375 + 0.59375 + 1.1875 - 0.375 = 1.3125.
   EXPECT_NEAR(values(y)[1], 1.3125, 1e-6);
@@ -162,27 +143,27 @@ TEST(Resize, CubicOnnxExampleCorner) {
   // 1 - 5 * 0.10546875 = 0.47265625, the documented value.
   std::vector<double> v;
   for (int i = 1; i <= 16; ++i) v.push_back(i);
-  Tensor y = resize(image({1, 1, 4, 4}, v), {8, 8}, modes("cubic"));
+  Tensor y = resize(tensor_of({1, 1, 4, 4}, DType::Float32, v), {8, 8}, modes("cubic"));
   EXPECT_NEAR(values(y)[0], 0.47265625, 1e-6);
 }
 
 TEST(Resize, IntegerDtypes) {
   // Nearest is an exact copy for int8.
-  Tensor i8 = image({1, 1, 1, 2}, {-128, 127}, DType::Int8);
+  Tensor i8 = tensor_of({1, 1, 1, 2}, DType::Int8, {-128, 127});
   Tensor n = resize(i8, {1, 4});
   EXPECT_EQ(n.dtype(), DType::Int8);
   EXPECT_EQ(values(n), (std::vector<double>{-128, -128, 127, 127}));
   // Linear rounds half to even: [0, 1] at x = .5 is 0.5 -> 0; [1, 2] -> 1.5 -> 2.
-  Tensor a = image({1, 1, 1, 2}, {0, 1}, DType::UInt8);
+  Tensor a = tensor_of({1, 1, 1, 2}, DType::UInt8, {0, 1});
   EXPECT_EQ(values(resize(a, {1, 4}, modes("linear", "asymmetric"))), (std::vector<double>{0, 0, 1, 1}));
-  Tensor b = image({1, 1, 1, 2}, {1, 2}, DType::Int8);
+  Tensor b = tensor_of({1, 1, 1, 2}, DType::Int8, {1, 2});
   EXPECT_EQ(values(resize(b, {1, 4}, modes("linear", "asymmetric"))), (std::vector<double>{1, 2, 2, 2}));
   // -3 * 0.75 + 4 * 0.25 = -1.25 -> -1.
-  Tensor c = image({1, 1, 1, 2}, {-3, 4}, DType::Int8);
+  Tensor c = tensor_of({1, 1, 1, 2}, DType::Int8, {-3, 4});
   EXPECT_EQ(values(resize(c, {1, 4}, modes("linear"))), (std::vector<double>{-3, -1, 2, 4}));
   // Cubic overshoot saturates: a step 0, 0, 255, 255 rings above 255 and below 0.
-  Tensor s = image({1, 1, 1, 4}, {0, 0, 255, 255}, DType::UInt8);
-  Tensor f = image({1, 1, 1, 4}, {0, 0, 255, 255});
+  Tensor s = tensor_of({1, 1, 1, 4}, DType::UInt8, {0, 0, 255, 255});
+  Tensor f = tensor_of({1, 1, 1, 4}, DType::Float32, {0, 0, 255, 255});
   auto sv = values(resize(s, {1, 8}, modes("cubic")));
   auto fv = values(resize(f, {1, 8}, modes("cubic")));
   for (size_t i = 0; i < 8; ++i)

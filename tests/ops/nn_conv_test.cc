@@ -1,7 +1,7 @@
 // nn.conv2d and nn.conv2d_transpose against hand-computed values and against
 // deliberately naive direct implementations written here (double accumulation,
 // one loop per index, bounds checks instead of padded copies).
-#include "nn_test_util.h"
+#include "op_test_util.h"
 
 namespace kiln {
 namespace {

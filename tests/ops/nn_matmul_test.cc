@@ -1,6 +1,6 @@
 // matmul and nn.dense against hand-computed products and a naive
 // triple loop over explicitly broadcast batch indices written here.
-#include "nn_test_util.h"
+#include "op_test_util.h"
 
 namespace kiln {
 namespace {

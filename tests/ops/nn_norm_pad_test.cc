@@ -1,7 +1,7 @@
 // nn.batch_norm and nn.pad against hand-computed values.
 #include <cmath>
 
-#include "nn_test_util.h"
+#include "op_test_util.h"
 
 namespace kiln {
 namespace {
@@ -37,11 +37,7 @@ TEST(NnBatchNorm, NegativeAxis) {
 }
 
 TEST(NnBatchNorm, Float16) {
-  auto half = [](const Shape& s, std::vector<double> v) {
-    Tensor t = Tensor::empty(s, DType::Float16);
-    for (size_t i = 0; i < v.size(); ++i) t.set_from_double(static_cast<int64_t>(i), v[i]);
-    return t;
-  };
+  auto half = [](const Shape& s, const std::vector<double>& v) { return testing::tensor_of(s, DType::Float16, v); };
   Tensor y = run1(
       "nn.batch_norm",
       {half({1, 2}, {3, 1}), half({2}, {2, 1}), half({2}, {0.5, 0}), half({2}, {1, 0}), half({2}, {4, 1})},

@@ -2,7 +2,7 @@
 // values and a naive per-output implementation written here.
 #include <limits>
 
-#include "nn_test_util.h"
+#include "op_test_util.h"
 
 namespace kiln {
 namespace {

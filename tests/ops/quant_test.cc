@@ -9,29 +9,12 @@
 
 #include "kiln/runtime/error.h"
 #include "op/op.h"
+#include "op_test_util.h"
 
 namespace kiln {
 namespace {
 
-std::vector<double> values(const Tensor& t) {
-  std::vector<double> v;
-  for (int64_t i = 0; i < t.numel(); ++i) v.push_back(t.get_as_double(i));
-  return v;
-}
-
-Tensor run1(const std::string& op, const std::vector<Tensor>& in, const Attrs& attrs = {}) {
-  return run_op(*find_op(op), in, attrs).at(0);
-}
-
-void expect_error(const std::function<void()>& fn, const std::string& needle) {
-  try {
-    fn();
-    ADD_FAILURE() << "no error; expected one containing: " << needle;
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos)
-        << "message: " << e.what() << "\nexpected to contain: " << needle;
-  }
-}
+using namespace kiln::testing;
 
 TEST(Quantize, TiesRoundHalfToEven) {
   Tensor x = Tensor::from_floats({8}, {0.5f, 1.5f, 2.5f, 3.5f, -0.5f, -1.5f, -2.5f, 2.4f});

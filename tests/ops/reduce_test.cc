@@ -8,31 +8,12 @@
 
 #include "kiln/runtime/error.h"
 #include "op/op.h"
+#include "op_test_util.h"
 
 namespace kiln {
 namespace {
 
-std::vector<double> values(const Tensor& t) {
-  std::vector<double> v;
-  for (int64_t i = 0; i < t.numel(); ++i) v.push_back(t.get_as_double(i));
-  return v;
-}
-
-Tensor run1(const std::string& op, const std::vector<Tensor>& in, const Attrs& attrs = {}) {
-  const OpDef* d = find_op(op);
-  EXPECT_NE(d, nullptr) << op;
-  return run_op(*d, in, attrs).at(0);
-}
-
-void expect_error(const std::function<void()>& fn, const std::string& needle) {
-  try {
-    fn();
-    ADD_FAILURE() << "no error; expected one containing: " << needle;
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos)
-        << "message: " << e.what() << "\nexpected to contain: " << needle;
-  }
-}
+using namespace kiln::testing;
 
 Attrs axes(std::vector<int64_t> a, int64_t keepdims = 0) {
   return {{"axis", a}, {"keepdims", keepdims}};

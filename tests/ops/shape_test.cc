@@ -3,7 +3,7 @@
 // values and index arithmetic written out in the tests.
 #include <limits>
 
-#include "nn_test_util.h"
+#include "op_test_util.h"
 
 namespace kiln {
 namespace {

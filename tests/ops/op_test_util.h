@@ -1,5 +1,6 @@
-// Small helpers for the nn and shape op tests: running an op, deterministic
-// pseudo-random inputs, and value comparisons.
+// Shared helpers for all op tests (tests/ops/*_test.cc): running an op,
+// building tensors from values, deterministic pseudo-random inputs, reading
+// values back, value comparisons, and expecting errors.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -77,6 +78,17 @@ inline Tensor random_tensor(const Shape& shape, DType dtype, uint32_t seed) {
   return t;
 }
 
+// A tensor of the given shape and dtype holding `v` in row-major order.
+inline Tensor tensor_of(const Shape& shape, DType dtype, const std::vector<double>& v) {
+  Tensor t = Tensor::empty(shape, dtype);
+  if (static_cast<int64_t>(v.size()) != t.numel())
+    throw Error("test: tensor_of got " + std::to_string(v.size()) + " values for " + std::to_string(t.numel()) +
+                " elements");
+  for (size_t i = 0; i < v.size(); ++i) t.set_from_double(static_cast<int64_t>(i), v[i]);
+  return t;
+}
+
+// All elements, converted to double, in row-major order.
 inline std::vector<double> values(const Tensor& t) {
   std::vector<double> v(static_cast<size_t>(t.numel()));
   for (int64_t i = 0; i < t.numel(); ++i) v[static_cast<size_t>(i)] = t.get_as_double(i);
