@@ -32,25 +32,11 @@ bool is_identifier(const std::string& s) {
   return is_plain_name(s, false) && !(s[0] >= '0' && s[0] <= '9');
 }
 
-std::string quoted(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      default: out += c;
-    }
-  }
-  return out + "\"";
-}
-
 std::string global_name(const std::string& name) {
-  return "@" + (is_plain_name(name, true) ? name : quoted(name));
+  return "@" + (is_plain_name(name, true) ? name : quote_string(name));
 }
 
-std::string attr_key(const std::string& key) { return is_identifier(key) ? key : quoted(key); }
+std::string attr_key(const std::string& key) { return is_identifier(key) ? key : quote_string(key); }
 
 std::string attrs_block(const Attrs& attrs) {
   std::string s = "{";
@@ -96,7 +82,7 @@ std::string element_text(const Tensor& t, int64_t i) {
 
 std::string constant_text(const ConstantNode& c) {
   std::string s = "const(" + type_str(c.type) + ", ";
-  if (!c.name.empty()) return s + quoted(c.name) + ")";
+  if (!c.name.empty()) return s + quote_string(c.name) + ")";
   s += "[";
   for (int64_t i = 0; i < c.value.numel(); ++i) s += (i ? ", " : "") + element_text(c.value, i);
   return s + "])";
@@ -120,7 +106,7 @@ class Printer {
         auto* v = static_cast<const VarNode*>(e.get());
         auto it = names_.find(v);
         if (it != names_.end()) return "%" + it->second;
-        return "%" + (is_plain_name(v->name, false) ? v->name : quoted(v->name));
+        return "%" + (is_plain_name(v->name, false) ? v->name : quote_string(v->name));
       }
       case ExprKind::Constant: return constant_text(*as<ConstantNode>(e));
       case ExprKind::Call: {

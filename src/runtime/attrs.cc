@@ -85,15 +85,16 @@ static std::string float_str(double d) {
   return s;
 }
 
-static std::string quote(const std::string& s) {
+std::string quote_string(const std::string& s) {
   std::string out = "\"";
   for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    if (c == '\n') {
-      out += "\\n";
-      continue;
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\t': out += "\\t"; break;
+      default: out += c;
     }
-    out += c;
   }
   return out + "\"";
 }
@@ -102,7 +103,7 @@ std::string attr_value_str(const AttrValue& v) {
   switch (attr_kind(v)) {
     case AttrKind::Int: return std::to_string(std::get<int64_t>(v));
     case AttrKind::Float: return float_str(std::get<double>(v));
-    case AttrKind::String: return quote(std::get<std::string>(v));
+    case AttrKind::String: return quote_string(std::get<std::string>(v));
     case AttrKind::Ints: {
       std::string s = "[";
       const auto& xs = std::get<std::vector<int64_t>>(v);

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "kiln/runtime/attrs.h"
 #include "tir/text.h"
 
 namespace kiln::tir {
@@ -278,20 +279,6 @@ class StmtPrinter {
 };
 
 }  // namespace
-
-std::string quote_string(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      default: out += c;
-    }
-  }
-  return out + "\"";
-}
 
 std::string buffer_type_str(const BufferNode& b, bool always_print_data) {
   std::string out = "Buffer[";

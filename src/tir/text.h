@@ -21,7 +21,6 @@ std::string print_expr(const Expr& e);
 // "Buffer[(2048), int8, scope=\"local.vtcm\", align=128]"; the data variable is
 // written when it is not the implicit NAME_data (or always, for decl_buffer).
 std::string buffer_type_str(const BufferNode& b, bool always_print_data);
-std::string quote_string(const std::string& s);
 
 // Parses one `prim @name(...) { ... }` starting at the keyword `prim`.
 // Errors are kiln::Error at the offending token, with the caret context.

@@ -54,4 +54,7 @@ class Attrs {
 // floats; they print with enough digits to round-trip exactly.
 std::string attr_value_str(const AttrValue& v);
 
+// A string literal as the text formats write it: "..." with \" \\ \n \t escaped.
+std::string quote_string(const std::string& s);
+
 }  // namespace kiln
