@@ -10,28 +10,15 @@
 #include <sstream>
 #include <sys/wait.h>
 
+#include "cli_util.h"
+
 namespace kiln {
 namespace {
 
 namespace fs = std::filesystem;
 
-struct Result {
-  int code = -1;
-  std::string out;  // stdout and stderr together
-};
-
-Result kiln_cmd(const std::string& args) {
-  std::string cmd = std::string(KILN_BINARY_DIR) + "/kiln " + args + " 2>&1";
-  Result r;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return r;
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
-  int status = pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  return r;
-}
+using Result = testing::CliResult;
+using testing::kiln_cmd;
 
 const char* kVtcmKernel = R"(prim @alloc_vtcm(%A: Buffer[(2048), int8], %B: Buffer[(2048), int8], %C: Buffer[(2048), int8]) {
   allocate %A_buf: Buffer[(2048), int8, scope="local.vtcm", align=128]
