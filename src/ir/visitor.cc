@@ -56,6 +56,15 @@ static bool mutate_all(ExprMutator& m, const std::vector<Expr>& in, std::vector<
   return changed;
 }
 
+void collect_used_vars(const Expr& e, std::vector<const ExprNode*>& out) {
+  if (as<VarNode>(e)) return out.push_back(e.get());
+  if (const auto* c = as<CallNode>(e))
+    for (const auto& a : c->args) collect_used_vars(a, out);
+  if (const auto* t = as<TupleNode>(e))
+    for (const auto& f : t->fields) collect_used_vars(f, out);
+  if (const auto* g = as<TupleGetItemNode>(e)) collect_used_vars(g->tuple, out);
+}
+
 Expr rebuild_call(const CallNode& c, std::vector<Expr> args, const Module* module) {
   if (c.is_op_call()) return make_op_call(*c.op, std::move(args), c.attrs);
   KILN_ASSERT(module != nullptr, "rebuilding a function call needs the module");

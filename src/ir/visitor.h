@@ -55,6 +55,9 @@ class ExprMutator {
   std::unordered_map<const ExprNode*, Expr> var_map_;
 };
 
+// Appends the variables `e` uses, in order of appearance (with repeats).
+void collect_used_vars(const Expr& e, std::vector<const ExprNode*>& out);
+
 // Rebuilds a call with new arguments (op calls re-run inference).
 Expr rebuild_call(const CallNode& c, std::vector<Expr> args, const Module* module);
 

@@ -34,16 +34,6 @@ struct Claim {
   Match match;
 };
 
-// Every variable used by each binding (its value's free variables).
-void collect_vars(const Expr& e, std::vector<const ExprNode*>& out) {
-  if (as<VarNode>(e)) return out.push_back(e.get());
-  if (const auto* c = as<CallNode>(e))
-    for (const auto& a : c->args) collect_vars(a, out);
-  if (const auto* t = as<TupleNode>(e))
-    for (const auto& f : t->fields) collect_vars(f, out);
-  if (const auto* g = as<TupleGetItemNode>(e)) collect_vars(g->tuple, out);
-}
-
 // Why a structural match cannot be taken, or "" when it can.
 std::string match_conflict(const Match& m, const FunctionNode& f, const std::vector<int>& owner,
                            const BindingIndex& index) {
@@ -59,13 +49,13 @@ std::string match_conflict(const Match& m, const FunctionNode& f, const std::vec
   for (const auto& b : f.bindings) {
     if (members.count(&b)) continue;
     used.clear();
-    collect_vars(b.value, used);
+    collect_used_vars(b.value, used);
     for (const ExprNode* v : used)
       if (inside.count(v) && v != m.root->var.get())
         return "intermediate %" + static_cast<const VarNode*>(v)->name + " is used outside the pattern";
   }
   used.clear();
-  collect_vars(f.result, used);
+  collect_used_vars(f.result, used);
   for (const ExprNode* v : used)
     if (inside.count(v) && v != m.root->var.get()) return "intermediate value is returned";
   return "";

@@ -31,15 +31,6 @@
 namespace kiln {
 namespace {
 
-void collect_vars(const Expr& e, std::vector<const ExprNode*>& out) {
-  if (as<VarNode>(e)) return out.push_back(e.get());
-  if (const auto* c = as<CallNode>(e))
-    for (const auto& a : c->args) collect_vars(a, out);
-  if (const auto* t = as<TupleNode>(e))
-    for (const auto& f : t->fields) collect_vars(f, out);
-  if (const auto* g = as<TupleGetItemNode>(e)) collect_vars(g->tuple, out);
-}
-
 int64_t count_ops(const FunctionNode& f) {
   int64_t n = 0;
   for (const auto& b : f.bindings)
@@ -137,7 +128,7 @@ class Merger {
     succs_.assign(n_, {});
     for (size_t i = 0; i < n_; ++i) {
       std::vector<const ExprNode*> used;
-      collect_vars(f.bindings[i].value, used);
+      collect_used_vars(f.bindings[i].value, used);
       for (const ExprNode* v : used) {
         auto it = producer.find(v);
         if (it == producer.end()) continue;
@@ -307,7 +298,7 @@ class Merger {
     std::vector<size_t> outputs;
     std::set<size_t> member_set(nodes.begin(), nodes.end());
     std::vector<const ExprNode*> result_vars;
-    collect_vars(f.result, result_vars);
+    collect_used_vars(f.result, result_vars);
     for (size_t k : nodes) {
       bool used_outside =
           std::find(result_vars.begin(), result_vars.end(), f.bindings[k].var.get()) != result_vars.end();
