@@ -31,20 +31,9 @@ std::string slurp(const fs::path& p) {
   return ss.str();
 }
 
-class ByocCli : public ::testing::Test {
+class ByocCli : public testing::CliTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::path(KILN_BINARY_DIR) / "byoc-cli-test" /
-           ::testing::UnitTest::GetInstance()->current_test_info()->name();
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  std::string file(const std::string& name, const std::string& text) {
-    std::ofstream(dir_ / name, std::ios::binary) << text;
-    return (dir_ / name).string();
-  }
-  std::string path(const std::string& name) const { return (dir_ / name).string(); }
-  fs::path dir_;
+  ByocCli() : CliTest("byoc-cli-test") {}
 };
 
 const char* kMatmulRelu = R"(

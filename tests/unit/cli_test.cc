@@ -21,19 +21,9 @@ namespace fs = std::filesystem;
 using Result = testing::CliResult;
 using testing::kiln_cmd;
 
-class Cli : public ::testing::Test {
+class Cli : public testing::CliTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::path(KILN_BINARY_DIR) / "cli-test" /
-           ::testing::UnitTest::GetInstance()->current_test_info()->name();
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  std::string file(const std::string& name, const std::string& text) {
-    fs::path p = dir_ / name;
-    std::ofstream(p, std::ios::binary) << text;
-    return p.string();
-  }
+  Cli() : CliTest("cli-test") {}
   std::string npy(const std::string& name, const Tensor& t) {
     fs::path p = dir_ / name;
     write_npy(p.string(), t);
@@ -46,7 +36,6 @@ class Cli : public ::testing::Test {
     EXPECT_NE(r.out.find("error: "), std::string::npos) << r.out;
     EXPECT_NE(r.out.find(needle), std::string::npos) << "expected '" << needle << "' in:\n" << r.out;
   }
-  fs::path dir_;
 };
 
 const char* kMatmulRelu = R"(def @main(%x: Tensor[(2, 4), float32], %w: Tensor[(4, 8), float32]) -> Tensor[(2, 8), float32] {

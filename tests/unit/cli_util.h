@@ -2,10 +2,13 @@
 // it printed (stdout and stderr together).
 #pragma once
 
+#include <gtest/gtest.h>
 #include <sys/wait.h>
 
 #include <array>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <string>
 
 namespace kiln::testing {
@@ -27,5 +30,28 @@ inline CliResult kiln_cmd(const std::string& args) {
   r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   return r;
 }
+
+// A fixture with a fresh scratch folder per test: BUILD/<group>/<test name>.
+class CliTest : public ::testing::Test {
+ protected:
+  explicit CliTest(std::string group) : group_(std::move(group)) {}
+  void SetUp() override {
+    dir_ = std::filesystem::path(KILN_BINARY_DIR) / group_ /
+           ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+  }
+  // Writes `text` to a file in the scratch folder and returns its path.
+  std::string file(const std::string& name, const std::string& text) {
+    std::ofstream(dir_ / name, std::ios::binary) << text;
+    return (dir_ / name).string();
+  }
+  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+
+  std::filesystem::path dir_;
+
+ private:
+  std::string group_;
+};
 
 }  // namespace kiln::testing

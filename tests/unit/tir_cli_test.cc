@@ -39,27 +39,15 @@ const char* kExternKernel = R"(prim @uses_ext(%A: Buffer[(4), float32]) {
 }
 )";
 
-class TirCli : public ::testing::Test {
+class TirCli : public testing::CliTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::path(KILN_BINARY_DIR) / "tir-cli-test" /
-           ::testing::UnitTest::GetInstance()->current_test_info()->name();
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  std::string file(const std::string& name, const std::string& text) {
-    fs::path p = dir_ / name;
-    std::ofstream(p, std::ios::binary) << text;
-    return p.string();
-  }
-  std::string path(const std::string& name) { return (dir_ / name).string(); }
+  TirCli() : CliTest("tir-cli-test") {}
   static std::string read(const std::string& p) {
     std::ifstream in(p, std::ios::binary);
     std::stringstream ss;
     ss << in.rdbuf();
     return ss.str();
   }
-  fs::path dir_;
 };
 
 bool has(const std::string& s, const std::string& needle) { return s.find(needle) != std::string::npos; }
