@@ -1,13 +1,22 @@
-// The VTCM pool and the runtime ABI table (backend_api.h).
+// The VTCM pool, its C core (shared with the Hexagon runtime) and the
+// runtime ABI table (backend_api.h).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <iterator>
+#include <map>
+#include <memory>
 #include <random>
+#include <tuple>
 
 #include "kiln/runtime/backend_api.h"
 #include "kiln/runtime/error.h"
 #include "runtime/runtime_abi.h"
 #include "runtime/vtcm_pool.h"
+#include "runtime/vtcm_pool_core.h"
 
 namespace kiln {
 namespace {
@@ -89,7 +98,8 @@ TEST(TirVtcmPool, ExhaustionIsAStructuredError) {
   } catch (const Error& e) {
     EXPECT_EQ(std::string(e.what()),
               "VTCM pool cannot allocate 4000 bytes (alignment 128): 5192 bytes free, largest free "
-              "block " + std::to_string(failure.largest_free_block) +
+              "block " +
+                  std::to_string(failure.largest_free_block) +
                   " bytes, capacity 8192 bytes; free buffers earlier, use smaller tiles, or raise "
                   "the target's VTCM capacity");
   }
@@ -126,6 +136,347 @@ TEST(TirVtcmPool, RandomTrafficKeepsInvariants) {
   for (auto& [p, n] : live) pool.free(p);
   EXPECT_EQ(pool.stats().free_blocks, 1u);
   EXPECT_GT(pool.stats().high_water_bytes, 500000u);
+}
+
+// ---- the C core, called directly as the Hexagon runtime does.
+
+// A core pool over page-aligned host memory with a block table of max_blocks.
+struct CorePool {
+  CorePool(uint64_t capacity, uint32_t max_blocks)
+      : memory(static_cast<uint8_t*>(std::aligned_alloc(4096, (capacity + 4095) / 4096 * 4096)), std::free),
+        table(2 * size_t{max_blocks}) {
+    kiln_vtcm_pool_init(&pool, memory.get(), capacity, table.data(), max_blocks);
+  }
+  void* allocate(uint64_t nbytes, uint64_t alignment, kiln_vtcm_failure* failure = nullptr) {
+    return kiln_vtcm_pool_allocate(&pool, nbytes, alignment, failure);
+  }
+  uint64_t offset(const void* p) const {
+    return static_cast<uint64_t>(static_cast<const uint8_t*>(p) - memory.get());
+  }
+  kiln_vtcm_stats stats() const {
+    kiln_vtcm_stats s;
+    kiln_vtcm_pool_stats(&pool, &s);
+    return s;
+  }
+
+  std::unique_ptr<uint8_t, void (*)(void*)> memory;
+  std::vector<kiln_vtcm_block> table;
+  kiln_vtcm_pool pool;
+};
+
+std::string failure_message(const kiln_vtcm_failure& f) {
+  char buf[512];
+  size_t n = kiln_vtcm_failure_message(&f, buf, sizeof buf);
+  EXPECT_LT(n, sizeof buf);
+  return buf;
+}
+
+std::string stats_message(const kiln_vtcm_stats& s) {
+  char buf[512];
+  size_t n = kiln_vtcm_stats_message(&s, buf, sizeof buf);
+  EXPECT_EQ(n, std::strlen(buf));
+  return buf;
+}
+
+TEST(TirVtcmPoolCore, BlockTableFullIsAStructuredFailure) {
+  CorePool c(4096, 4);
+  for (int i = 0; i < 4; ++i) ASSERT_NE(c.allocate(16, 16), nullptr);
+  kiln_vtcm_failure f;
+  EXPECT_EQ(c.allocate(16, 16, &f), nullptr) << "a fifth live allocation needs a fifth table entry";
+  EXPECT_EQ(f.max_blocks, 4u);
+  EXPECT_EQ(f.requested, 16u);
+  EXPECT_EQ(f.free_bytes, 4096u - 64u);
+  EXPECT_EQ(f.largest_free_block, 4096u - 64u);
+  EXPECT_EQ(f.capacity, 4096u);
+  EXPECT_EQ(failure_message(f),
+            "VTCM pool cannot allocate 16 bytes (alignment 16): its block table is full (at most 4 live "
+            "allocations and 4 free blocks); free buffers earlier, merge small buffers, or give the pool a "
+            "larger block table (max_blocks)");
+  // A request that would not fit anyway is reported as a lack of space.
+  EXPECT_EQ(c.allocate(5000, 16, &f), nullptr);
+  EXPECT_EQ(f.max_blocks, 0u);
+  EXPECT_EQ(c.stats().failed_allocations, 2u);
+  EXPECT_EQ(c.stats().live_allocations, 4u);
+  ASSERT_EQ(kiln_vtcm_pool_free(&c.pool, c.memory.get() + 16), 1);
+  EXPECT_NE(c.allocate(16, 16, &f), nullptr) << "a freed entry is used again";
+
+  // The free list fills too: splitting the tail into alignment padding and a
+  // remainder would make a third free block in a table of two.
+  CorePool d(4096, 2);
+  void* a = d.allocate(1, 1);    // [0, 1)
+  void* b = d.allocate(199, 1);  // [1, 200)
+  ASSERT_TRUE(a && b);
+  ASSERT_EQ(kiln_vtcm_pool_free(&d.pool, a), 1);  // free: [0, 1), [200, 4096)
+  EXPECT_EQ(d.allocate(10, 64, &f), nullptr);
+  EXPECT_EQ(f.max_blocks, 2u);
+  void* e = d.allocate(10, 8);  // 200 is 8-aligned: no padding, still two free blocks
+  ASSERT_NE(e, nullptr);
+  EXPECT_EQ(d.offset(e), 200u);
+  EXPECT_EQ(d.stats().free_blocks, 2u);
+
+  // The host pool takes the same limit and gives the same message.
+  VtcmPool pool(4096, 1);
+  ASSERT_NE(pool.allocate(8, 8), nullptr);
+  try {
+    pool.allocate_or_throw(8, 8);
+    FAIL();
+  } catch (const Error& err) {
+    EXPECT_NE(std::string(err.what()).find("block table is full (at most 1 live allocations"),
+              std::string::npos)
+        << err.what();
+  }
+}
+
+TEST(TirVtcmPoolCore, FormatsFiguresLikeTheHostPool) {
+  kiln_vtcm_stats s{4096, 1600, 2496, 2596, 2396, 4, 6, 1, 3};
+  EXPECT_EQ(stats_message(s),
+            "capacity 4096 B, used 1600 B, high-water 2596 B, free 2496 B in 3 block(s), largest free block "
+            "2396 B, fragmentation 0.040, allocations 6 (1 failed, 4 live)");
+  VtcmPoolStats host;
+  host.capacity = 4096, host.used_bytes = 1600, host.free_bytes = 2496, host.high_water_bytes = 2596;
+  host.largest_free_block = 2396, host.live_allocations = 4, host.total_allocations = 6;
+  host.failed_allocations = 1, host.free_blocks = 3;
+  EXPECT_EQ(host.str(), stats_message(s));
+
+  // Decimal figures: 0, one digit, carries, and the largest uint64_t.
+  const uint64_t max = UINT64_MAX;
+  kiln_vtcm_stats big{max, 0, 9, 10, 1, 100, 999, 1000, 10000000000000000000ull};
+  EXPECT_EQ(stats_message(big),
+            "capacity 18446744073709551615 B, used 0 B, high-water 10 B, free 9 B in 10000000000000000000 "
+            "block(s), largest free block 1 B, fragmentation 0.889, allocations 999 (1000 failed, 100 live)");
+
+  // Fragmentation (free - largest) / free in thousandths, rounded half up, exactly.
+  struct Case {
+    uint64_t free_bytes, largest;
+    const char* expected;
+  };
+  const uint64_t unit = uint64_t{1} << 50;  // 2000 * unit still fits in 64 bits
+  for (const Case& c : std::vector<Case>{
+           {0, 0, "0.000"},
+           {2000, 2000, "0.000"},
+           {3, 2, "0.333"},
+           {3, 1, "0.667"},
+           {2000, 1999, "0.001"},  // 0.0005: half up
+           {2000, 1991, "0.005"},  // 0.0045: half up (printf's %.3f of the double says 0.004)
+           {2000, 1, "1.000"},     // 0.9995
+           {2001, 1, "1.000"},
+           {max, 1, "1.000"},
+           {max, max / 2, "0.500"},
+           {2000 * unit, 1991 * unit, "0.005"},
+           {2000 * unit, 1999 * unit + 1, "0.000"},  // just below 0.0005
+           {max, max - max / 2000, "0.000"},         // just below 0.0005 near the top of the range
+           {10, 20, "0.000"},                        // inconsistent figures stay harmless
+       }) {
+    kiln_vtcm_stats t{};
+    t.free_bytes = c.free_bytes;
+    t.largest_free_block = c.largest;
+    std::string m = stats_message(t);
+    size_t at = m.find("fragmentation ");
+    ASSERT_NE(at, std::string::npos);
+    EXPECT_EQ(m.substr(at + 14, m.find(',', at) - at - 14), c.expected) << c.free_bytes << " " << c.largest;
+  }
+
+  // snprintf-like: the length it wanted, truncated and terminated.
+  kiln_vtcm_failure f{4000, 3, 0, 0, 0, 0};
+  const std::string full = "VTCM allocation of 4000 bytes has alignment 3, which is not a power of two";
+  EXPECT_EQ(failure_message(f), full);
+  EXPECT_EQ(kiln_vtcm_failure_message(&f, nullptr, 0), full.size());
+  char small[11];
+  std::memset(small, 'x', sizeof small);
+  EXPECT_EQ(kiln_vtcm_failure_message(&f, small, 10), full.size());
+  EXPECT_STREQ(small, "VTCM allo");
+  EXPECT_EQ(small[10], 'x') << "nothing written past size";
+  char one[1] = {'x'};
+  EXPECT_EQ(kiln_vtcm_stats_message(&s, one, 1), stats_message(s).size());
+  EXPECT_EQ(one[0], '\0');
+  EXPECT_EQ(kiln_vtcm_failure_message(nullptr, nullptr, 0),
+            std::string("VTCM allocation of 0 bytes has alignment 0, which is not a power of two").size());
+
+  // The capacity message, character for character what snprintf would print.
+  kiln_vtcm_failure g{4000, 128, 5192, 3072, 8192, 0};
+  char expected[512];
+  std::snprintf(
+      expected, sizeof expected,
+      "VTCM pool cannot allocate %d bytes (alignment %d): %d bytes free, largest free block %d bytes, "
+      "capacity %d bytes; free buffers earlier, use smaller tiles, or raise the target's VTCM capacity",
+      4000, 128, 5192, 3072, 8192);
+  EXPECT_EQ(failure_message(g), expected);
+}
+
+TEST(TirVtcmPoolCore, RandomTrafficMatchesAModel) {
+  // The model keeps only the live blocks; the free blocks are the gaps
+  // between them, so coalescing is implied. Every step compares the core's
+  // lists and figures with it, and predicts each placement and failure.
+  const uint64_t capacity = 1 << 16;
+  const uint32_t max_blocks = 40;
+  CorePool c(capacity, max_blocks);
+  const uint64_t base = reinterpret_cast<uintptr_t>(c.memory.get());
+  std::map<uint64_t, uint64_t> live;  // offset -> size
+  uint64_t used = 0, high_water = 0, total = 0, failed = 0;
+  std::mt19937 rng(11);
+  auto gaps = [&] {
+    std::vector<kiln_vtcm_block> g;
+    uint64_t at = 0;
+    for (auto [off, size] : live) {
+      if (off > at) g.push_back({at, off - at});
+      at = off + size;
+    }
+    if (at < capacity) g.push_back({at, capacity - at});
+    return g;
+  };
+  auto check_state = [&](int step) {
+    std::vector<kiln_vtcm_block> g = gaps();
+    ASSERT_EQ(c.pool.free_count, g.size()) << "step " << step;
+    uint64_t largest = 0;
+    for (size_t i = 0; i < g.size(); ++i) {
+      ASSERT_EQ(c.pool.free_list[i].offset, g[i].offset) << "step " << step;
+      ASSERT_EQ(c.pool.free_list[i].size, g[i].size) << "step " << step;
+      largest = std::max(largest, g[i].size);
+    }
+    ASSERT_EQ(c.pool.used_count, live.size()) << "step " << step;
+    size_t i = 0;
+    for (auto [off, size] : live) {
+      ASSERT_EQ(c.pool.used_list[i].offset, off) << "step " << step;
+      ASSERT_EQ(c.pool.used_list[i].size, size) << "step " << step;
+      ++i;
+    }
+    kiln_vtcm_stats s = c.stats();
+    ASSERT_EQ(s.used_bytes, used);
+    ASSERT_EQ(s.free_bytes, capacity - used);
+    ASSERT_EQ(s.high_water_bytes, high_water);
+    ASSERT_EQ(s.largest_free_block, largest);
+    ASSERT_EQ(s.total_allocations, total);
+    ASSERT_EQ(s.failed_allocations, failed);
+  };
+  int table_full = 0, no_space = 0, bad_alignment = 0;
+  for (int step = 0; step < 20000; ++step) {
+    const unsigned r = rng() % 10;
+    if (r < 6 || live.empty()) {
+      // Phases of small requests (the block table fills) and large ones (the space runs out).
+      const bool small_phase = (step / 2000) % 2 == 0;
+      uint64_t n = rng() % 16 == 0 ? 0 : 1 + rng() % (small_phase ? 300 : 6000);
+      uint64_t align = rng() % 32 == 0 ? 3 + 2 * (rng() % 50) : uint64_t{1} << (rng() % 13);
+      // The model's best fit: the smallest gap that holds the request, lowest address on a tie.
+      const uint64_t need = n == 0 ? 1 : n;
+      std::vector<kiln_vtcm_block> g = gaps();
+      int best = -1;
+      uint64_t best_pad = 0;
+      bool power_of_two = (align & (align - 1)) == 0;
+      for (size_t i = 0; power_of_two && i < g.size(); ++i) {
+        uint64_t pad = (align - ((base + g[i].offset) % align)) % align;
+        if (pad + need > g[i].size) continue;
+        if (best < 0 || g[i].size < g[size_t(best)].size) best = int(i), best_pad = pad;
+      }
+      bool full = false;
+      if (best >= 0) {
+        const kiln_vtcm_block& b = g[size_t(best)];
+        size_t new_free = g.size() - 1 + (best_pad > 0) + (b.size - best_pad - need > 0);
+        full = live.size() >= max_blocks || new_free > max_blocks;
+      }
+      kiln_vtcm_failure f;
+      void* p = c.allocate(n, align, &f);
+      if (best < 0 || full) {
+        ASSERT_EQ(p, nullptr) << "step " << step;
+        ++failed;
+        EXPECT_EQ(f.requested, need);
+        EXPECT_EQ(f.max_blocks, full ? max_blocks : 0u) << "step " << step;
+        EXPECT_EQ(f.free_bytes, capacity - used);
+        (!power_of_two ? bad_alignment : full ? table_full : no_space)++;
+      } else {
+        ASSERT_NE(p, nullptr) << "step " << step;
+        uint64_t off = c.offset(p);
+        ASSERT_EQ(off, g[size_t(best)].offset + best_pad) << "step " << step;
+        ASSERT_EQ(reinterpret_cast<uintptr_t>(p) % align, 0u);
+        live[off] = need;
+        used += need;
+        high_water = std::max(high_water, used);
+        ++total;
+      }
+    } else if (r < 9) {
+      auto it = live.begin();
+      std::advance(it, long(rng() % live.size()));
+      ASSERT_EQ(kiln_vtcm_pool_free(&c.pool, c.memory.get() + it->first), 1) << "step " << step;
+      used -= it->second;
+      live.erase(it);
+    } else {
+      // A pointer that is not a live block: refused, nothing changes.
+      uint64_t off = rng() % (capacity + 64);
+      bool is_live = live.count(off) != 0;
+      void* p = reinterpret_cast<void*>(base + off);
+      ASSERT_EQ(kiln_vtcm_pool_owns(&c.pool, p), is_live ? 1 : 0);
+      if (is_live) continue;
+      ASSERT_EQ(kiln_vtcm_pool_free(&c.pool, p), 0) << "step " << step;
+    }
+    check_state(step);
+    if (HasFatalFailure()) return;
+  }
+  EXPECT_GT(table_full, 10) << "the traffic reaches the block table's limit";
+  EXPECT_GT(no_space, 10) << "the traffic runs out of space";
+  EXPECT_GT(bad_alignment, 10);
+  for (auto [off, size] : live) ASSERT_EQ(kiln_vtcm_pool_free(&c.pool, c.memory.get() + off), 1);
+  EXPECT_EQ(c.stats().free_blocks, 1u);
+  EXPECT_EQ(c.stats().largest_free_block, capacity);
+}
+
+TEST(TirVtcmPoolCore, RefusesBadInputWithoutCrashing) {
+  CorePool c(4096, 8);
+  auto* p = static_cast<uint8_t*>(c.allocate(100, 64));
+  ASSERT_NE(p, nullptr);
+  int foreign = 0;
+  const uintptr_t base = reinterpret_cast<uintptr_t>(c.memory.get());
+  for (void* q : {static_cast<void*>(nullptr), static_cast<void*>(p + 1), static_cast<void*>(p + 100),
+                  static_cast<void*>(&foreign), reinterpret_cast<void*>(base - 1),
+                  reinterpret_cast<void*>(base + 4096), reinterpret_cast<void*>(base + 100000)}) {
+    EXPECT_EQ(kiln_vtcm_pool_free(&c.pool, q), 0) << q;
+    EXPECT_EQ(kiln_vtcm_pool_owns(&c.pool, q), 0) << q;
+  }
+  EXPECT_EQ(kiln_vtcm_pool_owns(&c.pool, p), 1);
+  EXPECT_EQ(c.stats().used_bytes, 100u) << "refused frees change nothing";
+  EXPECT_EQ(c.stats().live_allocations, 1u);
+
+  // Hostile requests fail cleanly instead of wrapping around.
+  kiln_vtcm_failure f;
+  EXPECT_EQ(c.allocate(UINT64_MAX, 1, &f), nullptr);
+  EXPECT_EQ(c.allocate(UINT64_MAX - 10, 64, &f), nullptr);
+  EXPECT_EQ(c.allocate(16, uint64_t{1} << 63, &f), nullptr);
+  EXPECT_EQ(f.max_blocks, 0u);
+  EXPECT_EQ(c.allocate(16, 0, &f), nullptr);
+  EXPECT_NE(failure_message(f).find("alignment 0, which is not a power of two"), std::string::npos);
+  void* z = c.allocate(0, 1);
+  ASSERT_NE(z, nullptr);
+  EXPECT_EQ(c.stats().used_bytes, 101u) << "a zero-byte request gets one byte";
+
+  EXPECT_EQ(kiln_vtcm_pool_free(&c.pool, p), 1);
+  EXPECT_EQ(kiln_vtcm_pool_free(&c.pool, p), 0) << "double free is refused";
+
+  // A NULL pool, NULL outputs and NULL inputs.
+  EXPECT_EQ(kiln_vtcm_pool_free(nullptr, z), 0);
+  EXPECT_EQ(kiln_vtcm_pool_owns(nullptr, z), 0);
+  EXPECT_EQ(kiln_vtcm_pool_allocate(nullptr, 8, 8, &f), nullptr);
+  EXPECT_EQ(f.capacity, 0u);
+  EXPECT_EQ(kiln_vtcm_pool_allocate(nullptr, 8, 8, nullptr), nullptr);
+  kiln_vtcm_stats s;
+  kiln_vtcm_pool_stats(nullptr, &s);
+  EXPECT_EQ(s.capacity, 0u);
+  kiln_vtcm_pool_stats(&c.pool, nullptr);
+  kiln_vtcm_pool_init(nullptr, c.memory.get(), 4096, c.table.data(), 8);
+  EXPECT_EQ(kiln_vtcm_stats_message(nullptr, nullptr, 0), stats_message(kiln_vtcm_stats{}).size());
+
+  // No memory or no block table: a pool that holds nothing.
+  kiln_vtcm_pool empty;
+  kiln_vtcm_block table[2];
+  for (auto [mem, blocks, max] : {std::tuple<void*, kiln_vtcm_block*, uint32_t>{nullptr, table, 1},
+                                  {c.memory.get(), nullptr, 1},
+                                  {c.memory.get(), table, 0}}) {
+    kiln_vtcm_pool_init(&empty, mem, 4096, blocks, max);
+    EXPECT_EQ(kiln_vtcm_pool_allocate(&empty, 1, 1, &f), nullptr);
+    EXPECT_EQ(f.capacity, 0u);
+    EXPECT_EQ(kiln_vtcm_pool_free(&empty, c.memory.get()), 0);
+  }
+
+  VtcmPool pool(4096);
+  EXPECT_FALSE(pool.free(nullptr));
+  EXPECT_FALSE(pool.owns(nullptr));
 }
 
 TEST(TirRuntimeAbi, TableComesFromTheHeader) {
