@@ -1,5 +1,7 @@
-// Host codegen for prim functions (LLVM 19, x86-64 with the machine's vector
-// features) and checked linking against the runtime ABI.
+// Codegen for prim functions (LLVM 19) and checked linking against the
+// runtime ABI. Targets (codegen/target.h): the host CPU (x86-64 with the
+// machine's vector features) and Hexagon v66-v73 with HVX (codegen/hexagon.h
+// links and runs those).
 //
 // LLVM headers stay inside src/codegen/*.cc; this header is plain C++.
 //
@@ -23,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "codegen/target.h"
 #include "tir/tir.h"
 
 namespace kiln::codegen {
@@ -52,6 +55,11 @@ std::vector<ResolvedImport> resolve_imports(const std::vector<Import>& imports,
 // Throws kiln::Error naming every unresolved symbol and its callers.
 void check_imports(const std::vector<Import>& imports, const std::vector<std::string>& link_libs,
                    const std::string& when = "build");
+// The error both checks (host and Hexagon) give: every symbol, its callers,
+// and what to do. `runtime` names the runtime that was searched.
+[[noreturn]] void throw_unresolved_imports(const std::vector<Import>& unresolved,
+                                           const std::vector<std::string>& link_libs, const std::string& when,
+                                           const std::string& runtime);
 
 // The defined functions and the undefined symbols of an object file or shared
 // library (for `kiln inspect`); throws kiln::Error naming the file when it is
@@ -62,13 +70,17 @@ struct ObjectSymbols {
 };
 ObjectSymbols read_object_symbols(const std::string& path);
 
-enum class EmitKind { LLVMIR, Assembly, Object, SharedLibrary };
-// "ll", "asm", "obj", "so"; parse_emit_kind throws on an unknown name.
+// exe: a static Hexagon executable (kernels, generated harness, Hexagon runtime).
+enum class EmitKind { LLVMIR, Assembly, Object, SharedLibrary, Executable };
+// "ll", "asm", "obj", "so", "exe"; parse_emit_kind throws on an unknown name.
 EmitKind parse_emit_kind(const std::string& name);
 
 struct CodegenOptions {
+  Target target;  // the host unless set
   int opt_level = 3;
-  std::vector<std::string> link_libs;  // --link-lib: libraries that may provide imports
+  // --link-lib: libraries that may provide imports (host: shared libraries;
+  // Hexagon: object files linked into the executable)
+  std::vector<std::string> link_libs;
   bool check_imports = true;           // false only to test the load-time check
 };
 
@@ -79,7 +91,7 @@ std::string emit_text(const std::vector<tir::PrimFunc>& funcs, EmitKind kind,
 void emit_to_file(const std::vector<tir::PrimFunc>& funcs, EmitKind kind, const std::string& path,
                   const CodegenOptions& options = {});
 
-// An in-process JIT module (ORC) for tests and `kiln run`.
+// An in-process JIT module (ORC) for tests and `kiln run`; host target only.
 class JitModule {
  public:
   static std::unique_ptr<JitModule> create(const std::vector<tir::PrimFunc>& funcs,

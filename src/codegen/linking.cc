@@ -87,23 +87,30 @@ std::vector<ResolvedImport> resolve_imports(const std::vector<Import>& imports,
   return out;
 }
 
-void check_imports(const std::vector<Import>& imports, const std::vector<std::string>& link_libs,
-                   const std::string& when) {
+void throw_unresolved_imports(const std::vector<Import>& unresolved, const std::vector<std::string>& link_libs,
+                              const std::string& when, const std::string& runtime) {
   std::string msg;
-  for (const ResolvedImport& r : resolve_imports(imports, link_libs)) {
-    if (r.source != ImportSource::Unresolved) continue;
+  for (const Import& imp : unresolved) {
     std::string callers;
-    for (const std::string& c : r.import.callers) callers += (callers.empty() ? "@" : ", @") + c;
-    msg += "\n  unresolved symbol '" + r.import.symbol + "' called by " + callers;
+    for (const std::string& c : imp.callers) callers += (callers.empty() ? "@" : ", @") + c;
+    msg += "\n  unresolved symbol '" + imp.symbol + "' " +
+           (callers.empty() ? std::string("needed by the generated code") : "called by " + callers);
   }
-  if (msg.empty()) return;
   std::string libs;
   for (const std::string& l : link_libs) libs += (libs.empty() ? "" : ", ") + l;
-  throw Error("link check failed at " + when + " time:" + msg +
-              "\nthe kiln runtime exports only the functions in kiln/runtime/backend_api.h" +
+  throw Error("link check failed at " + when + " time:" + msg + "\n" + runtime +
+              " exports only the functions in kiln/runtime/backend_api.h" +
               (libs.empty() ? std::string("; name a library that defines it with --link-lib")
                             : "; the named libraries (" + libs + ") do not define it either") +
               " (see docs/linking.md)");
+}
+
+void check_imports(const std::vector<Import>& imports, const std::vector<std::string>& link_libs,
+                   const std::string& when) {
+  std::vector<Import> unresolved;
+  for (const ResolvedImport& r : resolve_imports(imports, link_libs))
+    if (r.source == ImportSource::Unresolved) unresolved.push_back(r.import);
+  if (!unresolved.empty()) throw_unresolved_imports(unresolved, link_libs, when, "the kiln runtime");
 }
 
 EmitKind parse_emit_kind(const std::string& name) {
@@ -111,7 +118,8 @@ EmitKind parse_emit_kind(const std::string& name) {
   if (name == "asm") return EmitKind::Assembly;
   if (name == "obj") return EmitKind::Object;
   if (name == "so") return EmitKind::SharedLibrary;
-  throw Error("unknown --emit kind '" + name + "' (known: ll, asm, obj, so)");
+  if (name == "exe") return EmitKind::Executable;
+  throw Error("unknown --emit kind '" + name + "' (known: ll, asm, obj, so, exe)");
 }
 
 }  // namespace kiln::codegen

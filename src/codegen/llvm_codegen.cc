@@ -12,6 +12,7 @@
 #include <llvm/IR/Verifier.h>
 #include <llvm/MC/TargetRegistry.h>
 #include <llvm/Passes/PassBuilder.h>
+#include <llvm/Support/CommandLine.h>
 #include <llvm/Support/FileSystem.h>
 #include <llvm/Support/TargetSelect.h>
 #include <llvm/Support/raw_ostream.h>
@@ -26,7 +27,9 @@
 #include <unordered_map>
 
 #include "codegen/codegen.h"
+#include "codegen/hexagon.h"
 #include "kiln/runtime/backend_api.h"
+#include "runtime/hexagon/harness.h"
 #include "tir/text.h"
 
 namespace kiln::codegen {
@@ -41,24 +44,43 @@ void init_llvm() {
     llvm::InitializeNativeTarget();
     llvm::InitializeNativeTargetAsmPrinter();
     llvm::InitializeNativeTargetAsmParser();
+    LLVMInitializeHexagonTargetInfo();
+    LLVMInitializeHexagonTarget();
+    LLVMInitializeHexagonTargetMC();
+    LLVMInitializeHexagonAsmPrinter();
+    // HVX code from LLVM's loop and SLP vectorizers: off by default in the
+    // Hexagon backend, which is why it is switched on here, once, for every
+    // Hexagon target machine (the host ignores it).
+    auto& options = llvm::cl::getRegisteredOptions();
+    if (auto it = options.find("hexagon-autohvx"); it != options.end())
+      it->second->addOccurrence(0, "hexagon-autohvx", "true");
   });
 }
 
-std::unique_ptr<llvm::TargetMachine> host_target_machine(int opt_level) {
+llvm::CodeGenOptLevel codegen_level(int opt_level) {
+  return opt_level >= 3   ? llvm::CodeGenOptLevel::Aggressive
+         : opt_level == 0 ? llvm::CodeGenOptLevel::None
+                          : llvm::CodeGenOptLevel::Default;
+}
+
+std::unique_ptr<llvm::TargetMachine> target_machine(const Target& t, int opt_level) {
   init_llvm();
-  std::string triple = llvm::sys::getProcessTriple();
+  std::string triple = t.is_hexagon() ? t.triple : llvm::sys::getProcessTriple();
   std::string err;
   const llvm::Target* target = llvm::TargetRegistry::lookupTarget(triple, err);
-  if (!target) throw Error("LLVM has no target for the host (" + triple + "): " + err);
+  if (!target) throw Error("LLVM has no target for " + t.name + " (" + triple + "): " + err);
+  llvm::TargetOptions options;
+  if (t.is_hexagon()) {
+    // Static executables for the Hexagon runtime; no PIC needed.
+    return std::unique_ptr<llvm::TargetMachine>(target->createTargetMachine(
+        triple, t.cpu, t.features, options, llvm::Reloc::Static, std::nullopt, codegen_level(opt_level)));
+  }
   std::string features;
   for (const auto& f : llvm::sys::getHostCPUFeatures())
     features += (features.empty() ? "" : ",") + std::string(f.second ? "+" : "-") + f.first().str();
-  llvm::TargetOptions options;
-  auto level = opt_level >= 3   ? llvm::CodeGenOptLevel::Aggressive
-               : opt_level == 0 ? llvm::CodeGenOptLevel::None
-                                : llvm::CodeGenOptLevel::Default;
   return std::unique_ptr<llvm::TargetMachine>(target->createTargetMachine(
-      triple, llvm::sys::getHostCPUName(), features, options, llvm::Reloc::PIC_, std::nullopt, level));
+      triple, llvm::sys::getHostCPUName(), features, options, llvm::Reloc::PIC_, std::nullopt,
+      codegen_level(opt_level)));
 }
 
 // ---------------------------------------------------------------- IR building
@@ -445,6 +467,85 @@ class FunctionBuilder {
   std::unordered_map<const tir::VarNode*, llvm::Value*> vars_;
 };
 
+// The Hexagon harness table (runtime/hexagon/harness.h): one entry per prim
+// function with its packed entry and parameter descriptions.
+static_assert(int(DataType::Code::Int) == KILN_HX_INT && int(DataType::Code::UInt) == KILN_HX_UINT &&
+                  int(DataType::Code::Float) == KILN_HX_FLOAT && int(DataType::Code::Bool) == KILN_HX_BOOL &&
+                  int(DataType::Code::Handle) == KILN_HX_HANDLE,
+              "harness.h type codes follow tir::DataType::Code");
+
+// A constant global (getOrInsertGlobal rather than `new GlobalVariable`, which
+// GCC's -Wmismatched-new-delete misreads).
+llvm::GlobalVariable* constant_global(llvm::Module& m, llvm::Constant* init, const std::string& name,
+                                      llvm::GlobalValue::LinkageTypes linkage) {
+  auto* g = llvm::cast<llvm::GlobalVariable>(m.getOrInsertGlobal(name, init->getType()));
+  g->setInitializer(init);
+  g->setConstant(true);
+  g->setLinkage(linkage);
+  return g;
+}
+
+llvm::Constant* private_constant(llvm::Module& m, llvm::Constant* init, const std::string& name) {
+  auto* g = constant_global(m, init, name, llvm::GlobalValue::PrivateLinkage);
+  g->setUnnamedAddr(llvm::GlobalValue::UnnamedAddr::Global);
+  return g;
+}
+
+void add_hexagon_harness(llvm::Module& m, const std::vector<tir::PrimFunc>& funcs, uint64_t vtcm_capacity) {
+  llvm::LLVMContext& ctx = m.getContext();
+  auto* i8 = llvm::Type::getInt8Ty(ctx);
+  auto* i32 = llvm::Type::getInt32Ty(ctx);
+  auto* i64 = llvm::Type::getInt64Ty(ctx);
+  auto* ptr = llvm::PointerType::get(ctx, 0);
+  auto* param_ty = llvm::StructType::create(ctx, {ptr, i8, i8, i8, i8, ptr}, "kiln_hx_param");
+  auto* entry_ty = llvm::StructType::create(ctx, {ptr, ptr, i32, ptr}, "kiln_hx_entry");
+  auto string = [&](const std::string& s, const std::string& name) {
+    return private_constant(m, llvm::ConstantDataArray::getString(ctx, s), name);
+  };
+  std::vector<llvm::Constant*> entries;
+  for (const tir::PrimFunc& f : funcs) {
+    std::vector<llvm::Constant*> params;
+    for (const tir::PrimParam& p : f->params) {
+      DataType t = p.buffer ? p.buffer->dtype : p.var->dtype;
+      std::vector<uint64_t> shape;
+      if (p.buffer) {
+        for (const tir::Expr& e : p.buffer->shape) {
+          auto* imm = tir::as<tir::IntImmNode>(e);
+          if (!imm)
+            throw Error("the Hexagon harness needs constant buffer shapes; parameter %" + p.buffer->name +
+                        " of @" + f->name + " has a symbolic extent");
+          shape.push_back(uint64_t(imm->value));
+        }
+      }
+      std::string prefix = "kiln_hx." + f->name + "." + p.var->name;
+      llvm::Constant* shape_ptr =
+          shape.empty() ? static_cast<llvm::Constant*>(llvm::ConstantPointerNull::get(ptr))
+                        : private_constant(m, llvm::ConstantDataArray::get(ctx, shape), prefix + ".shape");
+      const std::string& name = p.buffer ? p.buffer->name : p.var->name;
+      params.push_back(llvm::ConstantStruct::get(
+          param_ty, {string(name, prefix + ".name"), llvm::ConstantInt::get(i8, uint64_t(t.code)),
+                     llvm::ConstantInt::get(i8, t.bits), llvm::ConstantInt::get(i8, p.buffer ? 1 : 0),
+                     llvm::ConstantInt::get(i8, shape.size()), shape_ptr}));
+    }
+    llvm::Constant* params_ptr =
+        params.empty() ? static_cast<llvm::Constant*>(llvm::ConstantPointerNull::get(ptr))
+                       : private_constant(m, llvm::ConstantArray::get(llvm::ArrayType::get(param_ty, params.size()), params),
+                                          "kiln_hx." + f->name + ".params");
+    llvm::Function* packed = m.getFunction(f->name + "__packed");
+    KILN_ASSERT(packed != nullptr, "codegen: the harness needs the packed entry of every function");
+    entries.push_back(llvm::ConstantStruct::get(
+        entry_ty, {string(f->name, "kiln_hx." + f->name + ".name"), packed,
+                   llvm::ConstantInt::get(i32, f->params.size()), params_ptr}));
+  }
+  auto* entries_ty = llvm::ArrayType::get(entry_ty, entries.size());
+  constant_global(m, llvm::ConstantArray::get(entries_ty, entries), "kiln_hexagon_entries",
+                  llvm::GlobalValue::ExternalLinkage);
+  constant_global(m, llvm::ConstantInt::get(i32, entries.size()), "kiln_hexagon_num_entries",
+                  llvm::GlobalValue::ExternalLinkage);
+  constant_global(m, llvm::ConstantInt::get(i64, vtcm_capacity), "kiln_hexagon_vtcm_capacity",
+                  llvm::GlobalValue::ExternalLinkage);
+}
+
 void optimize(llvm::Module& m, llvm::TargetMachine& tm, int opt_level) {
   if (opt_level <= 0) return;
   llvm::LoopAnalysisManager lam;
@@ -467,7 +568,9 @@ void optimize(llvm::Module& m, llvm::TargetMachine& tm, int opt_level) {
 }
 
 std::unique_ptr<llvm::Module> build_module(llvm::LLVMContext& ctx, const std::vector<tir::PrimFunc>& funcs,
-                                           llvm::TargetMachine& tm, int opt_level) {
+                                           llvm::TargetMachine& tm, const CodegenOptions& options,
+                                           bool with_harness = false) {
+  const int opt_level = options.opt_level;
   auto m = std::make_unique<llvm::Module>("kiln", ctx);
   m->setTargetTriple(tm.getTargetTriple().str());
   m->setDataLayout(tm.createDataLayout());
@@ -475,6 +578,7 @@ std::unique_ptr<llvm::Module> build_module(llvm::LLVMContext& ctx, const std::ve
     tir::verify_prim_func(*f);
     FunctionBuilder(*m, *f).build();
   }
+  if (with_harness) add_hexagon_harness(*m, funcs, options.target.vtcm_capacity);
   std::string err;
   llvm::raw_string_ostream os(err);
   if (llvm::verifyModule(*m, &os))
@@ -501,13 +605,41 @@ void emit_machine_code(llvm::Module& m, llvm::TargetMachine& tm, llvm::raw_pwrit
 
 }  // namespace
 
+namespace {
+
+// The link check before codegen, by target.
+void check_target_imports(const std::vector<tir::PrimFunc>& funcs, const CodegenOptions& options) {
+  if (!options.check_imports) return;
+  if (options.target.is_hexagon()) return check_hexagon_imports(collect_imports(funcs), options.link_libs);
+  check_imports(collect_imports(funcs), options.link_libs);
+}
+
+void write_object(const std::vector<tir::PrimFunc>& funcs, const CodegenOptions& options,
+                  const std::string& path, bool with_harness) {
+  auto tm = target_machine(options.target, options.opt_level);
+  llvm::LLVMContext ctx;
+  auto m = build_module(ctx, funcs, *tm, options, with_harness);
+  std::error_code ec;
+  llvm::raw_fd_ostream out(path, ec, llvm::sys::fs::OF_None);
+  KILN_CHECK(!ec, "cannot write ", path, ": ", ec.message());
+  emit_machine_code(*m, *tm, out, llvm::CodeGenFileType::ObjectFile);
+}
+
+// Removes a temporary file when it goes out of scope.
+struct TempFile {
+  std::string path;
+  ~TempFile() { std::remove(path.c_str()); }
+};
+
+}  // namespace
+
 std::string emit_text(const std::vector<tir::PrimFunc>& funcs, EmitKind kind, const CodegenOptions& options) {
   KILN_CHECK(kind == EmitKind::LLVMIR || kind == EmitKind::Assembly,
-             "emit_text writes ll or asm; use emit_to_file for obj and so");
-  if (options.check_imports) check_imports(collect_imports(funcs), options.link_libs);
-  auto tm = host_target_machine(options.opt_level);
+             "emit_text writes ll or asm; use emit_to_file for obj, so and exe");
+  check_target_imports(funcs, options);
+  auto tm = target_machine(options.target, options.opt_level);
   llvm::LLVMContext ctx;
-  auto m = build_module(ctx, funcs, *tm, options.opt_level);
+  auto m = build_module(ctx, funcs, *tm, options);
   llvm::SmallString<4096> text;
   llvm::raw_svector_ostream os(text);
   if (kind == EmitKind::LLVMIR) {
@@ -520,7 +652,14 @@ std::string emit_text(const std::vector<tir::PrimFunc>& funcs, EmitKind kind, co
 
 void emit_to_file(const std::vector<tir::PrimFunc>& funcs, EmitKind kind, const std::string& path,
                   const CodegenOptions& options) {
-  if (options.check_imports) check_imports(collect_imports(funcs), options.link_libs);
+  const Target& target = options.target;
+  if (kind == EmitKind::SharedLibrary && target.is_hexagon())
+    throw Error("--emit so is for the host target; for " + target.name +
+                " emit obj (to link yourself) or exe (a static executable with kiln's Hexagon runtime)");
+  if (kind == EmitKind::Executable && !target.is_hexagon())
+    throw Error("--emit exe builds a static Hexagon executable; give --target hexagon-v68 (or v66, v69, "
+                "v73), or emit so for the host");
+  check_target_imports(funcs, options);
   if (kind == EmitKind::LLVMIR || kind == EmitKind::Assembly) {
     CodegenOptions o = options;
     o.check_imports = false;
@@ -531,28 +670,15 @@ void emit_to_file(const std::vector<tir::PrimFunc>& funcs, EmitKind kind, const 
     std::fclose(f);
     return;
   }
-  auto tm = host_target_machine(options.opt_level);
-  llvm::LLVMContext ctx;
-  auto m = build_module(ctx, funcs, *tm, options.opt_level);
-  std::string obj_path = kind == EmitKind::Object ? path : path + ".o";
-  {
-    std::error_code ec;
-    llvm::raw_fd_ostream out(obj_path, ec, llvm::sys::fs::OF_None);
-    KILN_CHECK(!ec, "cannot write ", obj_path, ": ", ec.message());
-    emit_machine_code(*m, *tm, out, llvm::CodeGenFileType::ObjectFile);
-  }
-  if (kind == EmitKind::Object) return;
+  if (kind == EmitKind::Object) return write_object(funcs, options, path, false);
+  TempFile obj{path + ".o"};
+  write_object(funcs, options, obj.path, kind == EmitKind::Executable);
+  if (kind == EmitKind::Executable) return link_hexagon_executable(obj.path, path, options.link_libs);
   // A shared library: its undefined symbols stay imports, resolved when the
   // runtime (or the named libraries) load it.
-  std::string cmd = "ld.lld-19 -shared -o '" + path + "' '" + obj_path + "' 2>&1";
-  std::FILE* p = popen(cmd.c_str(), "r");
-  KILN_CHECK(p != nullptr, "cannot run ld.lld-19 to link ", path);
-  std::string log;
-  char buf[512];
-  while (size_t n = std::fread(buf, 1, sizeof buf, p)) log.append(buf, n);
-  int rc = pclose(p);
-  std::remove(obj_path.c_str());
-  KILN_CHECK(rc == 0, "linking ", path, " with ld.lld-19 failed: ", log);
+  ProcessResult r = run_process({"ld.lld-19", "-shared", "-o", path, obj.path}, 120,
+                                "run scripts/setup.sh, which installs lld-19");
+  KILN_CHECK(r.exit_code == 0, "linking ", path, " with ld.lld-19 failed: ", r.err, r.out);
 }
 
 // ---------------------------------------------------------------- JIT
@@ -567,6 +693,9 @@ JitModule::~JitModule() = default;
 
 std::unique_ptr<JitModule> JitModule::create(const std::vector<tir::PrimFunc>& funcs,
                                              const CodegenOptions& options) {
+  if (options.target.is_hexagon())
+    throw Error("the JIT runs host code only; " + options.target.name +
+                " code runs under qemu-hexagon-static (kiln run --target " + options.target.name + ")");
   auto impl = std::make_unique<Impl>();
   impl->imports = collect_imports(funcs);
   if (options.check_imports) check_imports(impl->imports, options.link_libs, "build");
@@ -576,9 +705,9 @@ std::unique_ptr<JitModule> JitModule::create(const std::vector<tir::PrimFunc>& f
   std::vector<ResolvedImport> resolved = resolve_imports(impl->imports, options.link_libs);
   check_imports(impl->imports, options.link_libs, "load");
 
-  auto tm = host_target_machine(options.opt_level);
+  auto tm = target_machine(options.target, options.opt_level);
   auto ctx = std::make_unique<llvm::LLVMContext>();
-  auto m = build_module(*ctx, funcs, *tm, options.opt_level);
+  auto m = build_module(*ctx, funcs, *tm, options);
 
   auto jtmb = llvm::orc::JITTargetMachineBuilder::detectHost();
   if (!jtmb) throw Error("cannot set up the JIT: " + llvm_error(jtmb.takeError()));

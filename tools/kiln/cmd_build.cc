@@ -1,12 +1,16 @@
 // kiln build FILE.kir --target llvm --emit ll|asm|obj|so -o OUT [--link-lib LIB ...]
+// kiln build FILE.kir --target hexagon-v66|v68|v69|v73 --emit ll|asm|obj|exe -o OUT
 //            [--vtcm-capacity BYTES] [--static-scratchpad-plan] [--print-tir]
 //
-// Compiles the prim functions of FILE for the host: the tensor-IR build
-// pipeline (capacity check, scratchpad lowering, flattening, simplification),
-// LLVM codegen, and the link check of every import against the runtime ABI
-// and the named libraries.
+// Compiles the prim functions of FILE for the host or a Hexagon version: the
+// tensor-IR build pipeline (capacity check against the target's VTCM,
+// scratchpad lowering, flattening, simplification), LLVM codegen, and the
+// link check of every import against the runtime ABI and the named
+// libraries. For Hexagon, exe links a static executable with a generated
+// harness and kiln's Hexagon runtime (run it with `kiln run --target`).
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <sstream>
 
 #include "codegen/codegen.h"
@@ -24,7 +28,7 @@ struct BuildOpts {
   std::string emit = "obj";
   std::string output;
   std::vector<std::string> link_libs;
-  uint64_t vtcm_capacity = 4ull << 20;
+  std::optional<uint64_t> vtcm_capacity;  // default: the target's
   bool print_tir = false;
   bool static_scratchpad_plan = false;
 };
@@ -42,10 +46,11 @@ std::vector<tir::PrimFunc> read_prim_functions(const std::string& path) {
 }
 
 int run_build(const BuildOpts& o) {
-  KILN_CHECK(o.target == "llvm", "unknown --target '", o.target, "' (known: llvm, the host CPU)");
+  codegen::Target target = codegen::parse_target(o.target);
+  if (o.vtcm_capacity) target.vtcm_capacity = *o.vtcm_capacity;
   codegen::EmitKind kind = codegen::parse_emit_kind(o.emit);
   tir::TirPassOptions pass_options;
-  pass_options.scratchpad_capacity = o.vtcm_capacity;
+  pass_options.scratchpad_capacity = target.vtcm_capacity;
   pass_options.static_scratchpad_plan = o.static_scratchpad_plan;
   auto funcs = read_prim_functions(o.input);
   for (auto& f : funcs) {
@@ -53,6 +58,7 @@ int run_build(const BuildOpts& o) {
     if (o.print_tir) std::cout << tir::print_prim_func(*f);
   }
   codegen::CodegenOptions cg;
+  cg.target = target;
   cg.link_libs = o.link_libs;
   codegen::emit_to_file(funcs, kind, o.output, cg);
   return 0;
@@ -62,13 +68,15 @@ int run_build(const BuildOpts& o) {
 
 void add_build_command(CLI::App& app) {
   auto opts = std::make_shared<BuildOpts>();
-  CLI::App* cmd = app.add_subcommand("build", "compile prim functions for the host (LLVM) with checked linking");
+  CLI::App* cmd = app.add_subcommand("build", "compile prim functions for the host or Hexagon with checked linking");
   cmd->add_option("file", opts->input, "a .kir file of prim functions")->required();
-  cmd->add_option("--target", opts->target, "code generator (llvm: the host CPU)");
-  cmd->add_option("--emit", opts->emit, "ll, asm, obj or so");
+  cmd->add_option("--target", opts->target, "llvm (the host CPU) or hexagon-v66|v68|v69|v73 (HVX 128 B)");
+  cmd->add_option("--emit", opts->emit, "ll, asm, obj, so (host) or exe (Hexagon static executable)");
   cmd->add_option("-o,--output", opts->output, "output file")->required();
-  cmd->add_option("--link-lib", opts->link_libs, "a shared library that may provide imports (repeatable)");
-  cmd->add_option("--vtcm-capacity", opts->vtcm_capacity, "scratchpad capacity in bytes (default 4 MiB)");
+  cmd->add_option("--link-lib", opts->link_libs,
+                  "a library that may provide imports: a shared library (host) or an object file (Hexagon)");
+  cmd->add_option("--vtcm-capacity", opts->vtcm_capacity,
+                  "scratchpad capacity in bytes (default: the target's; 4 MiB for the host)");
   cmd->add_flag("--print-tir", opts->print_tir, "print the lowered tensor IR");
   cmd->add_flag("--static-scratchpad-plan", opts->static_scratchpad_plan,
                 "one VTCM allocation per function, buffers at liveness-based offsets");

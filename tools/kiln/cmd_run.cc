@@ -1,10 +1,13 @@
 // kiln run MODEL [--input NAME=FILE.npy ...] [--random-inputs SEED] [--out DIR]
 //          [--backend NAME ...] [--dispatch-log FILE] [--profile FILE.json] [--verify]
+// kiln run FILE.kir --entry PRIM [--target llvm|hexagon-vNN] [--input ...] [--out DIR]
 //
 // Without backends or profiling flags a .kir/.onnx model runs on the
 // reference interpreter. With --backend it is partitioned, compiled in
 // memory and run on the VM (offloaded functions on their backends); a .kmod
-// is loaded and run by the runtime alone.
+// is loaded and run by the runtime alone. A prim function is compiled for
+// --target and run: JIT-compiled on the host, or linked with kiln's Hexagon
+// runtime and run under qemu-hexagon-static.
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
@@ -12,6 +15,7 @@
 
 #include "backends/build.h"
 #include "byoc_flags.h"
+#include "codegen/prim_runner.h"
 #include "commands.h"
 #include "frontend/load_model.h"
 #include "interp/interpreter.h"
@@ -35,6 +39,11 @@ struct RunOpts {
   std::string profile;
   bool verify = false;
   double atol = 1e-5, rtol = 1e-4;
+  // Prim functions.
+  std::string target;
+  std::vector<std::string> link_libs;
+  std::optional<uint64_t> vtcm_capacity;
+  bool static_scratchpad_plan = false;
 };
 
 // A parameter of the entry: what inputs are checked and generated against.
@@ -160,10 +169,60 @@ void check_vm_flags(const RunOpts& o, bool on_vm) {
     throw Error("--option, --strict and --lift-constants need --backend");
 }
 
+// A prim function: inputs for the buffers it reads (files, or random with a
+// seed), compiled for the target and run; the buffers it writes are the outputs.
+void run_prim(const tir::PrimFunc& f, const RunOpts& o) {
+  if (!o.flags.backends.empty() || o.verify || !o.dispatch_log.empty() || !o.profile.empty())
+    throw Error("@" + f->name + " is a prim function; --backend, --verify, --dispatch-log and --profile are "
+                "for graph functions");
+  auto files = parse_input_flags(o.inputs);
+  std::map<std::string, Tensor> inputs;
+  uint64_t state = o.seed.value_or(0);
+  for (const codegen::PrimParamInfo& p : codegen::prim_param_info(*f)) {
+    auto it = files.find(p.name);
+    if (it != files.end()) {
+      inputs[p.name] = read_npy(it->second);
+      files.erase(it);
+    } else if (p.read && o.seed) {
+      inputs[p.name] = random_tensor(TensorDesc{p.shape, p.dtype}, state);
+    }
+  }
+  for (const auto& [name, file] : files) inputs[name] = read_npy(file);  // unknown names: run_prim_function says so
+  codegen::PrimRunOptions ro;
+  ro.target = codegen::parse_target(o.target.empty() ? "llvm" : o.target);
+  ro.link_libs = o.link_libs;
+  ro.vtcm_capacity = o.vtcm_capacity;
+  ro.static_scratchpad_plan = o.static_scratchpad_plan;
+  codegen::PrimRunResult r = codegen::run_prim_function(f, inputs, ro);
+  std::cout << "@" << f->name << " on " << ro.target.name << "\n";
+  std::cout << "VTCM pool (" << (ro.target.is_hexagon() ? "Hexagon runtime" : "host runtime")
+            << "): " << r.vtcm_pool << "\n";
+  if (!o.out_dir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(o.out_dir, ec);
+    if (ec) throw Error("cannot create output folder " + o.out_dir + ": " + ec.message());
+  }
+  for (const auto& [name, t] : r.outputs) {
+    std::cout << name << ": " << tensor_summary(t) << "\n";
+    if (t.numel() <= o.print_limit) print_values(t);
+    if (!o.out_dir.empty()) write_npy(o.out_dir + "/" + name + ".npy", t);
+  }
+}
+
+// The prim function --entry names; with the default entry, a module whose only
+// functions are one prim function runs that one.
+tir::PrimFunc find_prim_entry(const Module& m, const std::string& entry) {
+  for (const auto& f : m.prim_functions)
+    if (f->name == entry) return f;
+  if (entry == "main" && !m.find("main") && m.prim_functions.size() == 1) return m.prim_functions[0];
+  return nullptr;
+}
+
 void run(const RunOpts& o) {
   std::vector<Tensor> outs;
   bool vm_flags = !o.dispatch_log.empty() || !o.profile.empty() || o.verify;
   if (is_kmod_file(o.model)) {
+    if (!o.target.empty()) throw Error(o.model + " is compiled already; --target is for prim functions in .kir files");
     if (!o.flags.backends.empty())
       throw Error(o.model + " is compiled already; its backends were chosen by `kiln compile` (drop --backend)");
     if (!o.flags.input_shapes.empty())
@@ -173,8 +232,12 @@ void run(const RunOpts& o) {
     outs = run_on_vm(std::move(exe), o);
   } else {
     Module m = load_model(o.model, o.flags.import_options());
+    if (tir::PrimFunc prim = find_prim_entry(m, o.entry)) return run_prim(prim, o);
     const FunctionNode* fn = m.find(o.entry);
     if (!fn) throw Error(o.model + ": no function @" + o.entry + " to run (use --entry NAME)");
+    if (!o.target.empty())
+      throw Error("--target compiles prim functions; @" + o.entry +
+                  " is a graph function (offload graph functions with --backend)");
     check_vm_flags(o, !o.flags.backends.empty());
     if (!o.flags.backends.empty() || vm_flags) {
       PartitionReport report;
@@ -221,6 +284,12 @@ void add_run_command(CLI::App& app) {
   cmd->add_option("--atol", o->atol, "--verify: absolute tolerance")->capture_default_str();
   cmd->add_option("--rtol", o->rtol, "--verify: tolerance relative to the largest reference value")
       ->capture_default_str();
+  cmd->add_option("--target", o->target,
+                  "prim functions: llvm (the host, JIT) or hexagon-v66|v68|v69|v73 (under qemu-hexagon-static)");
+  cmd->add_option("--link-lib", o->link_libs, "prim functions: a library that may provide imports (repeatable)");
+  cmd->add_option("--vtcm-capacity", o->vtcm_capacity, "prim functions: VTCM bytes (default: the target's)");
+  cmd->add_flag("--static-scratchpad-plan", o->static_scratchpad_plan,
+                "prim functions: one VTCM allocation per function");
   cmd->callback([o] { run(*o); });
 }
 

@@ -1,0 +1,75 @@
+#include <filesystem>
+#include <set>
+
+#include "codegen/hexagon.h"
+#include "runtime/runtime_abi.h"
+
+namespace kiln::codegen {
+
+namespace {
+
+const char* kInstallHint = "run scripts/setup.sh, which installs lld-19 and qemu-user-static";
+
+std::set<std::string> exports_of(const std::vector<std::string>& objects) {
+  std::set<std::string> out;
+  for (const std::string& o : objects) {
+    ObjectSymbols s = read_object_symbols(o);
+    out.insert(s.exports.begin(), s.exports.end());
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string hexagon_runtime_object() {
+  const char* env = std::getenv("KILN_HEXAGON_RUNTIME");
+  std::string path = env && *env ? env : KILN_HEXAGON_RUNTIME_PATH;
+  if (!std::filesystem::exists(path))
+    throw Error("kiln's Hexagon runtime is not at " + path +
+                "; build it with `cmake --build build --target kiln_hexagon_runtime` (needs clang-19 and "
+                "ld.lld-19) or point KILN_HEXAGON_RUNTIME at kiln_hexagon_rt.o");
+  return path;
+}
+
+void check_hexagon_imports(const std::vector<Import>& imports, const std::vector<std::string>& link_objects) {
+  std::set<std::string> provided = exports_of(link_objects);
+  std::vector<Import> unresolved;
+  for (const Import& imp : imports)
+    if (!find_runtime_symbol(imp.symbol) && !provided.count(imp.symbol)) unresolved.push_back(imp);
+  if (!unresolved.empty()) throw_unresolved_imports(unresolved, link_objects, "build", "kiln's Hexagon runtime");
+}
+
+void link_hexagon_executable(const std::string& kernel_object, const std::string& output,
+                             const std::vector<std::string>& link_objects) {
+  std::string runtime = hexagon_runtime_object();
+  std::vector<std::string> inputs = link_objects;
+  inputs.push_back(runtime);
+  std::set<std::string> provided = exports_of(inputs);
+  // The harness defines the table the runtime reads; the kernels define the
+  // functions it calls.
+  ObjectSymbols kernels = read_object_symbols(kernel_object);
+  std::vector<Import> missing;
+  for (const std::string& s : kernels.imports)
+    if (!provided.count(s)) missing.push_back(Import{s, {}});
+  if (!missing.empty())
+    throw_unresolved_imports(missing, link_objects, "link", "kiln's Hexagon runtime (" + runtime + ")");
+
+  std::vector<std::string> argv = {"ld.lld-19", "-static", "-e", "_start", "-o", output, kernel_object};
+  argv.insert(argv.end(), inputs.begin(), inputs.end());
+  ProcessResult r = run_process(argv, 120, kInstallHint);
+  if (r.exit_code != 0)
+    throw Error("linking " + output + " with ld.lld-19 failed:\n" + r.err + r.out);
+}
+
+ProcessResult run_hexagon_executable(const std::string& exe, const std::vector<std::string>& args,
+                                     int timeout_seconds) {
+  std::vector<std::string> argv = {"qemu-hexagon-static", "-cpu", "v67", exe};
+  argv.insert(argv.end(), args.begin(), args.end());
+  ProcessResult r = run_process(argv, timeout_seconds, kInstallHint);
+  if (r.timed_out)
+    throw Error(exe + " did not finish within " + std::to_string(timeout_seconds) +
+                " s under qemu-hexagon-static and was stopped");
+  return r;
+}
+
+}  // namespace kiln::codegen

@@ -1,0 +1,58 @@
+#include "codegen/target.h"
+
+#include "kiln/runtime/error.h"
+
+namespace kiln::codegen {
+
+namespace {
+
+struct HexagonVersion {
+  const char* name;
+  const char* cpu;
+  const char* hvx;  // the HVX version feature
+  uint64_t vtcm_capacity;
+};
+
+// VTCM sizes of the Snapdragon parts these versions ship in.
+constexpr HexagonVersion kHexagonVersions[] = {
+    {"hexagon-v66", "hexagonv66", "+hvxv66", 256ull << 10},
+    {"hexagon-v68", "hexagonv68", "+hvxv68", 4ull << 20},
+    {"hexagon-v69", "hexagonv69", "+hvxv69", 8ull << 20},
+    {"hexagon-v73", "hexagonv73", "+hvxv73", 8ull << 20},
+};
+
+}  // namespace
+
+Target host_target() { return Target{}; }
+
+const std::vector<std::string>& known_target_names() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> n = {"llvm"};
+    for (const HexagonVersion& v : kHexagonVersions) n.push_back(v.name);
+    return n;
+  }();
+  return names;
+}
+
+Target parse_target(const std::string& name) {
+  if (name == "llvm" || name == "host") return host_target();
+  for (const HexagonVersion& v : kHexagonVersions) {
+    if (name != v.name) continue;
+    Target t;
+    t.kind = Target::Kind::Hexagon;
+    t.name = v.name;
+    t.triple = "hexagon-unknown-none-elf";
+    t.cpu = v.cpu;
+    // HVX in 128-byte mode. No HVX floating point (hvx-qfloat / hvx-ieee-fp):
+    // float kernels stay scalar, which is also what QEMU can emulate.
+    t.features = std::string(v.hvx) + ",+hvx-length128b";
+    t.vtcm_capacity = v.vtcm_capacity;
+    t.vector_bytes = 128;
+    return t;
+  }
+  std::string known;
+  for (const std::string& n : known_target_names()) known += (known.empty() ? "" : ", ") + n;
+  throw Error("unknown --target '" + name + "' (known: " + known + ")");
+}
+
+}  // namespace kiln::codegen

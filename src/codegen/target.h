@@ -1,0 +1,40 @@
+// Code-generation targets: the host CPU and the Hexagon DSP versions.
+//
+//   llvm          the host CPU (x86-64 with the machine's vector features);
+//                 VTCM is emulated by the runtime's pool (4 MiB by default)
+//   hexagon-v66   Hexagon v66 with HVX 128-byte vectors, 256 KiB of VTCM
+//   hexagon-v68   ... 4 MiB of VTCM
+//   hexagon-v69   ... 8 MiB of VTCM
+//   hexagon-v73   ... 8 MiB of VTCM
+//
+// A target is data: the LLVM triple, CPU and features codegen asks for, and
+// the scratchpad capacity the tensor-IR capacity check and the Hexagon
+// runtime's pool use. Plain C++; no LLVM headers.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace kiln::codegen {
+
+struct Target {
+  enum class Kind { Host, Hexagon };
+  Kind kind = Kind::Host;
+  std::string name = "llvm";  // as written after --target
+  std::string triple;         // empty for the host: the process's own triple
+  std::string cpu;            // empty for the host: the machine's CPU
+  std::string features;       // LLVM feature string; empty for the host
+  uint64_t vtcm_capacity = 4ull << 20;
+  int vector_bytes = 64;      // the widest vector register (HVX: 128)
+
+  bool is_hexagon() const { return kind == Kind::Hexagon; }
+};
+
+// The host CPU.
+Target host_target();
+// "llvm" or "hexagon-vNN"; anything else is a kiln::Error listing the known names.
+Target parse_target(const std::string& name);
+const std::vector<std::string>& known_target_names();
+
+}  // namespace kiln::codegen
