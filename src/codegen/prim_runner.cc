@@ -107,6 +107,9 @@ PrimRunResult run_on_hexagon(const tir::PrimFunc& lowered, std::vector<Tensor>& 
   const std::string exe = dir + "/" + lowered->name + ".elf";
   emit_to_file({lowered}, EmitKind::Executable, exe, cg);
 
+  // The harness sees the lowered (flattened) parameters: files go in and
+  // come out in that shape.
+  std::vector<PrimParamInfo> flat = prim_param_info(*lowered);
   std::vector<std::string> argv = {lowered->name};
   std::vector<std::string> outputs(params.size());
   for (size_t i = 0; i < params.size(); ++i) {
@@ -118,7 +121,7 @@ PrimRunResult run_on_hexagon(const tir::PrimFunc& lowered, std::vector<Tensor>& 
       continue;
     }
     if (p.read) {
-      write_npy(in, args[i]);
+      write_npy(in, args[i].reshape(flat[i].shape));
       argv.push_back(in);
     } else {
       argv.push_back("-");
@@ -191,7 +194,7 @@ PrimRunResult run_prim_function(const tir::PrimFunc& f, const std::map<std::stri
   for (const PrimParamInfo& p : params) {
     auto it = inputs.find(p.name);
     if (it == inputs.end()) {
-      if (p.read)
+      if (p.needs_input())
         throw Error("parameter %" + p.name + " of @" + f->name + " is read by the kernel; give it with --input " +
                     p.name + "=FILE.npy (" + std::string(dtype_name(p.dtype)) + shape_str(p.shape) + ")");
       args.push_back(Tensor::zeros(p.shape, p.dtype));

@@ -3,10 +3,11 @@
 // and the tests use this, so both targets are driven the same way and their
 // results can be compared.
 //
-// Which parameters are inputs and outputs comes from the function body:
-// a buffer it loads from needs an input; a buffer it stores to is an output
-// (zero-filled first unless an input is given); a buffer it hands to an
-// extern function counts as both. Scalars are inputs (0-d tensors).
+// Which parameters are inputs and outputs comes from the function body: a
+// buffer it only loads from needs an input; a buffer it stores to is an
+// output, zero-filled first unless an input is given (so accumulations start
+// from zero or from the given values); a buffer it hands to an extern
+// function counts as stored to. Scalars are inputs (0-d tensors).
 #pragma once
 
 #include <cstdint>
@@ -25,8 +26,9 @@ namespace kiln::codegen {
 struct PrimParamInfo {
   std::string name;  // the buffer's name (or the scalar's)
   bool is_buffer = false;
-  bool read = false;     // needs an input
-  bool written = false;  // an output
+  bool read = false;     // loaded from
+  bool written = false;  // stored to: an output
+  bool needs_input() const { return read && !written; }
   Shape shape;           // buffers: the constant shape; scalars: ()
   DType dtype = DType::Float32;
 };

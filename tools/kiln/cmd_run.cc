@@ -183,7 +183,7 @@ void run_prim(const tir::PrimFunc& f, const RunOpts& o) {
     if (it != files.end()) {
       inputs[p.name] = read_npy(it->second);
       files.erase(it);
-    } else if (p.read && o.seed) {
+    } else if (p.needs_input() && o.seed) {
       inputs[p.name] = random_tensor(TensorDesc{p.shape, p.dtype}, state);
     }
   }

@@ -1,7 +1,7 @@
 /* What compiled code may call beyond the runtime ABI: the memory functions a
  * freestanding C environment must provide, Hexagon's integer division helpers
  * (Hexagon has no divide instruction; LLVM calls __hexagon_[u]{div,mod}{si,di}3)
- * and sqrtf. Compiled with -ffreestanding, so clang does not turn these loops
+ * and sqrtf (LLVM calls it __hexagon_sqrtf). Compiled with -ffreestanding, so clang does not turn these loops
  * back into calls to themselves.
  *
  * Division by zero returns 0 (quotient) or the dividend (remainder) instead
@@ -200,3 +200,5 @@ float sqrtf(float x) {
   v.u = ((uint32_t)(re + 127) << 23) | (r & 0x7fffff);
   return v.f;
 }
+
+float __hexagon_sqrtf(float x) { return sqrtf(x); }
