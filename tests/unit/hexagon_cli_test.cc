@@ -1,0 +1,124 @@
+// `kiln build --target hexagon-vNN` and `kiln run FILE.kir --target ...` end
+// to end: the forum's kernel built for v68 (assembly, object, executable),
+// run under qemu-hexagon-static and on the host, outputs compared file by
+// file; and the errors a user can cause, each naming what is wrong.
+#include <gtest/gtest.h>
+
+#include "cli_util.h"
+#include "kiln/runtime/npy.h"
+
+namespace kiln {
+namespace {
+
+using testing::kiln_cmd;
+using testing::read_text;
+
+const char* kForumKernel = R"(prim @alloc_vtcm(%A: Buffer[(2048), int8], %B: Buffer[(2048), int8], %C: Buffer[(2048), int8]) {
+  allocate %A_buf: Buffer[(2048), int8, scope="local.vtcm", align=128]
+  allocate %B_buf: Buffer[(2048), int8, scope="local.vtcm", align=128]
+  for %i0 from 0 extent 2048 {
+    %A_buf[%i0] = %A[%i0]
+  }
+  for %i0 from 0 extent 2048 {
+    %B_buf[%i0] = %B[%i0]
+  }
+  for %i0 from 0 extent 2048 vectorized {
+    %C[%i0] = %A_buf[%i0] + %B_buf[%i0]
+  }
+  return 0
+}
+)";
+
+// 300 KiB of VTCM: more than v66 has.
+const char* kBigKernel = R"(prim @big(%A: Buffer[(307200), int8], %C: Buffer[(307200), int8]) {
+  allocate %A_buf: Buffer[(307200), int8, scope="global.vtcm", align=128]
+  for %i from 0 extent 307200 {
+    %A_buf[%i] = %A[%i]
+  }
+  for %i from 0 extent 307200 {
+    %C[%i] = %A_buf[%i]
+  }
+  return 0
+}
+)";
+
+class HexagonCli : public testing::CliTest {
+ protected:
+  HexagonCli() : CliTest("hexagon-cli-test") {}
+};
+
+bool has(const std::string& s, const std::string& needle) { return s.find(needle) != std::string::npos; }
+
+Tensor ramp(int mul, int add) {
+  Tensor t = Tensor::empty({2048}, DType::Int8);
+  for (int64_t i = 0; i < 2048; ++i) t.data<int8_t>()[i] = int8_t((i * mul + add) % 256 - 128);
+  return t;
+}
+
+TEST_F(HexagonCli, RunOnHexagonMatchesTheHost) {
+  std::string kir = file("add.kir", kForumKernel);
+  write_npy(path("a.npy"), ramp(3, 1));
+  write_npy(path("b.npy"), ramp(5, 77));
+  std::string inputs = " --input A=" + path("a.npy") + " --input B=" + path("b.npy");
+  auto hx = kiln_cmd("run " + kir + " --target hexagon-v68" + inputs + " --out " + path("hx"));
+  ASSERT_EQ(hx.code, 0) << hx.out;
+  EXPECT_TRUE(has(hx.out, "@alloc_vtcm on hexagon-v68")) << hx.out;
+  EXPECT_TRUE(has(hx.out, "VTCM pool (Hexagon runtime): capacity 4194304 B, used 0 B, high-water 4096 B")) << hx.out;
+  auto host = kiln_cmd("run " + kir + " --target llvm" + inputs + " --out " + path("host"));
+  ASSERT_EQ(host.code, 0) << host.out;
+  Tensor c = read_npy(path("hx/C.npy"));
+  EXPECT_TRUE(c.bitwise_equal(read_npy(path("host/C.npy"))));
+  Tensor a = read_npy(path("a.npy")), b = read_npy(path("b.npy"));
+  for (int64_t i = 0; i < 2048; ++i)
+    ASSERT_EQ(c.data<int8_t>()[i], int8_t(a.data<int8_t>()[i] + b.data<int8_t>()[i])) << i;
+}
+
+TEST_F(HexagonCli, BuildEmitsAsmObjectAndExecutable) {
+  std::string kir = file("add.kir", kForumKernel);
+  ASSERT_EQ(kiln_cmd("build " + kir + " --target hexagon-v68 --emit asm -o " + path("k.s")).code, 0);
+  std::string s = read_text(path("k.s"));
+  EXPECT_TRUE(has(s, "call HexagonBackendAllocateVTCM")) << s;
+  EXPECT_TRUE(has(s, ".b = vadd(v")) << s;
+  auto obj = kiln_cmd("build " + kir + " --target hexagon-v69 --emit obj -o " + path("k.o"));
+  ASSERT_EQ(obj.code, 0) << obj.out;
+  auto inspect = kiln_cmd("inspect " + path("k.o"));
+  EXPECT_TRUE(has(inspect.out, "HexagonBackendAllocateVTCM")) << inspect.out;
+  auto exe = kiln_cmd("build " + kir + " --target hexagon-v73 --emit exe -o " + path("k.elf"));
+  ASSERT_EQ(exe.code, 0) << exe.out;
+  std::string elf = read_text(path("k.elf"));
+  ASSERT_GT(elf.size(), 20u);
+  EXPECT_EQ(elf.substr(0, 4), "\x7f" "ELF");
+  EXPECT_EQ(uint8_t(elf[18]), 164) << "e_machine is Hexagon (EM_HEXAGON = 164)";
+}
+
+TEST_F(HexagonCli, Errors) {
+  std::string kir = file("add.kir", kForumKernel);
+  auto expect_error = [&](const std::string& args, const std::string& message) {
+    auto r = kiln_cmd(args);
+    EXPECT_EQ(r.code, 1) << args << "\n" << r.out;
+    EXPECT_TRUE(has(r.out, message)) << args << "\n" << r.out;
+  };
+  // The capacity check uses the target's VTCM: 300 KiB fits v68, not v66.
+  std::string big = file("big.kir", kBigKernel);
+  EXPECT_EQ(kiln_cmd("build " + big + " --target hexagon-v68 --emit obj -o " + path("big.o")).code, 0);
+  expect_error("build " + big + " --target hexagon-v66 --emit obj -o " + path("big66.o"), "262144");
+  expect_error("build " + big + " --target hexagon-v66 --emit obj -o " + path("big66.o"), "A_buf");
+  expect_error("build " + kir + " --target hexagon-v68 --emit so -o " + path("k.so"), "--emit so is for the host");
+  expect_error("build " + kir + " --target llvm --emit exe -o " + path("k"), "--emit exe builds a static Hexagon");
+  expect_error("build " + kir + " --target hexagon-v5 -o " + path("k"), "known: llvm, hexagon-v66, hexagon-v68");
+  expect_error("run " + kir + " --target hexagon-v68 --input A=" + path("none.npy"), "none.npy");
+  write_npy(path("a.npy"), ramp(1, 0));
+  expect_error("run " + kir + " --target hexagon-v68 --input A=" + path("a.npy"),
+               "parameter %B of @alloc_vtcm is read by the kernel; give it with --input B=FILE.npy");
+  write_npy(path("f.npy"), Tensor::zeros({2048}, DType::Float32));
+  expect_error("run " + kir + " --target hexagon-v68 --input A=" + path("a.npy") + " --input B=" + path("f.npy"),
+               "input %B of @alloc_vtcm is float32(2048,); the parameter is int8(2048,)");
+  expect_error("run " + kir + " --target hexagon-v68 --random-inputs 1 --input Z=" + path("a.npy"),
+               "@alloc_vtcm has no parameter %Z");
+  expect_error("run " + file("g.kir", "def @main(%x: Tensor[(2), float32]) -> Tensor[(2), float32] {\n  return %x\n}\n") +
+                   " --target hexagon-v68",
+               "--target compiles prim functions");
+}
+
+}  // namespace
+}  // namespace kiln
