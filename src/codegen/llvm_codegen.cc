@@ -5,6 +5,8 @@
 #include <llvm/Analysis/CGSCCPassManager.h>
 #include <llvm/Analysis/LoopAnalysisManager.h>
 #include <llvm/ExecutionEngine/Orc/LLJIT.h>
+#include <llvm/IR/DiagnosticInfo.h>
+#include <llvm/IR/DiagnosticPrinter.h>
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/LegacyPassManager.h>
@@ -567,10 +569,35 @@ void optimize(llvm::Module& m, llvm::TargetMachine& tm, int opt_level) {
   pb.buildPerModuleDefaultPipeline(level).run(m, mam);
 }
 
+// `vectorized` and `unrolled` loops are requests, not guarantees: when LLVM
+// cannot honour one (a float loop on Hexagon, where kiln enables no HVX
+// floating point) the loop stays scalar and correct. LLVM's "loop not
+// vectorized" warnings about that are dropped; errors are collected and
+// thrown by throw_llvm_errors.
+thread_local std::string t_llvm_errors;
+
+void quiet_optimization_failures(llvm::LLVMContext& ctx) {
+  t_llvm_errors.clear();
+  ctx.setDiagnosticHandlerCallBack(
+      [](const llvm::DiagnosticInfo* d, void*) {
+        if (d->getSeverity() != llvm::DS_Error) return;
+        llvm::raw_string_ostream os(t_llvm_errors);
+        llvm::DiagnosticPrinterRawOStream printer(os);
+        os << "\n  ";
+        d->print(printer);
+      },
+      nullptr);
+}
+
+void throw_llvm_errors() {
+  if (!t_llvm_errors.empty()) throw Error("LLVM reported errors while compiling:" + t_llvm_errors);
+}
+
 std::unique_ptr<llvm::Module> build_module(llvm::LLVMContext& ctx, const std::vector<tir::PrimFunc>& funcs,
                                            llvm::TargetMachine& tm, const CodegenOptions& options,
                                            bool with_harness = false) {
   const int opt_level = options.opt_level;
+  quiet_optimization_failures(ctx);
   auto m = std::make_unique<llvm::Module>("kiln", ctx);
   m->setTargetTriple(tm.getTargetTriple().str());
   m->setDataLayout(tm.createDataLayout());
@@ -601,6 +628,7 @@ void emit_machine_code(llvm::Module& m, llvm::TargetMachine& tm, llvm::raw_pwrit
   if (tm.addPassesToEmitFile(pm, out, nullptr, type))
     throw Error("LLVM cannot emit this file type for the host target");
   pm.run(m);
+  throw_llvm_errors();
 }
 
 }  // namespace
