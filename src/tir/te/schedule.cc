@@ -1,10 +1,13 @@
 // Schedules: per-tensor loop nests and their transformations.
 //
-// A stage keeps its loops as a list of leaves and, for every original axis,
-// an expression of the leaves that gives its value: split replaces a loop v
-// by outer * factor + inner, fuse replaces outer and inner loops by f / E and
-// f mod E. lower() substitutes these into the tensor's expression, so every
-// transformation is a rewrite of index expressions, never of statements.
+// A stage keeps its loops as a list of leaves and the splits and fuses that
+// made them from its root loops (one per axis and reduce axis). lower()
+// derives each axis's value from them (split: v = outer * factor + inner;
+// fuse: outer = f / E, inner = f mod E) and substitutes it into the tensor's
+// expression, so every transformation is a rewrite of index expressions,
+// never of statements. The relations are kept rather than the values because
+// compute_at changes the extents they depend on. compute_at only records the
+// attach point; bound inference happens in lower().
 #include <algorithm>
 
 #include "tir/mutator.h"
@@ -33,9 +36,22 @@ MemoryScope parse_scope(const std::string& scope, const std::string& tensor) {
   return *s;
 }
 
-void substitute_axes(std::vector<std::pair<Var, Expr>>& values, const VarNode* v, const Expr& e) {
-  std::unordered_map<const VarNode*, Expr> map{{v, e}};
-  for (auto& [axis, value] : values) value = substitute(value, map);
+// Whether `e` loads from `b`.
+bool reads(const Expr& e, const BufferNode* b) {
+  class Reads : public Visitor {
+   public:
+    const BufferNode* target;
+    bool found = false;
+
+   protected:
+    void visit_BufferLoad(const BufferLoadNode& n) override {
+      found = found || n.buffer.get() == target;
+      Visitor::visit_BufferLoad(n);
+    }
+  } r;
+  r.target = b;
+  if (e) r.visit(e);
+  return r.found;
 }
 
 }  // namespace
@@ -70,7 +86,7 @@ std::pair<Var, Var> Stage::split(const Var& loop_ref, int64_t factor) {
   Var inner = make_var(old.var->name + "_inner");
   leaves_[i] = Leaf{outer, old.extent / factor, old.kind, old.reduce};
   leaves_.insert(leaves_.begin() + std::ptrdiff_t(i) + 1, Leaf{inner, factor, ForKind::Serial, old.reduce});
-  substitute_axes(axis_values_, old.var.get(), add(mul(outer, int_imm(factor)), inner));
+  relations_.push_back(Relation{Relation::Kind::Split, outer, inner, old.var, factor});
   return {outer, inner};
 }
 
@@ -83,13 +99,11 @@ Var Stage::fuse(const Var& outer_ref, const Var& inner_ref) {
                 outer->name + " and %" + inner->name + " are not");
   if (leaves_[o].reduce != leaves_[i].reduce)
     throw Error("tensor " + tensor_->name + ": cannot fuse a reduce loop with a spatial loop");
-  int64_t inner_extent = leaves_[i].extent;
   Var fused = make_var(outer->name + "_" + inner->name + "_fused");
-  Leaf f{fused, leaves_[o].extent * inner_extent, ForKind::Serial, leaves_[o].reduce};
+  Leaf f{fused, leaves_[o].extent * leaves_[i].extent, ForKind::Serial, leaves_[o].reduce};
   leaves_.erase(leaves_.begin() + std::ptrdiff_t(i));
   leaves_[o] = f;
-  substitute_axes(axis_values_, outer.get(), div(fused, int_imm(inner_extent)));
-  substitute_axes(axis_values_, inner.get(), mod(fused, int_imm(inner_extent)));
+  relations_.push_back(Relation{Relation::Kind::Fuse, outer, inner, fused, 0});
   return fused;
 }
 
@@ -117,12 +131,52 @@ void Stage::compute_inline() {
   if (reduce_kind_ != ReduceKind::None)
     throw Error("tensor " + tensor_->name + " is a reduction and cannot be inlined");
   inlined_ = true;
+  attach_stage_ = nullptr;
+  attach_loop_ = nullptr;
+}
+
+void Stage::compute_at(Stage& consumer, const Var& loop_ref) {
+  Var loop = loop_ref;  // may be a reference into consumer.leaves_ (leaf(i))
+  const std::string& name = tensor_->name;
+  const std::string where = "tensor " + name + ": compute_at %" + (loop ? loop->name : std::string("?")) +
+                            " of " + consumer.tensor_->name;
+  if (tensor_->is_placeholder())
+    throw Error("tensor " + name + " is a placeholder; only computed tensors can be computed at a loop");
+  if (output_)
+    throw Error(where + ": " + name +
+                " is an output of the schedule and is written whole; compute_at applies to "
+                "intermediate tensors (cache_write gives an output an intermediate stage)");
+  if (&consumer == this) throw Error(where + ": a tensor cannot be computed inside its own loops");
+  for (const Stage* s = &consumer; s; s = s->attach_stage_)
+    if (s == this)
+      throw Error(where + ": " + consumer.tensor_->name + " is itself computed inside " + name +
+                  ", so this would make a cycle");
+  if (consumer.inlined_)
+    throw Error(where + ": " + consumer.tensor_->name + " is inlined and has no loops");
+  if (!reads(consumer.body_, tensor_->buffer.get()))
+    throw Error(where + ": " + consumer.tensor_->name + " does not read " + name +
+                " (compute_at attaches a tensor to a stage that reads it)");
+  bool is_leaf = false;
+  for (const Leaf& l : consumer.leaves_) is_leaf = is_leaf || l.var == loop;
+  if (!is_leaf)
+    throw Error(where + ": %" + (loop ? loop->name : std::string("?")) + " is not one of the loops of " +
+                consumer.tensor_->name + " (split and fuse replace the loops they take)");
+  inlined_ = false;
+  attach_stage_ = &consumer;
+  attach_loop_ = loop;
+}
+
+void Stage::compute_root() {
+  inlined_ = false;
+  attach_stage_ = nullptr;
+  attach_loop_ = nullptr;
 }
 
 // ---------------------------------------------------------------- Schedule
 
 Schedule::Schedule(const std::vector<Tensor>& outputs) {
   for (const auto& t : outputs) add(t);
+  for (const auto& t : outputs) (*this)[t].output_ = true;
 }
 
 void Schedule::add(const Tensor& t) {
@@ -137,14 +191,9 @@ Stage& Schedule::make_stage(const Tensor& t, size_t position) {
   s->tensor_ = t;
   s->body_ = t->body;
   s->reduce_kind_ = t->reduction.kind;
-  for (size_t k = 0; k < t->axes.size(); ++k) {
-    s->leaves_.push_back(Leaf{t->axes[k], t->shape[k], ForKind::Serial, false});
-    s->axis_values_.emplace_back(t->axes[k], t->axes[k]);
-  }
-  for (const auto& r : t->reduction.axes) {
-    s->leaves_.push_back(Leaf{r.var, r.extent, ForKind::Serial, true});
-    s->axis_values_.emplace_back(r.var, r.var);
-  }
+  for (size_t k = 0; k < t->axes.size(); ++k) s->roots_.push_back(Leaf{t->axes[k], t->shape[k], ForKind::Serial, false});
+  for (const auto& r : t->reduction.axes) s->roots_.push_back(Leaf{r.var, r.extent, ForKind::Serial, true});
+  s->leaves_ = s->roots_;
   Stage& ref = *s;
   stages_.insert(stages_.begin() + std::ptrdiff_t(position), std::move(s));
   return ref;
@@ -206,11 +255,14 @@ Tensor Schedule::cache_write(const Tensor& t, const std::string& scope) {
   Stage& s = make_stage(cache, at);
   s.scope_ = sc;
   s.body_ = cache->body;
+  // t starts again from its plain axes, since its reduce loops are gone (so
+  // cache_write comes before the rest of t's schedule).
   Stage& target = *stages_[at + 1];
   target.body_ = load(cache->buffer, std::vector<Expr>(t->axes.begin(), t->axes.end()));
   target.reduce_kind_ = ReduceKind::None;
-  target.leaves_.resize(t->axes.size());
-  target.axis_values_.resize(t->axes.size());
+  target.roots_.resize(t->axes.size());
+  target.leaves_ = target.roots_;
+  target.relations_.clear();
   return cache;
 }
 

@@ -4,8 +4,10 @@
 // expression per element, optionally a reduction (sum or max) over reduce
 // axes. A schedule decides how each tensor's loops run (split, fuse,
 // reorder, vectorize, unroll, parallel), where a tensor lives (set_scope,
-// cache_read/cache_write copy through a buffer of another scope) and whether
-// it is computed at all (compute_inline). lower() writes the prim function:
+// cache_read/cache_write copy through a buffer of another scope) and where
+// it is computed: before its readers (the default), inside a loop of its
+// consumer (compute_at) or not at all (compute_inline). lower() writes the
+// prim function:
 //
 //   te::Tensor A = te::placeholder({2048}, DataType::int_(8), "A");
 //   te::Tensor B = te::placeholder({2048}, DataType::int_(8), "B");
@@ -15,9 +17,18 @@
 //   s[C].vectorize(s[C].leaf(0));
 //   tir::PrimFunc f = te::lower(s, {A, B, C}, "alloc_vtcm");
 //
+// compute_at places a producer's loop nest inside one loop of its consumer;
+// bound inference (bound.h) works out the region of the producer the
+// consumer reads under that loop, and the producer's buffer holds only that
+// region (a VTCM tile instead of the whole tensor):
+//
+//   te::Tensor A_tile = s.cache_read(A, "global.vtcm", {C});
+//   auto [io, ii] = s[C].split(s[C].leaf(0), 256);
+//   s[A_tile].compute_at(s[C], io);   // A_tile: Buffer[(256), ...] inside the io loop
+//
 // Errors a user can make (an unknown scope, a split factor that does not
-// divide the extent, a placeholder missing from the arguments) are
-// kiln::Error naming the tensor.
+// divide the extent, a placeholder missing from the arguments, attaching to
+// a stage that does not read the tensor) are kiln::Error naming the tensor.
 #pragma once
 
 #include <functional>
@@ -108,20 +119,41 @@ class Stage {
   void set_scope(const std::string& scope);
   // Computes the tensor inside its consumers' expressions instead of a buffer.
   void compute_inline();
+  // Computes the tensor inside `consumer`'s loop `loop`, at the start of each
+  // of its iterations: only the region the consumer reads under that loop,
+  // into a buffer of that region's size. `consumer` must read the tensor and
+  // `loop` must be one of its current loops; output tensors are computed whole.
+  void compute_at(Stage& consumer, const Var& loop);
+  // Back to the default: the whole tensor, before the stages that read it.
+  void compute_root();
+
+  // A split or fuse, kept so lower() can recompute loop extents and axis
+  // values once compute_at has shrunk the tensor's region.
+  struct Relation {
+    enum class Kind : uint8_t { Split, Fuse };
+    Kind kind;
+    Var outer, inner;  // split: the new loops; fuse: the loops taken
+    Var single;        // split: the loop taken; fuse: the new loop
+    int64_t factor = 0;  // split only
+  };
 
  private:
   friend class Schedule;
-  friend tir::PrimFunc lower(const Schedule&, const std::vector<Tensor>&, const std::string&);
+  friend class Lowering;
   size_t find(const Var& loop) const;
   void set_kind(const Var& loop, ForKind kind);
 
   Tensor tensor_;
   Expr body_;  // the tensor's body with cache reads applied
   ReduceKind reduce_kind_ = ReduceKind::None;
+  std::vector<Leaf> roots_;  // the loops before any split or fuse: axes, then reduce axes
   std::vector<Leaf> leaves_;
-  std::vector<std::pair<Var, Expr>> axis_values_;  // original axis -> expression of leaves
+  std::vector<Relation> relations_;  // in the order they were applied
   MemoryScope scope_ = MemoryScope::Global;
   bool inlined_ = false;
+  bool output_ = false;  // one of the tensors the schedule was created from
+  Stage* attach_stage_ = nullptr;  // compute_at: the consumer and its loop
+  Var attach_loop_;
 };
 
 class Schedule {
