@@ -102,7 +102,9 @@ int run_on_hexagon(const tir::PrimFunc& kernel, const std::string& target_name, 
   tir::TirPassOptions passes;
   passes.scratchpad_capacity = cg.target.vtcm_capacity;
   std::string s = codegen::emit_text({tir::lower_for_build(kernel, passes)}, codegen::EmitKind::Assembly, cg);
-  std::string asm_path = (std::filesystem::path(out_dir) / ("vtcm_add_" + target_name + ".s")).string();
+  tir::DataType t = kernel->params[0].buffer->dtype;
+  const std::string stem = "vtcm_add_" + tir::dtype_str(t) + "_" + target_name;
+  std::string asm_path = (std::filesystem::path(out_dir) / (stem + ".s")).string();
   if (std::FILE* f = std::fopen(asm_path.c_str(), "w")) {
     std::fwrite(s.data(), 1, s.size(), f);
     std::fclose(f);
@@ -123,7 +125,6 @@ int run_on_hexagon(const tir::PrimFunc& kernel, const std::string& target_name, 
     if (is_call || is_load || is_add) std::printf("  %s\n", line.c_str());
   }
 
-  tir::DataType t = kernel->params[0].buffer->dtype;
   DType dt = t.is_float() ? DType::Float32 : DType::Int8;
   Tensor a = Tensor::empty({kN}, dt), b = Tensor::empty({kN}, dt);
   for (int64_t i = 0; i < kN; ++i) {
@@ -132,7 +133,7 @@ int run_on_hexagon(const tir::PrimFunc& kernel, const std::string& target_name, 
   }
   codegen::PrimRunOptions ro;
   ro.target = cg.target;
-  ro.work_dir = (std::filesystem::path(out_dir) / ("vtcm_add_" + target_name)).string();
+  ro.work_dir = (std::filesystem::path(out_dir) / stem).string();
   codegen::PrimRunResult r = codegen::run_prim_function(kernel, {{"A", a}, {"B", b}}, ro);
   std::printf("== linked %s/%s.elf with kiln's Hexagon runtime; ran it under qemu-hexagon-static -cpu v67\n",
               ro.work_dir.c_str(), kernel->name.c_str());
