@@ -265,12 +265,13 @@ TEST(Hexagon, UnresolvedSymbolIsReportedBeforeTheLinker) {
 }
 
 TEST(Hexagon, SymbolsLlvmIntroducesAreCheckedToo) {
-  // exp() becomes a call to expf, which kiln's Hexagon runtime does not
-  // provide: the object's undefined symbols are checked before ld.lld runs.
-  te::Tensor A = te::placeholder({8}, DataType::float32(), "A");
-  te::Tensor C = te::compute({8}, [&](const te::Axes& i) { return call_intrinsic(Intrinsic::Exp, {(*A)(i)}); }, "C");
+  // A float64 division becomes a call to __hexagon_divdf3, which kiln's
+  // Hexagon runtime does not provide: the object's undefined symbols are
+  // checked before ld.lld runs.
+  te::Tensor A = te::placeholder({8}, DataType::float_(64), "A");
+  te::Tensor C = te::compute({8}, [&](const te::Axes& i) { return div((*A)(i), add((*A)(i), float_imm(3.0, DataType::float_(64)))); }, "C");
   te::Schedule s({C});
-  PrimFunc f = te::lower(s, {A, C}, "uses_exp");
+  PrimFunc f = te::lower(s, {A, C}, "divides_doubles");
   std::string dir = scratch_dir("llvm_symbols");
   codegen::CodegenOptions o;
   o.target = codegen::parse_target("hexagon-v68");
@@ -278,8 +279,32 @@ TEST(Hexagon, SymbolsLlvmIntroducesAreCheckedToo) {
     codegen::emit_to_file({lower_for_build(f)}, codegen::EmitKind::Executable, dir + "/k.elf", o);
   });
   EXPECT_NE(e.find("link check failed at link time"), std::string::npos) << e;
-  EXPECT_NE(e.find("unresolved symbol 'expf' needed by the generated code"), std::string::npos) << e;
+  EXPECT_NE(e.find("unresolved symbol '__hexagon_divdf3' needed by the generated code"), std::string::npos) << e;
   EXPECT_FALSE(std::filesystem::exists(dir + "/k.elf"));
+}
+
+TEST(Hexagon, ExpMatchesTheHost) {
+  // exp() is a call to the runtime's expf on Hexagon and to the C library's
+  // on the host.
+  te::Tensor A = te::placeholder({512}, DataType::float32(), "A");
+  te::Tensor C = te::compute({512}, [&](const te::Axes& i) { return call_intrinsic(Intrinsic::Exp, {(*A)(i)}); }, "C");
+  te::Schedule s({C});
+  PrimFunc f = te::lower(s, {A, C}, "exp_f32");
+  Tensor a = Tensor::empty({512}, DType::Float32);
+  for (int64_t i = 0; i < 500; ++i) a.data<float>()[i] = float(i - 250) * 0.17f + 0.013f;
+  const float edges[12] = {0.0f, -0.0f, 1.0f, -1.0f, 88.0f, 88.7f, 89.0f, -87.0f, -100.0f, -104.0f, 1e-8f, -1e-8f};
+  for (int64_t i = 0; i < 12; ++i) a.data<float>()[500 + i] = edges[i];
+  const float* got = run_on("hexagon-v68", f, {{"A", a}}).outputs.at(0).second.data<float>();
+  Tensor host = run_on("llvm", f, {{"A", a}}).outputs.at(0).second;
+  for (int64_t i = 0; i < 512; ++i) {
+    float want = host.data<float>()[i];
+    if (std::isinf(want) || want == 0.0f) {
+      EXPECT_EQ(got[i], want) << "exp(" << a.data<float>()[i] << ")";
+      continue;
+    }
+    // Two ulps (subnormal results: an absolute bound instead).
+    EXPECT_NEAR(got[i], want, std::max(std::fabs(want) * 2.4e-7f, 2e-45f)) << "exp(" << a.data<float>()[i] << ")";
+  }
 }
 
 TEST(Hexagon, ExhaustedPoolIsAStructuredErrorFromTheHexagonSide) {

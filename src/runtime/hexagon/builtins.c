@@ -1,7 +1,7 @@
 /* What compiled code may call beyond the runtime ABI: the memory functions a
  * freestanding C environment must provide, Hexagon's integer division helpers
  * (Hexagon has no divide instruction; LLVM calls __hexagon_[u]{div,mod}{si,di}3)
- * and sqrtf (LLVM calls it __hexagon_sqrtf). Compiled with -ffreestanding, so clang does not turn these loops
+ * sqrtf (LLVM calls it __hexagon_sqrtf) and expf. Compiled with -ffreestanding, so clang does not turn these loops
  * back into calls to themselves.
  *
  * Division by zero returns 0 (quotient) or the dividend (remainder) instead
@@ -202,3 +202,47 @@ float sqrtf(float x) {
 }
 
 float __hexagon_sqrtf(float x) { return sqrtf(x); }
+
+/* ---------------------------------------------------------------- expf */
+
+static float scale_by_power_of_two(float y, int32_t k) {
+  union {
+    float f;
+    uint32_t u;
+  } p;
+  /* In two steps when 2^k alone is not a normal float. */
+  while (k > 127) {
+    p.u = (uint32_t)(127 + 127) << 23;
+    y *= p.f;
+    k -= 127;
+  }
+  while (k < -126) {
+    p.u = (uint32_t)(127 - 100) << 23;
+    y *= p.f;
+    k += 100;
+  }
+  p.u = (uint32_t)(k + 127) << 23;
+  return y * p.f;
+}
+
+/* e^x within about one ulp: x = k ln2 + r with |r| <= ln2/2 (ln2 split in a
+ * short high part, exact in k * hi, and a low correction), e^r from a degree-6
+ * polynomial (Cephes' single-precision coefficients), times 2^k. */
+float expf(float x) {
+  if (x != x) return x;                   /* NaN */
+  if (x > 88.72283935546875f) return x * 1e30f * 1e30f; /* overflow: +inf */
+  if (x < -103.972084045410156f) return 0.0f;           /* underflow */
+  float t = x * 1.44269504088896341f;
+  int32_t k = (int32_t)(t < 0 ? t - 0.5f : t + 0.5f);
+  float r = x - (float)k * 0.693359375f;
+  r = r - (float)k * -2.12194440e-4f;
+  float z = r * r;
+  float y = 1.9875691500e-4f;
+  y = y * r + 1.3981999507e-3f;
+  y = y * r + 8.3334519073e-3f;
+  y = y * r + 4.1665795894e-2f;
+  y = y * r + 1.6666665459e-1f;
+  y = y * r + 5.0000001201e-1f;
+  y = y * z + r + 1.0f;
+  return scale_by_power_of_two(y, k);
+}
