@@ -4,6 +4,8 @@
 // file; and the errors a user can cause, each naming what is wrong.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+
 #include "cli_util.h"
 #include "kiln/runtime/npy.h"
 
@@ -89,6 +91,33 @@ TEST_F(HexagonCli, BuildEmitsAsmObjectAndExecutable) {
   ASSERT_GT(elf.size(), 20u);
   EXPECT_EQ(elf.substr(0, 4), "\x7f" "ELF");
   EXPECT_EQ(uint8_t(elf[18]), 164) << "e_machine is Hexagon (EM_HEXAGON = 164)";
+}
+
+TEST_F(HexagonCli, UserObjectsProvideExternFunctions) {
+  // A function of the user's own, compiled for Hexagon, given with --link-lib.
+  std::string kir = file("triple.kir", R"(prim @apply(%A: Buffer[(64), int32], %C: Buffer[(64), int32]) {
+  for %i from 0 extent 64 {
+    %C[%i] = call_extern<int32>("triple_plus_one", %A[%i])
+  }
+  return 0
+}
+)");
+  std::string c = file("triple.c", "int triple_plus_one(int x) { return 3 * x + 1; }\n");
+  std::string obj = path("triple.o");
+  std::string cc = "clang-19 --target=hexagon-unknown-none-elf -mcpu=hexagonv68 -ffreestanding -fno-pic -O2 -c " +
+                   c + " -o " + obj;
+  ASSERT_EQ(std::system(cc.c_str()), 0) << cc;
+  Tensor a = Tensor::empty({64}, DType::Int32);
+  for (int64_t i = 0; i < 64; ++i) a.data<int32_t>()[i] = int32_t(i * 11 - 300);
+  write_npy(path("a.npy"), a);
+  auto missing = kiln_cmd("run " + kir + " --target hexagon-v68 --input A=" + path("a.npy"));
+  EXPECT_EQ(missing.code, 1);
+  EXPECT_TRUE(has(missing.out, "unresolved symbol 'triple_plus_one' called by @apply")) << missing.out;
+  auto r = kiln_cmd("run " + kir + " --target hexagon-v68 --link-lib " + obj + " --input A=" + path("a.npy") +
+                    " --out " + path("out"));
+  ASSERT_EQ(r.code, 0) << r.out;
+  Tensor out = read_npy(path("out/C.npy"));
+  for (int64_t i = 0; i < 64; ++i) EXPECT_EQ(out.data<int32_t>()[i], 3 * a.data<int32_t>()[i] + 1) << i;
 }
 
 TEST_F(HexagonCli, Errors) {
