@@ -361,7 +361,16 @@ class FunctionBuilder {
         vars_[b.data.get()] = a;
         return stmt(n.body);
       }
-      case StmtKind::DeclBuffer: return stmt(static_cast<const tir::DeclBufferNode&>(*s).body);
+      case StmtKind::DeclBuffer: {
+        // The buffer's data is aligned as declared (the scratchpad allocator
+        // and the static plan guarantee it): vector loads and stores on it
+        // need no realignment (on Hexagon, no valign).
+        auto& n = static_cast<const tir::DeclBufferNode&>(*s);
+        auto it = vars_.find(n.buffer->data.get());
+        if (it != vars_.end() && n.buffer->alignment > 1 && it->second->getType()->isPointerTy())
+          b_.CreateAlignmentAssumption(mod_.getDataLayout(), it->second, uint64_t(n.buffer->alignment));
+        return stmt(n.body);
+      }
       case StmtKind::BufferStore: return store(static_cast<const tir::BufferStoreNode&>(*s));
       case StmtKind::LetStmt: {
         auto& n = static_cast<const tir::LetStmtNode&>(*s);
