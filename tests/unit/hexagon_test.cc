@@ -294,7 +294,8 @@ TEST(Hexagon, ExpMatchesTheHost) {
   for (int64_t i = 0; i < 500; ++i) a.data<float>()[i] = float(i - 250) * 0.17f + 0.013f;
   const float edges[12] = {0.0f, -0.0f, 1.0f, -1.0f, 88.0f, 88.7f, 89.0f, -87.0f, -100.0f, -104.0f, 1e-8f, -1e-8f};
   for (int64_t i = 0; i < 12; ++i) a.data<float>()[500 + i] = edges[i];
-  const float* got = run_on("hexagon-v68", f, {{"A", a}}).outputs.at(0).second.data<float>();
+  Tensor hx = run_on("hexagon-v68", f, {{"A", a}}).outputs.at(0).second;
+  const float* got = hx.data<float>();
   Tensor host = run_on("llvm", f, {{"A", a}}).outputs.at(0).second;
   for (int64_t i = 0; i < 512; ++i) {
     float want = host.data<float>()[i];
