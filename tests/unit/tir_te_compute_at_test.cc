@@ -274,15 +274,39 @@ TEST(TirTeComputeAt, MatmulWithLocalAccumulatorAndPackedB) {
       }
       for %k_outer from 0 extent 3 {)"))
       << text;
-  auto m = jit(f);
-  std::vector<float> a = iota_values(size_t(M * K), 7), b = iota_values(size_t(K * N), 5), out(size_t(M * N), -1);
-  m->run("mm", {a.data(), b.data(), out.data()});
-  for (int64_t i = 0; i < M; ++i)
-    for (int64_t j = 0; j < N; ++j) {
-      float want = 0;
-      for (int64_t q = 0; q < K; ++q) want += a[size_t(i * K + q)] * b[size_t(q * N + j)];
-      ASSERT_FLOAT_EQ(out[size_t(i * N + j)], want) << i << "," << j;
-    }
+  std::vector<float> a = iota_values(size_t(M * K), 7), b = iota_values(size_t(K * N), 5);
+  auto check = [&](const PrimFunc& fn) {
+    auto m = jit(fn);
+    std::vector<float> out(size_t(M * N), -1);
+    m->run("mm", {a.data(), b.data(), out.data()});
+    for (int64_t i = 0; i < M; ++i)
+      for (int64_t j = 0; j < N; ++j) {
+        float want = 0;
+        for (int64_t q = 0; q < K; ++q) want += a[size_t(i * K + q)] * b[size_t(q * N + j)];
+        ASSERT_FLOAT_EQ(out[size_t(i * N + j)], want) << i << "," << j;
+      }
+  };
+  check(f);
+
+  // B packed once per column block, at C's outer loop, for all the row tiles
+  // whose accumulators (computed at the inner loop) read it.
+  te::Schedule s2({C});
+  CL = s2.cache_write(C, "local");
+  BP = s2.cache_read(B, "local", {CL});
+  te::Stage& c2 = s2[C];
+  auto [io2, ii2] = c2.split(c2.leaf(0), 4);
+  auto [jo2, ji2] = c2.split(c2.leaf(2), 16);
+  c2.reorder({jo2, io2, ii2, ji2});
+  EXPECT_TRUE(has(error_of([&] { s2[BP].compute_at(c2, jo2); }), "C does not read B_buf"))
+      << "nothing inside C reads it yet";
+  s2[CL].compute_at(c2, io2);
+  s2[BP].compute_at(c2, jo2);
+  f = te::lower(s2, {A, B, C}, "mm");
+  text = print_prim_func(*f);
+  EXPECT_TRUE(has(text, R"(  for %i1_outer from 0 extent 2 {
+    allocate %B_buf: Buffer[(24, 16), float32, scope="local"])"))
+      << text;
+  check(f);
 }
 
 // cache_read into VTCM computed at the tile loop: the scratchpad holds one
@@ -376,7 +400,7 @@ TEST(TirTeComputeAt, ErrorsNameTheTensorsAndTheLoop) {
   te::Schedule s2({V});
   EXPECT_TRUE(has(error_of([&] { s2[g.T].compute_at(s2[U], s2[U].leaf(0)); }),
                   "tensor T: compute_at %i0 of U: U does not read T (compute_at attaches a tensor to a stage that "
-                  "reads it)"));
+                  "reads it, or inside which a reader is computed)"));
   // T computed inside B; then B inside T would be a cycle.
   s2[g.T].compute_at(s2[g.B], s2[g.B].leaf(0));
   EXPECT_TRUE(has(error_of([&] { s2[g.B].compute_at(s2[g.T], s2[g.T].leaf(0)); }),

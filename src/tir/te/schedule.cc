@@ -131,8 +131,23 @@ void Stage::compute_inline() {
   if (reduce_kind_ != ReduceKind::None)
     throw Error("tensor " + tensor_->name + " is a reduction and cannot be inlined");
   inlined_ = true;
+  detach();
+}
+
+void Stage::detach() {
+  if (attach_stage_) {
+    auto& siblings = attach_stage_->attached_;
+    siblings.erase(std::remove(siblings.begin(), siblings.end(), this), siblings.end());
+  }
   attach_stage_ = nullptr;
   attach_loop_ = nullptr;
+}
+
+bool Stage::reads_within(const BufferNode* b) const {
+  if (reads(body_, b)) return true;
+  for (const Stage* s : attached_)
+    if (s->reads_within(b)) return true;
+  return false;
 }
 
 void Stage::compute_at(Stage& consumer, const Var& loop_ref) {
@@ -153,23 +168,24 @@ void Stage::compute_at(Stage& consumer, const Var& loop_ref) {
                   ", so this would make a cycle");
   if (consumer.inlined_)
     throw Error(where + ": " + consumer.tensor_->name + " is inlined and has no loops");
-  if (!reads(consumer.body_, tensor_->buffer.get()))
+  if (!consumer.reads_within(tensor_->buffer.get()))
     throw Error(where + ": " + consumer.tensor_->name + " does not read " + name +
-                " (compute_at attaches a tensor to a stage that reads it)");
+                " (compute_at attaches a tensor to a stage that reads it, or inside which a reader is computed)");
   bool is_leaf = false;
   for (const Leaf& l : consumer.leaves_) is_leaf = is_leaf || l.var == loop;
   if (!is_leaf)
     throw Error(where + ": %" + (loop ? loop->name : std::string("?")) + " is not one of the loops of " +
                 consumer.tensor_->name + " (split and fuse replace the loops they take)");
   inlined_ = false;
+  detach();
   attach_stage_ = &consumer;
   attach_loop_ = loop;
+  consumer.attached_.push_back(this);
 }
 
 void Stage::compute_root() {
   inlined_ = false;
-  attach_stage_ = nullptr;
-  attach_loop_ = nullptr;
+  detach();
 }
 
 // ---------------------------------------------------------------- Schedule

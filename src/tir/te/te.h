@@ -120,9 +120,11 @@ class Stage {
   // Computes the tensor inside its consumers' expressions instead of a buffer.
   void compute_inline();
   // Computes the tensor inside `consumer`'s loop `loop`, at the start of each
-  // of its iterations: only the region the consumer reads under that loop,
-  // into a buffer of that region's size. `consumer` must read the tensor and
-  // `loop` must be one of its current loops; output tensors are computed whole.
+  // of its iterations: only the region read under that loop, into a buffer
+  // of that region's size. `consumer` must read the tensor, or a stage
+  // already computed inside it must (a packed B computed at an outer tile
+  // loop of C, read by C's accumulator computed at an inner one); `loop`
+  // must be one of its current loops; output tensors are computed whole.
   void compute_at(Stage& consumer, const Var& loop);
   // Back to the default: the whole tensor, before the stages that read it.
   void compute_root();
@@ -142,6 +144,9 @@ class Stage {
   friend class Lowering;
   size_t find(const Var& loop) const;
   void set_kind(const Var& loop, ForKind kind);
+  void detach();
+  // Whether this stage, or one computed inside it, reads `b`.
+  bool reads_within(const BufferNode* b) const;
 
   Tensor tensor_;
   Expr body_;  // the tensor's body with cache reads applied
@@ -154,6 +159,7 @@ class Stage {
   bool output_ = false;  // one of the tensors the schedule was created from
   Stage* attach_stage_ = nullptr;  // compute_at: the consumer and its loop
   Var attach_loop_;
+  std::vector<Stage*> attached_;   // the stages computed at this one's loops
 };
 
 class Schedule {
