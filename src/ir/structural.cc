@@ -175,12 +175,7 @@ size_t structural_hash(const FunctionNode& f) { return Hasher().function(f); }
 size_t structural_hash(const Module& m) {
   size_t h = hash_attrs(m.attrs);
   for (const auto& f : m.functions) hash_combine(h, structural_hash(*f));
-  // Prim functions hash by name and arity only: coarser than their equality
-  // (which is up to renaming), so equal modules still hash alike.
-  for (const auto& f : m.prim_functions) {
-    hash_combine(h, std::hash<std::string>()(f->name));
-    hash_combine(h, f->params.size());
-  }
+  for (const auto& f : m.prim_functions) hash_combine(h, tir::structural_hash(*f));
   return h;
 }
 

@@ -470,5 +470,7 @@ void verify_prim_func(const PrimFuncNode& f);
 // Equal up to renaming of variables and buffers (mapped where defined).
 bool structural_equal(const PrimFuncNode& a, const PrimFuncNode& b);
 bool structural_equal(const Stmt& a, const Stmt& b);
+// Consistent with structural_equal: equal functions hash alike.
+size_t structural_hash(const PrimFuncNode& f);
 
 }  // namespace kiln::tir

@@ -2,6 +2,9 @@
 // functions side by side, printed and parsed with an exact round trip.
 #include <gtest/gtest.h>
 
+#include <utility>
+#include <vector>
+
 #include "ir/ir.h"
 #include "ir/text.h"
 #include "tir/text.h"
@@ -58,13 +61,43 @@ TEST(TirModuleText, StructuralEqualityLooksIntoPrimFunctions) {
   changed.replace(pos, 9, "extent 15");
   Module b = parse_module(changed, "b.kir");
   EXPECT_FALSE(structural_equal(a, b));
+  EXPECT_NE(structural_hash(a), structural_hash(b)) << "the hash looks into prim bodies too";
   Module no_prim = a;
   no_prim.prim_functions.clear();
   EXPECT_FALSE(structural_equal(a, no_prim));
-  // Renaming variables keeps modules equal.
+  // Renaming variables and buffers keeps modules equal, and their hashes.
   std::string renamed = kMixed;
   for (size_t p; (p = renamed.find("%i0")) != std::string::npos;) renamed.replace(p, 3, "%k");
-  EXPECT_TRUE(structural_equal(a, parse_module(renamed, "c.kir")));
+  for (size_t p; (p = renamed.find("%A_buf")) != std::string::npos;) renamed.replace(p, 6, "%scratch");
+  Module c = parse_module(renamed, "c.kir");
+  EXPECT_TRUE(structural_equal(a, c));
+  EXPECT_EQ(structural_hash(a), structural_hash(c));
+}
+
+TEST(TirModuleText, PrimHashSeesEveryKindOfChange) {
+  Module a = parse_module(kMixed, "a.kir");
+  const tir::PrimFuncNode& base = *a.prim_functions[0];
+  // Each edit changes one thing the equality compares: the hash must change too.
+  const std::vector<std::pair<std::string, std::string>> edits = {
+      {"scope=\"local.vtcm\"", "scope=\"global.vtcm\""},
+      {"align=128", "align=64"},
+      {"%A_buf[%i0] + %B[%i0]", "%A_buf[%i0] - %B[%i0]"},
+      {"%C[%i0] = %A_buf[%i0]", "%C[%i0 * 1] = %A_buf[%i0]"},
+      {"extent 16 {\n    %A_buf", "extent 8 {\n    %A_buf"},
+      {"return 0", "return 1"},
+      {"prim @add", "prim @add2"},
+      {"for %i0 from 0 extent 16 {", "for %i0 from 0 extent 16 vectorized {"},
+  };
+  for (const auto& [from, to] : edits) {
+    std::string text = kMixed;
+    size_t at = text.find(from);
+    ASSERT_NE(at, std::string::npos) << from;
+    text.replace(at, from.size(), to);
+    Module b = parse_module(text, "b.kir");
+    const tir::PrimFuncNode& changed = *b.prim_functions[0];
+    EXPECT_FALSE(tir::structural_equal(base, changed)) << to;
+    EXPECT_NE(tir::structural_hash(base), tir::structural_hash(changed)) << to;
+  }
 }
 
 TEST(TirModuleText, PrimOnlyModule) {
