@@ -207,6 +207,68 @@ TEST(TirTeComputeAt, FusedAndSplitConsumerLoops) {
   g.check(f);
 }
 
+// The consumer reads T through an inlined stage.
+TEST(TirTeComputeAt, ReaderThroughAnInlinedStage) {
+  Blur g;
+  te::Tensor I = te::compute({33}, [&](const te::Axes& i) { return add((*g.T)(i), (*g.T)({add(i[0], int_imm(1))})); }, "I");
+  te::Tensor B = te::compute({32}, [&](const te::Axes& i) { return mul((*I)(i), (*I)({add(i[0], int_imm(1))})); }, "B2");
+  te::Schedule s({B});
+  s[I].compute_inline();
+  auto [io, ii] = s[B].split(s[B].leaf(0), 4);
+  s[g.T].compute_at(s[B], io);
+  PrimFunc f = te::lower(s, {g.A, B}, "through_inline");
+  std::string text = print_prim_func(*f);
+  EXPECT_TRUE(has(text, "allocate %T: Buffer[(6), float32]")) << text;
+  auto m = jit(f);
+  std::vector<float> a = iota_values(34, 7), b(32, -1.0f);
+  m->run("through_inline", {a.data(), b.data()});
+  for (size_t i = 0; i < 32; ++i) {
+    auto iv = [&](size_t k) { return 2 * a[k] + 2 * a[k + 1]; };
+    ASSERT_EQ(b[i], iv(i) * iv(i + 1)) << i;
+  }
+}
+
+// A copy computed at a reduce loop: one row block of A per k block.
+TEST(TirTeComputeAt, AtAReduceLoop) {
+  const int64_t M = 8, N = 16, K = 32;
+  te::Tensor A = te::placeholder({M, K}, DataType::float32(), "A");
+  te::Tensor B = te::placeholder({K, N}, DataType::float32(), "B");
+  te::IterVar k = te::reduce_axis(K, "k");
+  te::Tensor C = te::compute(
+      {M, N},
+      [&](const te::Axes& i) -> te::Reduction {
+        return te::sum(mul((*A)({i[0], k.var}), (*B)({k.var, i[1]})), {k});
+      },
+      "C");
+  te::Schedule s({C});
+  te::Tensor A_buf = s.cache_read(A, "local", {C});
+  te::Stage& c = s[C];
+  auto [io, ii] = c.split(c.leaf(0), 2);
+  auto [ko, ki] = c.split(k.var, 8);
+  c.reorder({io, ko, ii, c.leaf(2), ki});
+  s[A_buf].compute_at(c, ko);
+  PrimFunc f = te::lower(s, {A, B, C}, "mm");
+  std::string text = print_prim_func(*f);
+  EXPECT_TRUE(has(text, R"(  for %i0_outer from 0 extent 4 {
+    for %i0_inner from 0 extent 2 {
+      for %i1 from 0 extent 16 {
+        %C[%i0_outer * 2 + %i0_inner, %i1] = 0.0
+      }
+    }
+    for %k_outer from 0 extent 4 {
+      allocate %A_buf: Buffer[(2, 8), float32, scope="local"])"))
+      << text;
+  auto m = jit(f);
+  std::vector<float> a = iota_values(size_t(M * K), 7), b = iota_values(size_t(K * N), 5), out(size_t(M * N), -1);
+  m->run("mm", {a.data(), b.data(), out.data()});
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t j = 0; j < N; ++j) {
+      float want = 0;
+      for (int64_t q = 0; q < K; ++q) want += a[size_t(i * K + q)] * b[size_t(q * N + j)];
+      ASSERT_FLOAT_EQ(out[size_t(i * N + j)], want) << i << "," << j;
+    }
+}
+
 // Two stages, each computed inside the next one's loop.
 TEST(TirTeComputeAt, ChainOfProducers) {
   te::Tensor A = te::placeholder({36}, DataType::int32(), "A");
@@ -297,10 +359,12 @@ TEST(TirTeComputeAt, MatmulWithLocalAccumulatorAndPackedB) {
   auto [io2, ii2] = c2.split(c2.leaf(0), 4);
   auto [jo2, ji2] = c2.split(c2.leaf(2), 16);
   c2.reorder({jo2, io2, ii2, ji2});
-  EXPECT_TRUE(has(error_of([&] { s2[BP].compute_at(c2, jo2); }), "C does not read B_buf"))
-      << "nothing inside C reads it yet";
-  s2[CL].compute_at(c2, io2);
   s2[BP].compute_at(c2, jo2);
+  EXPECT_TRUE(has(error_of([&] { te::lower(s2, {A, B, C}, "mm"); }),
+                  "lower @mm: tensor B_buf is computed at %i1_outer of C, but C does not read B_buf, and neither "
+                  "does any stage computed inside it"))
+      << "its reader is computed at the top level";
+  s2[CL].compute_at(c2, io2);
   f = te::lower(s2, {A, B, C}, "mm");
   text = print_prim_func(*f);
   EXPECT_TRUE(has(text, R"(  for %i1_outer from 0 extent 2 {
@@ -394,13 +458,14 @@ TEST(TirTeComputeAt, ErrorsNameTheTensorsAndTheLoop) {
   EXPECT_TRUE(has(error_of([&] { s[g.T].compute_at(s[g.T], s[g.T].leaf(0)); }),
                   "a tensor cannot be computed inside its own loops"));
 
-  // U reads A, not T.
+  // U reads A, not T: lowering finds no reader of T under U's loop.
   te::Tensor U = te::compute({34}, [&](const te::Axes& i) { return (*g.A)(i); }, "U");
   te::Tensor V = te::compute({32}, [&](const te::Axes& i) { return add((*g.B)(i), (*U)(i)); }, "V");
   te::Schedule s2({V});
-  EXPECT_TRUE(has(error_of([&] { s2[g.T].compute_at(s2[U], s2[U].leaf(0)); }),
-                  "tensor T: compute_at %i0 of U: U does not read T (compute_at attaches a tensor to a stage that "
-                  "reads it, or inside which a reader is computed)"));
+  s2[g.T].compute_at(s2[U], s2[U].leaf(0));
+  EXPECT_TRUE(has(error_of([&] { te::lower(s2, {g.A, V}, "f"); }),
+                  "lower @f: tensor T is computed at %i0 of U, but U does not read T, and neither does any stage "
+                  "computed inside it"));
   // T computed inside B; then B inside T would be a cycle.
   s2[g.T].compute_at(s2[g.B], s2[g.B].leaf(0));
   EXPECT_TRUE(has(error_of([&] { s2[g.B].compute_at(s2[g.T], s2[g.T].leaf(0)); }),
@@ -431,8 +496,8 @@ TEST(TirTeComputeAt, LoweringErrors) {
     te::Schedule s({g.B, W});
     s[g.T].compute_at(s[g.B], s[g.B].leaf(0));
     EXPECT_TRUE(has(error_of([&] { te::lower(s, {g.A, g.B, W}, "f"); }),
-                    "lower @f: tensor T is computed at %i0 of B, but W is outside that loop; compute it at a loop "
-                    "that encloses all its readers"));
+                    "lower @f: tensor T is computed at %i0 of B, but W reads it outside that loop; compute it at a "
+                    "loop that encloses all its readers"));
   }
 }
 

@@ -11,13 +11,13 @@
 // reads, with the loops outside fixed and those inside running. Its loads
 // are rebased to the region's first index:
 //
-//   for %i0_outer from 0 extent 4 {
+//   for %i0_outer from 0 extent 4 {          (B[i] = T[i] + T[i + 1] + T[i + 2])
 //     allocate %T: Buffer[(10), float32]
 //     for %i0 from 0 extent 10 {
 //       %T[%i0] = %A[%i0_outer * 8 + %i0] * 2.0
 //     }
 //     for %i0_inner from 0 extent 8 {
-//       %B[%i0_outer * 8 + %i0_inner] = %T[%i0_inner] + %T[%i0_inner + 2]
+//       %B[%i0_outer * 8 + %i0_inner] = %T[%i0_inner] + %T[%i0_inner + 1] + %T[%i0_inner + 2]
 //     }
 //   }
 //
@@ -136,7 +136,7 @@ class Lowering {
 
   void check_and_attach();
   void infer_region(size_t p);
-  RangingVars ranging_for_reader(size_t reader, size_t p);
+  std::optional<RangingVars> ranging_for_reader(size_t reader, size_t p, size_t* outside);
   void derive_loops(size_t i);
   Stmt nest(size_t i);
   Stmt init_nest(size_t i, size_t first_reduce);
@@ -194,17 +194,21 @@ void Lowering::check_and_attach() {
       if (leaves[k].var == st.attach_loop_) leaf = k;
     if (leaf == kNone)
       throw Error(at + ", which is no longer one of its loops (split and fuse replace the loops they take)");
-    // Consumers come after their producers, so attaching forward is what
-    // keeps the nest order and rules out cycles.
-    if (parent < i) throw Error(at + ", which does not read it");
+    // Readers come after what they read: nothing computed inside an earlier
+    // stage can read this one (infer_region checks the later ones).
+    if (parent < i)
+      throw Error(at + ", but " + st.attach_stage_->tensor_->name + " does not read " + st.tensor_->name +
+                  ", and neither does any stage computed inside it");
     info_[i].parent = parent;
     info_[i].attach_leaf = leaf;
   }
 }
 
 // The loops that run while `reader` reads p's region: the reader's own, and
-// those of the stages it is computed inside, up to p's attach point.
-RangingVars Lowering::ranging_for_reader(size_t reader, size_t p) {
+// those of the stages it is computed inside, up to p's attach point. nullopt
+// when the reader is not inside that loop; `outside` is then the stage of
+// its chain that is not.
+std::optional<RangingVars> Lowering::ranging_for_reader(size_t reader, size_t p, size_t* outside) {
   size_t c = info_[p].parent;
   RangingVars ranging;
   for (size_t cur = reader;;) {
@@ -212,10 +216,10 @@ RangingVars Lowering::ranging_for_reader(size_t reader, size_t p) {
     size_t first = cur == c ? info_[p].attach_leaf + 1 : 0;
     for (size_t k = first; k < in.leaves.size(); ++k) ranging[in.leaves[k].var.get()] = in.leaves[k].extent;
     if (cur == c) return ranging;
-    if (in.parent == kNone || (in.parent == c && in.attach_leaf < info_[p].attach_leaf))
-      throw Error("lower @" + name_ + ": " + where(p) + ", but " + in.stage->tensor_->name +
-                  (cur == reader ? "" : " (which holds a reader, " + info_[reader].stage->tensor_->name + ")") +
-                  " is outside that loop; compute it at a loop that encloses all its readers");
+    if (in.parent == kNone || (in.parent == c && in.attach_leaf < info_[p].attach_leaf)) {
+      *outside = cur;
+      return std::nullopt;
+    }
     cur = in.parent;
   }
 }
@@ -223,25 +227,38 @@ RangingVars Lowering::ranging_for_reader(size_t reader, size_t p) {
 void Lowering::infer_region(size_t p) {
   Info& in = info_[p];
   const TensorNode& t = *in.stage->tensor_;
+  const std::string& consumer = info_[in.parent].stage->tensor_->name;
   // Per axis, the union of what every load of every reader touches; nullopt
   // once one of them cannot be bounded.
   std::vector<std::optional<Interval>> region(t.shape.size());
   bool read = false;
+  std::string outside;
   for (size_t r = p + 1; r < info_.size(); ++r) {
     if (!info_[r].computed) continue;
     CollectLoads loads(t.buffer.get());
     loads.visit(info_[r].value);
     if (loads.loads.empty()) continue;
-    RangingVars ranging = ranging_for_reader(r, p);
+    size_t out = kNone;
+    auto ranging = ranging_for_reader(r, p, &out);
+    if (!ranging) {
+      const std::string& name = info_[r].stage->tensor_->name;
+      outside = out == r ? name : name + ", computed inside " + info_[out].stage->tensor_->name + ",";
+      continue;
+    }
     for (const BufferLoadNode* l : loads.loads) {
       for (size_t k = 0; k < t.shape.size(); ++k) {
-        auto b = bound_of(l->indices[k], ranging);
+        auto b = bound_of(l->indices[k], *ranging);
         region[k] = !read ? b : b && region[k] ? union_of(*region[k], *b) : std::nullopt;
       }
       read = true;
     }
   }
-  if (!read) throw Error("lower @" + name_ + ": " + where(p) + ", but nothing reads it there");
+  if (!read)
+    throw Error("lower @" + name_ + ": " + where(p) + ", but " + consumer + " does not read " + t.name +
+                ", and neither does any stage computed inside it");
+  if (!outside.empty())
+    throw Error("lower @" + name_ + ": " + where(p) + ", but " + outside +
+                " reads it outside that loop; compute it at a loop that encloses all its readers");
   for (size_t k = 0; k < t.shape.size(); ++k) {
     // What cannot be bounded by a constant extent is computed whole.
     auto extent = region[k] ? region[k]->extent() : std::nullopt;

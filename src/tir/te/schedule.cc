@@ -7,7 +7,9 @@
 // expression, so every transformation is a rewrite of index expressions,
 // never of statements. The relations are kept rather than the values because
 // compute_at changes the extents they depend on. compute_at only records the
-// attach point; bound inference happens in lower().
+// attach point: whether the consumer (or a stage computed inside it, or one
+// inlined into it) reads the tensor depends on the rest of the schedule, so
+// lower() checks it, and infers the bounds.
 #include <algorithm>
 
 #include "tir/mutator.h"
@@ -34,24 +36,6 @@ MemoryScope parse_scope(const std::string& scope, const std::string& tensor) {
     throw Error("tensor " + tensor + ": unknown memory scope \"" + scope + "\" (known: " +
                 scope_names() + ")");
   return *s;
-}
-
-// Whether `e` loads from `b`.
-bool reads(const Expr& e, const BufferNode* b) {
-  class Reads : public Visitor {
-   public:
-    const BufferNode* target;
-    bool found = false;
-
-   protected:
-    void visit_BufferLoad(const BufferLoadNode& n) override {
-      found = found || n.buffer.get() == target;
-      Visitor::visit_BufferLoad(n);
-    }
-  } r;
-  r.target = b;
-  if (e) r.visit(e);
-  return r.found;
 }
 
 }  // namespace
@@ -131,23 +115,8 @@ void Stage::compute_inline() {
   if (reduce_kind_ != ReduceKind::None)
     throw Error("tensor " + tensor_->name + " is a reduction and cannot be inlined");
   inlined_ = true;
-  detach();
-}
-
-void Stage::detach() {
-  if (attach_stage_) {
-    auto& siblings = attach_stage_->attached_;
-    siblings.erase(std::remove(siblings.begin(), siblings.end(), this), siblings.end());
-  }
   attach_stage_ = nullptr;
   attach_loop_ = nullptr;
-}
-
-bool Stage::reads_within(const BufferNode* b) const {
-  if (reads(body_, b)) return true;
-  for (const Stage* s : attached_)
-    if (s->reads_within(b)) return true;
-  return false;
 }
 
 void Stage::compute_at(Stage& consumer, const Var& loop_ref) {
@@ -168,24 +137,20 @@ void Stage::compute_at(Stage& consumer, const Var& loop_ref) {
                   ", so this would make a cycle");
   if (consumer.inlined_)
     throw Error(where + ": " + consumer.tensor_->name + " is inlined and has no loops");
-  if (!consumer.reads_within(tensor_->buffer.get()))
-    throw Error(where + ": " + consumer.tensor_->name + " does not read " + name +
-                " (compute_at attaches a tensor to a stage that reads it, or inside which a reader is computed)");
   bool is_leaf = false;
   for (const Leaf& l : consumer.leaves_) is_leaf = is_leaf || l.var == loop;
   if (!is_leaf)
     throw Error(where + ": %" + (loop ? loop->name : std::string("?")) + " is not one of the loops of " +
                 consumer.tensor_->name + " (split and fuse replace the loops they take)");
   inlined_ = false;
-  detach();
   attach_stage_ = &consumer;
   attach_loop_ = loop;
-  consumer.attached_.push_back(this);
 }
 
 void Stage::compute_root() {
   inlined_ = false;
-  detach();
+  attach_stage_ = nullptr;
+  attach_loop_ = nullptr;
 }
 
 // ---------------------------------------------------------------- Schedule

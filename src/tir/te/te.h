@@ -121,10 +121,11 @@ class Stage {
   void compute_inline();
   // Computes the tensor inside `consumer`'s loop `loop`, at the start of each
   // of its iterations: only the region read under that loop, into a buffer
-  // of that region's size. `consumer` must read the tensor, or a stage
-  // already computed inside it must (a packed B computed at an outer tile
-  // loop of C, read by C's accumulator computed at an inner one); `loop`
-  // must be one of its current loops; output tensors are computed whole.
+  // of that region's size. `loop` must be one of the consumer's current
+  // loops; output tensors are computed whole. lower() checks that the
+  // consumer reads the tensor, or a stage computed inside it does (a packed
+  // B at an outer tile loop of C, read by C's accumulator computed at an
+  // inner one), and that nothing outside the loop reads it.
   void compute_at(Stage& consumer, const Var& loop);
   // Back to the default: the whole tensor, before the stages that read it.
   void compute_root();
@@ -144,9 +145,6 @@ class Stage {
   friend class Lowering;
   size_t find(const Var& loop) const;
   void set_kind(const Var& loop, ForKind kind);
-  void detach();
-  // Whether this stage, or one computed inside it, reads `b`.
-  bool reads_within(const BufferNode* b) const;
 
   Tensor tensor_;
   Expr body_;  // the tensor's body with cache reads applied
@@ -159,7 +157,6 @@ class Stage {
   bool output_ = false;  // one of the tensors the schedule was created from
   Stage* attach_stage_ = nullptr;  // compute_at: the consumer and its loop
   Var attach_loop_;
-  std::vector<Stage*> attached_;   // the stages computed at this one's loops
 };
 
 class Schedule {
