@@ -21,6 +21,10 @@
 
 #include <stdint.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* Element type codes: the same values as tir::DataType::Code. */
 enum {
   KILN_HX_INT = 0,
@@ -50,5 +54,9 @@ typedef struct kiln_hx_entry {
 extern const kiln_hx_entry kiln_hexagon_entries[];
 extern const uint32_t kiln_hexagon_num_entries;
 extern const uint64_t kiln_hexagon_vtcm_capacity; /* the target's VTCM bytes */
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif /* KILN_RUNTIME_HEXAGON_HARNESS_H_ */

@@ -56,14 +56,15 @@ static int write_all(int fd, const void* src, uint64_t n) {
   return 0;
 }
 
-/* The value after 'key': in the header dict, or NULL. */
+/* The value after 'key': in the header dict, or NULL. Never reads past the
+ * header's terminating NUL. */
 static const char* find_key(const char* h, const char* key) {
   size_t k = kiln_strlen(key);
   for (const char* p = h; *p; ++p) {
-    if ((*p != '\'' && *p != '"') || p[k + 1] != *p) continue;
+    if (*p != '\'' && *p != '"') continue;
     size_t i = 0;
-    while (i < k && p[1 + i] == key[i]) ++i;
-    if (i != k) continue;
+    while (i < k && p[1 + i] && p[1 + i] == key[i]) ++i;
+    if (i != k || p[1 + k] != *p) continue;
     const char* v = p + k + 2;
     while (*v == ' ') ++v;
     if (*v != ':') continue;
@@ -128,14 +129,19 @@ int kiln_npy_read(const char* path, const kiln_hx_param* p, void* data, uint64_t
   }
   char want[4];
   type_code(p, want);
-  char bo = descr[1];
+  /* The quoted descr: its characters up to the closing quote (at most 7). */
+  char got[8] = {0};
+  size_t got_len = 0;
+  while (got_len < 7 && descr[1 + got_len] && descr[1 + got_len] != descr[0]) {
+    got[got_len] = descr[1 + got_len];
+    ++got_len;
+  }
   int one_byte = want[1] == '1';
+  char bo = got[0];
   int order_ok = bo == '<' || bo == '|' || (one_byte && (bo == '=' || bo == '>'));
-  if (!order_ok || descr[2] != want[0] || descr[3] != want[1] || descr[4] != descr[0]) {
+  if (got_len != 3 || !order_ok || got[1] != want[0] || got[2] != want[1]) {
     describe(err, path, p);
     kiln_text_str(err, "element type ");
-    char got[8] = {0};
-    for (int i = 0; i < 7 && descr[1 + i] && descr[1 + i] != descr[0]; ++i) got[i] = descr[1 + i];
     kiln_text_str(err, got);
     kiln_text_str(err, " does not match the parameter's ");
     kiln_text_str(err, one_byte ? "|" : "<");
@@ -153,8 +159,10 @@ int kiln_npy_read(const char* path, const kiln_hx_param* p, void* data, uint64_t
       kiln_text_str(err, "malformed shape in the header");
       goto done;
     }
+    /* Extents beyond 10^15 cannot match any parameter; stop before overflow. */
     int64_t v = 0;
-    while (*s >= '0' && *s <= '9') v = v * 10 + (*s++ - '0');
+    for (int digits = 0; *s >= '0' && *s <= '9'; ++digits, ++s)
+      if (digits < 16) v = v * 10 + (*s - '0');
     dims[ndim++] = v;
   }
   int same = ndim == p->ndim;

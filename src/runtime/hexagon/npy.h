@@ -13,11 +13,19 @@
 #include "runtime/hexagon/harness.h"
 #include "runtime/hexagon/sys.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* Bytes of one element of `p` in memory (bool: one byte). */
 uint32_t kiln_npy_element_bytes(const kiln_hx_param* p);
 /* Reads PATH into data (nbytes: the parameter's whole size). */
 int kiln_npy_read(const char* path, const kiln_hx_param* p, void* data, uint64_t nbytes, kiln_text* err);
 /* Writes data as a .npy of the parameter's type and shape. */
 int kiln_npy_write(const char* path, const kiln_hx_param* p, const void* data, uint64_t nbytes, kiln_text* err);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif /* KILN_RUNTIME_HEXAGON_NPY_H_ */

@@ -53,17 +53,6 @@ _Noreturn void kiln_sys_exit(int code) {
   for (;;) syscall6(kSysExitGroup, code, 0, 0, 0, 0, 0);
 }
 
-size_t kiln_strlen(const char* s) {
-  size_t n = 0;
-  while (s[n]) ++n;
-  return n;
-}
-
-int kiln_streq(const char* a, const char* b) {
-  while (*a && *a == *b) ++a, ++b;
-  return *a == *b;
-}
-
 void kiln_put(int fd, const char* s) {
   size_t n = kiln_strlen(s);
   while (n > 0) {
@@ -74,20 +63,9 @@ void kiln_put(int fd, const char* s) {
   }
 }
 
-/* The decimal digits of v, in buf[24], returning where they start. */
-static const char* decimal(uint64_t v, char* buf) {
-  int i = 23;
-  buf[i] = 0;
-  do {
-    buf[--i] = (char)('0' + v % 10);
-    v /= 10;
-  } while (v);
-  return buf + i;
-}
-
 void kiln_put_u64(int fd, uint64_t v) {
   char buf[24];
-  kiln_put(fd, decimal(v, buf));
+  kiln_put(fd, kiln_decimal(v, buf));
 }
 
 void kiln_put_i64(int fd, int64_t v) {
@@ -97,30 +75,4 @@ void kiln_put_i64(int fd, int64_t v) {
     return;
   }
   kiln_put_u64(fd, (uint64_t)v);
-}
-
-void kiln_text_init(kiln_text* t, char* buf, size_t size) {
-  t->buf = buf;
-  t->size = size;
-  t->len = 0;
-  buf[0] = 0;
-}
-
-void kiln_text_str(kiln_text* t, const char* s) {
-  while (*s && t->len + 1 < t->size) t->buf[t->len++] = *s++;
-  t->buf[t->len] = 0;
-}
-
-void kiln_text_u64(kiln_text* t, uint64_t v) {
-  char buf[24];
-  kiln_text_str(t, decimal(v, buf));
-}
-
-void kiln_text_i64(kiln_text* t, int64_t v) {
-  if (v < 0) {
-    kiln_text_str(t, "-");
-    kiln_text_u64(t, (uint64_t)0 - (uint64_t)v);
-    return;
-  }
-  kiln_text_u64(t, (uint64_t)v);
 }
