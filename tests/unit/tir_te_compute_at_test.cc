@@ -408,6 +408,28 @@ TEST(TirTeComputeAt, VtcmTileAtOuterLoop) {
   EXPECT_EQ(pool.stats().live_allocations, 0u);
 }
 
+// set_scope on an intermediate computed at a loop: the tile is in VTCM.
+TEST(TirTeComputeAt, SetScopeOfAnAttachedStage) {
+  Blur g;
+  te::Schedule s({g.B});
+  auto [io, ii] = s[g.B].split(s[g.B].leaf(0), 8);
+  s[g.T].compute_at(s[g.B], io);
+  s[g.T].set_scope("local.vtcm");
+  PrimFunc lowered = lower_for_build(te::lower(s, {g.A, g.B}, "blur"));
+  std::string text = print_prim_func(*lowered);
+  EXPECT_TRUE(has(text, "\"HexagonBackendAllocateVTCM\", uint32(40), uint32(128))")) << text;
+  auto m = codegen::JitModule::create({lowered});
+  std::vector<float> a = iota_values(34, 7), b(32, -1.0f);
+  VtcmPool pool;
+  {
+    ScopedVtcmPool bind(pool);
+    m->run("blur", {a.data(), b.data()});
+  }
+  EXPECT_EQ(b, Blur::expected(a));
+  EXPECT_EQ(pool.stats().high_water_bytes, 40u);
+  EXPECT_EQ(pool.stats().total_allocations, 4u);
+}
+
 // A 2-D VTCM tile: rows of A for one tile of C's rows, across all of k.
 TEST(TirTeComputeAt, VtcmTileOfMatmulRows) {
   const int64_t M = 32, N = 16, K = 64, rows = 8;
