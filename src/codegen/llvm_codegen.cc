@@ -56,6 +56,11 @@ void init_llvm() {
     auto& options = llvm::cl::getRegisteredOptions();
     if (auto it = options.find("hexagon-autohvx"); it != options.end())
       it->second->addOccurrence(0, "hexagon-autohvx", "true");
+    // No small-data section: constants and globals addressed relative to GP
+    // need a GP set up by startup code and relocations ld.lld does not take
+    // (clang's -G0 for the runtime, the same here for the kernels).
+    if (auto it = options.find("hexagon-small-data-threshold"); it != options.end())
+      it->second->addOccurrence(0, "hexagon-small-data-threshold", "0");
   });
 }
 

@@ -5,6 +5,7 @@
 //
 //   # PASSES: lower-scratchpad-alloc, simplify
 //   # CAPACITY: 262144          (optional: the target's scratchpad bytes)
+//   # STACK-LIMIT: 1024         (optional: lower-workspace-alloc's limit in bytes)
 //   prim @f(...) { ... }
 //   # EXPECTED OUTPUT
 //   prim @f(...) { ... }
@@ -88,6 +89,8 @@ TEST_P(TirGolden, PassesGiveTheExpectedText) {
   if (std::string cap = header(input, "CAPACITY"); !cap.empty())
     options.scratchpad_capacity = std::stoull(cap);
   if (header(input, "STATIC-PLAN") == "on") options.static_scratchpad_plan = true;
+  if (std::string limit = header(input, "STACK-LIMIT"); !limit.empty())
+    options.stack_limit_bytes = std::stoull(limit);
   std::vector<std::string> passes;
   std::stringstream names(header(input, "PASSES"));
   for (std::string name; std::getline(names, name, ',');) passes.push_back(trim(name));
@@ -136,7 +139,7 @@ TEST(TirPasses, UnknownPassNameListsTheKnownOnes) {
     FAIL();
   } catch (const Error& e) {
     EXPECT_STREQ(e.what(), "unknown tensor-IR pass 'lower-vtcm' (known: flatten-buffers, simplify, "
-                           "verify-scratchpad-capacity, lower-scratchpad-alloc)");
+                           "verify-scratchpad-capacity, lower-scratchpad-alloc, lower-workspace-alloc)");
   }
 }
 

@@ -72,8 +72,15 @@ void* KilnBackendAllocWorkspace(uint64_t nbytes, uint32_t alignment) {
   if (!p) {
     kiln_text t;
     kiln_text_init(&t, g_last_error, sizeof g_last_error);
-    kiln_text_str(&t, "workspace: ");
-    kiln_vtcm_failure_message(&failure, g_last_error + t.len, sizeof g_last_error - t.len);
+    kiln_text_str(&t, "KilnBackendAllocWorkspace: out of memory for ");
+    kiln_text_u64(&t, nbytes);
+    kiln_text_str(&t, " bytes (workspace pool: ");
+    kiln_text_u64(&t, failure.free_bytes);
+    kiln_text_str(&t, " bytes free, largest free block ");
+    kiln_text_u64(&t, failure.largest_free_block);
+    kiln_text_str(&t, " bytes, capacity ");
+    kiln_text_u64(&t, failure.capacity);
+    kiln_text_str(&t, " bytes)");
   }
   return p;
 }

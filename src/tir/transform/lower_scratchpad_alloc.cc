@@ -23,35 +23,12 @@
 #include <algorithm>
 
 #include "tir/mutator.h"
+#include "tir/transform/alloc_lowering.h"
 #include "tir/transform/passes.h"
 
 namespace kiln::tir {
 
 namespace {
-
-// Puts `before` in front of every return statement.
-class PrefixReturns : public Mutator {
- public:
-  explicit PrefixReturns(Stmt before) : before_(std::move(before)) {}
-
- protected:
-  Stmt mutate_Return(const Stmt& s, const ReturnNode&) override { return seq({before_, s}); }
-
- private:
-  Stmt before_;
-};
-
-// True when the statement always ends in a return (the code after it is dead).
-bool always_returns(const Stmt& s) {
-  if (auto* r = as<ReturnNode>(s)) return r != nullptr;
-  if (auto* q = as<SeqNode>(s)) return !q->stmts.empty() && always_returns(q->stmts.back());
-  if (auto* l = as<LetStmtNode>(s)) return always_returns(l->body);
-  if (auto* d = as<DeclBufferNode>(s)) return always_returns(d->body);
-  if (auto* a = as<AllocateNode>(s)) return always_returns(a->body);
-  if (auto* i = as<IfThenElseNode>(s))
-    return i->else_case && always_returns(i->then_case) && always_returns(i->else_case);
-  return false;
-}
 
 // The size in bytes as a uint32 expression (the allocate call's type).
 Expr byte_size(const BufferNode& b) {
@@ -65,22 +42,8 @@ Expr byte_size(const BufferNode& b) {
   return simplify_expr(n);
 }
 
-std::string describe(const BufferNode& b) {
-  auto bytes = b.const_bytes();
-  return "buffer %" + b.name + " (" + (bytes ? std::to_string(*bytes) : std::string("dynamic")) +
-         " bytes, scope " + scope_name(b.scope) + ")";
-}
-
 Stmt free_call(const Var& data) {
   return evaluate(call_extern(DataType::int32(), "HexagonBackendFreeVTCM", {data}));
-}
-
-// The null check: record the error (the pool's reason is kept after ours) and leave.
-Stmt null_check(const Var& data, const std::string& what) {
-  return if_then_else(
-      call_intrinsic(Intrinsic::IsNull, {data}),
-      seq({evaluate(call_extern(DataType::int32(), "KilnBackendPrependLastError", {string_imm(what)})),
-           return_stmt(int_imm(-1))}));
 }
 
 class LowerPerBuffer : public Mutator {
@@ -90,15 +53,9 @@ class LowerPerBuffer : public Mutator {
     Stmt body = mutate(n.body);
     if (!is_scratchpad(n.buffer->scope)) return body == n.body ? s : allocate(n.buffer, body);
     const BufferNode& b = *n.buffer;
-    Var data = b.data;
     Expr call = call_extern(DataType::handle(), "HexagonBackendAllocateVTCM",
                             {byte_size(b), int_imm(b.alignment, DataType::uint32())});
-    Stmt release = free_call(data);
-    body = PrefixReturns(release).mutate(body);
-    std::vector<Stmt> scope = {body};
-    if (!always_returns(body)) scope.push_back(release);
-    return let_stmt(data, call,
-                    seq({null_check(data, describe(b)), decl_buffer(n.buffer, seq(std::move(scope)))}));
+    return lowered_allocation(n.buffer, call, body, free_call(b.data));
   }
 };
 
@@ -254,17 +211,13 @@ PrimFunc lower_with_static_plan(const PrimFunc& f) {
   KILN_CHECK(total <= int64_t(UINT32_MAX), "static scratchpad plan of @", f->name, " needs ", total,
              " bytes, more than a VTCM allocation can hold");
   Var pool = make_var("vtcm_plan_data", DataType::handle());
-  Stmt body = UsePlan(pool, plan).mutate(f->body);
-  Stmt release = free_call(pool);
-  body = PrefixReturns(release).mutate(body);
-  std::vector<Stmt> scope = {body};
-  if (!always_returns(body)) scope.push_back(release);
+  Stmt body = release_on_every_exit(UsePlan(pool, plan).mutate(f->body), free_call(pool));
   std::string what = "the scratchpad plan of @" + f->name + " (" + std::to_string(total) +
                      " bytes: " + layout + ")";
   Expr call = call_extern(DataType::handle(), "HexagonBackendAllocateVTCM",
                           {int_imm(total, DataType::uint32()), int_imm(align, DataType::uint32())});
   return make_prim_func(f->name, f->params,
-                        let_stmt(pool, call, seq({null_check(pool, what), seq(std::move(scope))})));
+                        let_stmt(pool, call, seq({null_check(pool, what), body})));
 }
 
 }  // namespace

@@ -21,6 +21,9 @@ struct TirPassOptions {
   // lower-scratchpad-alloc: one pool allocation per function, buffers at
   // liveness-based offsets, instead of one allocation per buffer.
   bool static_scratchpad_plan = false;
+  // lower-workspace-alloc: main-memory buffers larger than this (or of a
+  // dynamic size) come from the runtime's workspace instead of the stack.
+  uint64_t stack_limit_bytes = 64ull << 10;
 };
 
 // flatten-buffers: every buffer becomes one-dimensional; indices are
@@ -43,12 +46,18 @@ void verify_scratchpad_capacity(const PrimFuncNode& f, uint64_t capacity);
 // HexagonBackendFreeVTCM on every path out of the buffer's scope.
 PrimFunc lower_scratchpad_alloc(const PrimFunc& f, const TirPassOptions& options = {});
 
+// lower-workspace-alloc: each global/local allocation of a dynamic size or
+// more than options.stack_limit_bytes becomes KilnBackendAllocWorkspace(bytes,
+// alignment), a null check naming the buffer, and KilnBackendFreeWorkspace on
+// every path out of its scope; smaller ones stay on the stack.
+PrimFunc lower_workspace_alloc(const PrimFunc& f, const TirPassOptions& options = {});
+
 // Applies the pass called `name`; unknown names are an error listing the known ones.
 PrimFunc run_tir_pass(const std::string& name, const PrimFunc& f, const TirPassOptions& options = {});
 const std::vector<std::string>& tir_pass_names();
 
-// The build pipeline: capacity check, scratchpad lowering, flattening,
-// simplification, verifying after each pass.
+// The build pipeline: capacity check, scratchpad lowering, workspace
+// lowering, flattening, simplification, verifying after each pass.
 PrimFunc lower_for_build(const PrimFunc& f, const TirPassOptions& options = {});
 
 }  // namespace kiln::tir

@@ -20,6 +20,7 @@ const NamedPass kPasses[] = {
        return f;
      }},
     {"lower-scratchpad-alloc", [](const PrimFunc& f, const TirPassOptions& o) { return lower_scratchpad_alloc(f, o); }},
+    {"lower-workspace-alloc", [](const PrimFunc& f, const TirPassOptions& o) { return lower_workspace_alloc(f, o); }},
 };
 
 }  // namespace
@@ -49,9 +50,10 @@ PrimFunc lower_for_build(const PrimFunc& f, const TirPassOptions& options) {
   verify_prim_func(*f);
   PrimFunc out = f;
   // The capacity check reads allocate statements, so it runs before the
-  // lowering replaces them with calls. Flattening runs after the lowering so
+  // lowering replaces them with calls. Flattening runs after the lowerings so
   // that byte sizes come from the buffer's declared shape.
-  for (const char* name : {"verify-scratchpad-capacity", "lower-scratchpad-alloc", "flatten-buffers", "simplify"})
+  for (const char* name : {"verify-scratchpad-capacity", "lower-scratchpad-alloc", "lower-workspace-alloc",
+                           "flatten-buffers", "simplify"})
     out = run_tir_pass(name, out, options);
   return out;
 }
