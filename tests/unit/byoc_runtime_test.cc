@@ -19,18 +19,12 @@
 #include "runtime/module_file.h"
 #include "runtime/profile.h"
 #include "runtime/vm.h"
+#include "test_util.h"
 
 namespace kiln {
 namespace {
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using testing::error_of;
 
 Tensor ramp(const Shape& shape, float start, float step) {
   std::vector<float> v(static_cast<size_t>(shape_numel(shape)));

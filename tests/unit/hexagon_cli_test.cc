@@ -15,21 +15,8 @@ namespace {
 using testing::kiln_cmd;
 using testing::read_text;
 
-const char* kForumKernel = R"(prim @alloc_vtcm(%A: Buffer[(2048), int8], %B: Buffer[(2048), int8], %C: Buffer[(2048), int8]) {
-  allocate %A_buf: Buffer[(2048), int8, scope="local.vtcm", align=128]
-  allocate %B_buf: Buffer[(2048), int8, scope="local.vtcm", align=128]
-  for %i0 from 0 extent 2048 {
-    %A_buf[%i0] = %A[%i0]
-  }
-  for %i0 from 0 extent 2048 {
-    %B_buf[%i0] = %B[%i0]
-  }
-  for %i0 from 0 extent 2048 vectorized {
-    %C[%i0] = %A_buf[%i0] + %B_buf[%i0]
-  }
-  return 0
-}
-)";
+// The forum's kernel as tensor IR, as users meet it in the example.
+std::string forum_kernel() { return std::string(KILN_SOURCE_DIR) + "/examples/vtcm/vtcm_add.kir"; }
 
 // 300 KiB of VTCM: more than v66 has.
 const char* kBigKernel = R"(prim @big(%A: Buffer[(307200), int8], %C: Buffer[(307200), int8]) {
@@ -58,7 +45,7 @@ Tensor ramp(int mul, int add) {
 }
 
 TEST_F(HexagonCli, RunOnHexagonMatchesTheHost) {
-  std::string kir = file("add.kir", kForumKernel);
+  std::string kir = forum_kernel();
   write_npy(path("a.npy"), ramp(3, 1));
   write_npy(path("b.npy"), ramp(5, 77));
   std::string inputs = " --input A=" + path("a.npy") + " --input B=" + path("b.npy");
@@ -76,7 +63,7 @@ TEST_F(HexagonCli, RunOnHexagonMatchesTheHost) {
 }
 
 TEST_F(HexagonCli, BuildEmitsAsmObjectAndExecutable) {
-  std::string kir = file("add.kir", kForumKernel);
+  std::string kir = forum_kernel();
   ASSERT_EQ(kiln_cmd("build " + kir + " --target hexagon-v68 --emit asm -o " + path("k.s")).code, 0);
   std::string s = read_text(path("k.s"));
   EXPECT_TRUE(has(s, "call HexagonBackendAllocateVTCM")) << s;
@@ -121,7 +108,7 @@ TEST_F(HexagonCli, UserObjectsProvideExternFunctions) {
 }
 
 TEST_F(HexagonCli, Errors) {
-  std::string kir = file("add.kir", kForumKernel);
+  std::string kir = forum_kernel();
   auto expect_error = [&](const std::string& args, const std::string& message) {
     auto r = kiln_cmd(args);
     EXPECT_EQ(r.code, 1) << args << "\n" << r.out;

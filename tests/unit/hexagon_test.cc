@@ -18,6 +18,8 @@
 #include "tir/te/te.h"
 #include "tir/text.h"
 #include "tir/transform/passes.h"
+#include "forum_kernel.h"
+#include "test_util.h"
 
 namespace kiln::tir {
 namespace {
@@ -25,14 +27,7 @@ namespace {
 using codegen::PrimRunOptions;
 using codegen::PrimRunResult;
 
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "no error";
-}
+using testing::error_of;
 
 std::string scratch_dir(const std::string& name) {
   auto dir = std::filesystem::path(KILN_BINARY_DIR) / "hexagon-test" / name;
@@ -47,17 +42,7 @@ PrimRunResult run_on(const std::string& target, const PrimFunc& f, const std::ma
   return codegen::run_prim_function(f, inputs, o);
 }
 
-// The forum's program: A and B copied into VTCM, C = A_buf + B_buf.
-PrimFunc vtcm_add(DataType t) {
-  te::Tensor A = te::placeholder({2048}, t, "A");
-  te::Tensor B = te::placeholder({2048}, t, "B");
-  te::Tensor C = te::compute({2048}, [&](const te::Axes& i) { return add((*A)(i), (*B)(i)); }, "C");
-  te::Schedule s({C});
-  s.cache_read(A, "local.vtcm", {C});
-  s.cache_read(B, "local.vtcm", {C});
-  s[C].vectorize(s[C].leaf(0));
-  return te::lower(s, {A, B, C}, "alloc_vtcm");
-}
+PrimFunc vtcm_add(DataType t) { return testing::forum_vtcm_add(t); }
 
 Tensor int8_ramp(int64_t n, int mul, int add) {
   Tensor t = Tensor::empty({n}, DType::Int8);

@@ -10,6 +10,7 @@
 #include "tir/te/te.h"
 #include "tir/text.h"
 #include "tir/transform/passes.h"
+#include "test_util.h"
 
 namespace kiln::tir {
 namespace {
@@ -18,14 +19,7 @@ std::unique_ptr<codegen::JitModule> jit(const PrimFunc& f) {
   return codegen::JitModule::create({lower_for_build(f)});
 }
 
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "no error";
-}
+using testing::error_of;
 
 bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 

@@ -9,6 +9,8 @@
 #include "tir/te/te.h"
 #include "tir/text.h"
 #include "tir/transform/passes.h"
+#include "forum_kernel.h"
+#include "test_util.h"
 
 namespace kiln::tir {
 namespace {
@@ -17,26 +19,9 @@ std::unique_ptr<codegen::JitModule> jit(const PrimFunc& f) {
   return codegen::JitModule::create({lower_for_build(f)});
 }
 
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "no error";
-}
+using testing::error_of;
 
-// The forum's program: A and B copied into VTCM, C = A_buf + B_buf.
-PrimFunc vtcm_add(DataType t) {
-  te::Tensor A = te::placeholder({2048}, t, "A");
-  te::Tensor B = te::placeholder({2048}, t, "B");
-  te::Tensor C = te::compute({2048}, [&](const te::Axes& i) { return add((*A)(i), (*B)(i)); }, "C");
-  te::Schedule s({C});
-  s.cache_read(A, "local.vtcm", {C});
-  s.cache_read(B, "local.vtcm", {C});
-  s[C].vectorize(s[C].leaf(0));
-  return te::lower(s, {A, B, C}, "alloc_vtcm");
-}
+PrimFunc vtcm_add(DataType t) { return testing::forum_vtcm_add(t); }
 
 TEST(TirTe, ForumProgramLowersToVtcmAllocations) {
   PrimFunc f = vtcm_add(DataType::int_(8));

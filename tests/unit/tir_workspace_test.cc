@@ -8,6 +8,7 @@
 #include "ir/text.h"
 #include "tir/text.h"
 #include "tir/transform/passes.h"
+#include "test_util.h"
 
 namespace kiln::tir {
 namespace {
@@ -30,14 +31,7 @@ codegen::PrimRunResult run_on(const std::string& target, const PrimFunc& f, cons
   return codegen::run_prim_function(f, in, o);
 }
 
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "no error";
-}
+using testing::error_of;
 
 void expect_twice_plus_one(const Tensor& a, const Tensor& c) {
   for (int64_t i = 0; i < a.numel(); ++i)
