@@ -267,6 +267,49 @@ def @main(%x: Tensor[(2, 6, 8, 8), float32], %g: Tensor[(6,), float32], %b: Tens
   EXPECT_EQ(event_for(r, "nn.max_pool2d")->engine, "POOLING");
 }
 
+TEST(Npu, PoolingTilesRowsAndColumns) {
+  // One image of two channels: 4 KiB per channel, L1 of 1 KiB. Only splitting
+  // rows and columns (with the window halo and the padding re-derived at block
+  // edges) gets a tile into L1; padding, dilation and both averaging rules
+  // must come out as on the reference.
+  const char* text = R"(
+def @main(%x: Tensor[(1, 2, 32, 32), float32]) -> (Tensor[(1, 2, 16, 16), float32], Tensor[(1, 2, 16, 16), float32], Tensor[(1, 2, 16, 16), float32], Tensor[(1, 2, 14, 14), float32]) {
+  %mp = nn.max_pool2d(%x, pool_size=[3, 3], strides=[2, 2], padding=[1, 1, 1, 1])
+  %ai = nn.avg_pool2d(%x, pool_size=[3, 3], strides=[2, 2], padding=[1, 1, 1, 1], count_include_pad=1)
+  %ae = nn.avg_pool2d(%x, pool_size=[3, 3], strides=[2, 2], padding=[0, 0, 2, 2])
+  %md = nn.max_pool2d(%x, pool_size=[3, 3], strides=[2, 2], dilation=[2, 2])
+  %t = (%mp, %ai, %ae, %md)
+  return %t
+}
+)";
+  NpuRun r = run_both(text, {{"l0", "256"}, {"l1", "1K"}});
+  expect_close(r);
+  for (const char* op : {"nn.max_pool2d", "nn.avg_pool2d"}) {
+    const DispatchEvent* e = event_for(r, op);
+    ASSERT_NE(e, nullptr) << op;
+    ASSERT_EQ(e->tile.size(), 4u);
+    EXPECT_EQ(e->tile[0], 1);
+    EXPECT_EQ(e->tile[1], 1);
+    EXPECT_LT(e->tile[2] * e->tile[3], 16 * 16) << op << ": rows or columns were split";
+  }
+}
+
+TEST(Npu, CeilModePoolingTilesOnlyBatchAndChannels) {
+  const char* text = R"(
+def @main(%x: Tensor[(2, 4, 9, 9), float32]) -> Tensor[(2, 4, 5, 5), float32] {
+  %a = nn.avg_pool2d(%x, pool_size=[3, 3], strides=[2, 2], padding=[1, 1, 1, 1], ceil_mode=1, count_include_pad=1)
+  return %a
+}
+)";
+  NpuRun r = run_both(text, {{"l0", "256"}, {"l1", "1K"}});
+  expect_close(r);
+  const DispatchEvent* e = event_for(r, "nn.avg_pool2d");
+  ASSERT_NE(e, nullptr);
+  EXPECT_GT(e->tiles, 1);
+  EXPECT_EQ(e->tile[2], 5);
+  EXPECT_EQ(e->tile[3], 5);
+}
+
 TEST(Npu, QuantizeDequantizeExact) {
   const char* text = R"(
 def @main(%x: Tensor[(4, 64), float32]) -> Tensor[(4, 64), float32] {

@@ -185,7 +185,7 @@ class NpuRuntime final : public BackendRuntime {
   Shape choose_tile(const Dispatch& d, const std::vector<Tensor>& ins, const Shape& out_shape,
                     DType out_dtype, int64_t& working_set) const {
     Shape tile = out_shape;
-    std::vector<bool> axes = tileable_axes(d.main->op, out_shape);
+    std::vector<bool> axes = tileable_axes(d.main->op, out_shape, d.main->attrs);
     auto bytes_for = [&](const Shape& t) {
       Block b{Shape(t.size(), 0), t};
       TileInputs ti = tile_inputs(d.main->op, b, ins, d.main->attrs);

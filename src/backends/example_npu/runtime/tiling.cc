@@ -70,6 +70,14 @@ Block broadcast_block(const Block& out, const Shape& operand) {
   return b;
 }
 
+bool is_pool(const std::string& op) { return op == "nn.max_pool2d" || op == "nn.avg_pool2d"; }
+
+// Four paddings (top, left, bottom, right) from the two or four given.
+std::vector<int64_t> four_pads(std::vector<int64_t> pad) {
+  if (pad.size() == 2) pad = {pad[0], pad[1], pad[0], pad[1]};
+  return pad;
+}
+
 bool is_elementwise(const std::string& op) {
   for (const char* e : {"add", "subtract", "multiply", "divide", "nn.relu", "clip", "sigmoid", "tanh",
                         "nn.gelu", "quantize", "dequantize"})
@@ -91,10 +99,10 @@ void store_block(Tensor& dst, const Tensor& block, const Shape& begin) {
   copy_block(dst, {begin, block.shape()}, static_cast<char*>(const_cast<void*>(block.raw())), false);
 }
 
-std::vector<bool> tileable_axes(const std::string& op, const Shape& out) {
+std::vector<bool> tileable_axes(const std::string& op, const Shape& out, const Attrs& attrs) {
   std::vector<bool> t(out.size(), true);
   if (op == "nn.softmax" && !t.empty()) t.back() = false;
-  if (op == "nn.max_pool2d" || op == "nn.avg_pool2d")
+  if (is_pool(op) && attrs.get_int("ceil_mode") != 0)
     for (size_t a = 2; a < t.size(); ++a) t[a] = false;
   return t;
 }
@@ -128,17 +136,29 @@ TileInputs tile_inputs(const std::string& op, const Block& out, const std::vecto
     for (size_t i = 1; i < in.size(); ++i) r.blocks.push_back({{out.begin[axis]}, {out.size[axis]}});
     return r;
   }
-  if (op == "nn.max_pool2d" || op == "nn.avg_pool2d") {
-    r.blocks.push_back(
-        {{out.begin[0], out.begin[1], 0, 0}, {out.size[0], out.size[1], in[0].dim(2), in[0].dim(3)}});
+  if (is_pool(op)) {
+    // Without ceil_mode every window lies inside the padded input, so a block
+    // of output rows needs the input rows its windows cover, padded only
+    // where they reach past the real input: the same windows, the same
+    // divisors (count_include_pad counts only the true padding).
+    const Tensor& x = in[0];
+    std::vector<int64_t> k = attrs.get_ints("pool_size"), strides = attrs.get_ints("strides");
+    std::vector<int64_t> dil = attrs.get_ints("dilation"), pad = four_pads(attrs.get_ints("padding"));
+    Span h = window_span(out.begin[2], out.size[2], strides[0], dil[0], k[0], pad[0], x.dim(2));
+    Span v = window_span(out.begin[3], out.size[3], strides[1], dil[1], k[1], pad[1], x.dim(3));
+    if (attrs.get_int("ceil_mode") != 0) {  // rows and columns are not split (tileable_axes)
+      h = {0, x.dim(2), pad[0], pad[2]};
+      v = {0, x.dim(3), pad[1], pad[3]};
+    }
+    r.blocks.push_back({{out.begin[0], out.begin[1], h.begin, v.begin}, {out.size[0], out.size[1], h.size, v.size}});
+    r.attrs.set("padding", std::vector<int64_t>{h.pad_before, v.pad_before, h.pad_after, v.pad_after});
     return r;
   }
   if (op == "nn.conv2d") {
     const Tensor& x = in[0];
     const Tensor& w = in[1];
     std::vector<int64_t> strides = attrs.get_ints("strides"), dil = attrs.get_ints("dilation");
-    std::vector<int64_t> pad = attrs.get_ints("padding");
-    if (pad.size() == 2) pad = {pad[0], pad[1], pad[0], pad[1]};
+    std::vector<int64_t> pad = four_pads(attrs.get_ints("padding"));
     int64_t groups = attrs.get_int("groups");
     Span h = window_span(out.begin[2], out.size[2], strides[0], dil[0], w.dim(2), pad[0], x.dim(2));
     Span v = window_span(out.begin[3], out.size[3], strides[1], dil[1], w.dim(3), pad[1], x.dim(3));

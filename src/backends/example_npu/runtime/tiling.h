@@ -11,7 +11,10 @@
 //                 weight rows (and input channels when depthwise)
 //   matmul/dense  output rows -> rows of A, output columns -> columns of B
 //                 (rows of a dense weight); K is never split
-//   pooling       batch and channels only (windows never straddle tiles)
+//   pooling       batch and channels, and rows/cols like conv2d (window halo,
+//                 padding re-derived at the block edges); with ceil_mode only
+//                 batch and channels (its overhanging last window would be
+//                 counted as padding in a block)
 //   softmax       every axis but the last
 //   batch_norm    any axis; the per-channel vectors follow the channel axis
 #pragma once
@@ -34,7 +37,7 @@ Tensor load_block(const Tensor& src, const Block& b);
 void store_block(Tensor& dst, const Tensor& block, const Shape& begin);
 
 // Which output axes an op may split.
-std::vector<bool> tileable_axes(const std::string& op, const Shape& out_shape);
+std::vector<bool> tileable_axes(const std::string& op, const Shape& out_shape, const Attrs& attrs);
 
 // The input blocks output block `out` needs, and the attributes to run the op
 // on them (conv and pooling padding change at block edges).
