@@ -38,8 +38,11 @@ struct Import {
 // The extern symbols `funcs` call, sorted by symbol.
 std::vector<Import> collect_imports(const std::vector<tir::PrimFunc>& funcs);
 
-enum class ImportSource { RuntimeAbi, Library, Unresolved };
-const char* import_source_name(ImportSource s);  // "runtime ABI", "library", "UNRESOLVED"
+// TargetRuntime: what a target's own runtime adds beyond the ABI (kiln's
+// Hexagon runtime: memcpy, the division helpers, sqrtf, expf).
+enum class ImportSource { RuntimeAbi, TargetRuntime, Library, Unresolved };
+// "runtime ABI", "Hexagon runtime", "library", "UNRESOLVED"
+const char* import_source_name(ImportSource s);
 
 struct ResolvedImport {
   Import import;
@@ -67,6 +70,7 @@ void check_imports(const std::vector<Import>& imports, const std::vector<std::st
 struct ObjectSymbols {
   std::vector<std::string> exports;  // sorted
   std::vector<std::string> imports;  // sorted
+  bool hexagon = false;              // an ELF file for Hexagon (else the host's)
 };
 ObjectSymbols read_object_symbols(const std::string& path);
 

@@ -21,8 +21,14 @@ namespace kiln::codegen {
 // missing file is an error saying how to build it.
 std::string hexagon_runtime_object();
 
-// The TIR-level check: each extern call in the runtime ABI or exported by a
-// named Hexagon object file; throws naming every missing symbol and caller.
+// Where each import resolves for Hexagon: the runtime ABI, the rest of
+// kiln's Hexagon runtime (TargetRuntime), a named Hexagon object (Library),
+// or nothing.
+std::vector<ResolvedImport> resolve_hexagon_imports(const std::vector<Import>& imports,
+                                                    const std::vector<std::string>& link_objects);
+
+// The TIR-level check: each extern call resolves (resolve_hexagon_imports);
+// throws naming every missing symbol and its callers.
 void check_hexagon_imports(const std::vector<Import>& imports, const std::vector<std::string>& link_objects);
 
 // Checks the undefined symbols of `kernel_object` against the runtime and the

@@ -31,11 +31,37 @@ std::string hexagon_runtime_object() {
   return path;
 }
 
+std::vector<ResolvedImport> resolve_hexagon_imports(const std::vector<Import>& imports,
+                                                    const std::vector<std::string>& link_objects) {
+  ObjectSymbols runtime = read_object_symbols(hexagon_runtime_object());
+  std::set<std::string> from_runtime(runtime.exports.begin(), runtime.exports.end());
+  std::vector<std::pair<std::string, std::set<std::string>>> libs;
+  for (const std::string& o : link_objects) libs.push_back({o, exports_of({o})});
+  std::vector<ResolvedImport> out;
+  for (const Import& imp : imports) {
+    ResolvedImport r;
+    r.import = imp;
+    if (find_runtime_symbol(imp.symbol)) {
+      r.source = ImportSource::RuntimeAbi;
+    } else if (from_runtime.count(imp.symbol)) {
+      r.source = ImportSource::TargetRuntime;
+    } else {
+      for (const auto& [name, symbols] : libs)
+        if (symbols.count(imp.symbol)) {
+          r.source = ImportSource::Library;
+          r.library = name;
+          break;
+        }
+    }
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
 void check_hexagon_imports(const std::vector<Import>& imports, const std::vector<std::string>& link_objects) {
-  std::set<std::string> provided = exports_of(link_objects);
   std::vector<Import> unresolved;
-  for (const Import& imp : imports)
-    if (!find_runtime_symbol(imp.symbol) && !provided.count(imp.symbol)) unresolved.push_back(imp);
+  for (const ResolvedImport& r : resolve_hexagon_imports(imports, link_objects))
+    if (r.source == ImportSource::Unresolved) unresolved.push_back(r.import);
   if (!unresolved.empty()) throw_unresolved_imports(unresolved, link_objects, "build", "kiln's Hexagon runtime");
 }
 

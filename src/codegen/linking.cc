@@ -47,6 +47,7 @@ std::vector<Import> collect_imports(const std::vector<tir::PrimFunc>& funcs) {
 const char* import_source_name(ImportSource s) {
   switch (s) {
     case ImportSource::RuntimeAbi: return "runtime ABI";
+    case ImportSource::TargetRuntime: return "Hexagon runtime";
     case ImportSource::Library: return "library";
     case ImportSource::Unresolved: return "UNRESOLVED";
   }

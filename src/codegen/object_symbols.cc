@@ -4,6 +4,7 @@
 #include <llvm/Object/ELFObjectFile.h>
 #include <llvm/Object/ObjectFile.h>
 #include <llvm/Support/Error.h>
+#include <llvm/TargetParser/Triple.h>
 
 #include <algorithm>
 
@@ -23,6 +24,7 @@ ObjectSymbols read_object_symbols(const std::string& path) {
                 message(owning.takeError()));
   const llvm::object::ObjectFile& obj = *owning->getBinary();
   ObjectSymbols out;
+  out.hexagon = obj.getArch() == llvm::Triple::hexagon;
   auto add = [&](const llvm::object::SymbolRef& sym) {
     auto flags = sym.getFlags();
     if (!flags) return llvm::consumeError(flags.takeError());

@@ -71,7 +71,8 @@ TEST_F(HexagonCli, BuildEmitsAsmObjectAndExecutable) {
   auto obj = kiln_cmd("build " + kir + " --target hexagon-v69 --emit obj -o " + path("k.o"));
   ASSERT_EQ(obj.code, 0) << obj.out;
   auto inspect = kiln_cmd("inspect " + path("k.o"));
-  EXPECT_TRUE(has(inspect.out, "HexagonBackendAllocateVTCM")) << inspect.out;
+  EXPECT_EQ(inspect.code, 0) << inspect.out;
+  EXPECT_TRUE(has(inspect.out, "HexagonBackendAllocateVTCM  runtime ABI")) << inspect.out;
   auto exe = kiln_cmd("build " + kir + " --target hexagon-v73 --emit exe -o " + path("k.elf"));
   ASSERT_EQ(exe.code, 0) << exe.out;
   std::string elf = read_text(path("k.elf"));
@@ -105,6 +106,36 @@ TEST_F(HexagonCli, UserObjectsProvideExternFunctions) {
   ASSERT_EQ(r.code, 0) << r.out;
   Tensor out = read_npy(path("out/C.npy"));
   for (int64_t i = 0; i < 64; ++i) EXPECT_EQ(out.data<int32_t>()[i], 3 * a.data<int32_t>()[i] + 1) << i;
+}
+
+TEST_F(HexagonCli, InspectResolvesHexagonObjectsAgainstTheHexagonRuntime) {
+  // Integer division is a call to a helper only kiln's Hexagon runtime has.
+  std::string kir = file("div.kir", R"(prim @divide(%A: Buffer[(64), int32], %B: Buffer[(64), int32], %C: Buffer[(64), int32]) {
+  for %i from 0 extent 64 {
+    %C[%i] = %A[%i] / %B[%i]
+  }
+  evaluate call_extern<int32>("not_anywhere", 1)
+  return 0
+}
+)");
+  auto build = kiln_cmd("build " + kir + " --target hexagon-v68 --emit obj -o " + path("div.o"));
+  EXPECT_EQ(build.code, 1) << build.out;
+  EXPECT_TRUE(has(build.out, "unresolved symbol 'not_anywhere' called by @divide")) << build.out;
+  std::string ok = file("ok.kir", R"(prim @divide(%A: Buffer[(64), int32], %B: Buffer[(64), int32], %C: Buffer[(64), int32]) {
+  for %i from 0 extent 64 {
+    %C[%i] = %A[%i] / %B[%i]
+  }
+  return 0
+}
+)");
+  ASSERT_EQ(kiln_cmd("build " + ok + " --target hexagon-v68 --emit obj -o " + path("div.o")).code, 0);
+  auto r = kiln_cmd("inspect " + path("div.o"));
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_TRUE(has(r.out, "__hexagon_divsi3  Hexagon runtime")) << r.out;
+  auto kir_view = kiln_cmd("inspect " + kir + " --target hexagon-v68");
+  EXPECT_EQ(kir_view.code, 1) << kir_view.out;
+  EXPECT_TRUE(has(kir_view.out, "not_anywhere  UNRESOLVED  (called by @divide)")) << kir_view.out;
+  EXPECT_TRUE(has(kir_view.out, "kiln's Hexagon runtime exports only")) << kir_view.out;
 }
 
 TEST_F(HexagonCli, Errors) {

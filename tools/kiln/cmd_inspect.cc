@@ -1,15 +1,17 @@
-// kiln inspect FILE [--link-lib LIB ...]
+// kiln inspect FILE [--target llvm|hexagon-vNN] [--link-lib LIB ...]
 //
 // Lists the exports and imports of a module and, for each import, where it
-// resolves: the runtime ABI, a named library, or UNRESOLVED. FILE is a .kir
-// module (its prim functions are lowered as `kiln build` would, so the
-// scratchpad calls show), or an object file / shared library (its symbol
-// table). Exit code 1 when an import is unresolved.
+// resolves: the runtime ABI, kiln's Hexagon runtime (for Hexagon code), a
+// named library, or UNRESOLVED. FILE is a .kir module (its prim functions are
+// lowered as `kiln build --target` would, so the scratchpad calls show), or an
+// object file / shared library (its symbol table; a Hexagon object resolves
+// against the Hexagon runtime). Exit code 1 when an import is unresolved.
 #include <fstream>
 #include <iostream>
 #include <sstream>
 
 #include "codegen/codegen.h"
+#include "codegen/hexagon.h"
 #include "commands.h"
 #include "ir/text.h"
 #include "tir/text.h"
@@ -20,6 +22,7 @@ namespace {
 
 struct InspectOpts {
   std::string input;
+  std::string target = "llvm";
   std::vector<std::string> link_libs;
 };
 
@@ -40,6 +43,8 @@ bool is_kir(const std::string& path) {
 int run_inspect(const InspectOpts& o) {
   std::vector<std::string> exports;
   std::vector<codegen::Import> imports;
+  codegen::Target target = codegen::parse_target(o.target);
+  bool hexagon = target.is_hexagon();
   if (is_kir(o.input)) {
     std::ifstream in(o.input);
     KILN_CHECK(in.good(), "cannot read ", o.input);
@@ -47,11 +52,14 @@ int run_inspect(const InspectOpts& o) {
     ss << in.rdbuf();
     Module m = parse_module(ss.str(), o.input);
     std::vector<tir::PrimFunc> funcs;
-    for (const auto& f : m.prim_functions) funcs.push_back(tir::lower_for_build(f));
+    tir::TirPassOptions passes;
+    passes.scratchpad_capacity = target.vtcm_capacity;
+    for (const auto& f : m.prim_functions) funcs.push_back(tir::lower_for_build(f, passes));
     for (const auto& f : funcs) exports.push_back(f->name);
     imports = codegen::collect_imports(funcs);
   } else {
     codegen::ObjectSymbols syms = codegen::read_object_symbols(o.input);
+    hexagon = syms.hexagon;
     exports = syms.exports;
     for (const auto& s : syms.imports) imports.push_back(codegen::Import{s, {}});
   }
@@ -59,10 +67,12 @@ int run_inspect(const InspectOpts& o) {
   for (const auto& e : exports) std::cout << "  " << e << "\n";
   std::cout << "imports:\n";
   std::vector<std::string> unresolved;
-  for (const auto& r : codegen::resolve_imports(imports, o.link_libs)) {
+  auto resolved = hexagon ? codegen::resolve_hexagon_imports(imports, o.link_libs)
+                          : codegen::resolve_imports(imports, o.link_libs);
+  for (const auto& r : resolved) {
     std::string where = codegen::import_source_name(r.source);
     if (!r.library.empty()) where += " " + r.library;
-    bool libc = r.source == codegen::ImportSource::Unresolved && is_c_library_symbol(r.import.symbol);
+    bool libc = !hexagon && r.source == codegen::ImportSource::Unresolved && is_c_library_symbol(r.import.symbol);
     if (libc) where = "C library";
     std::cout << "  " << r.import.symbol << "  " << where;
     std::string callers;
@@ -75,9 +85,10 @@ int run_inspect(const InspectOpts& o) {
   if (!unresolved.empty()) {
     std::string names;
     for (const auto& u : unresolved) names += (names.empty() ? "'" : ", '") + u + "'";
-    throw Error(o.input + ": " + std::to_string(unresolved.size()) + " import(s) UNRESOLVED: " + names +
-                "; the kiln runtime exports only kiln/runtime/backend_api.h, name a library that "
-                "defines them with --link-lib (see docs/linking.md)");
+    throw Error(o.input + ": " + std::to_string(unresolved.size()) + " import(s) UNRESOLVED: " + names + "; " +
+                (hexagon ? "kiln's Hexagon runtime exports" : "the kiln runtime exports") +
+                " only kiln/runtime/backend_api.h" + (hexagon ? " and the helpers of docs/hexagon.md" : "") +
+                ", name a library that defines them with --link-lib (see docs/linking.md)");
   }
   return 0;
 }
@@ -88,7 +99,9 @@ void add_inspect_command(CLI::App& app) {
   auto opts = std::make_shared<InspectOpts>();
   CLI::App* cmd = app.add_subcommand("inspect", "list a module's exports and imports and where each import resolves");
   cmd->add_option("file", opts->input, "a .kir module, an object file or a shared library")->required();
-  cmd->add_option("--link-lib", opts->link_libs, "a shared library that may provide imports (repeatable)");
+  cmd->add_option("--target", opts->target, "for .kir files: llvm (the host) or hexagon-v66|v68|v69|v73");
+  cmd->add_option("--link-lib", opts->link_libs,
+                  "a library that may provide imports: a shared library (host) or an object file (Hexagon)");
   cmd->callback([opts] {
     int rc = run_inspect(*opts);
     if (rc != 0) throw CLI::RuntimeError(rc);
