@@ -24,6 +24,13 @@ class ExternCalls : public tir::Visitor {
       symbols.push_back(n.name);
     tir::Visitor::visit_Call(n);
   }
+  // Codegen calls the runtime to run a parallel loop's tasks.
+  void visit_For(const tir::ForNode& n) override {
+    if (n.for_kind == tir::ForKind::Parallel &&
+        std::find(symbols.begin(), symbols.end(), "KilnBackendParallelFor") == symbols.end())
+      symbols.push_back("KilnBackendParallelFor");
+    tir::Visitor::visit_For(n);
+  }
 };
 
 }  // namespace

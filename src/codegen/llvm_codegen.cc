@@ -32,6 +32,7 @@
 #include "codegen/hexagon.h"
 #include "kiln/runtime/backend_api.h"
 #include "runtime/hexagon/harness.h"
+#include "tir/parallel.h"
 #include "tir/text.h"
 
 namespace kiln::codegen {
@@ -324,7 +325,7 @@ class FunctionBuilder {
     }
     auto intrinsic = tir::intrinsic_from_name(n.name);
     KILN_ASSERT(intrinsic.has_value(), "codegen: unknown intrinsic");
-    DataType t = n.args[0]->dtype;
+    DataType t = n.args.empty() ? n.dtype : n.args[0]->dtype;
     switch (*intrinsic) {
       case tir::Intrinsic::IsNull: return b_.CreateIsNull(args[0]);
       case tir::Intrinsic::Abs:
@@ -336,6 +337,7 @@ class FunctionBuilder {
       case tir::Intrinsic::Likely:
         return b_.CreateIntrinsic(llvm::Intrinsic::expect, {args[0]->getType()}, {args[0], b_.getTrue()});
       case tir::Intrinsic::AddressOffset: return b_.CreateGEP(b_.getInt8Ty(), args[0], args[1]);
+      case tir::Intrinsic::ParallelStatus: return b_.CreateLoad(b_.getInt32Ty(), parallel_status_slot());
     }
     return nullptr;
   }
@@ -345,7 +347,10 @@ class FunctionBuilder {
   void stmt(const tir::Stmt& s) {
     using tir::StmtKind;
     switch (s->kind) {
-      case StmtKind::For: return loop(static_cast<const tir::ForNode&>(*s));
+      case StmtKind::For: {
+        auto& n = static_cast<const tir::ForNode&>(*s);
+        return n.for_kind == tir::ForKind::Parallel ? parallel_loop(n, false) : loop(n);
+      }
       case StmtKind::Allocate: {
         auto& n = static_cast<const tir::AllocateNode&>(*s);
         if (tir::is_scratchpad(n.buffer->scope))
@@ -402,9 +407,18 @@ class FunctionBuilder {
         b_.SetInsertPoint(done);
         return;
       }
-      case StmtKind::Seq:
-        for (const tir::Stmt& c : static_cast<const tir::SeqNode&>(*s).stmts) stmt(c);
+      case StmtKind::Seq: {
+        const std::vector<tir::Stmt>& stmts = static_cast<const tir::SeqNode&>(*s).stmts;
+        for (size_t i = 0; i < stmts.size(); ++i) {
+          if (tir::is_parallel_loop(stmts[i]) && i + 1 < stmts.size() &&
+              tir::is_parallel_failure_check(stmts[i + 1])) {
+            parallel_loop(static_cast<const tir::ForNode&>(*stmts[i]), true);
+            continue;
+          }
+          stmt(stmts[i]);
+        }
         return;
+      }
       case StmtKind::Evaluate: expr(static_cast<const tir::EvaluateNode&>(*s).value); return;
       case StmtKind::Return: {
         b_.CreateRet(expr(static_cast<const tir::ReturnNode&>(*s).value));
@@ -415,9 +429,8 @@ class FunctionBuilder {
     }
   }
 
+  // Vectorized and unrolled loops carry LLVM loop hints.
   void loop(const tir::ForNode& n) {
-    // Parallel loops run serially on the host for now (one thread); vectorized
-    // and unrolled loops carry LLVM loop hints.
     llvm::Value* min = expr(n.min);
     llvm::Value* end = b_.CreateAdd(min, expr(n.extent));
     llvm::BasicBlock* pre = b_.GetInsertBlock();
@@ -454,6 +467,101 @@ class FunctionBuilder {
     b_.SetInsertPoint(done);
   }
 
+  // A parallel loop: its body becomes a task function
+  //   i32 @f__parallel_N(i64 begin, i64 end, ptr env)
+  // that runs iterations [begin, end) (a serial loop, with the loop's own
+  // allocations per task), and the loop becomes a call of the runtime's
+  // KilnBackendParallelFor(extent, task, env). env is a struct on the
+  // caller's stack holding the loop's min and every value the body reads
+  // from outside (enclosing loop variables, lets, buffer data pointers,
+  // scalar parameters); the caller waits for the tasks, so it outlives them.
+  // A return inside the body returns from the task. After the call, a
+  // failure is either kept for the failure check that follows the loop
+  // (`checked`, tir/parallel.h) or returned from the function here.
+  void parallel_loop(const tir::ForNode& n, bool checked) {
+    llvm::Value* min = expr(n.min);
+    llvm::Value* count = b_.CreateIntCast(expr(n.extent), b_.getInt64Ty(), n.var->dtype.is_int());
+    std::vector<const tir::VarNode*> captures = tir::loop_body_inputs(n);
+    std::vector<llvm::Type*> fields = {min->getType()};
+    std::vector<llvm::Value*> values = {min};
+    for (const tir::VarNode* v : captures) {
+      auto it = vars_.find(v);
+      KILN_ASSERT(it != vars_.end(), "codegen: a parallel loop reads a variable without a value");
+      fields.push_back(it->second->getType());
+      values.push_back(it->second);
+    }
+    auto* env_ty = llvm::StructType::get(ctx_, fields);
+    llvm::AllocaInst* env = llvm::IRBuilder<>(entry_, entry_->begin()).CreateAlloca(env_ty, nullptr, "parallel_env");
+    for (size_t i = 0; i < values.size(); ++i) b_.CreateStore(values[i], b_.CreateStructGEP(env_ty, env, unsigned(i)));
+
+    auto* task_ty = llvm::FunctionType::get(b_.getInt32Ty(), {b_.getInt64Ty(), b_.getInt64Ty(), b_.getPtrTy()}, false);
+    auto* task = llvm::Function::Create(task_ty, llvm::Function::InternalLinkage,
+                                        f_.name + "__parallel_" + std::to_string(parallel_tasks_++), mod_);
+    // The task is a function of its own: build it with fresh state, then
+    // come back to the call site.
+    llvm::Function* outer_fn = fn_;
+    llvm::BasicBlock* outer_entry = entry_;
+    llvm::AllocaInst* outer_status = status_;
+    auto outer_vars = std::move(vars_);
+    llvm::IRBuilderBase::InsertPoint call_site = b_.saveIP();
+    fn_ = task;
+    entry_ = llvm::BasicBlock::Create(ctx_, "entry", task);
+    status_ = nullptr;
+    vars_.clear();
+    b_.SetInsertPoint(entry_);
+    llvm::Value* task_env = task->getArg(2);
+    llvm::Value* task_min = b_.CreateLoad(fields[0], b_.CreateStructGEP(env_ty, task_env, 0), "min");
+    for (size_t i = 0; i < captures.size(); ++i)
+      vars_[captures[i]] =
+          b_.CreateLoad(fields[i + 1], b_.CreateStructGEP(env_ty, task_env, unsigned(i + 1)), captures[i]->name);
+    llvm::BasicBlock* pre = b_.GetInsertBlock();
+    auto* head = llvm::BasicBlock::Create(ctx_, "for_" + n.var->name, fn_);
+    auto* body = llvm::BasicBlock::Create(ctx_, "body_" + n.var->name, fn_);
+    auto* done = llvm::BasicBlock::Create(ctx_, "end_" + n.var->name, fn_);
+    b_.CreateBr(head);
+    b_.SetInsertPoint(head);
+    llvm::PHINode* j = b_.CreatePHI(b_.getInt64Ty(), 2, "iteration");
+    j->addIncoming(task->getArg(0), pre);
+    b_.CreateCondBr(b_.CreateICmpSLT(j, task->getArg(1)), body, done);
+    b_.SetInsertPoint(body);
+    vars_[n.var.get()] = b_.CreateAdd(task_min, b_.CreateIntCast(j, fields[0], true), n.var->name);
+    stmt(n.body);
+    if (!b_.GetInsertBlock()->getTerminator()) {
+      j->addIncoming(b_.CreateAdd(j, b_.getInt64(1)), b_.GetInsertBlock());
+      b_.CreateBr(head);
+    }
+    b_.SetInsertPoint(done);
+    b_.CreateRet(b_.getInt32(0));
+
+    fn_ = outer_fn;
+    entry_ = outer_entry;
+    status_ = outer_status;
+    vars_ = std::move(outer_vars);
+    b_.restoreIP(call_site);
+    auto* launch_ty = llvm::FunctionType::get(b_.getInt32Ty(), {b_.getInt64Ty(), b_.getPtrTy(), b_.getPtrTy()}, false);
+    llvm::FunctionCallee launch = mod_.getOrInsertFunction("KilnBackendParallelFor", launch_ty);
+    llvm::Value* code = b_.CreateCall(launch, {count, task, env}, "parallel_code");
+    if (checked) {
+      b_.CreateStore(code, parallel_status_slot());
+      return;
+    }
+    auto* failed = llvm::BasicBlock::Create(ctx_, "parallel_failed", fn_);
+    auto* next = llvm::BasicBlock::Create(ctx_, "parallel_done", fn_);
+    b_.CreateCondBr(b_.CreateICmpNE(code, b_.getInt32(0)), failed, next);
+    b_.SetInsertPoint(failed);
+    b_.CreateRet(code);
+    b_.SetInsertPoint(next);
+  }
+
+  // The current function's parallel_status(): 0 until a checked parallel loop fails.
+  llvm::AllocaInst* parallel_status_slot() {
+    if (status_) return status_;
+    llvm::IRBuilder<> eb(entry_, entry_->begin());
+    status_ = eb.CreateAlloca(b_.getInt32Ty(), nullptr, "parallel_status");
+    eb.CreateStore(eb.getInt32(0), status_);
+    return status_;
+  }
+
   // f__packed(void** args): unpacks and calls f.
   void build_packed(llvm::FunctionType* fty) {
     auto* pty = llvm::FunctionType::get(b_.getInt32Ty(), {b_.getPtrTy()}, false);
@@ -481,6 +589,8 @@ class FunctionBuilder {
   llvm::Function* fn_ = nullptr;
   llvm::BasicBlock* entry_ = nullptr;
   std::unordered_map<const tir::VarNode*, llvm::Value*> vars_;
+  llvm::AllocaInst* status_ = nullptr;  // parallel_status() of fn_, made at first use
+  int parallel_tasks_ = 0;
 };
 
 // The Hexagon harness table (runtime/hexagon/harness.h): one entry per prim

@@ -292,6 +292,10 @@ Expr call_intrinsic(Intrinsic i, std::vector<Expr> args) {
                  dtype_str(args[0]->dtype), " and ", dtype_str(args[1]->dtype));
       t = DataType::handle();
       break;
+    case Intrinsic::ParallelStatus:
+      want(0);
+      t = DataType::int32();
+      break;
   }
   return std::make_shared<CallNode>(t, CallKind::Intrinsic, intrinsic_name(i), std::move(args));
 }

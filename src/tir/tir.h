@@ -228,7 +228,8 @@ enum class CallKind : uint8_t { Intrinsic, Extern };
   X(Sqrt, "sqrt")        /* float */                             \
   X(Exp, "exp")          /* float */                             \
   X(Likely, "likely")    /* bool hint for branches */                \
-  X(AddressOffset, "address_offset") /* handle + int64 bytes -> handle */
+  X(AddressOffset, "address_offset") /* handle + int64 bytes -> handle */ \
+  X(ParallelStatus, "parallel_status") /* -> int32: how the last parallel loop ended (tir/parallel.h) */
 
 enum class Intrinsic : uint8_t {
 #define KILN_TIR_ENUM_ENTRY(name, text) name,

@@ -485,7 +485,7 @@ TEST(TirRuntimeAbi, TableComesFromTheHeader) {
   EXPECT_EQ(names, (std::vector<std::string>{"HexagonBackendAllocateVTCM", "HexagonBackendFreeVTCM",
                                              "KilnBackendAllocWorkspace", "KilnBackendFreeWorkspace",
                                              "KilnBackendSetLastError", "KilnBackendGetLastError",
-                                             "KilnBackendPrependLastError"}));
+                                             "KilnBackendPrependLastError", "KilnBackendParallelFor"}));
   EXPECT_EQ(find_runtime_symbol("HexagonBackendFreeVTCM")->address,
             reinterpret_cast<void*>(&HexagonBackendFreeVTCM));
   EXPECT_EQ(find_runtime_symbol("HexagonBackendAllocateVtcm"), nullptr);

@@ -27,6 +27,11 @@
 extern "C" {
 #endif
 
+/* A task of a parallel loop: iterations [begin, end) of it, with the values
+ * the loop body uses from outside packed in `env`. 0, or a failure code after
+ * setting the last error. */
+typedef int32_t (*KilnBackendParallelTask)(int64_t begin, int64_t end, void* env);
+
 /* X(return type, name, parameter list, one-line description) */
 #define KILN_BACKEND_API(X)                                                                   \
   /* Scratchpad (VTCM): `nbytes` bytes aligned to `alignment` (a power of two) from the     \
@@ -41,7 +46,11 @@ extern "C" {
   X(void, KilnBackendSetLastError, (const char* message), "set the last error")             \
   X(const char*, KilnBackendGetLastError, (void), "get the last error")                     \
   /* The last error becomes "CONTEXT: previous error"; returns -1, the failure code. */   \
-  X(int32_t, KilnBackendPrependLastError, (const char* context), "add context to the last error")
+  X(int32_t, KilnBackendPrependLastError, (const char* context), "add context to the last error") \
+  /* Runs task over [0, n) split into contiguous chunks, one per worker thread, and waits  \
+     for all of them: 0, or the failure code of the first failing chunk (its last error    \
+     becomes the caller's). Called from inside a task, it runs inline, serially. */         \
+  X(int32_t, KilnBackendParallelFor, (int64_t n, KilnBackendParallelTask task, void* env), "run a parallel loop")
 
 #define KILN_BACKEND_API_DECLARE(ret, name, params, doc) ret name params;
 KILN_BACKEND_API(KILN_BACKEND_API_DECLARE)

@@ -5,7 +5,8 @@
  * same figures and the same failure message. Under QEMU the pool's memory is
  * ordinary pages of the target's VTCM size; on a device it would be the VTCM
  * region the process acquired. Workspace comes from a second pool of the same
- * kind over main memory. One thread: the last error is a plain buffer.
+ * kind over main memory. One thread: the last error is a plain buffer, and
+ * a parallel loop runs its whole range as one task on it.
  */
 #include "kiln/runtime/backend_api.h"
 
@@ -112,4 +113,13 @@ int32_t KilnBackendPrependLastError(const char* context) {
     kiln_text_str(&t, previous);
   }
   return -1;
+}
+
+int32_t KilnBackendParallelFor(int64_t n, KilnBackendParallelTask task, void* env) {
+  if (n <= 0) return 0;
+  if (!task) {
+    KilnBackendSetLastError("KilnBackendParallelFor: the task is NULL");
+    return -1;
+  }
+  return task(0, n, env);
 }

@@ -1,18 +1,43 @@
 #include "tir/transform/alloc_lowering.h"
 
 #include "tir/mutator.h"
+#include "tir/parallel.h"
 
 namespace kiln::tir {
 
 namespace {
 
-// Puts `before` in front of every return statement.
+// Puts `before` in front of every way out of the function: each return
+// statement, and the failure exit of each parallel loop that can return
+// (tir/parallel.h), which is a check after the loop: inside the loop a
+// return ends one task only, while others may still use the buffer.
 class PrefixReturns : public Mutator {
  public:
   explicit PrefixReturns(Stmt before) : before_(std::move(before)) {}
 
  protected:
   Stmt mutate_Return(const Stmt& s, const ReturnNode&) override { return seq({before_, s}); }
+
+  Stmt mutate_For(const Stmt& s, const ForNode& n) override {
+    if (n.for_kind != ForKind::Parallel) return Mutator::mutate_For(s, n);
+    if (!contains_return(n.body)) return s;
+    return seq({s, mutate(parallel_failure_check())});
+  }
+
+  Stmt mutate_Seq(const Stmt& s, const SeqNode& n) override {
+    // A parallel loop that has its check already (from an inner buffer's
+    // lowering) keeps it: the check's return gets this release too.
+    std::vector<Stmt> out;
+    bool changed = false;
+    for (size_t i = 0; i < n.stmts.size(); ++i) {
+      const Stmt& c = n.stmts[i];
+      bool checked = is_parallel_loop(c) && i + 1 < n.stmts.size() && is_parallel_failure_check(n.stmts[i + 1]);
+      Stmt m = checked ? c : mutate(c);
+      changed |= m != c;
+      out.push_back(m);
+    }
+    return changed ? seq(std::move(out)) : s;
+  }
 
  private:
   Stmt before_;

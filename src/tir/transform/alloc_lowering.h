@@ -21,7 +21,9 @@ std::string describe_buffer(const BufferNode& b);
 Stmt null_check(const Var& data, const std::string& what);
 
 // `body` with `release` before each of its returns and, unless it always
-// returns, once more at its end.
+// returns, once more at its end. Returns inside a parallel loop end one task
+// only, so the release goes into the loop's failure check instead, which is
+// added after the loop when it is not there yet (tir/parallel.h).
 Stmt release_on_every_exit(const Stmt& body, const Stmt& release);
 
 // let data = allocate_call; null check; decl_buffer buffer { body, released on every exit }

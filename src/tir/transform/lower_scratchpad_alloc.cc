@@ -7,7 +7,9 @@
 // allocation records an error naming the buffer, its bytes and scope (after
 // the pool's own reason) and returns -1; every path out of the buffer's scope
 // frees it, including early returns inside it and failed allocations of
-// buffers nested in it.
+// buffers nested in it. A buffer allocated inside a parallel loop is
+// allocated by each task; a failure inside the loop releases the buffers
+// outside it after the loop, in its failure check (tir/parallel.h).
 //
 //   allocate %A_buf: Buffer[(2048), int8, scope="local.vtcm", align=128]
 //   <body>
@@ -67,7 +69,9 @@ class LowerPerBuffer : public Mutator {
 // overlap share bytes. A live range is the span of statements (in program
 // order) that touch the buffer, widened to the whole outermost loop when a
 // use is inside a loop, since a later iteration may read what an earlier one
-// wrote.
+// wrote. Buffers allocated inside a parallel loop are not in the plan: tasks
+// running at once would share their bytes. Each task allocates them from the
+// pool as without the plan.
 
 struct LiveRange {
   int first = -1, last = -1;
@@ -123,6 +127,7 @@ struct Placement {
   LiveRange live;
 };
 
+// The scratchpad buffers the plan places: those outside parallel loops.
 class CollectScratchpad : public Visitor {
  public:
   std::vector<const BufferNode*> buffers;
@@ -131,6 +136,9 @@ class CollectScratchpad : public Visitor {
   void visit_Allocate(const AllocateNode& n) override {
     if (is_scratchpad(n.buffer->scope)) buffers.push_back(n.buffer.get());
     Visitor::visit_Allocate(n);
+  }
+  void visit_For(const ForNode& n) override {
+    if (n.for_kind != ForKind::Parallel) Visitor::visit_For(n);
   }
 };
 
@@ -193,7 +201,7 @@ class UsePlan : public Mutator {
 PrimFunc lower_with_static_plan(const PrimFunc& f) {
   CollectScratchpad collect;
   collect.visit(f->body);
-  if (collect.buffers.empty()) return f;
+  if (collect.buffers.empty()) return LowerPerBuffer().mutate_function(f);
   Liveness live;
   live.visit(f->body);
   std::vector<Placement> plan = place(collect.buffers, live.ranges);
@@ -211,7 +219,10 @@ PrimFunc lower_with_static_plan(const PrimFunc& f) {
   KILN_CHECK(total <= int64_t(UINT32_MAX), "static scratchpad plan of @", f->name, " needs ", total,
              " bytes, more than a VTCM allocation can hold");
   Var pool = make_var("vtcm_plan_data", DataType::handle());
-  Stmt body = release_on_every_exit(UsePlan(pool, plan).mutate(f->body), free_call(pool));
+  // Buffers inside parallel loops, left out of the plan, are lowered one by
+  // one before the plan's release goes on every exit.
+  Stmt planned = LowerPerBuffer().mutate(UsePlan(pool, plan).mutate(f->body));
+  Stmt body = release_on_every_exit(planned, free_call(pool));
   std::string what = "the scratchpad plan of @" + f->name + " (" + std::to_string(total) +
                      " bytes: " + layout + ")";
   Expr call = call_extern(DataType::handle(), "HexagonBackendAllocateVTCM",

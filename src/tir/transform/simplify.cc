@@ -11,6 +11,7 @@
 // becomes
 //   %A[0] = %B[0]
 #include "tir/mutator.h"
+#include "tir/parallel.h"
 #include "tir/transform/passes.h"
 
 namespace kiln::tir {
@@ -139,7 +140,10 @@ class Simplifier : public Mutator {
   Stmt mutate_For(const Stmt& s, const ForNode& n) override {
     Expr mn = mutate(n.min), ext = mutate(n.extent);
     if (auto e = as_const_int(ext); e && *e <= 0) return seq({});
-    if (is_const_int(ext, 1)) return mutate(substitute(n.body, {{n.var.get(), mn}}));
+    // A parallel loop that can return stays a loop: its returns end a task
+    // and its failure check follows it (tir/parallel.h).
+    bool keep_loop = n.for_kind == ForKind::Parallel && contains_return(n.body);
+    if (is_const_int(ext, 1) && !keep_loop) return mutate(substitute(n.body, {{n.var.get(), mn}}));
     Stmt body = mutate(n.body);
     if (mn == n.min && ext == n.extent && body == n.body) return s;
     return for_loop(n.var, mn, ext, n.for_kind, body);

@@ -1,0 +1,247 @@
+#include "runtime/thread_pool.h"
+
+#include <algorithm>
+#include <condition_variable>
+#include <cstdlib>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <system_error>
+#include <thread>
+#include <vector>
+
+#include "kiln/runtime/error.h"
+#include "runtime/vtcm_pool.h"
+
+namespace kiln {
+
+namespace {
+
+thread_local ParallelLaunchInfo t_last_launch;
+// Set while this thread runs a task: a launch from here runs inline.
+thread_local bool t_in_task = false;
+
+// The threads KILN_NUM_THREADS asks for, else the hardware's; throws for a
+// value that is not a thread count.
+int default_threads() {
+  const char* env = std::getenv("KILN_NUM_THREADS");
+  if (env && *env) {
+    char* end = nullptr;
+    long v = std::strtol(env, &end, 10);
+    if (*end != '\0' || v < 1 || v > kMaxParallelThreads)
+      throw Error("KILN_NUM_THREADS=\"" + std::string(env) + "\" is not a thread count (an integer from 1 to " +
+                  std::to_string(kMaxParallelThreads) + ")");
+    return int(v);
+  }
+  unsigned hw = std::thread::hardware_concurrency();
+  return int(std::clamp<unsigned>(hw, 1, kMaxParallelThreads));
+}
+
+// Chunk c of k over [0, n): sizes differ by at most one, larger chunks first.
+std::pair<int64_t, int64_t> chunk_range(int64_t n, int k, int c) {
+  int64_t q = n / k, rem = n % k;
+  int64_t begin = c * q + std::min<int64_t>(c, rem);
+  return {begin, begin + q + (c < rem ? 1 : 0)};
+}
+
+struct ChunkResult {
+  int32_t code = 0;
+  std::string error;  // the task's last error when it failed
+  std::thread::id thread;
+};
+
+// Runs one chunk as a task on the calling thread with the launcher's VTCM pool.
+void run_chunk(KilnBackendParallelTask task, void* env, int64_t begin, int64_t end, VtcmPool& vtcm,
+               ChunkResult& out) {
+  out.thread = std::this_thread::get_id();
+  ScopedVtcmPool bind(vtcm);
+  bool was_in_task = t_in_task;
+  t_in_task = true;
+  // A message left by an earlier launch must not pass for this task's.
+  KilnBackendSetLastError("");
+  try {
+    out.code = task(begin, end, env);
+    if (out.code != 0) out.error = KilnBackendGetLastError();
+  } catch (const std::exception& e) {
+    out.code = -1;
+    out.error = std::string("a parallel task threw an exception: ") + e.what();
+  } catch (...) {
+    out.code = -1;
+    out.error = "a parallel task threw an exception";
+  }
+  t_in_task = was_in_task;
+}
+
+class ThreadPool {
+ public:
+  explicit ThreadPool(int threads) {
+    for (int i = 1; i < threads; ++i) {
+      try {
+        workers_.emplace_back([this, i] { work(i); });
+      } catch (const std::system_error&) {
+        break;  // fewer threads than asked for still run every launch
+      }
+    }
+  }
+
+  ~ThreadPool() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+    }
+    wake_.notify_all();
+    for (std::thread& t : workers_) t.join();
+  }
+
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  int threads() const { return int(workers_.size()) + 1; }
+
+  // One launch at a time (the caller holds the launch lock).
+  int32_t run(int64_t n, KilnBackendParallelTask task, void* env, ParallelLaunchInfo& info) {
+    const int k = int(std::min<int64_t>(threads(), n));
+    VtcmPool& vtcm = current_vtcm_pool();
+    std::vector<ChunkResult> results(static_cast<size_t>(k));
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      task_ = task;
+      env_ = env;
+      n_ = n;
+      chunks_ = k;
+      vtcm_ = &vtcm;
+      results_ = results.data();
+      pending_ = k - 1;
+      ++generation_;
+    }
+    if (k > 1) wake_.notify_all();
+    auto [begin, end] = chunk_range(n, k, 0);
+    run_chunk(task, env, begin, end, vtcm, results[0]);
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      done_.wait(lock, [&] { return pending_ == 0; });
+      results_ = nullptr;
+    }
+    std::vector<std::thread::id> ids;
+    for (const ChunkResult& r : results)
+      if (std::find(ids.begin(), ids.end(), r.thread) == ids.end()) ids.push_back(r.thread);
+    info = ParallelLaunchInfo{n, k, int(ids.size()), false};
+    for (const ChunkResult& r : results) {
+      if (r.code == 0) continue;
+      KilnBackendSetLastError(
+          r.error.empty() ? ("a parallel task failed with code " + std::to_string(r.code)).c_str() : r.error.c_str());
+      return r.code;
+    }
+    return 0;
+  }
+
+ private:
+  // Worker `index` runs chunk `index` of every launch with that many chunks.
+  void work(int index) {
+    uint64_t seen = 0;
+    std::unique_lock<std::mutex> lock(mu_);
+    for (;;) {
+      wake_.wait(lock, [&] { return stop_ || generation_ != seen; });
+      if (stop_) return;
+      seen = generation_;
+      if (index >= chunks_) continue;
+      auto [begin, end] = chunk_range(n_, chunks_, index);
+      KilnBackendParallelTask task = task_;
+      void* env = env_;
+      VtcmPool* vtcm = vtcm_;
+      ChunkResult* out = results_ + index;
+      lock.unlock();
+      run_chunk(task, env, begin, end, *vtcm, *out);
+      lock.lock();
+      if (--pending_ == 0) done_.notify_one();
+    }
+  }
+
+  std::mutex mu_;
+  std::condition_variable wake_;  // a new launch, or stop
+  std::condition_variable done_;  // pending_ reached 0
+  uint64_t generation_ = 0;       // launches so far
+  bool stop_ = false;
+  // The current launch, guarded by mu_.
+  KilnBackendParallelTask task_ = nullptr;
+  void* env_ = nullptr;
+  int64_t n_ = 0;
+  int chunks_ = 0;
+  VtcmPool* vtcm_ = nullptr;
+  ChunkResult* results_ = nullptr;
+  int pending_ = 0;  // workers still running a chunk
+  std::vector<std::thread> workers_;
+};
+
+// The pool, created at the first launch; the lock serialises launches from
+// different threads and resizes.
+struct PoolHolder {
+  std::mutex launch_mu;
+  std::unique_ptr<ThreadPool> pool;
+};
+
+PoolHolder& holder() {
+  static PoolHolder h;
+  return h;
+}
+
+ThreadPool& pool_locked(PoolHolder& h) {
+  if (!h.pool) h.pool = std::make_unique<ThreadPool>(default_threads());
+  return *h.pool;
+}
+
+}  // namespace
+
+ParallelLaunchInfo last_parallel_launch() { return t_last_launch; }
+
+int parallel_num_threads() {
+  PoolHolder& h = holder();
+  std::lock_guard<std::mutex> lock(h.launch_mu);
+  return pool_locked(h).threads();
+}
+
+void set_parallel_num_threads(int threads) {
+  KILN_CHECK(threads >= 0 && threads <= kMaxParallelThreads, "set_parallel_num_threads: ", threads,
+             " threads (expected 1 to ", kMaxParallelThreads, ", or 0 for the default)");
+  KILN_CHECK(!t_in_task, "set_parallel_num_threads cannot be called from inside a parallel task");
+  PoolHolder& h = holder();
+  std::lock_guard<std::mutex> lock(h.launch_mu);
+  h.pool.reset();
+  h.pool = std::make_unique<ThreadPool>(threads == 0 ? default_threads() : threads);
+}
+
+int32_t parallel_for(int64_t n, KilnBackendParallelTask task, void* env) {
+  try {
+    if (!task) {
+      KilnBackendSetLastError("KilnBackendParallelFor: the task is NULL");
+      return -1;
+    }
+    if (n <= 0) {
+      t_last_launch = ParallelLaunchInfo{n, 0, 0, t_in_task};
+      return 0;
+    }
+    if (t_in_task) {
+      // Nested: this thread runs the whole range, as the serial loop would.
+      t_last_launch = ParallelLaunchInfo{n, 1, 1, true};
+      return task(0, n, env);
+    }
+    PoolHolder& h = holder();
+    std::lock_guard<std::mutex> lock(h.launch_mu);
+    ParallelLaunchInfo info;
+    int32_t code = pool_locked(h).run(n, task, env, info);
+    t_last_launch = info;
+    return code;
+  } catch (const std::exception& e) {
+    KilnBackendSetLastError((std::string("KilnBackendParallelFor: ") + e.what()).c_str());
+    return -1;
+  } catch (...) {
+    KilnBackendSetLastError("KilnBackendParallelFor: unknown exception");
+    return -1;
+  }
+}
+
+}  // namespace kiln
+
+extern "C" int32_t KilnBackendParallelFor(int64_t n, KilnBackendParallelTask task, void* env) {
+  return kiln::parallel_for(n, task, env);
+}
