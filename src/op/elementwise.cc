@@ -2,22 +2,28 @@
 // activations, clip, and astype.
 //
 // Semantics (the reference every backend is compared with):
-// - Binary ops (add, subtract, multiply, divide, power, maximum, minimum) take
-//   two inputs of one dtype (float32, float16, int8, uint8, int32, int64) and
-//   broadcast like numpy. float16 computes in float and rounds once on store.
+// - Binary ops (add, subtract, multiply, divide, power, maximum, minimum, mod,
+//   fmod) take two inputs of one dtype (float32, float16, int8, uint8, int32,
+//   int64) and broadcast like numpy. float16 computes in float and rounds once on store.
 //   Integer add/subtract/multiply wrap around (two's complement, like numpy).
 //   Integer divide truncates toward zero (like C and ONNX Div); INT_MIN / -1
 //   wraps to INT_MIN; division by zero throws kiln::Error. Integer power is
 //   exact (wrapping) for exponents >= 0; a negative exponent gives
 //   1 / x^-e truncated toward zero (1 for x = 1, +-1 for x = -1, else 0) and
 //   0 to a negative power throws like a division by zero. maximum/minimum
-//   propagate NaN.
-// - Unary float ops compute in double and round once to the output dtype.
+//   propagate NaN. mod is the floored remainder (the sign of the divisor,
+//   like numpy.mod and Python's %), fmod the truncated one (the sign of the
+//   dividend, like C's fmod); both throw on an integer division by zero and
+//   give NaN for a float one.
+// - Unary float ops (exp, log, sqrt, erf, the trigonometric and hyperbolic
+//   functions and their inverses, ...) compute in double and round once to the
+//   output dtype; arguments outside the domain give NaN like std::.
 //   nn.relu, clip, negative and abs also accept integers; negative and abs wrap
 //   (abs(-128) is -128 in int8, like numpy). clip on integers clamps to the
 //   bounds rounded half to even and saturated to the dtype's range. clip is
 //   min(max(x, a_min), a_max), so a_min > a_max gives a_max everywhere (like
 //   numpy and ONNX Clip); NaN bounds are an error. round is half to even.
+//   sign is -1, 0 or 1 (NaN stays NaN) and also accepts integers.
 // - astype converts any dtype to any dtype: float -> int truncates toward zero
 //   and saturates at the type's range, NaN -> 0; int -> narrower int wraps
 //   (like numpy and C); anything -> bool is "nonzero"; bool -> x is 0 or 1;
@@ -40,7 +46,7 @@ constexpr std::initializer_list<DType> kFloats = {DType::Float32, DType::Float16
 
 // ---- binary ---------------------------------------------------------------
 
-enum class BinaryKind { Add, Subtract, Multiply, Divide, Power, Maximum, Minimum };
+enum class BinaryKind { Add, Subtract, Multiply, Divide, Power, Maximum, Minimum, Mod, FMod };
 
 template <typename T>
 using Unsigned = std::make_unsigned_t<T>;
@@ -73,6 +79,11 @@ C apply_binary(C a, C b) {
     if constexpr (K == BinaryKind::Power) return static_cast<C>(std::pow(double(a), double(b)));
     if constexpr (K == BinaryKind::Maximum) return std::isnan(a) || a > b ? a : b;
     if constexpr (K == BinaryKind::Minimum) return std::isnan(a) || a < b ? a : b;
+    if constexpr (K == BinaryKind::FMod) return std::fmod(a, b);
+    if constexpr (K == BinaryKind::Mod) {
+      C r = std::fmod(a, b);
+      return r != 0 && (r < 0) != (b < 0) ? r + b : r;
+    }
   } else {
     using U = Unsigned<C>;
     if constexpr (K == BinaryKind::Add) return static_cast<C>(static_cast<U>(static_cast<U>(a) + static_cast<U>(b)));
@@ -87,6 +98,16 @@ C apply_binary(C a, C b) {
     if constexpr (K == BinaryKind::Power) return int_power<C>(a, b);
     if constexpr (K == BinaryKind::Maximum) return a > b ? a : b;
     if constexpr (K == BinaryKind::Minimum) return a < b ? a : b;
+    if constexpr (K == BinaryKind::Mod || K == BinaryKind::FMod) {
+      if (b == 0) throw Error(std::string(K == BinaryKind::Mod ? "mod" : "fmod") + ": integer division by zero");
+      C r = 0;
+      // INT_MIN % -1 overflows in C++; the remainder is 0 for any divisor -1.
+      if constexpr (std::is_signed_v<C>) r = b == -1 ? C{0} : static_cast<C>(a % b);
+      else r = static_cast<C>(a % b);
+      if constexpr (K == BinaryKind::Mod && std::is_signed_v<C>)
+        if (r != 0 && (r < 0) != (b < 0)) r = static_cast<C>(r + b);
+      return r;
+    }
   }
 }
 
@@ -141,6 +162,8 @@ const char* binary_name(BinaryKind k) {
     case BinaryKind::Power: return "power";
     case BinaryKind::Maximum: return "maximum";
     case BinaryKind::Minimum: return "minimum";
+    case BinaryKind::Mod: return "mod";
+    case BinaryKind::FMod: return "fmod";
   }
   return "?";
 }
@@ -238,6 +261,17 @@ KILN_FLOAT_UNARY(log, "log", "natural logarithm (-inf at 0, NaN below 0)", std::
 KILN_FLOAT_UNARY(floor, "floor", "largest integer <= x", std::floor(x))
 KILN_FLOAT_UNARY(ceil, "ceil", "smallest integer >= x", std::ceil(x))
 KILN_FLOAT_UNARY(round, "round", "nearest integer, ties to even", round_half_even(x))
+KILN_FLOAT_UNARY(sin, "sin", "sine", std::sin(x))
+KILN_FLOAT_UNARY(cos, "cos", "cosine", std::cos(x))
+KILN_FLOAT_UNARY(tan, "tan", "tangent", std::tan(x))
+KILN_FLOAT_UNARY(asin, "asin", "arc sine", std::asin(x))
+KILN_FLOAT_UNARY(acos, "acos", "arc cosine", std::acos(x))
+KILN_FLOAT_UNARY(atan, "atan", "arc tangent", std::atan(x))
+KILN_FLOAT_UNARY(sinh, "sinh", "hyperbolic sine", std::sinh(x))
+KILN_FLOAT_UNARY(cosh, "cosh", "hyperbolic cosine", std::cosh(x))
+KILN_FLOAT_UNARY(asinh, "asinh", "inverse hyperbolic sine", std::asinh(x))
+KILN_FLOAT_UNARY(acosh, "acosh", "inverse hyperbolic cosine", std::acosh(x))
+KILN_FLOAT_UNARY(atanh, "atanh", "inverse hyperbolic tangent", std::atanh(x))
 KILN_FLOAT_UNARY(hard_swish, "nn.hard_swish", "x * clamp((x + 3) / 6, 0, 1)",
                  x * std::max(0.0, std::min(1.0, (x + 3.0) / 6.0)))
 #undef KILN_FLOAT_UNARY
@@ -277,6 +311,18 @@ void abs_kernel(const std::vector<Tensor>& in, const Attrs&, std::vector<Tensor>
           return x < 0 ? static_cast<T>(static_cast<U>(U{0} - static_cast<U>(x))) : x;
         else
           return x;
+      });
+}
+
+std::vector<TensorDesc> sign_infer(const std::vector<TensorDesc>& in, const Attrs&) {
+  return infer_numeric_unary("sign", in);
+}
+void sign_kernel(const std::vector<Tensor>& in, const Attrs&, std::vector<Tensor>& out) {
+  map_numeric(
+      in[0], out[0], [](double x) { return std::isnan(x) ? x : double((x > 0) - (x < 0)); },
+      [](auto x) {
+        if constexpr (std::is_signed_v<decltype(x)>) return (x > 0) - (x < 0);
+        else return static_cast<int>(x > 0);
       });
 }
 
@@ -433,6 +479,8 @@ void register_elementwise_ops(OpRegistry& r) {
   add_binary<BinaryKind::Power>(r, "a to the power b, numpy broadcasting; exact for integers");
   add_binary<BinaryKind::Maximum>(r, "elementwise max(a, b), numpy broadcasting; NaN propagates");
   add_binary<BinaryKind::Minimum>(r, "elementwise min(a, b), numpy broadcasting; NaN propagates");
+  add_binary<BinaryKind::Mod>(r, "floored remainder (sign of b, like numpy.mod), numpy broadcasting");
+  add_binary<BinaryKind::FMod>(r, "truncated remainder (sign of a, like C fmod), numpy broadcasting");
 
   add_unary(r, "nn.relu", "max(x, 0)", relu_infer, relu_kernel);
   add_unary(r, "clip", "clamp x to [a_min, a_max]", clip_infer, clip_kernel,
@@ -456,6 +504,18 @@ void register_elementwise_ops(OpRegistry& r) {
   add_unary(r, "floor", "largest integer <= x", floor_infer, floor_kernel);
   add_unary(r, "ceil", "smallest integer >= x", ceil_infer, ceil_kernel);
   add_unary(r, "round", "nearest integer, ties to even", round_infer, round_kernel);
+  add_unary(r, "sign", "-1, 0 or 1 by the sign of x; NaN stays NaN", sign_infer, sign_kernel);
+  add_unary(r, "sin", "sine", sin_infer, sin_kernel);
+  add_unary(r, "cos", "cosine", cos_infer, cos_kernel);
+  add_unary(r, "tan", "tangent", tan_infer, tan_kernel);
+  add_unary(r, "asin", "arc sine (NaN outside [-1, 1])", asin_infer, asin_kernel);
+  add_unary(r, "acos", "arc cosine (NaN outside [-1, 1])", acos_infer, acos_kernel);
+  add_unary(r, "atan", "arc tangent", atan_infer, atan_kernel);
+  add_unary(r, "sinh", "hyperbolic sine", sinh_infer, sinh_kernel);
+  add_unary(r, "cosh", "hyperbolic cosine", cosh_infer, cosh_kernel);
+  add_unary(r, "asinh", "inverse hyperbolic sine", asinh_infer, asinh_kernel);
+  add_unary(r, "acosh", "inverse hyperbolic cosine (NaN below 1)", acosh_infer, acosh_kernel);
+  add_unary(r, "atanh", "inverse hyperbolic tangent (NaN outside [-1, 1])", atanh_infer, atanh_kernel);
   add_unary(r, "astype", "convert to another dtype (float -> int truncates and saturates)",
             astype_infer, astype_kernel,
             {{"dtype", AttrKind::String, AttrValue(std::string("float32"))}});

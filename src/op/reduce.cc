@@ -1,18 +1,28 @@
-// Reductions (sum, mean, max, min) and the softmax family.
+// Reductions (sum, mean, max, min, prod), the softmax family, argmax/argmin
+// and cumsum.
 //
 // Semantics:
-// - sum/mean/max/min reduce over `axis` (a list of ints; empty = all axes;
+// - sum/mean/max/min/prod reduce over `axis` (a list of ints; empty = all axes;
 //   negative axes count from the end; repeated or out-of-range axes are
 //   errors) and keep reduced axes as size 1 when keepdims = 1.
 // - dtypes: float32, float16, int32, int64 (max and min also int8, uint8).
 //   Float sums accumulate in double and round once. Integer sums wrap in the
 //   input dtype like numpy's sum(dtype=...). Integer mean divides the exact
-//   sum and rounds half away from zero. Float mean of zero elements is NaN;
-//   max/min of zero elements, and integer mean of zero elements, are errors
-//   (there is no identity value).
+//   sum and rounds half away from zero. prod multiplies like sum adds (double
+//   for floats, wrapping for integers); the product of zero elements is 1.
+//   Float mean of zero elements is NaN; max/min of zero elements, and integer
+//   mean of zero elements, are errors (there is no identity value).
 // - max/min propagate NaN (like numpy).
 // - nn.softmax / nn.log_softmax over one `axis` (default -1), float only,
 //   numerically stable: exp(x - max) summed in double.
+// - argmax/argmin(axis=0, keepdims=0, select_last_index=0): the int64 index
+//   of the largest/smallest element along one axis; ties give the first index
+//   (the last with select_last_index=1). NaN wins like in numpy: the first
+//   (or last) NaN's index. Any numeric dtype; an empty axis is an error.
+// - cumsum(axis=0, exclusive=0, reverse=0): running sums along one axis;
+//   exclusive leaves the current element out (the first output is 0),
+//   reverse sums from the end. Floats accumulate in double and round each
+//   output once; integers wrap. Any numeric dtype.
 #include <cmath>
 #include <limits>
 #include <type_traits>
@@ -23,7 +33,7 @@
 namespace kiln {
 namespace {
 
-enum class ReduceKind { Sum, Mean, Max, Min };
+enum class ReduceKind { Sum, Mean, Max, Min, Prod };
 
 const char* reduce_name(ReduceKind k) {
   switch (k) {
@@ -31,6 +41,7 @@ const char* reduce_name(ReduceKind k) {
     case ReduceKind::Mean: return "mean";
     case ReduceKind::Max: return "max";
     case ReduceKind::Min: return "min";
+    case ReduceKind::Prod: return "prod";
   }
   return "?";
 }
@@ -78,7 +89,8 @@ std::vector<TensorDesc> reduce_infer(const std::vector<TensorDesc>& in, const At
 }
 
 // Accumulator type: double for floats, the storage type for integers
-// (wrapping through unsigned for sums; mean sums exactly in __int128).
+// (wrapping through unsigned for sums and products; mean sums exactly in
+// __int128).
 template <ReduceKind K, typename Tag>
 void reduce_typed(const Tensor& x, const std::vector<bool>& mask, Tensor& y) {
   using S = typename Tag::storage;
@@ -114,6 +126,20 @@ void reduce_typed(const Tensor& x, const std::vector<bool>& mask, Tensor& y) {
         }
         if constexpr (K == ReduceKind::Max) cur = v > cur ? v : cur;
         else cur = v < cur ? v : cur;
+      }
+    });
+  } else if constexpr (K == ReduceKind::Prod) {
+    std::fill(acc.begin(), acc.end(), Acc{1});
+    for_each_row<1>(x.shape(), {st}, [&](int64_t in_off, std::array<int64_t, 1> off, int64_t n,
+                                         std::array<int64_t, 1> inner) {
+      Acc* a = acc.data() + off[0];
+      const S* p = px + in_off;
+      if constexpr (kFloat) {
+        for (int64_t i = 0; i < n; ++i) a[i * inner[0]] *= static_cast<Acc>(Tag::load(p[i]));
+      } else {
+        using U = std::make_unsigned_t<C>;
+        for (int64_t i = 0; i < n; ++i)
+          a[i * inner[0]] = static_cast<C>(static_cast<U>(static_cast<U>(a[i * inner[0]]) * static_cast<U>(p[i])));
       }
     });
   } else {
@@ -235,6 +261,131 @@ void add_softmax(OpRegistry& r) {
   r.add(std::move(d));
 }
 
+
+// ---- argmax / argmin --------------------------------------------------------
+
+constexpr std::initializer_list<DType> kNumeric = {DType::Float32, DType::Float16, DType::Int8,
+                                                   DType::UInt8,   DType::Int32,   DType::Int64};
+
+int64_t bool_attr(const std::string& op, const Attrs& attrs, const std::string& name) {
+  int64_t v = attrs.get_int(name);
+  if (v != 0 && v != 1) throw Error(op + ": attribute '" + name + "' must be 0 or 1, got " + std::to_string(v));
+  return v;
+}
+
+template <bool kMax>
+std::vector<TensorDesc> arg_infer(const std::vector<TensorDesc>& in, const Attrs& attrs) {
+  std::string op = kMax ? "argmax" : "argmin";
+  const TensorDesc& x = in[0];
+  require_dtype(op, "input x", x.dtype, kNumeric);
+  if (x.shape.empty()) throw Error(op + ": input x must have rank >= 1, got a scalar");
+  bool keepdims = bool_attr(op, attrs, "keepdims") != 0;
+  bool_attr(op, attrs, "select_last_index");
+  int64_t axis = normalize_axis(op, attrs.get_int("axis"), static_cast<int64_t>(x.shape.size()));
+  std::vector<bool> mask(x.shape.size(), false);
+  mask[static_cast<size_t>(axis)] = true;
+  Shape out = reduced_shape(x.shape, mask, keepdims);
+  if (x.shape[static_cast<size_t>(axis)] == 0 && shape_numel(out) > 0)
+    throw Error(op + ": axis " + std::to_string(axis) + " of " + desc_str(x) + " is empty (no element to pick)");
+  return {{out, DType::Int64}};
+}
+
+template <bool kMax>
+void arg_kernel(const std::vector<Tensor>& in, const Attrs& attrs, std::vector<Tensor>& out) {
+  const Tensor& x = in[0];
+  int64_t axis = normalize_axis(kMax ? "argmax" : "argmin", attrs.get_int("axis"), x.ndim());
+  bool last = attrs.get_int("select_last_index") != 0;
+  AxisSplit s = split_at_axis(x.shape(), axis);
+  int64_t* py = out[0].data<int64_t>();
+  dispatch_dtype(x.dtype(), [&](auto tag) {
+    using Tag = decltype(tag);
+    using S = typename Tag::storage;
+    using C = typename Tag::compute;
+    const S* px = x.data<S>();
+    for (int64_t o = 0; o < s.outer; ++o)
+      for (int64_t k = 0; k < s.inner; ++k) {
+        const S* p = px + o * s.n * s.inner + k;
+        C best = Tag::load(p[0]);
+        int64_t at = 0;
+        for (int64_t i = 1; i < s.n; ++i) {
+          C v = Tag::load(p[i * s.inner]);
+          bool take = false;
+          if constexpr (std::is_floating_point_v<C>) {
+            // A NaN beats every number; among NaNs the first (or last) wins.
+            if (std::isnan(best)) take = last && std::isnan(v);
+            else if (std::isnan(v)) take = true;
+            else take = (kMax ? v > best : v < best) || (last && v == best);
+          } else {
+            take = (kMax ? v > best : v < best) || (last && v == best);
+          }
+          if (take) {
+            best = v;
+            at = i;
+          }
+        }
+        py[o * s.inner + k] = at;
+      }
+  });
+}
+
+template <bool kMax>
+void add_arg(OpRegistry& r) {
+  OpDef d;
+  d.name = kMax ? "argmax" : "argmin";
+  d.summary = kMax ? "int64 index of the maximum along axis (first on ties; NaN wins)"
+                   : "int64 index of the minimum along axis (first on ties; NaN wins)";
+  d.attrs = {{"axis", AttrKind::Int, AttrValue(int64_t{0})},
+             {"keepdims", AttrKind::Int, AttrValue(int64_t{0})},
+             {"select_last_index", AttrKind::Int, AttrValue(int64_t{0})}};
+  d.infer = arg_infer<kMax>;
+  d.kernel = arg_kernel<kMax>;
+  r.add(std::move(d));
+}
+
+// ---- cumsum -------------------------------------------------------------------
+
+std::vector<TensorDesc> cumsum_infer(const std::vector<TensorDesc>& in, const Attrs& attrs) {
+  const std::string op = "cumsum";
+  require_dtype(op, "input x", in[0].dtype, kNumeric);
+  if (in[0].shape.empty()) throw Error(op + ": input x must have rank >= 1, got a scalar");
+  normalize_axis(op, attrs.get_int("axis"), static_cast<int64_t>(in[0].shape.size()));
+  bool_attr(op, attrs, "exclusive");
+  bool_attr(op, attrs, "reverse");
+  return {in[0]};
+}
+
+void cumsum_kernel(const std::vector<Tensor>& in, const Attrs& attrs, std::vector<Tensor>& out) {
+  const Tensor& x = in[0];
+  AxisSplit s = split_at_axis(x.shape(), normalize_axis("cumsum", attrs.get_int("axis"), x.ndim()));
+  bool exclusive = attrs.get_int("exclusive") != 0, reverse = attrs.get_int("reverse") != 0;
+  dispatch_dtype(x.dtype(), [&](auto tag) {
+    using Tag = decltype(tag);
+    using S = typename Tag::storage;
+    using C = typename Tag::compute;
+    if constexpr (std::is_same_v<C, bool>) {
+      KILN_ASSERT(false, "cumsum on bool passed inference");
+    } else {
+      // Unsigned for integers so that sums wrap without undefined behaviour.
+      using Acc = typename std::conditional_t<std::is_floating_point_v<C>, std::type_identity<double>,
+                                              std::make_unsigned<C>>::type;
+      const S* px = x.data<S>();
+      S* py = out[0].data<S>();
+      for (int64_t o = 0; o < s.outer; ++o)
+        for (int64_t k = 0; k < s.inner; ++k) {
+          Acc acc = 0;
+          for (int64_t j = 0; j < s.n; ++j) {
+            int64_t i = reverse ? s.n - 1 - j : j;
+            int64_t at = (o * s.n + i) * s.inner + k;
+            Acc v = static_cast<Acc>(Tag::load(px[at]));
+            if (!exclusive) acc = static_cast<Acc>(acc + v);
+            py[at] = Tag::store(static_cast<C>(acc));
+            if (exclusive) acc = static_cast<Acc>(acc + v);
+          }
+        }
+    }
+  });
+}
+
 }  // namespace
 
 void register_reduce_ops(OpRegistry& r) {
@@ -242,8 +393,21 @@ void register_reduce_ops(OpRegistry& r) {
   add_reduce<ReduceKind::Mean>(r, "mean over axes (empty = all); int rounds half away from zero");
   add_reduce<ReduceKind::Max>(r, "maximum over axes (empty = all); NaN propagates");
   add_reduce<ReduceKind::Min>(r, "minimum over axes (empty = all); NaN propagates");
+  add_reduce<ReduceKind::Prod>(r, "product over axes (empty = all); float multiplies in double");
   add_softmax<false>(r);
   add_softmax<true>(r);
+  add_arg<true>(r);
+  add_arg<false>(r);
+  r.add({"cumsum",
+         "running sum along axis; exclusive leaves the element out, reverse sums from the end",
+         1,
+         1,
+         {{"axis", AttrKind::Int, AttrValue(int64_t{0})},
+          {"exclusive", AttrKind::Int, AttrValue(int64_t{0})},
+          {"reverse", AttrKind::Int, AttrValue(int64_t{0})}},
+         false,
+         cumsum_infer,
+         cumsum_kernel});
 }
 
 }  // namespace kiln

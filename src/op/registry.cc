@@ -29,6 +29,7 @@ static const OpRegistry& registry() {
   static const OpRegistry r = [] {
     OpRegistry reg;
     register_elementwise_ops(reg);
+    register_logic_ops(reg);
     register_reduce_ops(reg);
     register_shape_ops(reg);
     register_nn_ops(reg);

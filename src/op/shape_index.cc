@@ -1,5 +1,6 @@
 // Shape ops that select or replicate elements: strided_slice, broadcast_to,
-// take and where. Registered from register_shape_ops (shape.cc). All dtypes.
+// take, gather_elements, where and trilu. Registered from register_shape_ops
+// (shape.cc). All dtypes.
 //
 // strided_slice(begin, end, strides=[], axes=[]): numpy slicing of the listed
 //   axes (default: axes 0..len(begin)-1), begin:end:stride on each; strides
@@ -12,8 +13,14 @@
 //   indices.shape + data.shape[axis+1:], out[..., j, ...] = data[..., indices[j], ...].
 //   Negative indices wrap once (-1 is the last); anything outside [-d, d) is an
 //   error when the kernel runs.
+// gather_elements(data, indices int32/int64; axis=0): indices has data's rank
+//   and, on every axis but `axis`, at most data's size; out has indices' shape
+//   and out[i0, .., ia, ..] = data[i0, .., indices[i0, .., ia, ..], ..]
+//   (ONNX GatherElements, torch.gather). Indices wrap and fail like take's.
 // where(cond bool, x, y): elementwise cond ? x : y with numpy broadcasting of
 //   all three; x and y share a dtype.
+// trilu(k=0, upper=1): keeps the upper (j - i >= k) or lower (j - i <= k)
+//   triangle of each matrix in the last two axes and zeroes the rest; rank >= 2.
 #include <cstring>
 #include <vector>
 
@@ -201,6 +208,89 @@ void where_kernel(const std::vector<Tensor>& in, const Attrs&, std::vector<Tenso
   });
 }
 
+
+// ---- gather_elements --------------------------------------------------------
+
+std::vector<TensorDesc> infer_gather_elements(const std::vector<TensorDesc>& in, const Attrs& attrs) {
+  const std::string op = "gather_elements";
+  const TensorDesc& x = in[0];
+  const TensorDesc& idx = in[1];
+  require_dtype(op, "indices", idx.dtype, {DType::Int32, DType::Int64});
+  if (x.shape.empty()) throw Error(op + ": data is a scalar; gather_elements needs rank >= 1");
+  if (idx.shape.size() != x.shape.size())
+    throw Error(op + ": indices " + shape_str(idx.shape) + " must have the rank of data " + shape_str(x.shape));
+  const int64_t rank = static_cast<int64_t>(x.shape.size());
+  const int64_t axis = normalize_axis(op, attrs.get_int("axis"), rank);
+  for (int64_t d = 0; d < rank; ++d) {
+    size_t i = static_cast<size_t>(d);
+    if (d != axis && idx.shape[i] > x.shape[i])
+      throw Error(op + ": indices " + shape_str(idx.shape) + " exceed data " + shape_str(x.shape) + " on axis " +
+                  std::to_string(d) + " (only axis " + std::to_string(axis) + " may differ freely)");
+  }
+  return {{idx.shape, x.dtype}};
+}
+
+void gather_elements_kernel(const std::vector<Tensor>& in, const Attrs& attrs, std::vector<Tensor>& out) {
+  const Tensor& x = in[0];
+  const Tensor& idx = in[1];
+  const size_t rank = static_cast<size_t>(x.ndim());
+  const size_t axis = static_cast<size_t>(normalize_axis("gather_elements", attrs.get_int("axis"), x.ndim()));
+  const Shape& ishape = idx.shape();
+  const std::vector<int64_t> xstride = contiguous_strides(x.shape());
+  const int64_t size = x.shape()[axis];
+  const int64_t elem = dtype_bytes(x.dtype());
+  const char* src = static_cast<const char*>(x.raw());
+  char* dst = static_cast<char*>(out[0].raw());
+  std::vector<int64_t> pos(rank, 0);
+  int64_t base = 0;  // data offset of pos with the axis coordinate left out
+  for (int64_t p = 0, n = idx.numel(); p < n; ++p) {
+    int64_t i = idx.dtype() == DType::Int32 ? idx.data<int32_t>()[p] : idx.data<int64_t>()[p];
+    if (i < -size || i >= size)
+      throw Error("gather_elements: index " + std::to_string(i) + " (at position " + std::to_string(p) +
+                  " of indices) is out of range for axis " + std::to_string(axis) + " of size " +
+                  std::to_string(size) + " (expected " + std::to_string(-size) + ".." +
+                  std::to_string(size - 1) + ")");
+    if (i < 0) i += size;
+    std::memcpy(dst + p * elem, src + (base + i * xstride[axis]) * elem, static_cast<size_t>(elem));
+    for (size_t d = rank; d-- > 0;) {
+      ++pos[d];
+      if (d != axis) base += xstride[d];
+      if (pos[d] < ishape[d]) break;
+      if (d != axis) base -= xstride[d] * ishape[d];
+      pos[d] = 0;
+    }
+  }
+}
+
+// ---- trilu ------------------------------------------------------------------
+
+std::vector<TensorDesc> infer_trilu(const std::vector<TensorDesc>& in, const Attrs& attrs) {
+  const std::string op = "trilu";
+  if (in[0].shape.size() < 2)
+    throw Error(op + ": input x must have rank >= 2 (matrices in the last two axes), got " + desc_str(in[0]));
+  int64_t upper = attrs.get_int("upper");
+  if (upper != 0 && upper != 1) throw Error(op + ": attribute 'upper' must be 0 or 1, got " + std::to_string(upper));
+  return {in[0]};
+}
+
+void trilu_kernel(const std::vector<Tensor>& in, const Attrs& attrs, std::vector<Tensor>& out) {
+  const Tensor& x = in[0];
+  const int64_t k = attrs.get_int("k");
+  const bool upper = attrs.get_int("upper") != 0;
+  const Shape& s = x.shape();
+  const int64_t rows = s[s.size() - 2], cols = s[s.size() - 1];
+  const int64_t elem = dtype_bytes(x.dtype());
+  if (x.nbytes()) std::memcpy(out[0].raw(), x.raw(), x.nbytes());
+  char* dst = static_cast<char*>(out[0].raw());
+  // Zero bytes are 0 in every dtype (0.0f, half 0, false), so one memset fits all.
+  for (int64_t m = 0, batches = rows * cols == 0 ? 0 : x.numel() / (rows * cols); m < batches; ++m)
+    for (int64_t i = 0; i < rows; ++i)
+      for (int64_t j = 0; j < cols; ++j) {
+        bool keep = upper ? j - i >= k : j - i <= k;
+        if (!keep) std::memset(dst + ((m * rows + i) * cols + j) * elem, 0, static_cast<size_t>(elem));
+      }
+}
+
 }  // namespace
 
 void register_shape_index_ops(OpRegistry& r) {
@@ -239,6 +329,22 @@ void register_shape_index_ops(OpRegistry& r) {
          false,
          infer_where,
          where_kernel});
+  r.add({"gather_elements",
+         "picks data elements by index along one axis; the result has the indices' shape",
+         2,
+         2,
+         {{"axis", AttrKind::Int, int64_t{0}}},
+         false,
+         infer_gather_elements,
+         gather_elements_kernel});
+  r.add({"trilu",
+         "keeps the upper or lower triangle (offset k) of the last two axes, zeroes the rest",
+         1,
+         1,
+         {{"k", AttrKind::Int, int64_t{0}}, {"upper", AttrKind::Int, int64_t{1}}},
+         false,
+         infer_trilu,
+         trilu_kernel});
 }
 
 }  // namespace kiln

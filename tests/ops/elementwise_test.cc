@@ -412,5 +412,89 @@ TEST(Elementwise, AstypeErrors) {
   expect_error([&] { run1("astype", {f}, {{"dtype", int64_t{3}}}); }, "astype: attribute 'dtype' must be a string");
 }
 
+// ---- mod, fmod, sign, trigonometry ------------------------------------------
+
+TEST(Elementwise, ModAndFModSigns) {
+  // Python: 7 % 3 = 1, -7 % 3 = 2, 7 % -3 = -2, -7 % -3 = -1; C fmod keeps a's sign.
+  Tensor a = tensor_of({4}, DType::Int32, {7, -7, 7, -7});
+  Tensor b = tensor_of({4}, DType::Int32, {3, 3, -3, -3});
+  expect_equal(run1("mod", {a, b}), {1, 2, -2, -1});
+  expect_equal(run1("fmod", {a, b}), {1, -1, 1, -1});
+  // Exact multiples are 0 in both, also the int8 minimum divided by -1.
+  Tensor m = tensor_of({3}, DType::Int8, {-128, 6, -6});
+  Tensor d = tensor_of({3}, DType::Int8, {-1, 3, 3});
+  expect_equal(run1("mod", {m, d}), {0, 0, 0});
+  expect_equal(run1("fmod", {m, d}), {0, 0, 0});
+  // uint8 200 % 7 = 4 (not a negative int8).
+  expect_equal(run1("mod", {tensor_of({1}, DType::UInt8, {200}), tensor_of({1}, DType::UInt8, {7})}), {4});
+  // Floats: -5.5 mod 2 = 0.5, fmod = -1.5; broadcasting a scalar divisor.
+  Tensor x = Tensor::from_floats({3}, {-5.5f, 5.5f, 4});
+  Tensor two = Tensor::from_floats({}, {2});
+  expect_equal(run1("mod", {x, two}), {0.5, 1.5, 0});
+  expect_equal(run1("fmod", {x, two}), {-1.5, 1.5, 0});
+  expect_equal(run1("mod", {x, Tensor::from_floats({}, {-2})}), {-1.5, -0.5, 0});
+  Tensor z = run1("fmod", {x, Tensor::from_floats({}, {0})});
+  EXPECT_TRUE(std::isnan(z.data<float>()[0]));
+  expect_error([&] { run1("mod", {a, tensor_of({4}, DType::Int32, {1, 0, 1, 1})}); },
+               "mod: integer division by zero");
+  expect_error([&] { run1("fmod", {a, tensor_of({}, DType::Int32, {0})}); }, "fmod: integer division by zero");
+}
+
+TEST(Elementwise, Sign) {
+  Tensor x = tensor_of({5}, DType::Float32, {-2.5, -0.0, 0, 3, std::numeric_limits<double>::quiet_NaN()});
+  Tensor y = run1("sign", {x});
+  EXPECT_EQ(y.data<float>()[0], -1.0f);
+  EXPECT_EQ(y.data<float>()[1], 0.0f);
+  EXPECT_EQ(y.data<float>()[2], 0.0f);
+  EXPECT_EQ(y.data<float>()[3], 1.0f);
+  EXPECT_TRUE(std::isnan(y.data<float>()[4]));
+  expect_equal(run1("sign", {tensor_of({4}, DType::Int8, {-128, -1, 0, 127})}), {-1, -1, 0, 1});
+  expect_equal(run1("sign", {tensor_of({2}, DType::UInt8, {0, 255})}), {0, 1});
+  expect_equal(run1("sign", {tensor_of({2}, DType::Int64, {-7, 9})}), {-1, 1});
+}
+
+TEST(Elementwise, TrigonometryHandValues) {
+  const double pi = std::numbers::pi;
+  Tensor x = Tensor::from_floats({3}, {0, static_cast<float>(pi / 6), static_cast<float>(pi / 4)});
+  expect_close(run1("sin", {x}), {0, 0.5, std::sqrt(0.5)}, 1e-6);
+  expect_close(run1("cos", {x}), {1, std::sqrt(0.75), std::sqrt(0.5)}, 1e-6);
+  expect_close(run1("tan", {x}), {0, 1 / std::sqrt(3.0), 1}, 1e-6);
+  Tensor h = Tensor::from_floats({3}, {0, 0.5, 1});
+  expect_close(run1("asin", {h}), {0, pi / 6, pi / 2}, 1e-6);
+  expect_close(run1("acos", {h}), {pi / 2, pi / 3, 0}, 1e-6);
+  expect_close(run1("atan", {h}), {0, 0.463647609, pi / 4}, 1e-6);
+  // sinh(1) = (e - 1/e) / 2, cosh(1) = (e + 1/e) / 2, asinh(1) = log(1 + sqrt 2).
+  const double e = std::numbers::e;
+  expect_close(run1("sinh", {h}), {0, 0.521095305, (e - 1 / e) / 2}, 1e-6);
+  expect_close(run1("cosh", {h}), {1, 1.127625965, (e + 1 / e) / 2}, 1e-6);
+  expect_close(run1("asinh", {h}), {0, 0.481211825, std::log(1 + std::sqrt(2.0))}, 1e-6);
+  expect_close(run1("acosh", {Tensor::from_floats({2}, {1, 2})}), {0, std::log(2 + std::sqrt(3.0))}, 1e-6);
+  expect_close(run1("atanh", {Tensor::from_floats({2}, {0, 0.5})}), {0, 0.5 * std::log(3.0)}, 1e-6);
+  // Outside the domain: NaN; at the edge of atanh: infinity.
+  EXPECT_TRUE(std::isnan(run1("asin", {Tensor::from_floats({1}, {2})}).data<float>()[0]));
+  EXPECT_TRUE(std::isnan(run1("acosh", {Tensor::from_floats({1}, {0.5f})}).data<float>()[0]));
+  EXPECT_EQ(run1("atanh", {Tensor::from_floats({1}, {1})}).data<float>()[0], std::numeric_limits<float>::infinity());
+  // float16 rounds the double result once.
+  Tensor x16 = tensor_of({1}, DType::Float16, {0.5});
+  EXPECT_EQ(run1("sin", {x16}).get_as_double(0), double(half_to_float(float_to_half(float(std::sin(0.5))))));
+  expect_error([&] { run1("cos", {tensor_of({1}, DType::Int32, {0})}); },
+               "cos: input x has dtype int32; expected one of float32, float16");
+}
+
+TEST(Elementwise, TrigonometryAgainstStd) {
+  std::vector<float> xs = {-3, -0.9f, -0.5f, 0, 0.25f, 0.9f, 2, 5};
+  expect_unary("sin", xs, [](double v) { return std::sin(v); });
+  expect_unary("cos", xs, [](double v) { return std::cos(v); });
+  expect_unary("tan", xs, [](double v) { return std::tan(v); });
+  expect_unary("asin", xs, [](double v) { return std::asin(v); });
+  expect_unary("acos", xs, [](double v) { return std::acos(v); });
+  expect_unary("atan", xs, [](double v) { return std::atan(v); });
+  expect_unary("sinh", xs, [](double v) { return std::sinh(v); });
+  expect_unary("cosh", xs, [](double v) { return std::cosh(v); });
+  expect_unary("asinh", xs, [](double v) { return std::asinh(v); });
+  expect_unary("acosh", xs, [](double v) { return std::acosh(v); });
+  expect_unary("atanh", xs, [](double v) { return std::atanh(v); });
+}
+
 }  // namespace
 }  // namespace kiln

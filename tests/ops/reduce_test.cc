@@ -260,5 +260,140 @@ TEST(Softmax, Errors) {
                "nn.softmax: input x must have rank >= 1");
 }
 
+// ---- prod ------------------------------------------------------------------
+
+TEST(Reduce, ProdHandValuesAndNaive) {
+  Tensor x = Tensor::from_floats({2, 3}, {1, 2, 3, 4, 5, 6});
+  expect_equal(run1("prod", {x}, axes({1})), {6, 120});
+  expect_equal(run1("prod", {x}, axes({0}, 1)), {4, 10, 18});
+  expect_equal(run1("prod", {x}), {720});
+  // The product of nothing is 1.
+  expect_equal(run1("prod", {Tensor::zeros({2, 0}, DType::Float32)}, axes({1})), {1, 1});
+  // int32 wraps: 65536 * 65536 = 2^32 = 0 mod 2^32.
+  expect_equal(run1("prod", {tensor_of({2}, DType::Int32, {65536, 65536})}), {0});
+  expect_equal(run1("prod", {tensor_of({3}, DType::Int64, {-3, 5, 7})}), {-105});
+  Tensor r = random_tensor({3, 4, 2}, DType::Float32, 9);
+  auto vprod = [](const std::vector<double>& v) {
+    double p = 1;
+    for (double d : v) p *= d;
+    return p;
+  };
+  for (auto ax : std::vector<std::vector<int64_t>>{{0}, {1, 2}, {-1}, {}})
+    expect_close(run1("prod", {r}, axes(ax)), naive_reduce(r, ax, vprod), 1e-6);
+  expect_error([&] { run1("prod", {tensor_of({1}, DType::Int8, {1})}); },
+               "prod: input x has dtype int8; expected one of float32, float16, int32, int64");
+}
+
+// ---- argmax / argmin ---------------------------------------------------------
+
+TEST(ArgMax, HandValuesTiesAndKeepdims) {
+  // Rows [2, 7, 7] and [5, 1, 5]: argmax firsts 1 and 0, lasts 2 and 2.
+  Tensor x = Tensor::from_floats({2, 3}, {2, 7, 7, 5, 1, 5});
+  Tensor am = run1("argmax", {x}, {{"axis", int64_t{1}}});
+  EXPECT_EQ(am.dtype(), DType::Int64);
+  EXPECT_EQ(am.shape(), (Shape{2}));
+  expect_equal(am, {1, 0});
+  expect_equal(run1("argmax", {x}, {{"axis", int64_t{1}}, {"select_last_index", int64_t{1}}}), {2, 2});
+  expect_equal(run1("argmin", {x}, {{"axis", int64_t{-1}}}), {0, 1});
+  expect_equal(run1("argmin", {x}, {{"axis", int64_t{0}}}), {0, 1, 1});
+  Tensor k = run1("argmax", {x}, {{"axis", int64_t{0}}, {"keepdims", int64_t{1}}});
+  EXPECT_EQ(k.shape(), (Shape{1, 3}));
+  expect_equal(k, {1, 0, 0});
+  // Columns of equal values: the first row, or the last one.
+  Tensor ties = Tensor::from_floats({3, 2}, {3, 1, 3, 1, 3, 1});
+  expect_equal(run1("argmin", {ties}, {{"axis", int64_t{0}}}), {0, 0});
+  expect_equal(run1("argmin", {ties}, {{"axis", int64_t{0}}, {"select_last_index", int64_t{1}}}), {2, 2});
+}
+
+TEST(ArgMax, NaNWinsAndIntegers) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  Tensor x = tensor_of({5}, DType::Float32, {1, nan, 9, nan, -4});
+  expect_equal(run1("argmax", {x}), {1});
+  expect_equal(run1("argmin", {x}), {1});
+  expect_equal(run1("argmax", {x}, {{"select_last_index", int64_t{1}}}), {3});
+  // uint8 200 is the largest; int8 -128 the smallest.
+  expect_equal(run1("argmax", {tensor_of({3}, DType::UInt8, {3, 200, 100})}), {1});
+  expect_equal(run1("argmin", {tensor_of({3}, DType::Int8, {3, -128, 100})}), {1});
+  Tensor h = tensor_of({2, 2}, DType::Float16, {0.5, -1, 0.25, 2});
+  expect_equal(run1("argmax", {h}, {{"axis", int64_t{1}}}), {0, 1});
+}
+
+TEST(ArgMax, AgainstNaive) {
+  Tensor x = random_tensor({3, 4, 5}, DType::Int32, 21);
+  for (int64_t axis = 0; axis < 3; ++axis)
+    for (int64_t last = 0; last < 2; ++last) {
+      auto pick = [last](const std::vector<double>& v) {
+        size_t best = 0;
+        for (size_t i = 1; i < v.size(); ++i)
+          if (v[i] > v[best] || (last && v[i] == v[best])) best = i;
+        return static_cast<double>(best);
+      };
+      expect_equal(run1("argmax", {x}, {{"axis", axis}, {"select_last_index", last}}), naive_reduce(x, {axis}, pick),
+                   "axis " + std::to_string(axis));
+    }
+}
+
+TEST(ArgMax, Errors) {
+  Tensor x = Tensor::from_floats({2, 3}, {1, 2, 3, 4, 5, 6});
+  expect_error([&] { run1("argmax", {x}, {{"axis", int64_t{2}}}); },
+               "argmax: attribute 'axis' = 2 is out of range for rank 2 (expected -2..1)");
+  expect_error([&] { run1("argmin", {Tensor::from_floats({}, {1})}); }, "argmin: input x must have rank >= 1");
+  expect_error([&] { run1("argmax", {Tensor::zeros({2, 0}, DType::Float32)}, {{"axis", int64_t{1}}}); },
+               "argmax: axis 1 of Tensor[(2, 0), float32] is empty");
+  expect_error([&] { run1("argmax", {x}, {{"keepdims", int64_t{2}}}); },
+               "argmax: attribute 'keepdims' must be 0 or 1, got 2");
+  expect_error([&] { run1("argmax", {tensor_of({2}, DType::Bool, {0, 1})}); },
+               "argmax: input x has dtype bool");
+}
+
+// ---- cumsum ------------------------------------------------------------------
+
+TEST(CumSum, ModesHandValues) {
+  Tensor x = Tensor::from_floats({5}, {1, 2, 3, 4, 5});
+  expect_equal(run1("cumsum", {x}), {1, 3, 6, 10, 15});
+  expect_equal(run1("cumsum", {x}, {{"exclusive", int64_t{1}}}), {0, 1, 3, 6, 10});
+  expect_equal(run1("cumsum", {x}, {{"reverse", int64_t{1}}}), {15, 14, 12, 9, 5});
+  expect_equal(run1("cumsum", {x}, {{"reverse", int64_t{1}}, {"exclusive", int64_t{1}}}), {14, 12, 9, 5, 0});
+  // 2-D along each axis: [[1, 2, 3], [4, 5, 6]].
+  Tensor m = Tensor::from_floats({2, 3}, {1, 2, 3, 4, 5, 6});
+  expect_equal(run1("cumsum", {m}, {{"axis", int64_t{0}}}), {1, 2, 3, 5, 7, 9});
+  expect_equal(run1("cumsum", {m}, {{"axis", int64_t{-1}}}), {1, 3, 6, 4, 9, 15});
+  // int8 wraps: 100 + 100 = -56.
+  expect_equal(run1("cumsum", {tensor_of({2}, DType::Int8, {100, 100})}), {100, -56});
+  expect_equal(run1("cumsum", {tensor_of({3}, DType::Int64, {-5, 2, 10})}), {-5, -3, 7});
+  expect_error([&] { run1("cumsum", {m}, {{"axis", int64_t{2}}}); },
+               "cumsum: attribute 'axis' = 2 is out of range for rank 2");
+  expect_error([&] { run1("cumsum", {m}, {{"exclusive", int64_t{3}}}); },
+               "cumsum: attribute 'exclusive' must be 0 or 1, got 3");
+}
+
+TEST(CumSum, AgainstNaive) {
+  Tensor x = random_tensor({3, 4, 2}, DType::Float32, 5);
+  const Shape& s = x.shape();
+  for (int64_t axis = 0; axis < 3; ++axis)
+    for (int64_t reverse = 0; reverse < 2; ++reverse)
+      for (int64_t exclusive = 0; exclusive < 2; ++exclusive) {
+        std::vector<double> want(static_cast<size_t>(x.numel()));
+        std::vector<int64_t> st = {s[1] * s[2], s[2], 1};
+        for (int64_t i = 0; i < s[0]; ++i)
+          for (int64_t j = 0; j < s[1]; ++j)
+            for (int64_t k = 0; k < s[2]; ++k) {
+              std::vector<int64_t> at = {i, j, k};
+              int64_t pos = at[static_cast<size_t>(axis)];
+              double sum = 0;
+              for (int64_t q = 0; q < s[static_cast<size_t>(axis)]; ++q) {
+                bool in = reverse ? (exclusive ? q > pos : q >= pos) : (exclusive ? q < pos : q <= pos);
+                if (!in) continue;
+                std::vector<int64_t> src = at;
+                src[static_cast<size_t>(axis)] = q;
+                sum += x.get_as_double(src[0] * st[0] + src[1] * st[1] + src[2]);
+              }
+              want[static_cast<size_t>(i * st[0] + j * st[1] + k)] = sum;
+            }
+        expect_close(run1("cumsum", {x}, {{"axis", axis}, {"reverse", reverse}, {"exclusive", exclusive}}), want,
+                     1e-6);
+      }
+}
+
 }  // namespace
 }  // namespace kiln

@@ -1,6 +1,6 @@
 // Shape ops (reshape, permute_dims, concat, split, strided_slice, flatten,
-// squeeze, expand_dims, broadcast_to, take, where) against hand-computed
-// values and index arithmetic written out in the tests.
+// squeeze, expand_dims, broadcast_to, take, gather_elements, where, trilu)
+// against hand-computed values and index arithmetic written out in the tests.
 #include <limits>
 
 #include "op_test_util.h"
@@ -290,6 +290,74 @@ TEST(Where, Broadcasting) {
         run1("where", {cond, x, Tensor::zeros({1}, DType::Int32)});
       },
       "where: x has dtype float32 but y has dtype int32; they must match");
+}
+
+TEST(GatherElements, HandValues) {
+  // The ONNX example: data [[1, 2], [3, 4]], indices [[0, 0], [1, 0]], axis 1.
+  Tensor data = Tensor::from_floats({2, 2}, {1, 2, 3, 4});
+  Tensor idx = Tensor::from_ints({2, 2}, {0, 0, 1, 0});
+  expect_equal(run1("gather_elements", {data, idx}, {{"axis", int64_t{1}}}), {1, 1, 4, 3});
+  // Axis 0 with fewer columns than data and negative indices: out[i][j] = data[idx[i][j]][j].
+  Tensor d3 = iota({3, 3});
+  Tensor i0 = Tensor::from_ints({2, 2}, {1, -1, 0, 2}, DType::Int32);
+  Tensor y = run1("gather_elements", {d3, i0});
+  EXPECT_EQ(y.shape(), (Shape{2, 2}));
+  expect_equal(y, {3, 7, 0, 7});
+}
+
+TEST(GatherElements, AgainstNaive3d) {
+  Tensor data = random_tensor({2, 3, 4}, DType::Int8, 7);
+  for (int64_t axis = 0; axis < 3; ++axis) {
+    Shape ishape = {2, 2, 3};
+    ishape[static_cast<size_t>(axis)] = 5;  // the gathered axis may be longer than data's
+    Tensor idx = Tensor::empty(ishape, DType::Int64);
+    testing::Lcg rng(static_cast<uint32_t>(axis) + 1);
+    int64_t size = data.shape()[static_cast<size_t>(axis)];
+    for (int64_t p = 0; p < idx.numel(); ++p) idx.data<int64_t>()[p] = rng.integer(-size, size - 1);
+    Tensor y = run1("gather_elements", {data, idx}, {{"axis", axis}});
+    EXPECT_EQ(y.shape(), ishape);
+    EXPECT_EQ(y.dtype(), DType::Int8);
+    for (int64_t i = 0; i < ishape[0]; ++i)
+      for (int64_t j = 0; j < ishape[1]; ++j)
+        for (int64_t k = 0; k < ishape[2]; ++k) {
+          int64_t p = (i * ishape[1] + j) * ishape[2] + k;
+          std::vector<int64_t> at = {i, j, k};
+          int64_t v = idx.data<int64_t>()[p];
+          at[static_cast<size_t>(axis)] = v < 0 ? v + size : v;
+          EXPECT_EQ(y.get_as_double(p), data.get_as_double((at[0] * 3 + at[1]) * 4 + at[2])) << "axis " << axis;
+        }
+  }
+}
+
+TEST(GatherElements, Errors) {
+  Tensor data = iota({2, 3});
+  expect_error([&] { run1("gather_elements", {data, Tensor::from_ints({2}, {0, 1})}); },
+               "gather_elements: indices (2,) must have the rank of data (2, 3)");
+  expect_error([&] { run1("gather_elements", {data, Tensor::from_ints({3, 1}, {0, 1, 0})}, {{"axis", int64_t{1}}}); },
+               "gather_elements: indices (3, 1) exceed data (2, 3) on axis 0");
+  expect_error([&] { run1("gather_elements", {data, Tensor::from_ints({1, 1}, {3})}, {{"axis", int64_t{1}}}); },
+               "gather_elements: index 3 (at position 0 of indices) is out of range for axis 1 of size 3");
+  expect_error([&] { run1("gather_elements", {data, iota({1, 1})}); },
+               "gather_elements: indices has dtype float32; expected one of int32, int64");
+}
+
+TEST(Trilu, UpperLowerAndOffsets) {
+  // [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9, 10, 11]]
+  Tensor x = iota({3, 4});
+  expect_equal(run1("trilu", {x}), {0, 1, 2, 3, 0, 5, 6, 7, 0, 0, 10, 11});
+  expect_equal(run1("trilu", {x}, {{"upper", int64_t{0}}}), {0, 0, 0, 0, 4, 5, 0, 0, 8, 9, 10, 0});
+  expect_equal(run1("trilu", {x}, {{"k", int64_t{1}}}), {0, 1, 2, 3, 0, 0, 6, 7, 0, 0, 0, 11});
+  expect_equal(run1("trilu", {x}, {{"k", int64_t{-1}}, {"upper", int64_t{0}}}),
+               {0, 0, 0, 0, 4, 0, 0, 0, 8, 9, 0, 0});
+  // k past the matrix: everything or nothing.
+  expect_equal(run1("trilu", {x}, {{"k", int64_t{5}}}), std::vector<double>(12, 0));
+  expect_equal(run1("trilu", {x}, {{"k", int64_t{-7}}}), range(0, 12));
+  // A batch of two 2x2 bool matrices (all true): lower keeps three of four.
+  Tensor b = Tensor::from_ints({2, 2, 2}, {1, 1, 1, 1, 1, 1, 1, 1}, DType::Bool);
+  expect_equal(run1("trilu", {b}, {{"upper", int64_t{0}}}), {1, 0, 1, 1, 1, 0, 1, 1});
+  expect_error([&] { run1("trilu", {iota({3})}); }, "trilu: input x must have rank >= 2");
+  expect_error([&] { run1("trilu", {x}, {{"upper", int64_t{2}}}); },
+               "trilu: attribute 'upper' must be 0 or 1, got 2");
 }
 
 }  // namespace
