@@ -13,6 +13,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -21,9 +22,13 @@
 
 namespace kiln {
 
+// A backend's options (`--option backend.key=value`), the same its codegen
+// gets, so a check judges a match against the configured device.
+using BackendOptions = std::map<std::string, std::string>;
+
 // Accepts a match (nullopt) or rejects it with a reason for --explain:
 // "dtype int32 is not supported (int8, float32)".
-using PatternCheck = std::function<std::optional<std::string>(const Match&)>;
+using PatternCheck = std::function<std::optional<std::string>(const Match&, const BackendOptions&)>;
 
 struct PatternEntry {
   std::string name;  // "<backend>.<pattern>"

@@ -21,8 +21,18 @@
 
 namespace kiln {
 
+// Backend options: the global ones go to every backend, per-backend ones
+// override them (`--option key=value` / `--option backend.key=value`).
+struct RunCodegenOptions {
+  CodegenOptions global;                          // given to every backend
+  std::map<std::string, CodegenOptions> backend;  // per backend, over the global ones
+  // What `backend` sees: the global options with its own on top.
+  CodegenOptions for_backend(const std::string& backend) const;
+};
+
 struct PartitionOptions {
   std::vector<std::string> backends;  // which backends may claim ops; empty: every registered one
+  RunCodegenOptions backend_options;  // what pattern checks see (the device they judge against)
   bool bind_constants = true;         // constants stay inside composites; false: they become parameters
   bool annotate_codegen = true;       // each composite is an offloaded function of its own
   int64_t min_region_size = 1;        // regions with fewer ops go back to the host
@@ -72,11 +82,6 @@ Module merge_composite_functions(const Module& m, const PartitionOptions& opts =
 // Partitions for the given backends: fuse, then (when `merge`) merge, then the
 // strict check. The report explains every op.
 Module partition_module(const Module& m, const PartitionOptions& opts, bool merge, PartitionReport* report);
-
-struct RunCodegenOptions {
-  CodegenOptions global;                          // given to every backend
-  std::map<std::string, CodegenOptions> backend;  // per backend, over the global ones
-};
 
 // Calls each backend's codegen once with all of its offloaded functions.
 // Checks every offloaded function has a global_symbol unique in the module

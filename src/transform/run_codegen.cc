@@ -15,6 +15,13 @@
 
 namespace kiln {
 
+CodegenOptions RunCodegenOptions::for_backend(const std::string& name) const {
+  CodegenOptions options = global;
+  if (auto it = backend.find(name); it != backend.end())
+    for (const auto& [k, v] : it->second) options[k] = v;
+  return options;
+}
+
 Module run_codegen(const Module& m, const RunCodegenOptions& opts,
                    std::map<std::string, BackendArtifacts>* out) {
   Module result = m;
@@ -43,10 +50,7 @@ Module run_codegen(const Module& m, const RunCodegenOptions& opts,
     const BackendCodegen* cg = find_backend_codegen(backend);
     KILN_CHECK(cg != nullptr, "run-codegen: no codegen registered for backend '", backend, "' (used by @",
                by_backend[backend][0]->name, ")");
-    CodegenOptions options = opts.global;
-    if (auto it = opts.backend.find(backend); it != opts.backend.end())
-      for (const auto& [k, v] : it->second) options[k] = v;
-    BackendArtifacts artifacts = cg->codegen(result, by_backend[backend], options);
+    BackendArtifacts artifacts = cg->codegen(result, by_backend[backend], opts.for_backend(backend));
     for (const auto& f : by_backend[backend]) {
       const std::string& symbol = f->attrs.get_string("global_symbol");
       KILN_CHECK(artifacts.artifacts.count(symbol), "run-codegen: backend ", backend,

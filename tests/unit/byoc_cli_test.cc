@@ -120,6 +120,30 @@ TEST_F(ByocCli, RunWithBackendPrintsTheSummaryAndMatchesTheInterpreter) {
   EXPECT_EQ(outputs(npu.out), outputs(ref.out));
 }
 
+TEST_F(ByocCli, PatternChecksSeeTheDeviceOptions) {
+  // A 64 KiB weight fits the default L2 (512 KiB), not a 32 KiB one: the
+  // partition judges against the device --option describes, the same one
+  // the codegen and the emulator use.
+  std::string model = file("w.kir", R"(
+def @main(%x: Tensor[(4, 128), float32], %w: Tensor[(128, 128), float32]) -> Tensor[(4, 128), float32] {
+  %y = matmul(%x, %w)
+  return %y
+}
+)");
+  Result fits = kiln_cmd("partition " + model + " --backend example_npu --explain");
+  ASSERT_EQ(fits.code, 0) << fits.out;
+  EXPECT_NE(fits.out.find("offload: 1 of 1 ops offloaded"), std::string::npos) << fits.out;
+  Result small = kiln_cmd("partition " + model +
+                          " --backend example_npu --explain --option example_npu.l1=16K --option example_npu.l2=32K");
+  ASSERT_EQ(small.code, 0) << small.out;
+  EXPECT_NE(small.out.find("matmul: weight of 65536 bytes cannot be tiled into L2 (32768 bytes)"), std::string::npos)
+      << small.out;
+  EXPECT_NE(small.out.find("offload: 0 of 1 ops offloaded"), std::string::npos) << small.out;
+  Result bad = kiln_cmd("partition " + model + " --backend example_npu --option example_npu.l2=lots");
+  EXPECT_EQ(bad.code, 1) << bad.out;
+  EXPECT_NE(bad.out.find("l2"), std::string::npos) << bad.out;
+}
+
 TEST_F(ByocCli, StrictModeFailsListingTheOps) {
   std::string model = file("m.kir", kMiddle);
   Result r = kiln_cmd("partition " + model + " --backend example_npu --strict");

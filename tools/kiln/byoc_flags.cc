@@ -22,6 +22,7 @@ PartitionOptions BackendFlags::partition_options() const {
   o.strict = strict;
   o.bind_constants = !lift_constants;
   o.min_region_size = min_region_size;
+  o.backend_options = codegen_options();
   return o;
 }
 

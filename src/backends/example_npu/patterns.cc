@@ -17,7 +17,7 @@ namespace {
 
 using example_npu::DeviceDesc;
 
-std::optional<std::string> check_dtypes(const Match& m) {
+std::optional<std::string> check_dtypes(const Match& m, const BackendOptions&) {
   for (const CallNode* c : m.calls()) {
     for (const auto& arg : c->args)
       for (const auto& d : flatten_type(arg->type))
@@ -38,8 +38,10 @@ int64_t bytes_of(const Expr& e) {
   return n;
 }
 
-std::optional<std::string> check_weight_fits(const CallNode& c) {
-  DeviceDesc dev;
+// Against the device the options describe (--option example_npu.l2=...), the
+// same one the codegen and the emulator use.
+std::optional<std::string> check_weight_fits(const CallNode& c, const BackendOptions& options) {
+  DeviceDesc dev = example_npu::device_from_options(options);
   int64_t bytes = bytes_of(c.args[1]);
   if (bytes > dev.l2_bytes())
     return c.op->name + ": weight of " + std::to_string(bytes) + " bytes cannot be tiled into L2 (" +
@@ -54,7 +56,7 @@ bool is_depthwise(const CallNode& c) {
   return groups > 1 && groups == x[1] && w[0] == groups;
 }
 
-std::optional<std::string> check_conv(const CallNode& c, bool want_depthwise) {
+std::optional<std::string> check_conv(const CallNode& c, bool want_depthwise, const BackendOptions& options) {
   if (c.attrs.get_ints("dilation") != std::vector<int64_t>{1, 1})
     return "nn.conv2d: dilation " + attr_value_str(c.attrs.get_ints("dilation")) +
            " is not supported (1 only)";
@@ -67,35 +69,37 @@ std::optional<std::string> check_conv(const CallNode& c, bool want_depthwise) {
   const std::string& out = c.attrs.get_string("out_dtype");
   if (!out.empty() && out != "int32" && out != "float32")
     return "nn.conv2d: out_dtype " + out + " is not supported";
-  return check_weight_fits(c);
+  return check_weight_fits(c, options);
 }
 
-std::optional<std::string> check_matrix(const CallNode& c) {
+std::optional<std::string> check_matrix(const CallNode& c, const BackendOptions& options) {
   int64_t ra = c.args[0]->type->tensor.shape.size(), rb = c.args[1]->type->tensor.shape.size();
   if (ra != 2 || rb != 2)
     return c.op->name + ": operands of rank " + std::to_string(ra) + " and " + std::to_string(rb) +
            " are not supported (2-D only)";
-  return check_weight_fits(c);
+  return check_weight_fits(c, options);
 }
 
 // Runs the checks in order; the first reason wins.
 PatternCheck all_of(std::vector<PatternCheck> checks) {
-  return [checks](const Match& m) -> std::optional<std::string> {
+  return [checks](const Match& m, const BackendOptions& options) -> std::optional<std::string> {
     for (const auto& c : checks)
-      if (auto r = c(m)) return r;
+      if (auto r = c(m, options)) return r;
     return std::nullopt;
   };
 }
 
 PatternCheck conv_check(bool depthwise) {
   return all_of({check_dtypes,
-                 [depthwise](const Match& m) { return check_conv(*m.find_call("nn.conv2d"), depthwise); }});
+                 [depthwise](const Match& m, const BackendOptions& options) {
+                   return check_conv(*m.find_call("nn.conv2d"), depthwise, options);
+                 }});
 }
 
 PatternCheck matrix_check() {
-  return all_of({check_dtypes, [](const Match& m) -> std::optional<std::string> {
+  return all_of({check_dtypes, [](const Match& m, const BackendOptions& options) -> std::optional<std::string> {
                    const CallNode* c = m.find_call("matmul");
-                   return check_matrix(c ? *c : *m.find_call("nn.dense"));
+                   return check_matrix(c ? *c : *m.find_call("nn.dense"), options);
                  }});
 }
 
@@ -140,7 +144,7 @@ void register_example_npu(PatternRegistry& r) {
   add_unary(r, "gelu", "nn.gelu");
   add(r, "softmax", is_op("nn.softmax", {annotate("input", wildcard())}),
       all_of({check_dtypes,
-              [](const Match& m) -> std::optional<std::string> {
+              [](const Match& m, const BackendOptions&) -> std::optional<std::string> {
                 const CallNode* c = m.find_call("nn.softmax");
                 int64_t rank = c->args[0]->type->tensor.shape.size();
                 int64_t axis = c->attrs.get_int("axis");
@@ -158,7 +162,7 @@ void register_example_npu(PatternRegistry& r) {
       "nn.avg_pool2d on the POOLING engine");
   add(r, "quantize", is_op("quantize", {annotate("input", wildcard())}),
       all_of({check_dtypes,
-              [](const Match& m) -> std::optional<std::string> {
+              [](const Match& m, const BackendOptions&) -> std::optional<std::string> {
                 if (m.find_call("quantize")->attrs.get_string("out_dtype") != "int8")
                   return "quantize: only int8 results are supported";
                 return std::nullopt;
