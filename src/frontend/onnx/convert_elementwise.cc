@@ -1,8 +1,11 @@
 // ONNX elementwise operators: binary arithmetic (numpy broadcasting, like
-// kiln's binary ops), unary math and activations, Clip, Cast, Identity.
-// Activations without a kiln op decompose: Softplus = log(exp(x) + 1),
-// Softsign = x / (1 + |x|), Elu = relu(x) + min(0, alpha * (exp(x) - 1)),
-// PRelu = max(x, 0) + slope * min(x, 0), Reciprocal = 1 / x.
+// kiln's binary ops), Mod, unary math and activations, Clip, Cast, Identity,
+// Dropout (inference). Activations without a kiln op decompose:
+// Softplus = log(exp(x) + 1), Softsign = x / (1 + |x|),
+// Elu = relu(x) + min(0, alpha * (exp(x) - 1)), Celu = Elu of x / alpha
+// scaled by alpha, PRelu = max(x, 0) + slope * min(x, 0), Reciprocal = 1 / x,
+// ThresholdedRelu = where(x > alpha, x, 0), Shrink = where(x < -lambd, x + bias,
+// where(x > lambd, x - bias, 0)).
 #include <cmath>
 #include <limits>
 
@@ -46,16 +49,47 @@ void convert_identity(NodeContext& n) {
   n.set_output(0, n.input(0));
 }
 
+// Inference: Dropout is the identity and its mask is all true. In training
+// mode only a ratio of 0 is deterministic (the same identity).
 void convert_dropout(NodeContext& n) {
-  // Inference: Dropout is the identity; its mask output is not.
-  if (n.has_output(1)) n.unsupported("the mask output of Dropout is not supported");
-  bool training = n.opset() < 7 ? !n.attr_int("is_test", 0) : false;
-  if (n.has_input(2)) {
-    auto mode = n.constant(2);
-    training = !mode || mode->get_as_double(0) != 0;
+  bool training = n.has_input(2) && n.require_constant(2, "training_mode").get_as_double(0) != 0;
+  if (training) {
+    double ratio = n.has_input(1) ? n.require_constant(1, "ratio").get_as_double(0) : 0.5;
+    if (ratio != 0)
+      n.unsupported("training mode with a ratio other than 0 is not supported (it drops random elements; "
+                    "kiln imports inference graphs)");
   }
-  if (training) n.unsupported("training mode is not supported (kiln imports inference graphs)");
-  n.set_output(0, n.input(0));
+  Expr x = n.input(0);
+  n.set_output(0, x);
+  if (!n.has_output(1)) return;
+  // The mask is bool from opset 10, the data's type before.
+  Tensor mask = Tensor::zeros(x->type->tensor.shape, n.opset() >= 10 ? DType::Bool : x->type->tensor.dtype);
+  for (int64_t i = 0; i < mask.numel(); ++i) mask.set_from_double(i, 1.0);
+  n.set_output(1, n.constant_expr(mask));
+}
+
+void convert_mod(NodeContext& n) {
+  bool fmod = n.attr_int("fmod", 0) != 0;
+  if (!fmod && is_float(n.desc(0).dtype))
+    n.fail("fmod=0 is not defined for floating-point inputs (ONNX requires fmod=1 for them)");
+  n.set_output(0, n.call(fmod ? "fmod" : "mod", {n.input(0), n.input(1)}));
+}
+
+void convert_thresholded_relu(NodeContext& n) {
+  Expr x = n.input(0);
+  DType t = x->type->tensor.dtype;
+  Expr above = n.call("greater", {x, n.scalar(n.attr_float("alpha", 1.0), t)});
+  n.set_output(0, n.call("where", {above, x, n.scalar(0.0, t)}));
+}
+
+void convert_shrink(NodeContext& n) {
+  Expr x = n.input(0);
+  DType t = x->type->tensor.dtype;
+  double lambd = n.attr_float("lambd", 0.5), bias = n.attr_float("bias", 0.0);
+  Expr high = n.call("where", {n.call("greater", {x, n.scalar(lambd, t)}),
+                               n.call("subtract", {x, n.scalar(bias, t)}), n.scalar(0.0, t)});
+  n.set_output(0, n.call("where", {n.call("less", {x, n.scalar(-lambd, t)}),
+                                   n.call("add", {x, n.scalar(bias, t)}), high}));
 }
 
 void convert_leaky_relu(NodeContext& n) {
@@ -92,6 +126,17 @@ Expr elu_expr(NodeContext& n, Expr x, double alpha) {
   Expr em1 = n.call("subtract", {n.call("exp", {x}), n.scalar(1.0, t)});
   Expr neg = n.call("minimum", {n.call("multiply", {em1, n.scalar(alpha, t)}), n.scalar(0.0, t)});
   return n.call("add", {n.call("nn.relu", {x}), neg});
+}
+
+// max(0, x) + min(0, alpha * (exp(x / alpha) - 1)) = alpha * Elu(x / alpha)
+// with Elu's alpha 1.
+void convert_celu(NodeContext& n) {
+  Expr x = n.input(0);
+  double alpha = n.attr_float("alpha", 1.0);
+  if (alpha <= 0) n.unsupported("alpha <= 0 is not supported");
+  DType t = x->type->tensor.dtype;
+  Expr e = elu_expr(n, n.call("divide", {x, n.scalar(alpha, t)}), 1.0);
+  n.set_output(0, n.call("multiply", {e, n.scalar(alpha, t)}));
 }
 
 void convert_elu(NodeContext& n) {
@@ -166,7 +211,10 @@ constexpr char kAdd[] = "add", kSub[] = "subtract", kMul[] = "multiply", kDiv[] 
                kMax[] = "maximum", kMin[] = "minimum";
 constexpr char kRelu[] = "nn.relu", kSigmoid[] = "sigmoid", kTanh[] = "tanh", kExp[] = "exp", kLog[] = "log",
                kSqrt[] = "sqrt", kAbs[] = "abs", kNeg[] = "negative", kErf[] = "erf", kFloor[] = "floor",
-               kCeil[] = "ceil", kRound[] = "round", kHardSwish[] = "nn.hard_swish";
+               kCeil[] = "ceil", kRound[] = "round", kHardSwish[] = "nn.hard_swish", kSign[] = "sign",
+               kSin[] = "sin", kCos[] = "cos", kTan[] = "tan", kAsin[] = "asin", kAcos[] = "acos",
+               kAtan[] = "atan", kSinh[] = "sinh", kCosh[] = "cosh", kAsinh[] = "asinh", kAcosh[] = "acosh",
+               kAtanh[] = "atanh";
 
 }  // namespace
 
@@ -206,6 +254,22 @@ void add_elementwise_converters(ConverterTable& t) {
   t["CastLike"] = {convert_cast_like, {"astype"}};
   t["Identity"] = {convert_identity, {}};
   t["Dropout"] = {convert_dropout, {}};
+  t["Mod"] = {convert_mod, {"mod", "fmod"}, 10};
+  t["Sign"] = {convert_unary<kSign>, {"sign"}, 9};
+  t["Sin"] = {convert_unary<kSin>, {"sin"}};
+  t["Cos"] = {convert_unary<kCos>, {"cos"}};
+  t["Tan"] = {convert_unary<kTan>, {"tan"}};
+  t["Asin"] = {convert_unary<kAsin>, {"asin"}};
+  t["Acos"] = {convert_unary<kAcos>, {"acos"}};
+  t["Atan"] = {convert_unary<kAtan>, {"atan"}};
+  t["Sinh"] = {convert_unary<kSinh>, {"sinh"}, 9};
+  t["Cosh"] = {convert_unary<kCosh>, {"cosh"}, 9};
+  t["Asinh"] = {convert_unary<kAsinh>, {"asinh"}, 9};
+  t["Acosh"] = {convert_unary<kAcosh>, {"acosh"}, 9};
+  t["Atanh"] = {convert_unary<kAtanh>, {"atanh"}, 9};
+  t["ThresholdedRelu"] = {convert_thresholded_relu, {"greater", "where"}, 10};
+  t["Shrink"] = {convert_shrink, {"greater", "less", "where", "add", "subtract"}, 9};
+  t["Celu"] = {convert_celu, {"exp", "subtract", "multiply", "minimum", "nn.relu", "add", "divide"}, 12};
 }
 
 }  // namespace kiln::onnx_import

@@ -1,11 +1,10 @@
-// ONNX neural-network operators: Conv, ConvTranspose, pools, BatchNormalization,
-// Gemm, MatMul, Softmax/LogSoftmax, Resize/Upsample, LayerNormalization,
-// InstanceNormalization, QuantizeLinear/DequantizeLinear.
+// ONNX neural-network operators: BatchNormalization, Gemm, MatMul,
+// Softmax/LogSoftmax, Resize/Upsample, LayerNormalization,
+// InstanceNormalization, MeanVarianceNormalization,
+// QuantizeLinear/DequantizeLinear. (Convolution and pooling: convert_conv.cc.)
 //
-// Decompositions: a bias is an add of the bias reshaped to (1, C, 1, 1);
-// Gemm is dense or matmul, times alpha, plus beta * C; the normalisations are
-// mean / subtract / sqrt / divide chains. Only 2-D spatial (NCHW) convolution
-// and pooling are supported; other ranks are reported as unsupported.
+// Decompositions: Gemm is dense or matmul, times alpha, plus beta * C; the
+// normalisations are mean / subtract / sqrt / divide chains.
 #include <algorithm>
 #include <cmath>
 
@@ -24,124 +23,6 @@ void require_4d(NodeContext& n) {
   if (n.rank(0) != 4)
     n.unsupported("only 2-D spatial (NCHW, rank 4) inputs are supported; this one has rank " +
                   std::to_string(n.rank(0)));
-}
-
-// kiln padding [top, left, bottom, right] from ONNX pads / auto_pad.
-// `kernel` is the dilated kernel extent per spatial axis.
-std::vector<int64_t> conv_padding(NodeContext& n, const Shape& in, const std::vector<int64_t>& kernel,
-                                  const std::vector<int64_t>& strides) {
-  std::string auto_pad = n.attr_string("auto_pad", "NOTSET");
-  if (auto_pad == "NOTSET") {
-    std::vector<int64_t> pads = n.attr_ints("pads", {0, 0, 0, 0});
-    if (pads.size() != 4) n.fail("pads must have 4 entries for a 2-D window, got " + std::to_string(pads.size()));
-    for (int64_t p : pads)
-      if (p < 0) n.fail("negative pads are not allowed");
-    return pads;
-  }
-  if (auto_pad == "VALID") return {0, 0, 0, 0};
-  if (auto_pad != "SAME_UPPER" && auto_pad != "SAME_LOWER") n.fail("unknown auto_pad '" + auto_pad + "'");
-  std::vector<int64_t> pads(4);
-  for (size_t i = 0; i < 2; ++i) {
-    int64_t size = in[i + 2];
-    int64_t out = (size + strides[i] - 1) / strides[i];
-    int64_t total = std::max<int64_t>(0, (out - 1) * strides[i] + kernel[i] - size);
-    int64_t small = total / 2, big = total - small;
-    pads[i] = auto_pad == "SAME_UPPER" ? small : big;
-    pads[i + 2] = auto_pad == "SAME_UPPER" ? big : small;
-  }
-  return pads;
-}
-
-std::vector<int64_t> pair_attr(NodeContext& n, const std::string& name) {
-  std::vector<int64_t> v = n.attr_ints(name, {1, 1});
-  if (v.size() != 2) n.fail(name + " must have 2 entries for a 2-D window");
-  return v;
-}
-
-Expr add_channel_bias(NodeContext& n, Expr y, size_t bias_input) {
-  if (!n.has_input(bias_input)) return y;
-  Expr b = n.input(bias_input);
-  int64_t c = y->type->tensor.shape[1];
-  return n.call("add", {y, reshape(n, b, {1, c, 1, 1})});
-}
-
-void convert_conv(NodeContext& n) {
-  require_4d(n);
-  const Shape& w = n.desc(1).shape;
-  if (w.size() != 4) n.fail("weight must be 4-D");
-  std::vector<int64_t> strides = pair_attr(n, "strides"), dilations = pair_attr(n, "dilations");
-  std::vector<int64_t> kernel = {(w[2] - 1) * dilations[0] + 1, (w[3] - 1) * dilations[1] + 1};
-  std::vector<int64_t> padding = conv_padding(n, n.desc(0).shape, kernel, strides);
-  Expr y = n.call("nn.conv2d", {n.input(0), n.input(1)},
-                  {{"strides", strides}, {"padding", padding}, {"dilation", dilations}, {"groups", n.attr_int("group", 1)}});
-  n.set_output(0, add_channel_bias(n, y, 2));
-}
-
-void convert_conv_transpose(NodeContext& n) {
-  require_4d(n);
-  const Shape& in = n.desc(0).shape;
-  const Shape& w = n.desc(1).shape;
-  if (w.size() != 4) n.fail("weight must be 4-D");
-  std::vector<int64_t> strides = pair_attr(n, "strides"), dilations = pair_attr(n, "dilations");
-  std::vector<int64_t> out_pad = n.attr_ints("output_padding", {0, 0});
-  if (out_pad.size() != 2) n.fail("output_padding must have 2 entries");
-  std::vector<int64_t> output_shape = n.attr_ints("output_shape");
-  std::string auto_pad = n.attr_string("auto_pad", "NOTSET");
-  std::vector<int64_t> pads = n.attr_ints("pads", {0, 0, 0, 0});
-  if (pads.size() != 4) n.fail("pads must have 4 entries");
-  if (!output_shape.empty() || auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
-    if (output_shape.size() > 2) output_shape.erase(output_shape.begin(), output_shape.end() - 2);
-    for (size_t i = 0; i < 2; ++i) {
-      int64_t target = output_shape.empty() ? in[i + 2] * strides[i] : output_shape[i];
-      int64_t full = strides[i] * (in[i + 2] - 1) + out_pad[i] + (w[i + 2] - 1) * dilations[i] + 1;
-      int64_t total = full - target;
-      if (total < 0) n.unsupported("output_shape larger than the full transposed convolution");
-      int64_t small = total / 2, big = total - small;
-      // ONNX: SAME_UPPER puts the larger half at the start of the output crop.
-      pads[i] = auto_pad == "SAME_UPPER" ? small : big;
-      pads[i + 2] = auto_pad == "SAME_UPPER" ? big : small;
-    }
-  } else if (auto_pad == "VALID") {
-    pads = {0, 0, 0, 0};
-  }
-  Expr y = n.call("nn.conv2d_transpose", {n.input(0), n.input(1)},
-                  {{"strides", strides},
-                   {"padding", pads},
-                   {"dilation", dilations},
-                   {"groups", n.attr_int("group", 1)},
-                   {"output_padding", out_pad}});
-  n.set_output(0, add_channel_bias(n, y, 2));
-}
-
-template <bool Max>
-void convert_pool(NodeContext& n) {
-  require_4d(n);
-  if (Max && n.has_output(1)) n.unsupported("the Indices output of MaxPool is not supported");
-  std::vector<int64_t> kernel = n.attr_ints("kernel_shape");
-  if (kernel.size() != 2) n.fail("kernel_shape must have 2 entries for a 2-D pool");
-  std::vector<int64_t> strides = pair_attr(n, "strides");
-  std::vector<int64_t> dilations = Max ? pair_attr(n, "dilations") : std::vector<int64_t>{1, 1};
-  std::vector<int64_t> extent = {(kernel[0] - 1) * dilations[0] + 1, (kernel[1] - 1) * dilations[1] + 1};
-  std::vector<int64_t> padding = conv_padding(n, n.desc(0).shape, extent, strides);
-  Attrs attrs{{"pool_size", kernel}, {"strides", strides}, {"padding", padding},
-              {"ceil_mode", n.attr_int("ceil_mode", 0)}};
-  if (Max) {
-    attrs.set("dilation", dilations);
-  } else {
-    attrs.set("count_include_pad", n.attr_int("count_include_pad", 0));
-  }
-  n.set_output(0, n.call(Max ? "nn.max_pool2d" : "nn.avg_pool2d", {n.input(0)}, attrs));
-}
-
-void convert_global_avg_pool(NodeContext& n) {
-  require_4d(n);
-  n.set_output(0, n.call("nn.adaptive_avg_pool2d", {n.input(0)}, {{"output_size", std::vector<int64_t>{1, 1}}}));
-}
-
-void convert_global_max_pool(NodeContext& n) {
-  std::vector<int64_t> axes;
-  for (int64_t i = 2; i < n.rank(0); ++i) axes.push_back(i);
-  n.set_output(0, n.call("max", {n.input(0)}, {{"axis", axes}, {"keepdims", int64_t{1}}}));
 }
 
 void convert_batch_norm(NodeContext& n) {
@@ -246,26 +127,61 @@ void convert_resize(NodeContext& n) {
 }
 
 // y = (x - mean) / sqrt(var + eps), statistics over `axes` (kept).
-Expr normalize(NodeContext& n, Expr x, const std::vector<int64_t>& axes, double eps) {
+struct Normalized {
+  Expr y, mean, std_dev;  // std_dev = sqrt(var + eps)
+};
+Normalized normalize_parts(NodeContext& n, Expr x, const std::vector<int64_t>& axes, double eps) {
   DType t = x->type->tensor.dtype;
   Attrs red{{"axis", axes}, {"keepdims", int64_t{1}}};
   Expr mean = n.call("mean", {x}, red);
   Expr d = n.call("subtract", {x, mean});
   Expr var = n.call("mean", {n.call("multiply", {d, d})}, red);
   Expr denom = n.call("sqrt", {n.call("add", {var, n.scalar(eps, t)})});
-  return n.call("divide", {d, denom});
+  return {n.call("divide", {d, denom}), mean, denom};
+}
+Expr normalize(NodeContext& n, Expr x, const std::vector<int64_t>& axes, double eps) {
+  return normalize_parts(n, x, axes, eps).y;
 }
 
+Expr cast(NodeContext& n, Expr x, DType to) {
+  if (x->type->tensor.dtype == to) return x;
+  return n.call("astype", {x}, {{"dtype", std::string(dtype_name(to))}});
+}
+
+// Y = normalize(X) * Scale + B over axes [axis, rank); the optional outputs
+// are the Mean and 1 / sqrt(var + eps), kept as size-1 axes.
 void convert_layer_norm(NodeContext& n) {
-  if (n.has_output(1) || n.has_output(2)) n.unsupported("the Mean and InvStdDev outputs are not supported");
   int64_t r = n.rank(0);
   int64_t axis = normalize_axis(n.attr_int("axis", -1), r, n);
   std::vector<int64_t> axes;
   for (int64_t i = axis; i < r; ++i) axes.push_back(i);
-  Expr y = normalize(n, n.input(0), axes, n.attr_float("epsilon", 1e-5));
-  y = n.call("multiply", {y, n.input(1)});
-  if (n.has_input(2)) y = n.call("add", {y, n.input(2)});
-  n.set_output(0, y);
+  // stash_type is the type the statistics are computed in (1 = float32, the
+  // default); float16 inputs are widened for it, like ONNX's reference.
+  int64_t stash = n.attr_int("stash_type", 1);
+  if (stash != 1)
+    n.unsupported("stash_type " + std::to_string(stash) + " is not supported (only 1, float32 statistics)");
+  DType t = n.desc(0).dtype;
+  if (t != DType::Float32 && t != DType::Float16)
+    n.unsupported("input type " + std::string(dtype_name(t)) + " is not supported (float32 or float16)");
+  Normalized p = normalize_parts(n, cast(n, n.input(0), DType::Float32), axes, n.attr_float("epsilon", 1e-5));
+  Expr y = n.call("multiply", {p.y, cast(n, n.input(1), DType::Float32)});
+  if (n.has_input(2)) y = n.call("add", {y, cast(n, n.input(2), DType::Float32)});
+  n.set_output(0, cast(n, y, t));
+  n.set_output(1, p.mean);
+  if (n.has_output(2)) n.set_output(2, n.call("divide", {n.scalar(1.0, DType::Float32), p.std_dev}));
+}
+
+// MeanVarianceNormalization: (X - mean) / (sqrt(var) + 1e-9) over `axes`
+// (default [0, 2, 3]); ONNX adds its epsilon to the standard deviation.
+void convert_mvn(NodeContext& n) {
+  std::vector<int64_t> axes = n.attr_ints("axes", {0, 2, 3});
+  for (auto& a : axes) a = normalize_axis(a, n.rank(0), n);
+  Expr x = n.input(0);
+  DType t = x->type->tensor.dtype;
+  Attrs red{{"axis", axes}, {"keepdims", int64_t{1}}};
+  Expr d = n.call("subtract", {x, n.call("mean", {x}, red)});
+  Expr sd = n.call("sqrt", {n.call("mean", {n.call("multiply", {d, d})}, red)});
+  n.set_output(0, n.call("divide", {d, n.call("add", {sd, n.scalar(1e-9, t)})}));
 }
 
 void convert_instance_norm(NodeContext& n) {
@@ -316,12 +232,6 @@ void convert_dequantize(NodeContext& n) {
 }  // namespace
 
 void add_nn_converters(ConverterTable& t) {
-  t["Conv"] = {convert_conv, {"nn.conv2d", "add", "reshape"}};
-  t["ConvTranspose"] = {convert_conv_transpose, {"nn.conv2d_transpose", "add", "reshape"}};
-  t["MaxPool"] = {convert_pool<true>, {"nn.max_pool2d"}};
-  t["AveragePool"] = {convert_pool<false>, {"nn.avg_pool2d"}};
-  t["GlobalAveragePool"] = {convert_global_avg_pool, {"nn.adaptive_avg_pool2d"}};
-  t["GlobalMaxPool"] = {convert_global_max_pool, {"max"}};
   t["BatchNormalization"] = {convert_batch_norm, {"nn.batch_norm"}};
   t["Gemm"] = {convert_gemm, {"nn.dense", "matmul", "permute_dims", "multiply", "add"}};
   t["MatMul"] = {convert_matmul, {"matmul"}};
@@ -329,7 +239,9 @@ void add_nn_converters(ConverterTable& t) {
   t["LogSoftmax"] = {convert_softmax<true>, {"nn.log_softmax", "reshape"}};
   t["Resize"] = {convert_resize, {"image.resize2d"}, 10};
   t["Upsample"] = {convert_resize, {"image.resize2d"}};
-  t["LayerNormalization"] = {convert_layer_norm, {"mean", "subtract", "multiply", "add", "sqrt", "divide"}, 17};
+  t["LayerNormalization"] = {convert_layer_norm,
+                             {"mean", "subtract", "multiply", "add", "sqrt", "divide", "astype"}, 17};
+  t["MeanVarianceNormalization"] = {convert_mvn, {"mean", "subtract", "multiply", "add", "sqrt", "divide"}, 9};
   t["InstanceNormalization"] = {convert_instance_norm,
                                 {"mean", "subtract", "multiply", "add", "sqrt", "divide", "reshape"}};
   t["QuantizeLinear"] = {convert_quantize, {"quantize"}, 10};

@@ -1,7 +1,10 @@
 // ONNX shape and data-movement operators: Reshape, Flatten, Transpose,
-// Concat, Split, Slice, Squeeze, Unsqueeze, Shape, Size, Gather, Expand,
-// Tile, ConstantOfShape, Constant, Range, Where, Pad, DepthToSpace,
-// SpaceToDepth.
+// Concat, Split, Slice, Squeeze, Unsqueeze, Shape, Size, Gather,
+// GatherElements, Expand, Tile, ConstantOfShape, Constant, Range, EyeLike,
+// Where, Trilu, OneHot, Pad, DepthToSpace, SpaceToDepth.
+//
+// OneHot decomposes: where(equal(indices[..., None, ...], iota), on, off),
+// with negative indices wrapped by depth first.
 //
 // Shapes and axes that ONNX passes as tensors must be constants here (kiln
 // needs static shapes); they are, once the inputs are bound, because every
@@ -178,6 +181,51 @@ void convert_gather(NodeContext& n) {
   n.set_output(0, n.call("take", {n.input(0), n.input(1)}, {{"axis", axis}}));
 }
 
+void convert_gather_elements(NodeContext& n) {
+  if (n.rank(0) == 0) n.fail("the data is a scalar; it needs rank >= 1");
+  int64_t axis = normalize_axis(n.attr_int("axis", 0), n.rank(0), n);
+  n.set_output(0, n.call("gather_elements", {n.input(0), n.input(1)}, {{"axis", axis}}));
+}
+
+void convert_trilu(NodeContext& n) {
+  int64_t k = 0;
+  if (n.has_input(1)) {
+    std::vector<int64_t> ks = n.require_ints(1, "k");
+    if (ks.size() != 1) n.fail("k must hold one value, got " + std::to_string(ks.size()));
+    k = ks[0];
+  }
+  if (n.rank(0) < 2) n.fail("the input has rank " + std::to_string(n.rank(0)) + "; Trilu needs rank >= 2");
+  n.set_output(0, n.call("trilu", {n.input(0)}, {{"k", k}, {"upper", n.attr_int("upper", 1) ? int64_t{1} : int64_t{0}}}));
+}
+
+void convert_one_hot(NodeContext& n) {
+  Tensor depth_t = n.require_constant(1, "depth");
+  Tensor values = n.require_constant(2, "values");
+  if (depth_t.numel() != 1) n.fail("depth must hold one value, got " + std::to_string(depth_t.numel()));
+  if (values.numel() != 2) n.fail("values must hold [off_value, on_value], got " + std::to_string(values.numel()) + " values");
+  // A float depth is truncated to an integer, like ONNX's reference.
+  int64_t depth = static_cast<int64_t>(depth_t.get_as_double(0));
+  if (depth <= 0 || depth > kMaxFoldedElements) n.fail("depth " + std::to_string(depth) + " is out of range");
+  int64_t r = n.rank(0);
+  int64_t axis = n.attr_int("axis", -1);
+  if (axis < -(r + 1) || axis > r) n.fail("axis " + std::to_string(axis) + " is out of range for rank " + std::to_string(r + 1));
+  if (axis < 0) axis += r + 1;
+  // Indices of any numeric type are truncated to int64; -depth..-1 count from the end.
+  Expr idx = n.input(0);
+  if (idx->type->tensor.dtype != DType::Int64) idx = n.call("astype", {idx}, {{"dtype", std::string("int64")}});
+  Expr wrapped = n.call("add", {idx, n.scalar(static_cast<double>(depth), DType::Int64)});
+  idx = n.call("where", {n.call("less", {idx, n.scalar(0, DType::Int64)}), wrapped, idx});
+  Shape with_axis = n.desc(0).shape, iota_shape(static_cast<size_t>(r + 1), 1);
+  with_axis.insert(with_axis.begin() + axis, 1);
+  iota_shape[static_cast<size_t>(axis)] = depth;
+  std::vector<int64_t> iota(static_cast<size_t>(depth));
+  for (int64_t i = 0; i < depth; ++i) iota[static_cast<size_t>(i)] = i;
+  Expr hot = n.call("equal", {n.call("reshape", {idx}, {{"newshape", std::vector<int64_t>(with_axis)}}),
+                              n.constant_expr(Tensor::from_ints(iota_shape, iota))});
+  Expr off = n.scalar(values.get_as_double(0), values.dtype()), on = n.scalar(values.get_as_double(1), values.dtype());
+  n.set_output(0, n.call("where", {hot, on, off}));
+}
+
 void convert_expand(NodeContext& n) {
   std::vector<int64_t> shape = n.require_ints(1, "shape");
   const Shape& in = n.desc(0).shape;
@@ -267,6 +315,24 @@ void convert_range(NodeContext& n) {
   n.set_output(0, n.constant_expr(t));
 }
 
+void convert_eye_like(NodeContext& n) {
+  if (n.rank(0) != 2) n.fail("the input has rank " + std::to_string(n.rank(0)) + "; EyeLike needs rank 2");
+  DType t = n.desc(0).dtype;
+  if (n.has_attr("dtype")) {
+    int32_t onnx_type = static_cast<int32_t>(n.attr_int("dtype", 0));
+    auto d = dtype_from_onnx(onnx_type);
+    if (!d) n.unsupported("dtype " + onnx_type_name(onnx_type) + " is not supported");
+    t = *d;
+  }
+  int64_t k = n.attr_int("k", 0);
+  const Shape& s = n.desc(0).shape;
+  // Only the input's shape matters, so the result is a constant.
+  Tensor eye = Tensor::zeros(s, t);
+  for (int64_t i = 0; i < s[0]; ++i)
+    if (i + k >= 0 && i + k < s[1]) eye.set_from_double(i * s[1] + i + k, 1.0);
+  n.set_output(0, n.constant_expr(eye));
+}
+
 void convert_where(NodeContext& n) {
   n.set_output(0, n.call("where", {n.input(0), n.input(1), n.input(2)}));
 }
@@ -341,12 +407,16 @@ void add_shape_converters(ConverterTable& t) {
   t["Shape"] = {convert_shape, {}};
   t["Size"] = {convert_size, {}};
   t["Gather"] = {convert_gather, {"take"}};
+  t["GatherElements"] = {convert_gather_elements, {"gather_elements"}, 11};
   t["Expand"] = {convert_expand, {"broadcast_to"}};
   t["Tile"] = {convert_tile, {"concat"}};
   t["ConstantOfShape"] = {convert_constant_of_shape, {}};
   t["Constant"] = {convert_constant, {}};
   t["Range"] = {convert_range, {}};
+  t["EyeLike"] = {convert_eye_like, {}, 9};
   t["Where"] = {convert_where, {"where"}};
+  t["Trilu"] = {convert_trilu, {"trilu"}, 14};
+  t["OneHot"] = {convert_one_hot, {"astype", "add", "less", "where", "reshape", "equal"}, 9};
   t["Pad"] = {convert_pad, {"nn.pad"}};
   t["DepthToSpace"] = {convert_depth_to_space, {"reshape", "permute_dims"}};
   t["SpaceToDepth"] = {convert_space_to_depth, {"reshape", "permute_dims"}};

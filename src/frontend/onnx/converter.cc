@@ -196,6 +196,8 @@ const ConverterTable& converters() {
   static const ConverterTable table = [] {
     ConverterTable t;
     add_elementwise_converters(t);
+    add_logic_converters(t);
+    add_conv_converters(t);
     add_nn_converters(t);
     add_shape_converters(t);
     add_reduce_converters(t);

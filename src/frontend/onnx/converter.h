@@ -113,6 +113,8 @@ using ConverterTable = std::map<std::string, Converter>;
 
 const ConverterTable& converters();
 void add_elementwise_converters(ConverterTable& t);
+void add_logic_converters(ConverterTable& t);
+void add_conv_converters(ConverterTable& t);
 void add_nn_converters(ConverterTable& t);
 void add_shape_converters(ConverterTable& t);
 void add_reduce_converters(ConverterTable& t);
