@@ -87,7 +87,8 @@ class OpRegistry {
 
 void register_elementwise_ops(OpRegistry& r);  // elementwise.cc: binary, unary, clip, astype
 void register_logic_ops(OpRegistry& r);        // logic.cc: comparisons, logical and/or/xor/not
-void register_reduce_ops(OpRegistry& r);       // reduce.cc: sum, mean, softmax
+void register_reduce_ops(OpRegistry& r);       // reduce.cc: sum, mean, prod, softmax, argmax, cumsum
+void register_sort_ops(OpRegistry& r);         // sort.cc: topk
 void register_shape_ops(OpRegistry& r);        // shape.cc: reshape, permute_dims, concat, split, ...
 void register_nn_ops(OpRegistry& r);           // nn.cc: conv2d, conv2d_transpose, dense, matmul, pools, batch_norm, pad
 void register_image_ops(OpRegistry& r);        // image.cc: image.resize2d

@@ -31,6 +31,7 @@ static const OpRegistry& registry() {
     register_elementwise_ops(reg);
     register_logic_ops(reg);
     register_reduce_ops(reg);
+    register_sort_ops(reg);
     register_shape_ops(reg);
     register_nn_ops(reg);
     register_image_ops(reg);

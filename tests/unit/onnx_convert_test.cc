@@ -300,5 +300,72 @@ TEST(OnnxConvert, ArgMaxKeepsDimsByDefault) {
   EXPECT_EQ(values(y), (std::vector<double>{1, 0}));
 }
 
+TEST(OnnxConvert, PerAxisQuantizeAndDequantize) {
+  // Channel scales 0.5 and 2, zero points 1 and -3, along axis 1 of (1, 2, 2).
+  Tensor x = Tensor::from_floats({1, 2, 2}, {1.25f, -100, 5, std::numeric_limits<float>::quiet_NaN()});
+  ModelBuilder q(13);
+  q.input("x", {1, 2, 2});
+  q.output("y", {1, 2, 2}, onnx::TensorProto_DataType_INT8);
+  q.initializer("s", Tensor::from_floats({2}, {0.5f, 2}));
+  q.initializer("z", Tensor::from_ints({2}, {1, -3}, DType::Int8));
+  q.node("QuantizeLinear", {"x", "s", "z"}, {"y"});
+  // 1.25 / 0.5 = 2.5 -> 2 (ties to even) + 1 = 3; -100 / 0.5 + 1 saturates at -128;
+  // 5 / 2 = 2.5 -> 2 - 3 = -1; NaN -> the zero point -3.
+  Tensor y = run_model(q, {x});
+  EXPECT_EQ(y.dtype(), DType::Int8);
+  EXPECT_EQ(values(y), (std::vector<double>{3, -128, -1, -3}));
+  ModelBuilder d(13);
+  d.input("q", {1, 2, 2}, onnx::TensorProto_DataType_INT8);
+  d.output("y", {1, 2, 2});
+  d.initializer("s", Tensor::from_floats({2}, {0.5f, 2}));
+  d.initializer("z", Tensor::from_ints({2}, {1, -3}, DType::Int8));
+  d.node("DequantizeLinear", {"q", "s", "z"}, {"y"});
+  EXPECT_EQ(values(run_model(d, {y})), (std::vector<double>{1, -64.5, 4, 0}));
+}
+
+TEST(OnnxConvert, LrnAgainstFormula) {
+  // size 3 over 4 channels at one position: window c-1 .. c+1.
+  ModelBuilder b(13);
+  b.input("x", {1, 4, 1, 1});
+  b.output("y", {1, 4, 1, 1});
+  auto* n = b.node("LRN", {"x"}, {"y"});
+  attr_int(n, "size", 3);
+  attr_float(n, "alpha", 0.3f);
+  attr_float(n, "beta", 0.5f);
+  attr_float(n, "bias", 2.0f);
+  std::vector<double> xs = {1, 2, 3, 4};
+  Tensor y = run_model(b, {Tensor::from_floats({1, 4, 1, 1}, {1, 2, 3, 4})});
+  for (int c = 0; c < 4; ++c) {
+    double sq = 0;
+    for (int i = std::max(0, c - 1); i <= std::min(3, c + 1); ++i) sq += xs[static_cast<size_t>(i)] * xs[static_cast<size_t>(i)];
+    double want = xs[static_cast<size_t>(c)] / std::pow(2.0 + 0.3 / 3 * sq, 0.5);
+    EXPECT_NEAR(y.get_as_double(c), want, 1e-6) << "channel " << c;
+  }
+}
+
+TEST(OnnxConvert, TopKOutputsAndConvTransposeGrowth) {
+  ModelBuilder b(13);
+  b.input("x", {5});
+  b.output("v", {2});
+  b.output("i", {2}, kInt64);
+  b.initializer("k", Tensor::from_ints({1}, {2}));
+  attr_int(b.node("TopK", {"x", "k"}, {"v", "i"}), "largest", 0);
+  Module m = import_onnx_bytes(b.bytes(), "m.onnx");
+  std::vector<Tensor> out = interpret(m, "main", {Tensor::from_floats({5}, {4, -1, 7, -1, 0})});
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_EQ(values(out[0]), (std::vector<double>{-1, -1}));
+  EXPECT_EQ(values(out[1]), (std::vector<double>{1, 3}));
+  // ConvTranspose 1-D, stride 1, kernel [1, 1], output_shape 4 from length 2: the full
+  // result has 3 elements, the fourth receives nothing and holds the bias.
+  ModelBuilder c(13);
+  c.input("x", {1, 1, 2});
+  c.output("y", {1, 1, 4});
+  c.initializer("w", Tensor::from_floats({1, 1, 2}, {1, 1}));
+  c.initializer("b", Tensor::from_floats({1}, {0.5f}));
+  attr_ints(c.node("ConvTranspose", {"x", "w", "b"}, {"y"}), "output_shape", {4});
+  EXPECT_EQ(values(run_model(c, {Tensor::from_floats({1, 1, 2}, {1, 10})})),
+            (std::vector<double>{1.5, 11.5, 10.5, 0.5}));
+}
+
 }  // namespace
 }  // namespace kiln

@@ -144,10 +144,12 @@ void convert_conv_transpose(NodeContext& n) {
       n.fail("output_shape has " + std::to_string(output_shape.size()) + " entries; expected " + std::to_string(s));
     for (size_t i = 0; i < s; ++i) {
       int64_t target = output_shape.empty() ? in[i + 2] * strides[i] : output_shape[i];
+      if (target <= 0) n.fail("output_shape " + std::to_string(target) + " is not positive");
       int64_t full = strides[i] * (in[i + 2] - 1) + out_pad[i] + (w[i + 2] - 1) * dilations[i] + 1;
       int64_t total = full - target;
-      if (total < 0) n.unsupported("output_shape larger than the full transposed convolution");
-      int64_t small = total / 2, big = total - small;
+      // Floor division like ONNX's reference, so a negative total (an
+      // output larger than the full result) gives a negative pad at the end.
+      int64_t small = total >= 0 ? total / 2 : -((-total + 1) / 2), big = total - small;
       // ONNX: SAME_UPPER puts the larger half at the start of the output crop.
       pads[i] = auto_pad == "SAME_UPPER" ? small : big;
       pads[i + s] = auto_pad == "SAME_UPPER" ? big : small;
@@ -155,12 +157,26 @@ void convert_conv_transpose(NodeContext& n) {
   } else if (auto_pad == "VALID") {
     pads.assign(2 * s, 0);
   }
+  // A negative pad grows the output: rows and columns past the transposed
+  // convolution, which receive no input and are 0 before the bias.
+  std::vector<int64_t> grow(2 * s, 0);
+  for (size_t i = 0; i < 2 * s; ++i)
+    if (pads[i] < 0) {
+      grow[i] = -pads[i];
+      pads[i] = 0;
+    }
   Expr y = n.call("nn.conv2d_transpose", {lift_tensor(n, n.input(0)), lift_tensor(n, n.input(1))},
                   {{"strides", lift(strides, 1)},
                    {"padding", lift_pads(pads)},
                    {"dilation", lift(dilations, 1)},
                    {"groups", n.attr_int("group", 1)},
                    {"output_padding", lift(out_pad, 0)}});
+  if (std::any_of(grow.begin(), grow.end(), [](int64_t g) { return g > 0; })) {
+    std::vector<int64_t> width = {0, 0, 0, 0};  // nn.pad: (begin, end) per axis of (N, C, H, W)
+    std::vector<int64_t> g = lift_pads(grow);   // [top, left, bottom, right]
+    width.insert(width.end(), {g[0], g[2], g[1], g[3]});
+    y = n.call("nn.pad", {y}, {{"pad_width", width}, {"pad_value", 0.0}, {"mode", std::string("constant")}});
+  }
   n.set_output(0, lower_tensor(n, add_channel_bias(n, y, 2), s));
 }
 
@@ -212,7 +228,7 @@ void convert_global_max_pool(NodeContext& n) {
 
 void add_conv_converters(ConverterTable& t) {
   t["Conv"] = {convert_conv, {"nn.conv2d", "add", "reshape"}};
-  t["ConvTranspose"] = {convert_conv_transpose, {"nn.conv2d_transpose", "add", "reshape"}};
+  t["ConvTranspose"] = {convert_conv_transpose, {"nn.conv2d_transpose", "add", "reshape", "nn.pad"}};
   t["MaxPool"] = {convert_pool<true>, {"nn.max_pool2d", "reshape"}};
   t["AveragePool"] = {convert_pool<false>, {"nn.avg_pool2d", "reshape"}};
   t["GlobalAveragePool"] = {convert_global_avg_pool, {"nn.adaptive_avg_pool2d", "mean"}};

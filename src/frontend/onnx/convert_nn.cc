@@ -1,12 +1,13 @@
 // ONNX neural-network operators: BatchNormalization, Gemm, MatMul,
 // Softmax/LogSoftmax, Resize/Upsample, LayerNormalization,
-// InstanceNormalization, MeanVarianceNormalization,
+// InstanceNormalization, MeanVarianceNormalization, LRN,
 // QuantizeLinear/DequantizeLinear. (Convolution and pooling: convert_conv.cc.)
 //
 // Decompositions: Gemm is dense or matmul, times alpha, plus beta * C; the
 // normalisations are mean / subtract / sqrt / divide chains.
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 #include "frontend/onnx/converter.h"
 #include "frontend/onnx/onnx_tensor.h"
@@ -196,7 +197,81 @@ void convert_instance_norm(NodeContext& n) {
   n.set_output(0, n.call("add", {y, reshape(n, n.input(2), cshape)}));
 }
 
-// Per-tensor scale and zero point (constants); per-axis is not supported.
+// LRN: x / (bias + alpha / size * sum of x^2 over a window of `size`
+// channels)^beta. The channel window sum is an average pool of x^2 seen as
+// (N, 1, C, rest) with a (size, 1) window that counts its zero padding, times
+// size: the window covers channels c - floor((size-1)/2) .. c + ceil((size-1)/2).
+void convert_lrn(NodeContext& n) {
+  int64_t size = n.attr_int("size", 0);
+  if (size <= 0) n.fail("size must be positive, got " + std::to_string(size));
+  if (n.rank(0) < 3) n.fail("the input must have rank 3 or more (N, C, spatial...)");
+  Expr x = n.input(0);
+  const Shape& s = n.desc(0).shape;
+  DType t = n.desc(0).dtype;
+  int64_t rest = 1;
+  for (size_t i = 2; i < s.size(); ++i) rest *= s[i];
+  Expr sq = reshape(n, n.call("multiply", {x, x}), {s[0], 1, s[1], rest});
+  int64_t before = (size - 1) / 2, after = size - 1 - before;
+  Expr avg = n.call("nn.avg_pool2d", {sq},
+                    {{"pool_size", std::vector<int64_t>{size, 1}},
+                     {"padding", std::vector<int64_t>{before, 0, after, 0}},
+                     {"count_include_pad", int64_t{1}}});
+  double alpha = n.attr_float("alpha", 1e-4), beta = n.attr_float("beta", 0.75), bias = n.attr_float("bias", 1.0);
+  // alpha / size * (avg * size) = alpha * avg.
+  Expr base = n.call("add", {n.call("multiply", {avg, n.scalar(alpha, t)}), n.scalar(bias, t)});
+  Expr denom = n.call("power", {base, n.scalar(beta, t)});
+  n.set_output(0, n.call("divide", {x, reshape(n, denom, s)}));
+}
+
+// Per-axis quantization (a 1-D scale and zero point along `axis`, opset 13)
+// decomposes into elementwise ops with the same rounding as kiln's quantize:
+//   quantize:   astype(clip(round(x / scale) + zp, qmin, qmax)), NaN -> zp
+//   dequantize: (astype(q, float32) - zp) * scale
+// with scale and zp reshaped to lie along `axis`.
+struct AxisParams {
+  Expr scale, zero_point;  // float32, shaped (1, .., C, .., 1)
+  DType zp_dtype = DType::UInt8;
+};
+
+std::optional<AxisParams> axis_params(NodeContext& n) {
+  Tensor s = n.require_constant(1, "scale");
+  if (s.numel() == 1) return std::nullopt;
+  int64_t r = n.rank(0);
+  int64_t axis = normalize_axis(n.attr_int("axis", 1), r, n);
+  int64_t size = n.desc(0).shape[static_cast<size_t>(axis)];
+  if (s.ndim() != 1 || s.numel() != size)
+    n.fail("the scale has shape " + shape_str(s.shape()) + "; per-axis quantization along axis " +
+           std::to_string(axis) + " needs (" + std::to_string(size) + ",)");
+  Tensor z = Tensor::zeros(s.shape(), DType::UInt8);
+  if (n.has_input(2)) z = n.require_constant(2, "zero_point");
+  if (z.shape() != s.shape()) n.fail("the zero point has shape " + shape_str(z.shape()) + ", the scale " + shape_str(s.shape()));
+  Shape along(static_cast<size_t>(r), 1);
+  along[static_cast<size_t>(axis)] = size;
+  Attrs to_axis{{"newshape", std::vector<int64_t>(along)}};
+  AxisParams p;
+  p.zp_dtype = z.dtype();
+  p.scale = n.call("reshape", {cast(n, n.constant_expr(s), DType::Float32)}, to_axis);
+  p.zero_point = n.call("reshape", {cast(n, n.constant_expr(z), DType::Float32)}, to_axis);
+  return p;
+}
+
+void quantize_per_axis(NodeContext& n, const AxisParams& p) {
+  DType t = p.zp_dtype;
+  if (t != DType::Int8 && t != DType::UInt8) n.unsupported("quantizing to " + std::string(dtype_name(t)));
+  Expr q = n.call("divide", {cast(n, n.input(0), DType::Float32), p.scale});
+  q = n.call("where", {n.call("equal", {q, q}), n.call("round", {q}), n.scalar(0, DType::Float32)});
+  q = n.call("add", {q, p.zero_point});
+  bool i8 = t == DType::Int8;
+  q = n.call("clip", {q}, {{"a_min", i8 ? -128.0 : 0.0}, {"a_max", i8 ? 127.0 : 255.0}});
+  n.set_output(0, cast(n, q, t));
+}
+
+void dequantize_per_axis(NodeContext& n, const AxisParams& p) {
+  Expr d = n.call("subtract", {cast(n, n.input(0), DType::Float32), p.zero_point});
+  n.set_output(0, n.call("multiply", {d, p.scale}));
+}
+
+// Per-tensor scale and zero point (constants).
 void quant_params(NodeContext& n, double& scale, int64_t& zero_point, DType& zp_dtype) {
   Tensor s = n.require_constant(1, "scale");
   if (s.numel() != 1) n.unsupported("per-axis quantization is not supported");
@@ -212,6 +287,10 @@ void quant_params(NodeContext& n, double& scale, int64_t& zero_point, DType& zp_
 }
 
 void convert_quantize(NodeContext& n) {
+  if (auto p = axis_params(n)) {
+    quantize_per_axis(n, *p);
+    return;
+  }
   double scale;
   int64_t zp;
   DType t;
@@ -222,6 +301,10 @@ void convert_quantize(NodeContext& n) {
 }
 
 void convert_dequantize(NodeContext& n) {
+  if (auto p = axis_params(n)) {
+    dequantize_per_axis(n, *p);
+    return;
+  }
   double scale;
   int64_t zp;
   DType t;
@@ -244,8 +327,11 @@ void add_nn_converters(ConverterTable& t) {
   t["MeanVarianceNormalization"] = {convert_mvn, {"mean", "subtract", "multiply", "add", "sqrt", "divide"}, 9};
   t["InstanceNormalization"] = {convert_instance_norm,
                                 {"mean", "subtract", "multiply", "add", "sqrt", "divide", "reshape"}};
-  t["QuantizeLinear"] = {convert_quantize, {"quantize"}, 10};
-  t["DequantizeLinear"] = {convert_dequantize, {"dequantize"}, 10};
+  t["QuantizeLinear"] = {convert_quantize,
+                         {"quantize", "reshape", "astype", "divide", "equal", "round", "where", "add", "clip"},
+                         10};
+  t["DequantizeLinear"] = {convert_dequantize, {"dequantize", "reshape", "astype", "subtract", "multiply"}, 10};
+  t["LRN"] = {convert_lrn, {"multiply", "reshape", "nn.avg_pool2d", "add", "power", "divide"}};
 }
 
 }  // namespace kiln::onnx_import

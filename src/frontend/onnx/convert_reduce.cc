@@ -1,8 +1,9 @@
 // ONNX reductions: ReduceSum/Mean/Max/Min/Prod map to kiln's
 // sum/mean/max/min/prod; ReduceL1, ReduceL2, ReduceSumSquare, ReduceLogSum,
 // ReduceLogSumExp decompose into elementwise ops around a sum. Also the ops
-// that reduce to an index or scan an axis: ArgMax/ArgMin (argmax/argmin),
-// Hardmax (equal(argmax, iota) as a one-hot) and CumSum (cumsum).
+// that reduce to an index, select or scan along an axis: ArgMax/ArgMin
+// (argmax/argmin), Hardmax (equal(argmax, iota) as a one-hot), TopK (topk)
+// and CumSum (cumsum).
 //
 // Axes are an attribute before opset 13 (ReduceSum) or 18 (the others) and
 // an input after; noop_with_empty_axes=1 with no axes is the identity.
@@ -94,6 +95,22 @@ void convert_hardmax(NodeContext& n) {
   n.set_output(0, reshape(n, y, s));
 }
 
+// kiln's topk always sorts, which is one of the orders sorted=0 allows.
+void convert_topk(NodeContext& n) {
+  int64_t k = n.attr_int("k", -1);
+  if (n.opset() >= 10) {
+    std::vector<int64_t> ks = n.require_ints(1, "K");
+    if (ks.size() != 1) n.fail("K must hold one value, got " + std::to_string(ks.size()));
+    k = ks[0];
+  }
+  if (n.rank(0) == 0) n.fail("the input is a scalar; it needs rank >= 1");
+  int64_t axis = normalize_axis(n.attr_int("axis", -1), n.rank(0), n);
+  Expr t = n.call("topk", {n.input(0)},
+                  {{"k", k}, {"axis", axis}, {"largest", n.attr_int("largest", 1) ? int64_t{1} : int64_t{0}}});
+  n.set_output(0, n.builder().tuple_item(t, 0));
+  n.set_output(1, n.builder().tuple_item(t, 1));
+}
+
 void convert_cumsum(NodeContext& n) {
   std::vector<int64_t> axis = n.require_ints(1, "axis");
   if (axis.size() != 1) n.fail("axis must hold one value, got " + std::to_string(axis.size()));
@@ -121,6 +138,7 @@ void add_reduce_converters(ConverterTable& t) {
   t["ArgMin"] = {convert_arg<false>, {"argmin"}};
   t["Hardmax"] = {convert_hardmax, {"argmax", "equal", "astype", "reshape"}};
   t["CumSum"] = {convert_cumsum, {"cumsum"}, 11};
+  t["TopK"] = {convert_topk, {"topk"}};
 }
 
 }  // namespace kiln::onnx_import
