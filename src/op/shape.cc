@@ -1,6 +1,7 @@
 // Shape ops: reshape, permute_dims, concat, split, flatten, squeeze,
-// expand_dims (this file) and strided_slice, broadcast_to, take, where
-// (shape_index.cc). All of them work on every dtype.
+// expand_dims (this file), strided_slice, broadcast_to, take,
+// gather_elements, where, trilu (shape_index.cc) and gather_nd, scatter_nd,
+// scatter_elements (scatter.cc). All of them work on every dtype.
 //
 // reshape(newshape): at most one -1, inferred from the element count; other
 //   values must be >= 0 and the element count must match.
@@ -304,6 +305,7 @@ void register_shape_ops(OpRegistry& r) {
          infer_expand_dims,
          copy_bytes_kernel});
   register_shape_index_ops(r);
+  register_scatter_ops(r);
 }
 
 }  // namespace kiln

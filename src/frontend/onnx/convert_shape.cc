@@ -1,7 +1,8 @@
 // ONNX shape and data-movement operators: Reshape, Flatten, Transpose,
 // Concat, Split, Slice, Squeeze, Unsqueeze, Shape, Size, Gather,
-// GatherElements, Expand, Tile, ConstantOfShape, Constant, Range, EyeLike,
-// Where, Trilu, OneHot, Pad, DepthToSpace, SpaceToDepth.
+// GatherElements, GatherND, ScatterND, ScatterElements (and the older
+// Scatter), Expand, Tile, ConstantOfShape, Constant, Range, EyeLike, Where,
+// Trilu, OneHot, Pad, DepthToSpace, SpaceToDepth.
 //
 // OneHot decomposes: where(equal(indices[..., None, ...], iota), on, off),
 // with negative indices wrapped by depth first.
@@ -185,6 +186,23 @@ void convert_gather_elements(NodeContext& n) {
   if (n.rank(0) == 0) n.fail("the data is a scalar; it needs rank >= 1");
   int64_t axis = normalize_axis(n.attr_int("axis", 0), n.rank(0), n);
   n.set_output(0, n.call("gather_elements", {n.input(0), n.input(1)}, {{"axis", axis}}));
+}
+
+void convert_gather_nd(NodeContext& n) {
+  n.set_output(0, n.call("gather_nd", {n.input(0), n.input(1)}, {{"batch_dims", n.attr_int("batch_dims", 0)}}));
+}
+
+void convert_scatter_nd(NodeContext& n) {
+  n.set_output(0, n.call("scatter_nd", {n.input(0), n.input(1), n.input(2)},
+                         {{"reduction", n.attr_string("reduction", "none")}}));
+}
+
+// Also Scatter (opsets 9 and 10), ScatterElements under its old name.
+void convert_scatter_elements(NodeContext& n) {
+  if (n.rank(0) == 0) n.fail("the data is a scalar; it needs rank >= 1");
+  int64_t axis = normalize_axis(n.attr_int("axis", 0), n.rank(0), n);
+  n.set_output(0, n.call("scatter_elements", {n.input(0), n.input(1), n.input(2)},
+                         {{"axis", axis}, {"reduction", n.attr_string("reduction", "none")}}));
 }
 
 void convert_trilu(NodeContext& n) {
@@ -408,6 +426,10 @@ void add_shape_converters(ConverterTable& t) {
   t["Size"] = {convert_size, {}};
   t["Gather"] = {convert_gather, {"take"}};
   t["GatherElements"] = {convert_gather_elements, {"gather_elements"}, 11};
+  t["GatherND"] = {convert_gather_nd, {"gather_nd"}, 11};
+  t["ScatterND"] = {convert_scatter_nd, {"scatter_nd"}, 11};
+  t["ScatterElements"] = {convert_scatter_elements, {"scatter_elements"}, 11};
+  t["Scatter"] = {convert_scatter_elements, {"scatter_elements"}, 9};
   t["Expand"] = {convert_expand, {"broadcast_to"}};
   t["Tile"] = {convert_tile, {"concat"}};
   t["ConstantOfShape"] = {convert_constant_of_shape, {}};
