@@ -1,10 +1,14 @@
 // image.resize2d: resizes the two spatial axes of an NCHW tensor.
 //
 // Follows the ONNX Resize operator (with `sizes`, no roi):
-// - size = [out_h, out_w] (required, > 0). scale = out / in per axis.
+// - size = [out_h, out_w] (required, > 0). scale = out / in per axis, unless
+//   the optional attribute scale = [scale_h, scale_w] (each > 0) gives it:
+//   ONNX Resize with `scales` maps coordinates with the given scale even when
+//   the output size floor(in * scale) makes out / in differ from it (and
+//   align_corners then uses the unrounded length in * scale for out).
 // - coordinate_transformation_mode maps an output coordinate o to an input
-//   coordinate x (computed exactly as o * in / out in double, so ties are
-//   real ties):
+//   coordinate x (without a scale attribute computed exactly as o * in / out
+//   in double, so ties are real ties):
 //     half_pixel          x = (o + 0.5) / scale - 0.5            (default)
 //     pytorch_half_pixel  x = out > 1 ? (o + 0.5) / scale - 0.5 : 0
 //     align_corners       x = out > 1 ? o * (in - 1) / (out - 1) : 0
@@ -65,6 +69,12 @@ std::vector<TensorDesc> resize_infer(const std::vector<TensorDesc>& in, const At
                 std::to_string(exclude));
   if (!std::isfinite(attrs.get_float("cubic_alpha")))
     throw Error(std::string(kOp) + ": attribute 'cubic_alpha' must be finite");
+  const auto& scale = attrs.get_floats("scale");
+  bool scale_ok = scale.empty() || scale.size() == 2;
+  for (double v : scale) scale_ok = scale_ok && std::isfinite(v) && v > 0;
+  if (!scale_ok)
+    throw Error(std::string(kOp) + ": attribute 'scale' must be [] or [scale_h, scale_w] with both finite and > 0, got " +
+                attr_value_str(scale));
   if ((x.shape[2] == 0 || x.shape[3] == 0) && x.shape[0] * x.shape[1] > 0)
     throw Error(std::string(kOp) + ": cannot resize an empty image " + desc_str(x));
   return {{{x.shape[0], x.shape[1], size[0], size[1]}, x.dtype}};
@@ -77,8 +87,17 @@ struct AxisTaps {
   std::vector<double> weight;       // out * k weights
 };
 
-double source_coord(const std::string& mode, int64_t o, int64_t in, int64_t out) {
+// `scale` 0 means out / in, applied as * in / out so that ties stay exact.
+double source_coord(const std::string& mode, int64_t o, int64_t in, int64_t out, double scale) {
   double od = static_cast<double>(o), ind = static_cast<double>(in), outd = static_cast<double>(out);
+  if (scale > 0) {
+    // ONNX's reference aligns corners to the unrounded length in * scale.
+    double length = ind * scale;
+    if (mode == "align_corners") return length == 1 ? 0.0 : od * (ind - 1) / (length - 1);
+    if (mode == "asymmetric") return od / scale;
+    if (mode == "pytorch_half_pixel" && out <= 1) return 0.0;
+    return (od + 0.5) / scale - 0.5;
+  }
   if (mode == "half_pixel") return (od + 0.5) * ind / outd - 0.5;
   if (mode == "pytorch_half_pixel") return out > 1 ? (od + 0.5) * ind / outd - 0.5 : 0.0;
   if (mode == "align_corners") return out > 1 ? od * (ind - 1) / (outd - 1) : 0.0;
@@ -106,7 +125,7 @@ void cubic_weights(double t, double a, double w[4]) {
   w[3] = far(2 - t);
 }
 
-AxisTaps make_taps(const Attrs& attrs, int64_t in, int64_t out) {
+AxisTaps make_taps(const Attrs& attrs, int64_t in, int64_t out, double scale) {
   const std::string& method = attrs.get_string("method");
   const std::string& mode = attrs.get_string("coordinate_transformation_mode");
   const std::string& rounding = attrs.get_string("rounding_method");
@@ -116,7 +135,7 @@ AxisTaps make_taps(const Attrs& attrs, int64_t in, int64_t out) {
   taps.k = method == "nearest" ? 1 : method == "linear" ? 2 : 4;
   auto clamp = [in](int64_t i) { return std::min(std::max<int64_t>(i, 0), in - 1); };
   for (int64_t o = 0; o < out; ++o) {
-    double x = source_coord(mode, o, in, out);
+    double x = source_coord(mode, o, in, out, scale);
     if (taps.k == 1) {
       taps.index.push_back(clamp(nearest_index(rounding, x)));
       taps.weight.push_back(1.0);
@@ -187,8 +206,9 @@ void resize_kernel(const std::vector<Tensor>& in, const Attrs& attrs, std::vecto
   const Tensor& x = in[0];
   Tensor& y = out[0];
   if (y.numel() == 0) return;
-  AxisTaps ty = make_taps(attrs, x.dim(2), y.dim(2));
-  AxisTaps tx = make_taps(attrs, x.dim(3), y.dim(3));
+  const auto& scale = attrs.get_floats("scale");
+  AxisTaps ty = make_taps(attrs, x.dim(2), y.dim(2), scale.empty() ? 0.0 : scale[0]);
+  AxisTaps tx = make_taps(attrs, x.dim(3), y.dim(3), scale.empty() ? 0.0 : scale[1]);
   switch (x.dtype()) {
     case DType::Float32: return resize_typed<float>(x, ty, tx, y);
     case DType::Int8: return resize_typed<int8_t>(x, ty, tx, y);
@@ -212,7 +232,8 @@ void register_image_ops(OpRegistry& r) {
              {"coordinate_transformation_mode", AttrKind::String, AttrValue(std::string("half_pixel"))},
              {"rounding_method", AttrKind::String, AttrValue(std::string("round_prefer_floor"))},
              {"cubic_alpha", AttrKind::Float, AttrValue(-0.75)},
-             {"exclude_outside", AttrKind::Int, AttrValue(int64_t{0})}};
+             {"exclude_outside", AttrKind::Int, AttrValue(int64_t{0})},
+             {"scale", AttrKind::Floats, AttrValue(std::vector<double>{})}};
   d.infer = resize_infer;
   d.kernel = resize_kernel;
   r.add(std::move(d));

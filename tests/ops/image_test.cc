@@ -114,6 +114,27 @@ TEST(Resize, LinearPytorchHalfPixelDownsample) {
   expect_near_all(values(y), {1.6666666, 7, 12.333333}, 1e-5);
 }
 
+TEST(Resize, GivenScaleMapsCoordinates) {
+  // Width 4 -> 2 with scale 0.6 (floor(2.4) = 2), so out / in = 0.5 differs from it.
+  Tensor x = tensor_of({1, 1, 1, 4}, DType::Float32, {1, 2, 3, 4});
+  auto with_scale = [&](const std::string& ctm) {
+    Attrs a = modes("linear", ctm);
+    a.set("scale", std::vector<double>{1.0, 0.6});
+    return values(resize(x, {1, 2}, a));
+  };
+  // half_pixel: x = (o + 0.5) / 0.6 - 0.5 = 1/3 and 2 (the ratio would give 0.5 and 2.5).
+  expect_near_all(with_scale("half_pixel"), {1 + 1.0 / 3, 3}, 1e-6);
+  expect_near_all(values(resize(x, {1, 2}, modes("linear"))), {1.5, 3.5}, 1e-6);
+  // asymmetric: x = o / 0.6 = 0 and 5/3.
+  expect_near_all(with_scale("asymmetric"), {1, 1 + 5.0 / 3}, 1e-6);
+  // align_corners: x = o * (4 - 1) / (2.4 - 1), the unrounded length.
+  expect_near_all(with_scale("align_corners"), {1, 1 + 3 / 1.4}, 1e-6);
+  Attrs bad = modes("linear");
+  bad.set("scale", std::vector<double>{0.6});
+  expect_error([&] { resize(x, {1, 2}, bad); },
+               "image.resize2d: attribute 'scale' must be [] or [scale_h, scale_w] with both finite and > 0");
+}
+
 TEST(Resize, CubicHandComputed) {
   // W 4 -> 8, asymmetric: output 1 maps to x = 0.5, t = 0.5, A = -0.75:
   // weights (-0.09375, 0.59375, 0.59375, -0.09375) on taps -1, 0, 1, 2.

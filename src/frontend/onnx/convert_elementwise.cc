@@ -86,6 +86,9 @@ void convert_shrink(NodeContext& n) {
   Expr x = n.input(0);
   DType t = x->type->tensor.dtype;
   double lambd = n.attr_float("lambd", 0.5), bias = n.attr_float("bias", 0.0);
+  // The decomposition compares and subtracts in x's type, where a fractional
+  // lambd or bias would be rounded; ONNX leaves that rounding open.
+  if (!is_float(t)) n.unsupported("integer input " + std::string(dtype_name(t)) + " is not supported (float only)");
   Expr high = n.call("where", {n.call("greater", {x, n.scalar(lambd, t)}),
                                n.call("subtract", {x, n.scalar(bias, t)}), n.scalar(0.0, t)});
   n.set_output(0, n.call("where", {n.call("less", {x, n.scalar(-lambd, t)}),

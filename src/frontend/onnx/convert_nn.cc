@@ -98,6 +98,7 @@ void convert_resize(NodeContext& n) {
     coord = n.attr_string("coordinate_transformation_mode", "half_pixel");
     rounding = n.attr_string("nearest_mode", "round_prefer_floor");
     if (n.has_attr("axes")) n.unsupported("the axes attribute of Resize is not supported");
+    if (n.attr_int("antialias", 0) != 0) n.unsupported("antialias=1 is not supported");
     if (n.attr_string("keep_aspect_ratio_policy", "stretch") != "stretch")
       n.unsupported("keep_aspect_ratio_policy other than 'stretch' is not supported");
   }
@@ -110,11 +111,12 @@ void convert_resize(NodeContext& n) {
   }
   if (sizes.size() != 4) n.fail("sizes must have 4 entries for a 4-D input");
   if (sizes[0] != in[0] || sizes[1] != in[1]) n.unsupported("resizing the batch or channel axis is not supported");
-  // kiln's resize maps coordinates with the size ratio; ONNX uses the given
-  // scale, which differs only when in * scale is not a whole number.
+  // kiln's resize maps coordinates with the size ratio unless given the
+  // scale; ONNX uses the given scale, which differs only when in * scale is
+  // not a whole number. Whole ones keep the exact ratio path.
+  std::vector<double> coord_scale;
   for (size_t i = 2; i < 4 && !scales.empty(); ++i)
-    if (std::abs(in[i] * scales[i] - static_cast<double>(sizes[i])) > 1e-6)
-      n.unsupported("a scale that does not give a whole output size is not supported");
+    if (std::abs(in[i] * scales[i] - static_cast<double>(sizes[i])) > 1e-6) coord_scale = {scales[2], scales[3]};
   std::string mode = n.attr_string("mode", "nearest");
   if (mode == "bilinear") mode = "linear";
   if (mode != "nearest" && mode != "linear" && mode != "cubic") n.fail("unknown mode '" + mode + "'");
@@ -124,6 +126,7 @@ void convert_resize(NodeContext& n) {
               {"rounding_method", rounding},
               {"cubic_alpha", n.attr_float("cubic_coeff_a", -0.75)},
               {"exclude_outside", n.attr_int("exclude_outside", 0)}};
+  if (!coord_scale.empty()) attrs.set("scale", coord_scale);
   n.set_output(0, n.call("image.resize2d", {n.input(0)}, attrs));
 }
 
