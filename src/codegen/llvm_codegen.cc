@@ -319,7 +319,15 @@ class FunctionBuilder {
       llvm::Function* callee = mod_.getFunction(n.name);
       if (callee && callee->getFunctionType() != fty)
         throw Error("extern function '" + n.name + "' is called with two different signatures in @" + f_.name);
-      if (!callee) callee = llvm::Function::Create(fty, llvm::Function::ExternalLinkage, n.name, mod_);
+      if (!callee) {
+        callee = llvm::Function::Create(fty, llvm::Function::ExternalLinkage, n.name, mod_);
+        // The runtime's allocators return fresh memory, like malloc: without
+        // noalias, LLVM guards loops that use such a buffer and a stack
+        // buffer (a register tile) with overlap checks and keeps the tile
+        // in memory.
+        if (n.name == "HexagonBackendAllocateVTCM" || n.name == "KilnBackendAllocWorkspace")
+          callee->addRetAttr(llvm::Attribute::NoAlias);
+      }
       llvm::Value* r = b_.CreateCall(callee, args);
       return n.dtype.is_bool() ? to_register(r, n.dtype) : r;
     }
@@ -469,75 +477,56 @@ class FunctionBuilder {
 
   // A parallel loop: its body becomes a task function
   //   i32 @f__parallel_N(i64 begin, i64 end, ptr env)
-  // that runs iterations [begin, end) (a serial loop, with the loop's own
-  // allocations per task), and the loop becomes a call of the runtime's
-  // KilnBackendParallelFor(extent, task, env). env is a struct on the
-  // caller's stack holding the loop's min and every value the body reads
+  // that runs iterations [begin, end), and the loop becomes a call of the
+  // runtime's KilnBackendParallelFor(extent, task, env). env is a struct on
+  // the caller's stack holding the loop's min and every value the body reads
   // from outside (enclosing loop variables, lets, buffer data pointers,
   // scalar parameters); the caller waits for the tasks, so it outlives them.
-  // A return inside the body returns from the task. After the call, a
-  // failure is either kept for the failure check that follows the loop
-  // (`checked`, tir/parallel.h) or returned from the function here.
+  // The task unpacks env and calls @f__parallel_N_body(begin, end, min,
+  // values...), where the loop runs with the body's own allocations (per
+  // task): as arguments, the kernel's buffer parameters keep their noalias
+  // (scoped alias metadata once LLVM inlines the body into the task), so
+  // vectorized loops in the body need no run-time overlap checks, as in the
+  // kernel. A return inside the body returns from the task. After the call, a failure is either kept
+  // for the failure check that follows the loop (`checked`, tir/parallel.h)
+  // or returned from the function here.
   void parallel_loop(const tir::ForNode& n, bool checked) {
     llvm::Value* min = expr(n.min);
     llvm::Value* count = b_.CreateIntCast(expr(n.extent), b_.getInt64Ty(), n.var->dtype.is_int());
     std::vector<const tir::VarNode*> captures = tir::loop_body_inputs(n);
-    std::vector<llvm::Type*> fields = {min->getType()};
     std::vector<llvm::Value*> values = {min};
     for (const tir::VarNode* v : captures) {
       auto it = vars_.find(v);
       KILN_ASSERT(it != vars_.end(), "codegen: a parallel loop reads a variable without a value");
-      fields.push_back(it->second->getType());
       values.push_back(it->second);
     }
+    std::vector<llvm::Type*> fields;
+    for (llvm::Value* v : values) fields.push_back(v->getType());
     auto* env_ty = llvm::StructType::get(ctx_, fields);
     llvm::AllocaInst* env = llvm::IRBuilder<>(entry_, entry_->begin()).CreateAlloca(env_ty, nullptr, "parallel_env");
     for (size_t i = 0; i < values.size(); ++i) b_.CreateStore(values[i], b_.CreateStructGEP(env_ty, env, unsigned(i)));
 
-    auto* task_ty = llvm::FunctionType::get(b_.getInt32Ty(), {b_.getInt64Ty(), b_.getInt64Ty(), b_.getPtrTy()}, false);
-    auto* task = llvm::Function::Create(task_ty, llvm::Function::InternalLinkage,
-                                        f_.name + "__parallel_" + std::to_string(parallel_tasks_++), mod_);
-    // The task is a function of its own: build it with fresh state, then
-    // come back to the call site.
-    llvm::Function* outer_fn = fn_;
-    llvm::BasicBlock* outer_entry = entry_;
-    llvm::AllocaInst* outer_status = status_;
-    auto outer_vars = std::move(vars_);
-    llvm::IRBuilderBase::InsertPoint call_site = b_.saveIP();
-    fn_ = task;
-    entry_ = llvm::BasicBlock::Create(ctx_, "entry", task);
-    status_ = nullptr;
-    vars_.clear();
-    b_.SetInsertPoint(entry_);
-    llvm::Value* task_env = task->getArg(2);
-    llvm::Value* task_min = b_.CreateLoad(fields[0], b_.CreateStructGEP(env_ty, task_env, 0), "min");
-    for (size_t i = 0; i < captures.size(); ++i)
-      vars_[captures[i]] =
-          b_.CreateLoad(fields[i + 1], b_.CreateStructGEP(env_ty, task_env, unsigned(i + 1)), captures[i]->name);
-    llvm::BasicBlock* pre = b_.GetInsertBlock();
-    auto* head = llvm::BasicBlock::Create(ctx_, "for_" + n.var->name, fn_);
-    auto* body = llvm::BasicBlock::Create(ctx_, "body_" + n.var->name, fn_);
-    auto* done = llvm::BasicBlock::Create(ctx_, "end_" + n.var->name, fn_);
-    b_.CreateBr(head);
-    b_.SetInsertPoint(head);
-    llvm::PHINode* j = b_.CreatePHI(b_.getInt64Ty(), 2, "iteration");
-    j->addIncoming(task->getArg(0), pre);
-    b_.CreateCondBr(b_.CreateICmpSLT(j, task->getArg(1)), body, done);
-    b_.SetInsertPoint(body);
-    vars_[n.var.get()] = b_.CreateAdd(task_min, b_.CreateIntCast(j, fields[0], true), n.var->name);
-    stmt(n.body);
-    if (!b_.GetInsertBlock()->getTerminator()) {
-      j->addIncoming(b_.CreateAdd(j, b_.getInt64(1)), b_.GetInsertBlock());
-      b_.CreateBr(head);
+    std::string name = f_.name + "__parallel_" + std::to_string(parallel_tasks_++);
+    std::vector<llvm::Type*> body_params = {b_.getInt64Ty(), b_.getInt64Ty()};
+    body_params.insert(body_params.end(), fields.begin(), fields.end());
+    auto* body_fn = llvm::Function::Create(llvm::FunctionType::get(b_.getInt32Ty(), body_params, false),
+                                           llvm::Function::InternalLinkage, name + "_body", mod_);
+    for (size_t i = 0; i < values.size(); ++i) {
+      auto* a = llvm::dyn_cast<llvm::Argument>(values[i]);
+      if (a && a->hasNoAliasAttr()) body_fn->getArg(unsigned(i + 2))->addAttr(llvm::Attribute::NoAlias);
     }
-    b_.SetInsertPoint(done);
-    b_.CreateRet(b_.getInt32(0));
+    build_parallel_body(n, body_fn, captures);
 
-    fn_ = outer_fn;
-    entry_ = outer_entry;
-    status_ = outer_status;
-    vars_ = std::move(outer_vars);
-    b_.restoreIP(call_site);
+    auto* task_ty = llvm::FunctionType::get(b_.getInt32Ty(), {b_.getInt64Ty(), b_.getInt64Ty(), b_.getPtrTy()}, false);
+    auto* task = llvm::Function::Create(task_ty, llvm::Function::InternalLinkage, name, mod_);
+    {
+      llvm::IRBuilder<> tb(llvm::BasicBlock::Create(ctx_, "entry", task));
+      std::vector<llvm::Value*> args = {task->getArg(0), task->getArg(1)};
+      for (size_t i = 0; i < fields.size(); ++i)
+        args.push_back(tb.CreateLoad(fields[i], tb.CreateStructGEP(env_ty, task->getArg(2), unsigned(i))));
+      tb.CreateRet(tb.CreateCall(body_fn, args));
+    }
+
     auto* launch_ty = llvm::FunctionType::get(b_.getInt32Ty(), {b_.getInt64Ty(), b_.getPtrTy(), b_.getPtrTy()}, false);
     llvm::FunctionCallee launch = mod_.getOrInsertFunction("KilnBackendParallelFor", launch_ty);
     llvm::Value* code = b_.CreateCall(launch, {count, task, env}, "parallel_code");
@@ -551,6 +540,51 @@ class FunctionBuilder {
     b_.SetInsertPoint(failed);
     b_.CreateRet(code);
     b_.SetInsertPoint(next);
+  }
+
+  // The loop of a parallel loop's body function (begin, end, min, captures...):
+  // a function of its own, built with fresh state before returning to the
+  // call site.
+  void build_parallel_body(const tir::ForNode& n, llvm::Function* body_fn,
+                           const std::vector<const tir::VarNode*>& captures) {
+    llvm::Function* outer_fn = fn_;
+    llvm::BasicBlock* outer_entry = entry_;
+    llvm::AllocaInst* outer_status = status_;
+    auto outer_vars = std::move(vars_);
+    llvm::IRBuilderBase::InsertPoint call_site = b_.saveIP();
+    fn_ = body_fn;
+    entry_ = llvm::BasicBlock::Create(ctx_, "entry", body_fn);
+    status_ = nullptr;
+    vars_.clear();
+    b_.SetInsertPoint(entry_);
+    llvm::Value* min = body_fn->getArg(2);
+    for (size_t i = 0; i < captures.size(); ++i) {
+      llvm::Argument* a = body_fn->getArg(unsigned(i + 3));
+      a->setName(captures[i]->name);
+      vars_[captures[i]] = a;
+    }
+    auto* head = llvm::BasicBlock::Create(ctx_, "for_" + n.var->name, fn_);
+    auto* body = llvm::BasicBlock::Create(ctx_, "body_" + n.var->name, fn_);
+    auto* done = llvm::BasicBlock::Create(ctx_, "end_" + n.var->name, fn_);
+    b_.CreateBr(head);
+    b_.SetInsertPoint(head);
+    llvm::PHINode* j = b_.CreatePHI(b_.getInt64Ty(), 2, "iteration");
+    j->addIncoming(body_fn->getArg(0), entry_);
+    b_.CreateCondBr(b_.CreateICmpSLT(j, body_fn->getArg(1)), body, done);
+    b_.SetInsertPoint(body);
+    vars_[n.var.get()] = b_.CreateAdd(min, b_.CreateIntCast(j, min->getType(), true), n.var->name);
+    stmt(n.body);
+    if (!b_.GetInsertBlock()->getTerminator()) {
+      j->addIncoming(b_.CreateAdd(j, b_.getInt64(1)), b_.GetInsertBlock());
+      b_.CreateBr(head);
+    }
+    b_.SetInsertPoint(done);
+    b_.CreateRet(b_.getInt32(0));
+    fn_ = outer_fn;
+    entry_ = outer_entry;
+    status_ = outer_status;
+    vars_ = std::move(outer_vars);
+    b_.restoreIP(call_site);
   }
 
   // The current function's parallel_status(): 0 until a checked parallel loop fails.

@@ -61,7 +61,7 @@ TEST_F(TirCli, BuildEmitsEveryKind) {
   std::string ll = read(path("add.ll"));
   EXPECT_TRUE(has(ll, "define")) << ll;
   EXPECT_TRUE(has(ll, "@alloc_vtcm(")) << ll;
-  EXPECT_TRUE(has(ll, "declare ptr @HexagonBackendAllocateVTCM(i32")) << ll;
+  EXPECT_TRUE(has(ll, "declare noalias ptr @HexagonBackendAllocateVTCM(i32")) << ll;
   EXPECT_TRUE(has(ll, "@HexagonBackendAllocateVTCM(i32 2048, i32 128)")) << "size in bytes, then alignment\n" << ll;
   std::string asm_text = read(path("add.asm"));
   EXPECT_TRUE(has(asm_text, "alloc_vtcm:")) << asm_text;
