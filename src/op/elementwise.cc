@@ -99,11 +99,14 @@ C apply_binary(C a, C b) {
     if constexpr (K == BinaryKind::Maximum) return a > b ? a : b;
     if constexpr (K == BinaryKind::Minimum) return a < b ? a : b;
     if constexpr (K == BinaryKind::Mod || K == BinaryKind::FMod) {
-      if (b == 0) throw Error(std::string(K == BinaryKind::Mod ? "mod" : "fmod") + ": integer division by zero");
+      if (b == 0)
+        throw Error(std::string(K == BinaryKind::Mod ? "mod" : "fmod") + ": integer division by zero");
       C r = 0;
       // INT_MIN % -1 overflows in C++; the remainder is 0 for any divisor -1.
-      if constexpr (std::is_signed_v<C>) r = b == -1 ? C{0} : static_cast<C>(a % b);
-      else r = static_cast<C>(a % b);
+      if constexpr (std::is_signed_v<C>)
+        r = b == -1 ? C{0} : static_cast<C>(a % b);
+      else
+        r = static_cast<C>(a % b);
       if constexpr (K == BinaryKind::Mod && std::is_signed_v<C>)
         if (r != 0 && (r < 0) != (b < 0)) r = static_cast<C>(r + b);
       return r;
@@ -163,7 +166,8 @@ const char* binary_name(BinaryKind k) {
     case BinaryKind::Maximum: return "maximum";
     case BinaryKind::Minimum: return "minimum";
     case BinaryKind::Mod: return "mod";
-    case BinaryKind::FMod: return "fmod";
+    case BinaryKind::FMod:
+      return "fmod";
   }
   return "?";
 }
@@ -321,8 +325,10 @@ void sign_kernel(const std::vector<Tensor>& in, const Attrs&, std::vector<Tensor
   map_numeric(
       in[0], out[0], [](double x) { return std::isnan(x) ? x : double((x > 0) - (x < 0)); },
       [](auto x) {
-        if constexpr (std::is_signed_v<decltype(x)>) return (x > 0) - (x < 0);
-        else return static_cast<int>(x > 0);
+        if constexpr (std::is_signed_v<decltype(x)>)
+          return (x > 0) - (x < 0);
+        else
+          return static_cast<int>(x > 0);
       });
 }
 

@@ -73,7 +73,8 @@ std::vector<TensorDesc> resize_infer(const std::vector<TensorDesc>& in, const At
   bool scale_ok = scale.empty() || scale.size() == 2;
   for (double v : scale) scale_ok = scale_ok && std::isfinite(v) && v > 0;
   if (!scale_ok)
-    throw Error(std::string(kOp) + ": attribute 'scale' must be [] or [scale_h, scale_w] with both finite and > 0, got " +
+    throw Error(std::string(kOp) +
+                ": attribute 'scale' must be [] or [scale_h, scale_w] with both finite and > 0, got " +
                 attr_value_str(scale));
   if ((x.shape[2] == 0 || x.shape[3] == 0) && x.shape[0] * x.shape[1] > 0)
     throw Error(std::string(kOp) + ": cannot resize an empty image " + desc_str(x));

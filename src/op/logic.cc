@@ -20,19 +20,22 @@ namespace {
 
 constexpr std::initializer_list<DType> kNumeric = {DType::Float32, DType::Float16, DType::Int8,
                                                    DType::UInt8,   DType::Int32,   DType::Int64};
-constexpr std::initializer_list<DType> kNumericOrBool = {DType::Float32, DType::Float16, DType::Int8, DType::UInt8,
-                                                         DType::Int32,   DType::Int64,   DType::Bool};
+constexpr std::initializer_list<DType> kNumericOrBool = {
+    DType::Float32, DType::Float16, DType::Int8, DType::UInt8, DType::Int32, DType::Int64, DType::Bool};
 
 enum class CompareKind { Equal, NotEqual, Less, LessEqual, Greater, GreaterEqual };
 
 const char* compare_name(CompareKind k) {
   switch (k) {
     case CompareKind::Equal: return "equal";
-    case CompareKind::NotEqual: return "not_equal";
+    case CompareKind::NotEqual:
+      return "not_equal";
     case CompareKind::Less: return "less";
-    case CompareKind::LessEqual: return "less_equal";
+    case CompareKind::LessEqual:
+      return "less_equal";
     case CompareKind::Greater: return "greater";
-    case CompareKind::GreaterEqual: return "greater_equal";
+    case CompareKind::GreaterEqual:
+      return "greater_equal";
   }
   return "?";
 }
@@ -103,7 +106,8 @@ enum class LogicKind { And, Or, Xor };
 const char* logic_name(LogicKind k) {
   switch (k) {
     case LogicKind::And: return "logical_and";
-    case LogicKind::Or: return "logical_or";
+    case LogicKind::Or:
+      return "logical_or";
     case LogicKind::Xor: return "logical_xor";
   }
   return "?";

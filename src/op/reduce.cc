@@ -130,18 +130,19 @@ void reduce_typed(const Tensor& x, const std::vector<bool>& mask, Tensor& y) {
     });
   } else if constexpr (K == ReduceKind::Prod) {
     std::fill(acc.begin(), acc.end(), Acc{1});
-    for_each_row<1>(x.shape(), {st}, [&](int64_t in_off, std::array<int64_t, 1> off, int64_t n,
-                                         std::array<int64_t, 1> inner) {
-      Acc* a = acc.data() + off[0];
-      const S* p = px + in_off;
-      if constexpr (kFloat) {
-        for (int64_t i = 0; i < n; ++i) a[i * inner[0]] *= static_cast<Acc>(Tag::load(p[i]));
-      } else {
-        using U = std::make_unsigned_t<C>;
-        for (int64_t i = 0; i < n; ++i)
-          a[i * inner[0]] = static_cast<C>(static_cast<U>(static_cast<U>(a[i * inner[0]]) * static_cast<U>(p[i])));
-      }
-    });
+    for_each_row<1>(x.shape(), {st},
+                    [&](int64_t in_off, std::array<int64_t, 1> off, int64_t n, std::array<int64_t, 1> inner) {
+                      Acc* a = acc.data() + off[0];
+                      const S* p = px + in_off;
+                      if constexpr (kFloat) {
+                        for (int64_t i = 0; i < n; ++i) a[i * inner[0]] *= static_cast<Acc>(Tag::load(p[i]));
+                      } else {
+                        using U = std::make_unsigned_t<C>;
+                        for (int64_t i = 0; i < n; ++i)
+                          a[i * inner[0]] = static_cast<C>(
+                              static_cast<U>(static_cast<U>(a[i * inner[0]]) * static_cast<U>(p[i])));
+                      }
+                    });
   } else {
     for_each_row<1>(x.shape(), {st}, [&](int64_t in_off, std::array<int64_t, 1> off, int64_t n,
                                          std::array<int64_t, 1> inner) {
@@ -261,7 +262,6 @@ void add_softmax(OpRegistry& r) {
   r.add(std::move(d));
 }
 
-
 // ---- argmax / argmin --------------------------------------------------------
 
 constexpr std::initializer_list<DType> kNumeric = {DType::Float32, DType::Float16, DType::Int8,
@@ -269,7 +269,8 @@ constexpr std::initializer_list<DType> kNumeric = {DType::Float32, DType::Float1
 
 int64_t bool_attr(const std::string& op, const Attrs& attrs, const std::string& name) {
   int64_t v = attrs.get_int(name);
-  if (v != 0 && v != 1) throw Error(op + ": attribute '" + name + "' must be 0 or 1, got " + std::to_string(v));
+  if (v != 0 && v != 1)
+    throw Error(op + ": attribute '" + name + "' must be 0 or 1, got " + std::to_string(v));
   return v;
 }
 
@@ -286,7 +287,8 @@ std::vector<TensorDesc> arg_infer(const std::vector<TensorDesc>& in, const Attrs
   mask[static_cast<size_t>(axis)] = true;
   Shape out = reduced_shape(x.shape, mask, keepdims);
   if (x.shape[static_cast<size_t>(axis)] == 0 && shape_numel(out) > 0)
-    throw Error(op + ": axis " + std::to_string(axis) + " of " + desc_str(x) + " is empty (no element to pick)");
+    throw Error(op + ": axis " + std::to_string(axis) + " of " + desc_str(x) +
+                " is empty (no element to pick)");
   return {{out, DType::Int64}};
 }
 
@@ -312,9 +314,12 @@ void arg_kernel(const std::vector<Tensor>& in, const Attrs& attrs, std::vector<T
           bool take = false;
           if constexpr (std::is_floating_point_v<C>) {
             // A NaN beats every number; among NaNs the first (or last) wins.
-            if (std::isnan(best)) take = last && std::isnan(v);
-            else if (std::isnan(v)) take = true;
-            else take = (kMax ? v > best : v < best) || (last && v == best);
+            if (std::isnan(best))
+              take = last && std::isnan(v);
+            else if (std::isnan(v))
+              take = true;
+            else
+              take = (kMax ? v > best : v < best) || (last && v == best);
           } else {
             take = (kMax ? v > best : v < best) || (last && v == best);
           }

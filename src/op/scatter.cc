@@ -56,8 +56,8 @@ int64_t checked_index(const std::string& op, const Tensor& idx, int64_t p, int64
   if (i < -size || i >= size)
     throw Error(op + ": index " + std::to_string(i) + " (at position " + std::to_string(p) +
                 " of indices) is out of range for axis " + std::to_string(axis) + " of size " +
-                std::to_string(size) + " (expected " + std::to_string(-size) + ".." + std::to_string(size - 1) +
-                ")");
+                std::to_string(size) + " (expected " + std::to_string(-size) + ".." +
+                std::to_string(size - 1) + ")");
   return i < 0 ? i + size : i;
 }
 
@@ -117,7 +117,8 @@ std::vector<TensorDesc> infer_gather_nd(const std::vector<TensorDesc>& in, const
   size_t bd = static_cast<size_t>(b);
   for (size_t i = 0; i < bd; ++i)
     if (x[i] != idx[i])
-      throw Error(op + ": the batch dims of data " + shape_str(x) + " and indices " + shape_str(idx) + " differ");
+      throw Error(op + ": the batch dims of data " + shape_str(x) + " and indices " + shape_str(idx) +
+                  " differ");
   int64_t m = idx.back();
   if (m < 1 || m > static_cast<int64_t>(x.size()) - b)
     throw Error(op + ": index tuples of length " + std::to_string(m) + " (the last dim of indices " +
@@ -148,7 +149,8 @@ void gather_nd_kernel(const std::vector<Tensor>& in, const Attrs& attrs, std::ve
       int64_t offset = 0;
       for (size_t j = 0; j < m; ++j) {
         int64_t a = static_cast<int64_t>(b + j);
-        offset += checked_index("gather_nd", idx, tuple + static_cast<int64_t>(j), a, xs[b + j]) * strides[b + j];
+        offset +=
+            checked_index("gather_nd", idx, tuple + static_cast<int64_t>(j), a, xs[b + j]) * strides[b + j];
       }
       if (slice == 0) continue;
       std::memcpy(dst, src + bi * batch_bytes + offset * dtype_bytes(x.dtype()), static_cast<size_t>(slice));
@@ -175,8 +177,8 @@ std::vector<TensorDesc> infer_scatter_nd(const std::vector<TensorDesc>& in, cons
   Shape want(idx.begin(), idx.end() - 1);
   want.insert(want.end(), x.begin() + m, x.end());
   if (in[2].shape != want)
-    throw Error(op + ": updates have shape " + shape_str(in[2].shape) + "; data " + shape_str(x) + " and indices " +
-                shape_str(idx) + " need " + shape_str(want));
+    throw Error(op + ": updates have shape " + shape_str(in[2].shape) + "; data " + shape_str(x) +
+                " and indices " + shape_str(idx) + " need " + shape_str(want));
   return {in[0]};
 }
 
@@ -219,7 +221,8 @@ std::vector<TensorDesc> infer_scatter_elements(const std::vector<TensorDesc>& in
   if (idx.size() != x.size())
     throw Error(op + ": indices " + shape_str(idx) + " must have the rank of data " + shape_str(x));
   if (in[2].shape != idx)
-    throw Error(op + ": updates " + shape_str(in[2].shape) + " must have the shape of indices " + shape_str(idx));
+    throw Error(op + ": updates " + shape_str(in[2].shape) + " must have the shape of indices " +
+                shape_str(idx));
   const int64_t rank = static_cast<int64_t>(x.size());
   const int64_t axis = normalize_axis(op, attrs.get_int("axis"), rank);
   for (int64_t d = 0; d < rank; ++d)
@@ -234,7 +237,8 @@ void scatter_elements_kernel(const std::vector<Tensor>& in, const Attrs& attrs, 
   const Tensor& idx = in[1];
   Reduction r = reduction_of("scatter_elements", attrs);
   const size_t rank = static_cast<size_t>(x.ndim());
-  const size_t axis = static_cast<size_t>(normalize_axis("scatter_elements", attrs.get_int("axis"), x.ndim()));
+  const size_t axis =
+      static_cast<size_t>(normalize_axis("scatter_elements", attrs.get_int("axis"), x.ndim()));
   const Shape& is = idx.shape();
   const std::vector<int64_t> xstride = contiguous_strides(x.shape());
   const int64_t size = x.shape()[axis];

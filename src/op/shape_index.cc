@@ -208,7 +208,6 @@ void where_kernel(const std::vector<Tensor>& in, const Attrs&, std::vector<Tenso
   });
 }
 
-
 // ---- gather_elements --------------------------------------------------------
 
 std::vector<TensorDesc> infer_gather_elements(const std::vector<TensorDesc>& in, const Attrs& attrs) {
@@ -218,14 +217,16 @@ std::vector<TensorDesc> infer_gather_elements(const std::vector<TensorDesc>& in,
   require_dtype(op, "indices", idx.dtype, {DType::Int32, DType::Int64});
   if (x.shape.empty()) throw Error(op + ": data is a scalar; gather_elements needs rank >= 1");
   if (idx.shape.size() != x.shape.size())
-    throw Error(op + ": indices " + shape_str(idx.shape) + " must have the rank of data " + shape_str(x.shape));
+    throw Error(op + ": indices " + shape_str(idx.shape) + " must have the rank of data " +
+                shape_str(x.shape));
   const int64_t rank = static_cast<int64_t>(x.shape.size());
   const int64_t axis = normalize_axis(op, attrs.get_int("axis"), rank);
   for (int64_t d = 0; d < rank; ++d) {
     size_t i = static_cast<size_t>(d);
     if (d != axis && idx.shape[i] > x.shape[i])
-      throw Error(op + ": indices " + shape_str(idx.shape) + " exceed data " + shape_str(x.shape) + " on axis " +
-                  std::to_string(d) + " (only axis " + std::to_string(axis) + " may differ freely)");
+      throw Error(op + ": indices " + shape_str(idx.shape) + " exceed data " + shape_str(x.shape) +
+                  " on axis " + std::to_string(d) + " (only axis " + std::to_string(axis) +
+                  " may differ freely)");
   }
   return {{idx.shape, x.dtype}};
 }
@@ -269,7 +270,8 @@ std::vector<TensorDesc> infer_trilu(const std::vector<TensorDesc>& in, const Att
   if (in[0].shape.size() < 2)
     throw Error(op + ": input x must have rank >= 2 (matrices in the last two axes), got " + desc_str(in[0]));
   int64_t upper = attrs.get_int("upper");
-  if (upper != 0 && upper != 1) throw Error(op + ": attribute 'upper' must be 0 or 1, got " + std::to_string(upper));
+  if (upper != 0 && upper != 1)
+    throw Error(op + ": attribute 'upper' must be 0 or 1, got " + std::to_string(upper));
   return {in[0]};
 }
 

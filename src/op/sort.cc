@@ -31,8 +31,9 @@ std::vector<TensorDesc> topk_infer(const std::vector<TensorDesc>& in, const Attr
   int64_t k = attrs.get_int("k");
   int64_t size = x.shape[static_cast<size_t>(axis)];
   if (k < 0 || k > size)
-    throw Error(op + ": attribute 'k' = " + std::to_string(k) + " is out of range for axis " + std::to_string(axis) +
-                " of size " + std::to_string(size) + " (expected 0.." + std::to_string(size) + ")");
+    throw Error(op + ": attribute 'k' = " + std::to_string(k) + " is out of range for axis " +
+                std::to_string(axis) + " of size " + std::to_string(size) + " (expected 0.." +
+                std::to_string(size) + ")");
   int64_t largest = attrs.get_int("largest");
   if (largest != 0 && largest != 1)
     throw Error(op + ": attribute 'largest' must be 0 or 1, got " + std::to_string(largest));
@@ -73,7 +74,8 @@ void topk_kernel(const std::vector<Tensor>& in, const Attrs& attrs, std::vector<
     std::vector<C> lane(static_cast<size_t>(s.n));
     for (int64_t o = 0; o < s.outer; ++o)
       for (int64_t j = 0; j < s.inner; ++j) {
-        for (int64_t i = 0; i < s.n; ++i) lane[static_cast<size_t>(i)] = Tag::load(px[(o * s.n + i) * s.inner + j]);
+        for (int64_t i = 0; i < s.n; ++i)
+          lane[static_cast<size_t>(i)] = Tag::load(px[(o * s.n + i) * s.inner + j]);
         std::iota(order.begin(), order.end(), int64_t{0});
         std::partial_sort(order.begin(), order.begin() + k, order.end(), [&](int64_t a, int64_t b) {
           return ranks_before<C>(lane[static_cast<size_t>(a)], a, lane[static_cast<size_t>(b)], b, largest);

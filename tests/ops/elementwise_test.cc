@@ -435,9 +435,16 @@ TEST(Elementwise, ModAndFModSigns) {
   expect_equal(run1("mod", {x, Tensor::from_floats({}, {-2})}), {-1.5, -0.5, 0});
   Tensor z = run1("fmod", {x, Tensor::from_floats({}, {0})});
   EXPECT_TRUE(std::isnan(z.data<float>()[0]));
-  expect_error([&] { run1("mod", {a, tensor_of({4}, DType::Int32, {1, 0, 1, 1})}); },
-               "mod: integer division by zero");
-  expect_error([&] { run1("fmod", {a, tensor_of({}, DType::Int32, {0})}); }, "fmod: integer division by zero");
+  expect_error(
+      [&] {
+        run1("mod", {a, tensor_of({4}, DType::Int32, {1, 0, 1, 1})});
+      },
+      "mod: integer division by zero");
+  expect_error(
+      [&] {
+        run1("fmod", {a, tensor_of({}, DType::Int32, {0})});
+      },
+      "fmod: integer division by zero");
 }
 
 TEST(Elementwise, Sign) {
@@ -473,7 +480,8 @@ TEST(Elementwise, TrigonometryHandValues) {
   // Outside the domain: NaN; at the edge of atanh: infinity.
   EXPECT_TRUE(std::isnan(run1("asin", {Tensor::from_floats({1}, {2})}).data<float>()[0]));
   EXPECT_TRUE(std::isnan(run1("acosh", {Tensor::from_floats({1}, {0.5f})}).data<float>()[0]));
-  EXPECT_EQ(run1("atanh", {Tensor::from_floats({1}, {1})}).data<float>()[0], std::numeric_limits<float>::infinity());
+  EXPECT_EQ(run1("atanh", {Tensor::from_floats({1}, {1})}).data<float>()[0],
+            std::numeric_limits<float>::infinity());
   // float16 rounds the double result once.
   Tensor x16 = tensor_of({1}, DType::Float16, {0.5});
   EXPECT_EQ(run1("sin", {x16}).get_as_double(0), double(half_to_float(float_to_half(float(std::sin(0.5))))));

@@ -131,8 +131,11 @@ TEST(Resize, GivenScaleMapsCoordinates) {
   expect_near_all(with_scale("align_corners"), {1, 1 + 3 / 1.4}, 1e-6);
   Attrs bad = modes("linear");
   bad.set("scale", std::vector<double>{0.6});
-  expect_error([&] { resize(x, {1, 2}, bad); },
-               "image.resize2d: attribute 'scale' must be [] or [scale_h, scale_w] with both finite and > 0");
+  expect_error(
+      [&] {
+        resize(x, {1, 2}, bad);
+      },
+      "image.resize2d: attribute 'scale' must be [] or [scale_h, scale_w] with both finite and > 0");
 }
 
 TEST(Resize, CubicHandComputed) {

@@ -23,7 +23,8 @@ std::vector<double> naive(const Tensor& a, const Tensor& b, const Shape& out,
   auto at = [&](const Tensor& t, std::vector<int64_t> idx) {
     int64_t flat = 0;
     size_t off = out.size() - t.shape().size();
-    for (size_t i = 0; i < t.shape().size(); ++i) flat = flat * t.shape()[i] + (t.shape()[i] == 1 ? 0 : idx[off + i]);
+    for (size_t i = 0; i < t.shape().size(); ++i)
+      flat = flat * t.shape()[i] + (t.shape()[i] == 1 ? 0 : idx[off + i]);
     return t.get_as_double(flat);
   };
   std::vector<double> r;
@@ -112,11 +113,17 @@ TEST(Compare, Errors) {
   Tensor f = Tensor::from_floats({2}, {1, 2});
   Tensor i = tensor_of({2}, DType::Int32, {1, 2});
   Tensor b = tensor_of({2}, DType::Bool, {1, 0});
-  expect_error([&] { run1("less", {f, i}); },
-               "less: inputs have different dtypes float32 and int32; insert an astype to match them");
+  expect_error(
+      [&] {
+        run1("less", {f, i});
+      },
+      "less: inputs have different dtypes float32 and int32; insert an astype to match them");
   expect_error([&] { run1("greater", {b, b}); }, "greater: input 0 has dtype bool; expected one of float32");
-  expect_error([&] { run1("equal", {f, Tensor::from_floats({3}, {1, 2, 3})}); },
-               "equal: shapes (2,) and (3,) do not broadcast");
+  expect_error(
+      [&] {
+        run1("equal", {f, Tensor::from_floats({3}, {1, 2, 3})});
+      },
+      "equal: shapes (2,) and (3,) do not broadcast");
 }
 
 TEST(Logic, TruthTablesAndBroadcasting) {
@@ -141,8 +148,11 @@ TEST(Logic, Errors) {
   Tensor b = tensor_of({2}, DType::Bool, {1, 0});
   expect_error([&] { run1("logical_and", {b, f}); }, "logical_and: input 1 has dtype float32; expected bool");
   expect_error([&] { run1("logical_not", {f}); }, "logical_not: input x has dtype float32; expected bool");
-  expect_error([&] { run1("logical_or", {b, tensor_of({3}, DType::Bool, {1, 1, 1})}); },
-               "logical_or: shapes (2,) and (3,) do not broadcast");
+  expect_error(
+      [&] {
+        run1("logical_or", {b, tensor_of({3}, DType::Bool, {1, 1, 1})});
+      },
+      "logical_or: shapes (2,) and (3,) do not broadcast");
 }
 
 }  // namespace

@@ -328,22 +328,35 @@ TEST(ArgMax, AgainstNaive) {
           if (v[i] > v[best] || (last && v[i] == v[best])) best = i;
         return static_cast<double>(best);
       };
-      expect_equal(run1("argmax", {x}, {{"axis", axis}, {"select_last_index", last}}), naive_reduce(x, {axis}, pick),
-                   "axis " + std::to_string(axis));
+      expect_equal(run1("argmax", {x}, {{"axis", axis}, {"select_last_index", last}}),
+                   naive_reduce(x, {axis}, pick), "axis " + std::to_string(axis));
     }
 }
 
 TEST(ArgMax, Errors) {
   Tensor x = Tensor::from_floats({2, 3}, {1, 2, 3, 4, 5, 6});
-  expect_error([&] { run1("argmax", {x}, {{"axis", int64_t{2}}}); },
-               "argmax: attribute 'axis' = 2 is out of range for rank 2 (expected -2..1)");
-  expect_error([&] { run1("argmin", {Tensor::from_floats({}, {1})}); }, "argmin: input x must have rank >= 1");
-  expect_error([&] { run1("argmax", {Tensor::zeros({2, 0}, DType::Float32)}, {{"axis", int64_t{1}}}); },
-               "argmax: axis 1 of Tensor[(2, 0), float32] is empty");
-  expect_error([&] { run1("argmax", {x}, {{"keepdims", int64_t{2}}}); },
-               "argmax: attribute 'keepdims' must be 0 or 1, got 2");
-  expect_error([&] { run1("argmax", {tensor_of({2}, DType::Bool, {0, 1})}); },
-               "argmax: input x has dtype bool");
+  expect_error(
+      [&] {
+        run1("argmax", {x}, {{"axis", int64_t{2}}});
+      },
+      "argmax: attribute 'axis' = 2 is out of range for rank 2 (expected -2..1)");
+  expect_error([&] { run1("argmin", {Tensor::from_floats({}, {1})}); },
+               "argmin: input x must have rank >= 1");
+  expect_error(
+      [&] {
+        run1("argmax", {Tensor::zeros({2, 0}, DType::Float32)}, {{"axis", int64_t{1}}});
+      },
+      "argmax: axis 1 of Tensor[(2, 0), float32] is empty");
+  expect_error(
+      [&] {
+        run1("argmax", {x}, {{"keepdims", int64_t{2}}});
+      },
+      "argmax: attribute 'keepdims' must be 0 or 1, got 2");
+  expect_error(
+      [&] {
+        run1("argmax", {tensor_of({2}, DType::Bool, {0, 1})});
+      },
+      "argmax: input x has dtype bool");
 }
 
 // ---- cumsum ------------------------------------------------------------------
@@ -361,10 +374,16 @@ TEST(CumSum, ModesHandValues) {
   // int8 wraps: 100 + 100 = -56.
   expect_equal(run1("cumsum", {tensor_of({2}, DType::Int8, {100, 100})}), {100, -56});
   expect_equal(run1("cumsum", {tensor_of({3}, DType::Int64, {-5, 2, 10})}), {-5, -3, 7});
-  expect_error([&] { run1("cumsum", {m}, {{"axis", int64_t{2}}}); },
-               "cumsum: attribute 'axis' = 2 is out of range for rank 2");
-  expect_error([&] { run1("cumsum", {m}, {{"exclusive", int64_t{3}}}); },
-               "cumsum: attribute 'exclusive' must be 0 or 1, got 3");
+  expect_error(
+      [&] {
+        run1("cumsum", {m}, {{"axis", int64_t{2}}});
+      },
+      "cumsum: attribute 'axis' = 2 is out of range for rank 2");
+  expect_error(
+      [&] {
+        run1("cumsum", {m}, {{"exclusive", int64_t{3}}});
+      },
+      "cumsum: attribute 'exclusive' must be 0 or 1, got 3");
 }
 
 TEST(CumSum, AgainstNaive) {
@@ -390,8 +409,8 @@ TEST(CumSum, AgainstNaive) {
               }
               want[static_cast<size_t>(i * st[0] + j * st[1] + k)] = sum;
             }
-        expect_close(run1("cumsum", {x}, {{"axis", axis}, {"reverse", reverse}, {"exclusive", exclusive}}), want,
-                     1e-6);
+        expect_close(run1("cumsum", {x}, {{"axis", axis}, {"reverse", reverse}, {"exclusive", exclusive}}),
+                     want, 1e-6);
       }
 }
 

@@ -47,13 +47,26 @@ TEST(GatherNd, BatchDims) {
 
 TEST(GatherNd, Errors) {
   Tensor d = iota({2, 3});
-  expect_error([&] { run1("gather_nd", {d, Tensor::from_ints({1, 3}, {0, 0, 0})}); },
-               "gather_nd: index tuples of length 3 (the last dim of indices (1, 3)) must be 1..2");
-  expect_error([&] { run1("gather_nd", {d, Tensor::from_ints({1, 2}, {0, 3})}); },
-               "gather_nd: index 3 (at position 1 of indices) is out of range for axis 1 of size 3");
-  expect_error([&] { run1("gather_nd", {d, Tensor::from_ints({3, 1}, {0, 1, 0})}, {{"batch_dims", int64_t{1}}}); },
-               "gather_nd: the batch dims of data (2, 3) and indices (3, 1) differ");
-  expect_error([&] { run1("gather_nd", {d, Tensor::from_ints({}, {0})}); }, "gather_nd: indices must have rank >= 1");
+  expect_error(
+      [&] {
+        run1("gather_nd", {d, Tensor::from_ints({1, 3}, {0, 0, 0})});
+      },
+      "gather_nd: index tuples of length 3 (the last dim of indices (1, 3)) must be 1..2");
+  expect_error(
+      [&] {
+        run1("gather_nd", {d, Tensor::from_ints({1, 2}, {0, 3})});
+      },
+      "gather_nd: index 3 (at position 1 of indices) is out of range for axis 1 of size 3");
+  expect_error(
+      [&] {
+        run1("gather_nd", {d, Tensor::from_ints({3, 1}, {0, 1, 0})}, {{"batch_dims", int64_t{1}}});
+      },
+      "gather_nd: the batch dims of data (2, 3) and indices (3, 1) differ");
+  expect_error(
+      [&] {
+        run1("gather_nd", {d, Tensor::from_ints({}, {0})});
+      },
+      "gather_nd: indices must have rank >= 1");
 }
 
 TEST(ScatterNd, SlicesAndReductions) {
@@ -65,10 +78,14 @@ TEST(ScatterNd, SlicesAndReductions) {
   // Duplicates accumulate with add and mul.
   Tensor dup = Tensor::from_ints({2, 1}, {0, 0});
   Tensor two = tensor_of({2}, DType::Float32, {2, 3});
-  expect_equal(run1("scatter_nd", {d, dup, two}, {{"reduction", std::string("add")}}), {6, 2, 3, 4, 5, 6, 7, 8});
-  expect_equal(run1("scatter_nd", {d, dup, two}, {{"reduction", std::string("mul")}}), {6, 2, 3, 4, 5, 6, 7, 8});
-  expect_equal(run1("scatter_nd", {d, dup, two}, {{"reduction", std::string("max")}}), {3, 2, 3, 4, 5, 6, 7, 8});
-  expect_equal(run1("scatter_nd", {d, dup, two}, {{"reduction", std::string("min")}}), {1, 2, 3, 4, 5, 6, 7, 8});
+  expect_equal(run1("scatter_nd", {d, dup, two}, {{"reduction", std::string("add")}}),
+               {6, 2, 3, 4, 5, 6, 7, 8});
+  expect_equal(run1("scatter_nd", {d, dup, two}, {{"reduction", std::string("mul")}}),
+               {6, 2, 3, 4, 5, 6, 7, 8});
+  expect_equal(run1("scatter_nd", {d, dup, two}, {{"reduction", std::string("max")}}),
+               {3, 2, 3, 4, 5, 6, 7, 8});
+  expect_equal(run1("scatter_nd", {d, dup, two}, {{"reduction", std::string("min")}}),
+               {1, 2, 3, 4, 5, 6, 7, 8});
   // Row slices of a (3, 2) int8 matrix: row -1 (the last) and row 0.
   Tensor m = iota({3, 2}, DType::Int8);
   Tensor rows = tensor_of({2, 2}, DType::Int8, {-1, -2, -3, -4});
@@ -77,17 +94,29 @@ TEST(ScatterNd, SlicesAndReductions) {
 
 TEST(ScatterNd, Errors) {
   Tensor d = iota({2, 3});
-  expect_error([&] { run1("scatter_nd", {d, Tensor::from_ints({1, 1}, {0}), iota({1, 2})}); },
-               "scatter_nd: updates have shape (1, 2); data (2, 3) and indices (1, 1) need (1, 3)");
-  expect_error([&] { run1("scatter_nd", {d, Tensor::from_ints({1, 1}, {0}), iota({1, 3}, DType::Int32)}); },
-               "scatter_nd: updates have dtype int32 but data has float32");
   expect_error(
-      [&] { run1("scatter_nd", {d, Tensor::from_ints({1, 1}, {0}), iota({1, 3})}, {{"reduction", std::string("sum")}}); },
+      [&] {
+        run1("scatter_nd", {d, Tensor::from_ints({1, 1}, {0}), iota({1, 2})});
+      },
+      "scatter_nd: updates have shape (1, 2); data (2, 3) and indices (1, 1) need (1, 3)");
+  expect_error(
+      [&] {
+        run1("scatter_nd", {d, Tensor::from_ints({1, 1}, {0}), iota({1, 3}, DType::Int32)});
+      },
+      "scatter_nd: updates have dtype int32 but data has float32");
+  expect_error(
+      [&] {
+        run1("scatter_nd", {d, Tensor::from_ints({1, 1}, {0}), iota({1, 3})},
+             {{"reduction", std::string("sum")}});
+      },
       "scatter_nd: attribute 'reduction' = \"sum\" is not one of none, add, mul, max, min");
   Tensor b = tensor_of({2}, DType::Bool, {0, 1});
-  expect_error([&] { run1("scatter_nd", {b, Tensor::from_ints({1, 1}, {0}), tensor_of({1}, DType::Bool, {1})},
-                          {{"reduction", std::string("add")}}); },
-               "scatter_nd: reduction \"add\" is not defined for bool data");
+  expect_error(
+      [&] {
+        run1("scatter_nd", {b, Tensor::from_ints({1, 1}, {0}), tensor_of({1}, DType::Bool, {1})},
+             {{"reduction", std::string("add")}});
+      },
+      "scatter_nd: reduction \"add\" is not defined for bool data");
 }
 
 TEST(ScatterElements, AxesAndNegativeIndices) {
@@ -99,12 +128,14 @@ TEST(ScatterElements, AxesAndNegativeIndices) {
   expect_close(run1("scatter_elements", {d, i, u}), {2.0, 1.1, 0, 1.0, 0, 2.2, 0, 2.1, 1.2}, 1e-7);
   // axis 1 with a negative index: data [[1, 2, 3, 4, 5]], indices [[1, -2]], updates [[1.1, 2.1]].
   Tensor row = tensor_of({1, 5}, DType::Float32, {1, 2, 3, 4, 5});
-  Tensor y = run1("scatter_elements", {row, Tensor::from_ints({1, 2}, {1, -2}, DType::Int32),
-                                       tensor_of({1, 2}, DType::Float32, {1.1, 2.1})},
-                  {{"axis", int64_t{1}}});
+  Tensor y = run1(
+      "scatter_elements",
+      {row, Tensor::from_ints({1, 2}, {1, -2}, DType::Int32), tensor_of({1, 2}, DType::Float32, {1.1, 2.1})},
+      {{"axis", int64_t{1}}});
   expect_close(y, {1, 1.1, 3, 2.1, 5}, 1e-7);
   // Duplicates with add: both land on column 1.
-  Tensor a = run1("scatter_elements", {row, Tensor::from_ints({1, 2}, {1, 1}), tensor_of({1, 2}, DType::Float32, {1, 2})},
+  Tensor a = run1("scatter_elements",
+                  {row, Tensor::from_ints({1, 2}, {1, 1}), tensor_of({1, 2}, DType::Float32, {1, 2})},
                   {{"axis", int64_t{1}}, {"reduction", std::string("add")}});
   expect_equal(a, {1, 5, 3, 4, 5});
 }
@@ -127,18 +158,29 @@ TEST(ScatterElements, AgainstNaive) {
       (axis == 0 ? r : c) = v;
       want[static_cast<size_t>(r * 4 + c)] = upd.get_as_double(p);
     }
-    expect_equal(run1("scatter_elements", {data, idx, upd}, {{"axis", axis}}), want, "axis " + std::to_string(axis));
+    expect_equal(run1("scatter_elements", {data, idx, upd}, {{"axis", axis}}), want,
+                 "axis " + std::to_string(axis));
   }
 }
 
 TEST(ScatterElements, Errors) {
   Tensor d = iota({2, 3});
-  expect_error([&] { run1("scatter_elements", {d, Tensor::from_ints({2, 2}, {0, 0, 0, 0}), iota({2, 3})}); },
-               "scatter_elements: updates (2, 3) must have the shape of indices (2, 2)");
-  expect_error([&] { run1("scatter_elements", {d, Tensor::from_ints({3, 1}, {0, 0, 0}), iota({3, 1})}, {{"axis", int64_t{1}}}); },
-               "scatter_elements: indices (3, 1) exceed data (2, 3) on axis 0");
-  expect_error([&] { run1("scatter_elements", {d, Tensor::from_ints({1, 1}, {2}), iota({1, 1})}); },
-               "scatter_elements: index 2 (at position 0 of indices) is out of range for axis 0 of size 2");
+  expect_error(
+      [&] {
+        run1("scatter_elements", {d, Tensor::from_ints({2, 2}, {0, 0, 0, 0}), iota({2, 3})});
+      },
+      "scatter_elements: updates (2, 3) must have the shape of indices (2, 2)");
+  expect_error(
+      [&] {
+        run1("scatter_elements", {d, Tensor::from_ints({3, 1}, {0, 0, 0}), iota({3, 1})},
+             {{"axis", int64_t{1}}});
+      },
+      "scatter_elements: indices (3, 1) exceed data (2, 3) on axis 0");
+  expect_error(
+      [&] {
+        run1("scatter_elements", {d, Tensor::from_ints({1, 1}, {2}), iota({1, 1})});
+      },
+      "scatter_elements: index 2 (at position 0 of indices) is out of range for axis 0 of size 2");
 }
 
 }  // namespace

@@ -324,21 +324,34 @@ TEST(GatherElements, AgainstNaive3d) {
           std::vector<int64_t> at = {i, j, k};
           int64_t v = idx.data<int64_t>()[p];
           at[static_cast<size_t>(axis)] = v < 0 ? v + size : v;
-          EXPECT_EQ(y.get_as_double(p), data.get_as_double((at[0] * 3 + at[1]) * 4 + at[2])) << "axis " << axis;
+          EXPECT_EQ(y.get_as_double(p), data.get_as_double((at[0] * 3 + at[1]) * 4 + at[2]))
+              << "axis " << axis;
         }
   }
 }
 
 TEST(GatherElements, Errors) {
   Tensor data = iota({2, 3});
-  expect_error([&] { run1("gather_elements", {data, Tensor::from_ints({2}, {0, 1})}); },
-               "gather_elements: indices (2,) must have the rank of data (2, 3)");
-  expect_error([&] { run1("gather_elements", {data, Tensor::from_ints({3, 1}, {0, 1, 0})}, {{"axis", int64_t{1}}}); },
-               "gather_elements: indices (3, 1) exceed data (2, 3) on axis 0");
-  expect_error([&] { run1("gather_elements", {data, Tensor::from_ints({1, 1}, {3})}, {{"axis", int64_t{1}}}); },
-               "gather_elements: index 3 (at position 0 of indices) is out of range for axis 1 of size 3");
-  expect_error([&] { run1("gather_elements", {data, iota({1, 1})}); },
-               "gather_elements: indices has dtype float32; expected one of int32, int64");
+  expect_error(
+      [&] {
+        run1("gather_elements", {data, Tensor::from_ints({2}, {0, 1})});
+      },
+      "gather_elements: indices (2,) must have the rank of data (2, 3)");
+  expect_error(
+      [&] {
+        run1("gather_elements", {data, Tensor::from_ints({3, 1}, {0, 1, 0})}, {{"axis", int64_t{1}}});
+      },
+      "gather_elements: indices (3, 1) exceed data (2, 3) on axis 0");
+  expect_error(
+      [&] {
+        run1("gather_elements", {data, Tensor::from_ints({1, 1}, {3})}, {{"axis", int64_t{1}}});
+      },
+      "gather_elements: index 3 (at position 0 of indices) is out of range for axis 1 of size 3");
+  expect_error(
+      [&] {
+        run1("gather_elements", {data, iota({1, 1})});
+      },
+      "gather_elements: indices has dtype float32; expected one of int32, int64");
 }
 
 TEST(Trilu, UpperLowerAndOffsets) {
@@ -356,8 +369,11 @@ TEST(Trilu, UpperLowerAndOffsets) {
   Tensor b = Tensor::from_ints({2, 2, 2}, {1, 1, 1, 1, 1, 1, 1, 1}, DType::Bool);
   expect_equal(run1("trilu", {b}, {{"upper", int64_t{0}}}), {1, 0, 1, 1, 1, 0, 1, 1});
   expect_error([&] { run1("trilu", {iota({3})}); }, "trilu: input x must have rank >= 2");
-  expect_error([&] { run1("trilu", {x}, {{"upper", int64_t{2}}}); },
-               "trilu: attribute 'upper' must be 0 or 1, got 2");
+  expect_error(
+      [&] {
+        run1("trilu", {x}, {{"upper", int64_t{2}}});
+      },
+      "trilu: attribute 'upper' must be 0 or 1, got 2");
 }
 
 }  // namespace

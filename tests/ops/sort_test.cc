@@ -100,7 +100,8 @@ TEST(TopK, IntegersAgainstNaive) {
 
 TEST(TopK, Errors) {
   Tensor x = Tensor::from_floats({2, 3}, {1, 2, 3, 4, 5, 6});
-  expect_error([&] { topk(x, 4); }, "topk: attribute 'k' = 4 is out of range for axis 1 of size 3 (expected 0..3)");
+  expect_error([&] { topk(x, 4); },
+               "topk: attribute 'k' = 4 is out of range for axis 1 of size 3 (expected 0..3)");
   expect_error([&] { topk(x, -1); }, "topk: attribute 'k' = -1 is out of range");
   expect_error([&] { topk(x, 1, 2); }, "topk: attribute 'axis' = 2 is out of range for rank 2");
   expect_error([&] { topk(x, 1, -1, 2); }, "topk: attribute 'largest' must be 0 or 1, got 2");

@@ -96,7 +96,8 @@ TEST(OnnxConvert, Pool1d) {
   auto* n = b.node("MaxPool", {"x"}, {"y"});
   attr_ints(n, "kernel_shape", {2});
   attr_ints(n, "strides", {2});
-  EXPECT_EQ(values(run_model(b, {Tensor::from_floats({1, 1, 5}, {3, 1, 4, 1, 5})})), (std::vector<double>{3, 4}));
+  EXPECT_EQ(values(run_model(b, {Tensor::from_floats({1, 1, 5}, {3, 1, 4, 1, 5})})),
+            (std::vector<double>{3, 4}));
   ModelBuilder a(13);
   a.input("x", {1, 1, 5});
   a.output("y", {1, 1, 5});
@@ -156,10 +157,10 @@ TEST(OnnxConvert, IsNaNAndIsInfFlags) {
   b.output("y", {4}, kBool);
   b.node("IsNaN", {"x"}, {"y"});
   EXPECT_EQ(values(run_model(b, {x})), (std::vector<double>{0, 0, 1, 0}));
-  for (auto [neg, pos, want] : {std::tuple{1, 1, std::vector<double>{1, 1, 0, 0}},
-                                std::tuple{0, 1, std::vector<double>{1, 0, 0, 0}},
-                                std::tuple{1, 0, std::vector<double>{0, 1, 0, 0}},
-                                std::tuple{0, 0, std::vector<double>{0, 0, 0, 0}}}) {
+  for (auto [neg, pos, want] :
+       {std::tuple{1, 1, std::vector<double>{1, 1, 0, 0}}, std::tuple{0, 1, std::vector<double>{1, 0, 0, 0}},
+        std::tuple{1, 0, std::vector<double>{0, 1, 0, 0}},
+        std::tuple{0, 0, std::vector<double>{0, 0, 0, 0}}}) {
     ModelBuilder c(13);
     c.input("x", {4});
     c.output("y", {4}, kBool);
@@ -337,7 +338,8 @@ TEST(OnnxConvert, LrnAgainstFormula) {
   Tensor y = run_model(b, {Tensor::from_floats({1, 4, 1, 1}, {1, 2, 3, 4})});
   for (int c = 0; c < 4; ++c) {
     double sq = 0;
-    for (int i = std::max(0, c - 1); i <= std::min(3, c + 1); ++i) sq += xs[static_cast<size_t>(i)] * xs[static_cast<size_t>(i)];
+    for (int i = std::max(0, c - 1); i <= std::min(3, c + 1); ++i)
+      sq += xs[static_cast<size_t>(i)] * xs[static_cast<size_t>(i)];
     double want = xs[static_cast<size_t>(c)] / std::pow(2.0 + 0.3 / 3 * sq, 0.5);
     EXPECT_NEAR(y.get_as_double(c), want, 1e-6) << "channel " << c;
   }

@@ -114,7 +114,8 @@ void convert_conv(NodeContext& n) {
   size_t s = spatial_rank(n);
   require_weight_rank(n, s);
   const Shape& w = n.desc(1).shape;
-  std::vector<int64_t> strides = spatial_attr(n, "strides", s, 1), dilations = spatial_attr(n, "dilations", s, 1);
+  std::vector<int64_t> strides = spatial_attr(n, "strides", s, 1),
+                       dilations = spatial_attr(n, "dilations", s, 1);
   std::vector<int64_t> extent;
   for (size_t i = 0; i < s; ++i) extent.push_back((w[i + 2] - 1) * dilations[i] + 1);
   std::vector<int64_t> pads = window_pads(n, n.desc(0).shape, extent, strides);
@@ -131,7 +132,8 @@ void convert_conv_transpose(NodeContext& n) {
   require_weight_rank(n, s);
   const Shape& in = n.desc(0).shape;
   const Shape& w = n.desc(1).shape;
-  std::vector<int64_t> strides = spatial_attr(n, "strides", s, 1), dilations = spatial_attr(n, "dilations", s, 1);
+  std::vector<int64_t> strides = spatial_attr(n, "strides", s, 1),
+                       dilations = spatial_attr(n, "dilations", s, 1);
   std::vector<int64_t> out_pad = spatial_attr(n, "output_padding", s, 0);
   std::vector<int64_t> output_shape = n.attr_ints("output_shape");
   std::string auto_pad = n.attr_string("auto_pad", "NOTSET");
@@ -139,9 +141,11 @@ void convert_conv_transpose(NodeContext& n) {
   if (pads.size() != 2 * s) n.fail("pads must have " + std::to_string(2 * s) + " entries");
   if (!output_shape.empty() || auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
     // output_shape may also list N and C; the spatial sizes are the last s.
-    if (output_shape.size() > s) output_shape.erase(output_shape.begin(), output_shape.end() - static_cast<int64_t>(s));
+    if (output_shape.size() > s)
+      output_shape.erase(output_shape.begin(), output_shape.end() - static_cast<int64_t>(s));
     if (!output_shape.empty() && output_shape.size() != s)
-      n.fail("output_shape has " + std::to_string(output_shape.size()) + " entries; expected " + std::to_string(s));
+      n.fail("output_shape has " + std::to_string(output_shape.size()) + " entries; expected " +
+             std::to_string(s));
     for (size_t i = 0; i < s; ++i) {
       int64_t target = output_shape.empty() ? in[i + 2] * strides[i] : output_shape[i];
       if (target <= 0) n.fail("output_shape " + std::to_string(target) + " is not positive");
@@ -214,7 +218,8 @@ std::vector<int64_t> spatial_axes(NodeContext& n) {
 void convert_global_avg_pool(NodeContext& n) {
   // The 2-D op is what backends match for NCHW; other ranks are a mean.
   if (n.rank(0) == 4) {
-    n.set_output(0, n.call("nn.adaptive_avg_pool2d", {n.input(0)}, {{"output_size", std::vector<int64_t>{1, 1}}}));
+    n.set_output(
+        0, n.call("nn.adaptive_avg_pool2d", {n.input(0)}, {{"output_size", std::vector<int64_t>{1, 1}}}));
     return;
   }
   n.set_output(0, n.call("mean", {n.input(0)}, {{"axis", spatial_axes(n)}, {"keepdims", int64_t{1}}}));

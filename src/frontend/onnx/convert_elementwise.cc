@@ -56,8 +56,9 @@ void convert_dropout(NodeContext& n) {
   if (training) {
     double ratio = n.has_input(1) ? n.require_constant(1, "ratio").get_as_double(0) : 0.5;
     if (ratio != 0)
-      n.unsupported("training mode with a ratio other than 0 is not supported (it drops random elements; "
-                    "kiln imports inference graphs)");
+      n.unsupported(
+          "training mode with a ratio other than 0 is not supported (it drops random elements; "
+          "kiln imports inference graphs)");
   }
   Expr x = n.input(0);
   n.set_output(0, x);
@@ -88,7 +89,8 @@ void convert_shrink(NodeContext& n) {
   double lambd = n.attr_float("lambd", 0.5), bias = n.attr_float("bias", 0.0);
   // The decomposition compares and subtracts in x's type, where a fractional
   // lambd or bias would be rounded; ONNX leaves that rounding open.
-  if (!is_float(t)) n.unsupported("integer input " + std::string(dtype_name(t)) + " is not supported (float only)");
+  if (!is_float(t))
+    n.unsupported("integer input " + std::string(dtype_name(t)) + " is not supported (float only)");
   Expr high = n.call("where", {n.call("greater", {x, n.scalar(lambd, t)}),
                                n.call("subtract", {x, n.scalar(bias, t)}), n.scalar(0.0, t)});
   n.set_output(0, n.call("where", {n.call("less", {x, n.scalar(-lambd, t)}),

@@ -15,9 +15,7 @@ void convert_binary(NodeContext& n) {
   n.set_output(0, n.call(Op, {n.input(0), n.input(1)}));
 }
 
-void convert_not(NodeContext& n) {
-  n.set_output(0, n.call("logical_not", {n.input(0)}));
-}
+void convert_not(NodeContext& n) { n.set_output(0, n.call("logical_not", {n.input(0)})); }
 
 void convert_is_nan(NodeContext& n) {
   Expr x = n.input(0);
@@ -27,7 +25,8 @@ void convert_is_nan(NodeContext& n) {
 void convert_is_inf(NodeContext& n) {
   Expr x = n.input(0);
   DType t = x->type->tensor.dtype;
-  if (!is_float(t)) n.unsupported("input type " + std::string(dtype_name(t)) + " is not supported (float only)");
+  if (!is_float(t))
+    n.unsupported("input type " + std::string(dtype_name(t)) + " is not supported (float only)");
   bool neg = n.attr_int("detect_negative", 1) != 0, pos = n.attr_int("detect_positive", 1) != 0;
   if (!neg && !pos) {
     // Nothing to detect: all false, whatever x holds.

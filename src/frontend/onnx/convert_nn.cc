@@ -116,7 +116,8 @@ void convert_resize(NodeContext& n) {
   // not a whole number. Whole ones keep the exact ratio path.
   std::vector<double> coord_scale;
   for (size_t i = 2; i < 4 && !scales.empty(); ++i)
-    if (std::abs(in[i] * scales[i] - static_cast<double>(sizes[i])) > 1e-6) coord_scale = {scales[2], scales[3]};
+    if (std::abs(in[i] * scales[i] - static_cast<double>(sizes[i])) > 1e-6)
+      coord_scale = {scales[2], scales[3]};
   std::string mode = n.attr_string("mode", "nearest");
   if (mode == "bilinear") mode = "linear";
   if (mode != "nearest" && mode != "linear" && mode != "cubic") n.fail("unknown mode '" + mode + "'");
@@ -219,7 +220,8 @@ void convert_lrn(NodeContext& n) {
                     {{"pool_size", std::vector<int64_t>{size, 1}},
                      {"padding", std::vector<int64_t>{before, 0, after, 0}},
                      {"count_include_pad", int64_t{1}}});
-  double alpha = n.attr_float("alpha", 1e-4), beta = n.attr_float("beta", 0.75), bias = n.attr_float("bias", 1.0);
+  double alpha = n.attr_float("alpha", 1e-4), beta = n.attr_float("beta", 0.75),
+         bias = n.attr_float("bias", 1.0);
   // alpha / size * (avg * size) = alpha * avg.
   Expr base = n.call("add", {n.call("multiply", {avg, n.scalar(alpha, t)}), n.scalar(bias, t)});
   Expr denom = n.call("power", {base, n.scalar(beta, t)});
@@ -247,7 +249,8 @@ std::optional<AxisParams> axis_params(NodeContext& n) {
            std::to_string(axis) + " needs (" + std::to_string(size) + ",)");
   Tensor z = Tensor::zeros(s.shape(), DType::UInt8);
   if (n.has_input(2)) z = n.require_constant(2, "zero_point");
-  if (z.shape() != s.shape()) n.fail("the zero point has shape " + shape_str(z.shape()) + ", the scale " + shape_str(s.shape()));
+  if (z.shape() != s.shape())
+    n.fail("the zero point has shape " + shape_str(z.shape()) + ", the scale " + shape_str(s.shape()));
   Shape along(static_cast<size_t>(r), 1);
   along[static_cast<size_t>(axis)] = size;
   Attrs to_axis{{"newshape", std::vector<int64_t>(along)}};
@@ -325,15 +328,18 @@ void add_nn_converters(ConverterTable& t) {
   t["LogSoftmax"] = {convert_softmax<true>, {"nn.log_softmax", "reshape"}};
   t["Resize"] = {convert_resize, {"image.resize2d"}, 10};
   t["Upsample"] = {convert_resize, {"image.resize2d"}};
-  t["LayerNormalization"] = {convert_layer_norm,
-                             {"mean", "subtract", "multiply", "add", "sqrt", "divide", "astype"}, 17};
-  t["MeanVarianceNormalization"] = {convert_mvn, {"mean", "subtract", "multiply", "add", "sqrt", "divide"}, 9};
+  t["LayerNormalization"] = {
+      convert_layer_norm, {"mean", "subtract", "multiply", "add", "sqrt", "divide", "astype"}, 17};
+  t["MeanVarianceNormalization"] = {
+      convert_mvn, {"mean", "subtract", "multiply", "add", "sqrt", "divide"}, 9};
   t["InstanceNormalization"] = {convert_instance_norm,
                                 {"mean", "subtract", "multiply", "add", "sqrt", "divide", "reshape"}};
-  t["QuantizeLinear"] = {convert_quantize,
-                         {"quantize", "reshape", "astype", "divide", "equal", "round", "where", "add", "clip"},
-                         10};
-  t["DequantizeLinear"] = {convert_dequantize, {"dequantize", "reshape", "astype", "subtract", "multiply"}, 10};
+  t["QuantizeLinear"] = {
+      convert_quantize,
+      {"quantize", "reshape", "astype", "divide", "equal", "round", "where", "add", "clip"},
+      10};
+  t["DequantizeLinear"] = {
+      convert_dequantize, {"dequantize", "reshape", "astype", "subtract", "multiply"}, 10};
   t["LRN"] = {convert_lrn, {"multiply", "reshape", "nn.avg_pool2d", "add", "power", "divide"}};
 }
 

@@ -53,10 +53,11 @@ template <bool Max>
 void convert_arg(NodeContext& n) {
   if (n.rank(0) == 0) n.fail("the input is a scalar; it needs rank >= 1");
   int64_t axis = normalize_axis(n.attr_int("axis", 0), n.rank(0), n);
-  n.set_output(0, n.call(Max ? "argmax" : "argmin", {n.input(0)},
-                         {{"axis", axis},
-                          {"keepdims", n.attr_int("keepdims", 1) ? int64_t{1} : int64_t{0}},
-                          {"select_last_index", n.attr_int("select_last_index", 0) ? int64_t{1} : int64_t{0}}}));
+  n.set_output(0,
+               n.call(Max ? "argmax" : "argmin", {n.input(0)},
+                      {{"axis", axis},
+                       {"keepdims", n.attr_int("keepdims", 1) ? int64_t{1} : int64_t{0}},
+                       {"select_last_index", n.attr_int("select_last_index", 0) ? int64_t{1} : int64_t{0}}}));
 }
 
 Expr reshape(NodeContext& n, Expr x, const Shape& shape) {
@@ -105,8 +106,9 @@ void convert_topk(NodeContext& n) {
   }
   if (n.rank(0) == 0) n.fail("the input is a scalar; it needs rank >= 1");
   int64_t axis = normalize_axis(n.attr_int("axis", -1), n.rank(0), n);
-  Expr t = n.call("topk", {n.input(0)},
-                  {{"k", k}, {"axis", axis}, {"largest", n.attr_int("largest", 1) ? int64_t{1} : int64_t{0}}});
+  Expr t =
+      n.call("topk", {n.input(0)},
+             {{"k", k}, {"axis", axis}, {"largest", n.attr_int("largest", 1) ? int64_t{1} : int64_t{0}}});
   n.set_output(0, n.builder().tuple_item(t, 0));
   n.set_output(1, n.builder().tuple_item(t, 1));
 }

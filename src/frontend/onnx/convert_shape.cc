@@ -189,7 +189,8 @@ void convert_gather_elements(NodeContext& n) {
 }
 
 void convert_gather_nd(NodeContext& n) {
-  n.set_output(0, n.call("gather_nd", {n.input(0), n.input(1)}, {{"batch_dims", n.attr_int("batch_dims", 0)}}));
+  n.set_output(0,
+               n.call("gather_nd", {n.input(0), n.input(1)}, {{"batch_dims", n.attr_int("batch_dims", 0)}}));
 }
 
 void convert_scatter_nd(NodeContext& n) {
@@ -213,24 +214,28 @@ void convert_trilu(NodeContext& n) {
     k = ks[0];
   }
   if (n.rank(0) < 2) n.fail("the input has rank " + std::to_string(n.rank(0)) + "; Trilu needs rank >= 2");
-  n.set_output(0, n.call("trilu", {n.input(0)}, {{"k", k}, {"upper", n.attr_int("upper", 1) ? int64_t{1} : int64_t{0}}}));
+  n.set_output(0, n.call("trilu", {n.input(0)},
+                         {{"k", k}, {"upper", n.attr_int("upper", 1) ? int64_t{1} : int64_t{0}}}));
 }
 
 void convert_one_hot(NodeContext& n) {
   Tensor depth_t = n.require_constant(1, "depth");
   Tensor values = n.require_constant(2, "values");
   if (depth_t.numel() != 1) n.fail("depth must hold one value, got " + std::to_string(depth_t.numel()));
-  if (values.numel() != 2) n.fail("values must hold [off_value, on_value], got " + std::to_string(values.numel()) + " values");
+  if (values.numel() != 2)
+    n.fail("values must hold [off_value, on_value], got " + std::to_string(values.numel()) + " values");
   // A float depth is truncated to an integer, like ONNX's reference.
   int64_t depth = static_cast<int64_t>(depth_t.get_as_double(0));
   if (depth <= 0 || depth > kMaxFoldedElements) n.fail("depth " + std::to_string(depth) + " is out of range");
   int64_t r = n.rank(0);
   int64_t axis = n.attr_int("axis", -1);
-  if (axis < -(r + 1) || axis > r) n.fail("axis " + std::to_string(axis) + " is out of range for rank " + std::to_string(r + 1));
+  if (axis < -(r + 1) || axis > r)
+    n.fail("axis " + std::to_string(axis) + " is out of range for rank " + std::to_string(r + 1));
   if (axis < 0) axis += r + 1;
   // Indices of any numeric type are truncated to int64; -depth..-1 count from the end.
   Expr idx = n.input(0);
-  if (idx->type->tensor.dtype != DType::Int64) idx = n.call("astype", {idx}, {{"dtype", std::string("int64")}});
+  if (idx->type->tensor.dtype != DType::Int64)
+    idx = n.call("astype", {idx}, {{"dtype", std::string("int64")}});
   Expr wrapped = n.call("add", {idx, n.scalar(static_cast<double>(depth), DType::Int64)});
   idx = n.call("where", {n.call("less", {idx, n.scalar(0, DType::Int64)}), wrapped, idx});
   Shape with_axis = n.desc(0).shape, iota_shape(static_cast<size_t>(r + 1), 1);
@@ -240,7 +245,8 @@ void convert_one_hot(NodeContext& n) {
   for (int64_t i = 0; i < depth; ++i) iota[static_cast<size_t>(i)] = i;
   Expr hot = n.call("equal", {n.call("reshape", {idx}, {{"newshape", std::vector<int64_t>(with_axis)}}),
                               n.constant_expr(Tensor::from_ints(iota_shape, iota))});
-  Expr off = n.scalar(values.get_as_double(0), values.dtype()), on = n.scalar(values.get_as_double(1), values.dtype());
+  Expr off = n.scalar(values.get_as_double(0), values.dtype()),
+       on = n.scalar(values.get_as_double(1), values.dtype());
   n.set_output(0, n.call("where", {hot, on, off}));
 }
 
