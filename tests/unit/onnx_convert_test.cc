@@ -1,12 +1,14 @@
 // ONNX converters beyond what the node tests cover: 1-D convolution (the
 // data set has no 1-D Conv test), decompositions checked against
-// hand-computed values, and the unsupported cases, whose messages must name
-// the operator, its opset, the node and what is not supported.
+// hand-computed values, the unsupported cases, whose messages must name
+// the operator, its opset, the node and what is not supported, and the
+// example NPU leaving the new ops on the host.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <limits>
 
+#include "backends/build.h"
 #include "frontend/onnx/importer.h"
 #include "interp/interpreter.h"
 #include "onnx_test_util.h"
@@ -367,6 +369,45 @@ TEST(OnnxConvert, TopKOutputsAndConvTransposeGrowth) {
   attr_ints(c.node("ConvTranspose", {"x", "w", "b"}, {"y"}), "output_shape", {4});
   EXPECT_EQ(values(run_model(c, {Tensor::from_floats({1, 1, 2}, {1, 10})})),
             (std::vector<double>{1.5, 11.5, 10.5, 0.5}));
+}
+
+TEST(OnnxConvert, ExampleNpuLeavesNewOpsOnTheHost) {
+  // Conv + Relu (which the example NPU claims) feeding ArgMax, Greater and Where
+  // (which it does not know): partitioned, the new ops stay on the host and the
+  // VM's results equal the interpreter's.
+  ModelBuilder b(13);
+  b.input("x", {1, 2, 3, 3});
+  b.output("am", {1, 1, 3, 3}, kInt64);
+  b.output("w", {1, 2, 3, 3});
+  b.initializer("k", Tensor::from_floats({2, 2, 1, 1}, {1, -1, 0.5f, 2}));
+  b.initializer("zero", Tensor::from_floats({}, {0}));
+  b.initializer("neg", Tensor::from_floats({}, {-7}));
+  b.node("Conv", {"x", "k"}, {"c"});
+  b.node("Relu", {"c"}, {"r"});
+  attr_int(b.node("ArgMax", {"r"}, {"am"}), "axis", 1);
+  b.node("Greater", {"r", "zero"}, {"g"});
+  b.node("Where", {"g", "r", "neg"}, {"w"});
+  Module m = import_onnx_bytes(b.bytes(), "m.onnx");
+  PartitionOptions po;
+  po.backends = {"example_npu"};
+  PartitionReport report;
+  Module parted = partition_module(m, po, /*merge=*/true, &report);
+  bool conv_offloaded = false;
+  for (const OpDecision& d : report.ops) {
+    if (d.op == "nn.conv2d") conv_offloaded = d.offloaded();
+    if (d.op == "argmax" || d.op == "greater" || d.op == "where") {
+      EXPECT_FALSE(d.offloaded()) << d.op << " went to " << d.backend;
+    }
+  }
+  EXPECT_TRUE(conv_offloaded) << report.explain();
+  std::vector<float> xs(18);
+  for (size_t i = 0; i < xs.size(); ++i) xs[i] = static_cast<float>(i % 7) - 3;
+  Tensor x = Tensor::from_floats({1, 2, 3, 3}, xs);
+  VirtualMachine vm(build_executable(parted, "main"));
+  std::vector<Tensor> got = vm.run({x});
+  std::vector<Tensor> want = interpret(m, "main", {x});
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_EQ(values(got[i]), values(want[i])) << "output " << i;
 }
 
 }  // namespace
