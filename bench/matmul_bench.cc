@@ -1,8 +1,16 @@
-// float32 matmul 1024 x 1024 x 1024 on one thread: a kiln kernel written and
-// scheduled with the tensor-expression API, JIT-compiled for the host, against
-// oneDNN's sgemm in the same run (the machines are noisy; compare the ratio).
+// float32 matmul 1024 x 1024 x 1024: a kiln kernel written and scheduled
+// with the tensor-expression API, JIT-compiled for the host, against
+// oneDNN's sgemm in the same run (the machines are noisy; compare the
+// ratios). Twice: on one thread, then with the column-panel loop parallel on
+// all of the machine's threads against oneDNN on as many.
 //
-//   make bench        (OMP_NUM_THREADS=1 is set here before oneDNN starts)
+//   make bench
+//
+// oneDNN here runs on OpenMP (libgomp), whose thread count is fixed when the
+// library loads unless omp_set_num_threads changes it; the bench calls that
+// (found at run time, so the bench does not link OpenMP itself) before each
+// measurement, and kiln's own pool is sized with set_parallel_num_threads.
+#include <dlfcn.h>
 #include <oneapi/dnnl/dnnl.h>
 
 #include <algorithm>
@@ -10,9 +18,11 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <thread>
 #include <vector>
 
 #include "codegen/codegen.h"
+#include "runtime/thread_pool.h"
 #include "tir/te/te.h"
 #include "tir/transform/passes.h"
 
@@ -23,7 +33,9 @@ namespace {
 
 constexpr int64_t kN = 1024;
 
-tir::PrimFunc scheduled_matmul() {
+// With `parallel`, the 64-column panels (16 of them) are split between the
+// threads; each task packs its own panel of B.
+tir::PrimFunc scheduled_matmul(bool parallel) {
   te::Tensor A = te::placeholder({kN, kN}, tir::DataType::float32(), "A");
   te::Tensor B = te::placeholder({kN, kN}, tir::DataType::float32(), "B");
   te::IterVar k = te::reduce_axis(kN, "k");
@@ -52,6 +64,7 @@ tir::PrimFunc scheduled_matmul() {
   c.reorder({jo, io, ii, ji});
   c.unroll(ii);
   c.vectorize(ji);
+  if (parallel) c.parallel(jo);
   te::Stage& tile = s[C_tile];
   tile.compute_at(c, io);
   tile.reorder({k.var, tile.leaf(0), tile.leaf(1)});
@@ -60,7 +73,16 @@ tir::PrimFunc scheduled_matmul() {
   te::Stage& panel = s[B_panel];
   panel.compute_at(c, jo);
   panel.vectorize(panel.leaf(1));
-  return te::lower(s, {A, B, C}, "matmul");
+  return te::lower(s, {A, B, C}, parallel ? "matmul_parallel" : "matmul");
+}
+
+// oneDNN's thread count, through the OpenMP runtime it was built with.
+void set_dnnl_threads(int threads) {
+  using SetThreads = void (*)(int);
+  auto set = reinterpret_cast<SetThreads>(dlsym(RTLD_DEFAULT, "omp_set_num_threads"));
+  if (!set)
+    throw Error("oneDNN's OpenMP runtime (omp_set_num_threads) is not loaded; cannot set its threads");
+  set(threads);
 }
 
 template <typename F>
@@ -74,43 +96,79 @@ double best_seconds(F&& f, int reps) {
   return best;
 }
 
+struct Ratio {
+  double kiln_seconds, dnnl_seconds;
+};
+
+struct Matrices {
+  std::vector<float> a, b, c_kiln, c_dnnl;
+  Matrices() : a(size_t(kN * kN)), b(size_t(kN * kN)), c_kiln(size_t(kN * kN)), c_dnnl(size_t(kN * kN)) {
+    for (size_t i = 0; i < a.size(); ++i) {
+      a[i] = float(int(i % 17) - 8) * 0.125f;
+      b[i] = float(int(i % 13) - 6) * 0.25f;
+    }
+  }
+};
+
+// Checks kiln's `name` against oneDNN on `threads` threads, then times both:
+// `warm_up` untimed runs of each (after a change of thread count oneDNN's
+// first calls are slower), then three rounds of `reps` runs of each,
+// interleaved so that both see the same machine load; the best run counts.
+// With several threads, OpenMP's idle threads keep spinning for a few
+// milliseconds after each oneDNN call and slow down the kiln runs right
+// after it, so the rounds there are longer (the same for both sides).
+Ratio compare(codegen::JitModule& jit, const std::string& name, int threads, Matrices& m, int warm_up,
+              int reps) {
+  set_parallel_num_threads(threads);
+  set_dnnl_threads(threads);
+  auto run_kiln = [&] { jit.run(name, {m.a.data(), m.b.data(), m.c_kiln.data()}); };
+  auto run_dnnl = [&] {
+    dnnl_status_t st =
+        dnnl_sgemm('N', 'N', kN, kN, kN, 1.0f, m.a.data(), kN, m.b.data(), kN, 0.0f, m.c_dnnl.data(), kN);
+    if (st != dnnl_success) throw Error("dnnl_sgemm failed with status " + std::to_string(int(st)));
+  };
+  for (int i = 0; i < warm_up; ++i) {
+    run_kiln();
+    run_dnnl();
+  }
+  double max_err = 0;
+  for (size_t i = 0; i < m.c_kiln.size(); ++i)
+    max_err = std::max(max_err, double(std::fabs(m.c_kiln[i] - m.c_dnnl[i])));
+  std::printf("max |kiln - oneDNN| = %g\n", max_err);
+  if (max_err > 1e-2) throw Error("@" + name + " and oneDNN differ");
+  Ratio r{1e30, 1e30};
+  for (int round = 0; round < 3; ++round) {
+    r.kiln_seconds = std::min(r.kiln_seconds, best_seconds(run_kiln, reps));
+    r.dnnl_seconds = std::min(r.dnnl_seconds, best_seconds(run_dnnl, reps));
+  }
+  return r;
+}
+
+void print(const char* title, const Ratio& r) {
+  const double flops = 2.0 * double(kN) * double(kN) * double(kN);
+  std::printf("matmul float32 %lldx%lldx%lld, %s\n", (long long)kN, (long long)kN, (long long)kN, title);
+  std::printf("  kiln   %8.2f ms  %7.1f GFLOP/s\n", r.kiln_seconds * 1e3, flops / r.kiln_seconds * 1e-9);
+  std::printf("  oneDNN %8.2f ms  %7.1f GFLOP/s\n", r.dnnl_seconds * 1e3, flops / r.dnnl_seconds * 1e-9);
+  std::printf("  kiln / oneDNN speed ratio: %.3f\n", r.dnnl_seconds / r.kiln_seconds);
+}
+
 }  // namespace
 
 int main() try {
-  setenv("OMP_NUM_THREADS", "1", 1);
-  std::vector<float> a(size_t(kN * kN)), b(size_t(kN * kN)), c_kiln(size_t(kN * kN)), c_dnnl(size_t(kN * kN));
-  for (size_t i = 0; i < a.size(); ++i) {
-    a[i] = float(int(i % 17) - 8) * 0.125f;
-    b[i] = float(int(i % 13) - 6) * 0.25f;
-  }
-  auto jit = codegen::JitModule::create({tir::lower_for_build(scheduled_matmul())});
-  auto run_kiln = [&] { jit->run("matmul", {a.data(), b.data(), c_kiln.data()}); };
-  auto run_dnnl = [&] {
-    dnnl_status_t st = dnnl_sgemm('N', 'N', kN, kN, kN, 1.0f, a.data(), kN, b.data(), kN, 0.0f,
-                                  c_dnnl.data(), kN);
-    if (st != dnnl_success) throw Error("dnnl_sgemm failed with status " + std::to_string(int(st)));
-  };
-  run_kiln();
-  run_dnnl();
-  double max_err = 0;
-  for (size_t i = 0; i < c_kiln.size(); ++i)
-    max_err = std::max(max_err, double(std::fabs(c_kiln[i] - c_dnnl[i])));
-  std::printf("max |kiln - oneDNN| = %g\n", max_err);
-  if (max_err > 1e-2) {
-    std::printf("WRONG: the results differ\n");
-    return 1;
-  }
-  const double flops = 2.0 * double(kN) * double(kN) * double(kN);
-  // Interleaved so both see the same machine load.
-  double t_kiln = 1e30, t_dnnl = 1e30;
-  for (int round = 0; round < 3; ++round) {
-    t_kiln = std::min(t_kiln, best_seconds(run_kiln, 2));
-    t_dnnl = std::min(t_dnnl, best_seconds(run_dnnl, 2));
-  }
-  std::printf("matmul float32 %lldx%lldx%lld, one thread\n", (long long)kN, (long long)kN, (long long)kN);
-  std::printf("  kiln   %8.2f ms  %7.1f GFLOP/s\n", t_kiln * 1e3, flops / t_kiln * 1e-9);
-  std::printf("  oneDNN %8.2f ms  %7.1f GFLOP/s\n", t_dnnl * 1e3, flops / t_dnnl * 1e-9);
-  std::printf("  kiln / oneDNN speed ratio: %.3f\n", t_dnnl / t_kiln);
+  auto jit = codegen::JitModule::create(
+      {tir::lower_for_build(scheduled_matmul(false)), tir::lower_for_build(scheduled_matmul(true))});
+  Matrices m;
+  Ratio single = compare(*jit, "matmul", 1, m, 1, 2);
+  print("one thread", single);
+  const int threads = int(std::max(1u, std::thread::hardware_concurrency()));
+  Ratio r = compare(*jit, "matmul_parallel", threads, m, 8, 5);
+  ParallelLaunchInfo info = last_parallel_launch();
+  char title[128];
+  std::snprintf(title, sizeof title, "%d threads (kiln: %d tasks on %d threads; oneDNN: %d OpenMP threads)",
+                threads, info.chunks, info.threads, threads);
+  print(title, r);
+  std::printf("  kiln speed-up over one thread: %.2fx (oneDNN: %.2fx)\n",
+              single.kiln_seconds / r.kiln_seconds, single.dnnl_seconds / r.dnnl_seconds);
   return 0;
 } catch (const Error& e) {
   std::fprintf(stderr, "matmul_bench: %s\n", e.what());

@@ -2,8 +2,10 @@
 // host CPU, text/object/shared-library output and the ORC JIT.
 //
 // One translation unit on purpose: LLVM headers are slow to compile.
+#include <llvm/Analysis/AliasAnalysis.h>
 #include <llvm/Analysis/CGSCCPassManager.h>
 #include <llvm/Analysis/LoopAnalysisManager.h>
+#include <llvm/Analysis/ValueTracking.h>
 #include <llvm/ExecutionEngine/Orc/LLJIT.h>
 #include <llvm/IR/DiagnosticInfo.h>
 #include <llvm/IR/DiagnosticPrinter.h>
@@ -484,10 +486,11 @@ class FunctionBuilder {
   // scalar parameters); the caller waits for the tasks, so it outlives them.
   // The task unpacks env and calls @f__parallel_N_body(begin, end, min,
   // values...), where the loop runs with the body's own allocations (per
-  // task): as arguments, the kernel's buffer parameters keep their noalias
-  // (scoped alias metadata once LLVM inlines the body into the task), so
-  // vectorized loops in the body need no run-time overlap checks, as in the
-  // kernel. A return inside the body returns from the task. After the call, a failure is either kept
+  // task): as arguments, buffers keep what LLVM knows in the kernel, that
+  // they do not overlap (noalias, which becomes scoped alias metadata once
+  // LLVM inlines the body into the task), so loops in the body are
+  // vectorized as in the kernel. A return inside the body returns from the
+  // task. After the call, a failure is either kept
   // for the failure check that follows the loop (`checked`, tir/parallel.h)
   // or returned from the function here.
   void parallel_loop(const tir::ForNode& n, bool checked) {
@@ -511,9 +514,20 @@ class FunctionBuilder {
     body_params.insert(body_params.end(), fields.begin(), fields.end());
     auto* body_fn = llvm::Function::Create(llvm::FunctionType::get(b_.getInt32Ty(), body_params, false),
                                            llvm::Function::InternalLinkage, name + "_body", mod_);
+    // A pointer that is the only capture into its allocation (a kernel
+    // buffer parameter, a runtime allocation, a stack buffer) is noalias in
+    // the body too: nothing else the body reaches points into that memory.
+    // Without it LLVM guards loops over such a buffer and a register tile
+    // with overlap checks and keeps the tile in memory. Two captures into
+    // one allocation (the static scratchpad plan) stay without.
+    std::unordered_map<const llvm::Value*, int> captures_of;
+    for (llvm::Value* v : values)
+      if (v->getType()->isPointerTy()) ++captures_of[llvm::getUnderlyingObject(v)];
     for (size_t i = 0; i < values.size(); ++i) {
-      auto* a = llvm::dyn_cast<llvm::Argument>(values[i]);
-      if (a && a->hasNoAliasAttr()) body_fn->getArg(unsigned(i + 2))->addAttr(llvm::Attribute::NoAlias);
+      if (!values[i]->getType()->isPointerTy()) continue;
+      const llvm::Value* object = llvm::getUnderlyingObject(values[i]);
+      if (llvm::isIdentifiedObject(object) && captures_of[object] == 1)
+        body_fn->getArg(unsigned(i + 2))->addAttr(llvm::Attribute::NoAlias);
     }
     build_parallel_body(n, body_fn, captures);
 

@@ -29,8 +29,9 @@ int default_threads() {
     char* end = nullptr;
     long v = std::strtol(env, &end, 10);
     if (*end != '\0' || v < 1 || v > kMaxParallelThreads)
-      throw Error("KILN_NUM_THREADS=\"" + std::string(env) + "\" is not a thread count (an integer from 1 to " +
-                  std::to_string(kMaxParallelThreads) + ")");
+      throw Error("KILN_NUM_THREADS=\"" + std::string(env) +
+                  "\" is not a thread count (an integer from 1 to " + std::to_string(kMaxParallelThreads) +
+                  ")");
     return int(v);
   }
   unsigned hw = std::thread::hardware_concurrency();
@@ -128,8 +129,9 @@ class ThreadPool {
     info = ParallelLaunchInfo{n, k, int(ids.size()), false};
     for (const ChunkResult& r : results) {
       if (r.code == 0) continue;
-      KilnBackendSetLastError(
-          r.error.empty() ? ("a parallel task failed with code " + std::to_string(r.code)).c_str() : r.error.c_str());
+      KilnBackendSetLastError(r.error.empty()
+                                  ? ("a parallel task failed with code " + std::to_string(r.code)).c_str()
+                                  : r.error.c_str());
       return r.code;
     }
     return 0;

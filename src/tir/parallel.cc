@@ -61,7 +61,8 @@ class BodyInputs : public Visitor {
 
 bool is_parallel_status(const Expr& e) {
   auto* c = as<CallNode>(e);
-  return c && c->call_kind == CallKind::Intrinsic && intrinsic_from_name(c->name) == Intrinsic::ParallelStatus;
+  return c && c->call_kind == CallKind::Intrinsic &&
+         intrinsic_from_name(c->name) == Intrinsic::ParallelStatus;
 }
 
 }  // namespace

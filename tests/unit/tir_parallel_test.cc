@@ -182,8 +182,9 @@ TEST_F(Parallel, ThreadCountComesFromKilnNumThreads) {
   set_parallel_num_threads(0);
   EXPECT_EQ(parallel_num_threads(), 3);
   setenv("KILN_NUM_THREADS", "lots", 1);
-  EXPECT_NE(error_of([] { set_parallel_num_threads(0); })
-                .find("KILN_NUM_THREADS=\"lots\" is not a thread count (an integer from 1 to 1024)"),
+  EXPECT_NE(error_of([] {
+              set_parallel_num_threads(0);
+            }).find("KILN_NUM_THREADS=\"lots\" is not a thread count (an integer from 1 to 1024)"),
             std::string::npos);
   // A launch reports the same instead of running with a guess.
   Recorder r;
@@ -253,6 +254,16 @@ TEST_F(ParallelLoops, RowTilesRunOnAllThreadsAndMatchPlainLoops) {
   ASSERT_NE(task, std::string::npos) << ir;
   EXPECT_EQ(ir.compare(ir.rfind('\n', task) + 1, 15, "define internal"), 0) << ir;
   EXPECT_NE(ir.find("call i32 @KilnBackendParallelFor(i64 6"), std::string::npos) << ir;
+  // The body is a function of its own whose buffer arguments keep the
+  // kernel's noalias (LLVM inlines it into the task at -O3).
+  codegen::CodegenOptions unoptimized;
+  unoptimized.opt_level = 0;
+  std::string ir0 = codegen::emit_text({lower_for_build(f)}, codegen::EmitKind::LLVMIR, unoptimized);
+  size_t body = ir0.find("define internal i32 @matmul__parallel_0_body(i64 %0, i64 %1, i32 %2, ");
+  ASSERT_NE(body, std::string::npos) << ir0;
+  std::string signature = ir0.substr(body, ir0.find('\n', body) - body);
+  for (const char* p : {"ptr noalias %A_data", "ptr noalias %B_data", "ptr noalias %C_data"})
+    EXPECT_NE(signature.find(p), std::string::npos) << signature;
   auto m = jit(f);
   bool imports_launch = false;
   for (const codegen::Import& imp : m->imports()) imports_launch |= imp.symbol == "KilnBackendParallelFor";
@@ -274,7 +285,8 @@ TEST_F(ParallelLoops, RowTilesRunOnAllThreadsAndMatchPlainLoops) {
 }
 
 TEST_F(ParallelLoops, TasksSeeScalarsLetsAndOuterLoopVariables) {
-  PrimFunc f = parse_one(R"(prim @affine(%A: Buffer[(6, 10), float32], %B: Buffer[(6, 10), float32], %s: float32, %k: int32) {
+  PrimFunc f = parse_one(
+      R"(prim @affine(%A: Buffer[(6, 10), float32], %B: Buffer[(6, 10), float32], %s: float32, %k: int32) {
   for %i from 0 extent 6 {
     let %off = %i * 100 + %k
     for %j from 2 extent 8 parallel {
@@ -300,7 +312,8 @@ TEST_F(ParallelLoops, TasksSeeScalarsLetsAndOuterLoopVariables) {
 
 TEST_F(ParallelLoops, NestedParallelLoopsRunInlineAndMatch) {
   te::Tensor A = te::placeholder({16, 40}, DataType::int32(), "A");
-  te::Tensor B = te::compute({16, 40}, [&](const te::Axes& i) { return add(mul((*A)(i), int_imm(3)), i[1]); }, "B");
+  te::Tensor B = te::compute(
+      {16, 40}, [&](const te::Axes& i) { return add(mul((*A)(i), int_imm(3)), i[1]); }, "B");
   te::Schedule s({B});
   s[B].parallel(s[B].leaf(0));
   s[B].parallel(s[B].leaf(1));
@@ -362,7 +375,8 @@ TEST_F(ParallelLoops, PoolTooSmallInATaskIsTheKernelsError) {
 PrimFunc outer_and_inner_vtcm() {
   te::Tensor A = te::placeholder({2048}, DataType::float32(), "A");
   te::Tensor B = te::placeholder({2048}, DataType::float32(), "B");
-  te::Tensor C = te::compute({2048}, [&](const te::Axes& i) { return add((*A)(i), (*B)(i)); }, "C");
+  te::Tensor C = te::compute(
+      {2048}, [&](const te::Axes& i) { return add((*A)(i), (*B)(i)); }, "C");
   te::Schedule s({C});
   te::Tensor a_tile = s.cache_read(A, "global.vtcm", {C});
   s.cache_read(B, "global.vtcm", {C});
@@ -380,9 +394,11 @@ void run_outer_and_inner(bool static_plan) {
   // The buffer outside the loop is released after the loop when a task
   // failed, not inside the tasks.
   const std::string outer = static_plan ? "%vtcm_plan_data" : "%B_buf_data";
-  EXPECT_NE(text.find("  if ne(parallel_status(), 0) {\n    evaluate call_extern<int32>(\"HexagonBackendFreeVTCM\", " +
-                      outer + ")\n    return parallel_status()\n  }"),
-            std::string::npos)
+  EXPECT_NE(
+      text.find(
+          "  if ne(parallel_status(), 0) {\n    evaluate call_extern<int32>(\"HexagonBackendFreeVTCM\", " +
+          outer + ")\n    return parallel_status()\n  }"),
+      std::string::npos)
       << text;
   auto m = codegen::JitModule::create({lowered});
   std::vector<float> a(2048), b(2048), c(2048, 0.0f);
@@ -441,7 +457,9 @@ TEST_F(ParallelLoops, ReturnInsideTheBodyReturnsFromTheKernel) {
   for (int i = 0; i < 100; ++i) ASSERT_EQ(b[size_t(i)], 2 * i + 1);
   a[10] = -1;
   a[70] = -2;
-  EXPECT_NE(error_of([&] { m->run("guarded", {a.data(), b.data()}); }).find("@guarded failed (code 3): negative input"),
+  EXPECT_NE(error_of([&] {
+              m->run("guarded", {a.data(), b.data()});
+            }).find("@guarded failed (code 3): negative input"),
             std::string::npos);
   EXPECT_EQ(pool.stats().live_allocations, 0u) << "%T freed once, after the tasks";
   EXPECT_EQ(pool.stats().total_allocations, 2u);
