@@ -30,7 +30,7 @@ using testing::error_of;
 constexpr int kThreads = 4;
 
 // Every test runs with a pool of kThreads threads, whatever the machine has.
-class Parallel : public ::testing::Test {
+class ParallelRuntime : public ::testing::Test {
  protected:
   void SetUp() override { set_parallel_num_threads(kThreads); }
   void TearDown() override { set_parallel_num_threads(0); }
@@ -67,7 +67,7 @@ size_t distinct_threads(const std::vector<Chunk>& chunks) {
   return ids.size();
 }
 
-TEST_F(Parallel, RuntimeRunsOneContiguousChunkPerThread) {
+TEST_F(ParallelRuntime, RuntimeRunsOneContiguousChunkPerThread) {
   Recorder r;
   ASSERT_EQ(KilnBackendParallelFor(10, record_chunk, &r), 0);
   std::vector<Chunk> c = r.sorted();
@@ -111,7 +111,7 @@ int32_t nested_outer(int64_t begin, int64_t end, void* env) {
   return 0;
 }
 
-TEST_F(Parallel, NestedLaunchRunsInlineInTheTask) {
+TEST_F(ParallelRuntime, NestedLaunchRunsInlineInTheTask) {
   NestedEnv env;
   ASSERT_EQ(KilnBackendParallelFor(8, nested_outer, &env), 0);
   EXPECT_EQ(env.inner_iterations, 40);
@@ -130,7 +130,7 @@ int32_t fail_from_five(int64_t begin, int64_t end, void*) {
   return 0;
 }
 
-TEST_F(Parallel, FirstFailingChunkGivesTheCodeAndTheCallersLastError) {
+TEST_F(ParallelRuntime, FirstFailingChunkGivesTheCodeAndTheCallersLastError) {
   KilnBackendSetLastError("stale");
   // Chunks [0,3) [3,6) [6,9) [9,12): the second, third and fourth fail; the
   // second is reported, from a worker thread.
@@ -140,7 +140,7 @@ TEST_F(Parallel, FirstFailingChunkGivesTheCodeAndTheCallersLastError) {
 
 int32_t throw_in_task(int64_t, int64_t, void*) { throw std::runtime_error("boom"); }
 
-TEST_F(Parallel, ExceptionsStopAtTheTask) {
+TEST_F(ParallelRuntime, ExceptionsStopAtTheTask) {
   EXPECT_EQ(KilnBackendParallelFor(8, throw_in_task, nullptr), -1);
   EXPECT_NE(std::string(KilnBackendGetLastError()).find("a parallel task threw an exception: boom"),
             std::string::npos)
@@ -165,7 +165,7 @@ int32_t allocate_in_task(int64_t begin, int64_t end, void* env) {
   return 0;
 }
 
-TEST_F(Parallel, TasksAllocateFromTheCallersVtcmPool) {
+TEST_F(ParallelRuntime, TasksAllocateFromTheCallersVtcmPool) {
   VtcmPool pool(1 << 16);
   ScopedVtcmPool bind(pool);
   PoolEnv env{&pool};
@@ -175,7 +175,7 @@ TEST_F(Parallel, TasksAllocateFromTheCallersVtcmPool) {
   EXPECT_EQ(pool.stats().live_allocations, 0u);
 }
 
-TEST_F(Parallel, ThreadCountComesFromKilnNumThreads) {
+TEST_F(ParallelRuntime, ThreadCountComesFromKilnNumThreads) {
   const char* old = std::getenv("KILN_NUM_THREADS");
   std::optional<std::string> saved = old ? std::optional<std::string>(old) : std::nullopt;
   setenv("KILN_NUM_THREADS", "3", 1);
