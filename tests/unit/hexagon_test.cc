@@ -18,7 +18,7 @@
 #include "tir/te/te.h"
 #include "tir/text.h"
 #include "tir/transform/passes.h"
-#include "forum_kernel.h"
+#include "te_kernels.h"
 #include "test_util.h"
 
 namespace kiln::tir {

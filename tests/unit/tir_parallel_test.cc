@@ -21,6 +21,7 @@
 #include "tir/te/te.h"
 #include "tir/text.h"
 #include "tir/transform/passes.h"
+#include "te_kernels.h"
 
 namespace kiln {
 namespace {
@@ -229,15 +230,7 @@ class ParallelLoops : public ::testing::Test {
 
 // C = A B with the row-tile loop parallel.
 PrimFunc parallel_matmul(int64_t M, int64_t N, int64_t K) {
-  te::Tensor A = te::placeholder({M, K}, DataType::float32(), "A");
-  te::Tensor B = te::placeholder({K, N}, DataType::float32(), "B");
-  te::IterVar k = te::reduce_axis(K, "k");
-  te::Tensor C = te::compute(
-      {M, N},
-      [&](const te::Axes& i) -> te::Reduction {
-        return te::sum(mul((*A)({i[0], k.var}), (*B)({k.var, i[1]})), {k});
-      },
-      "C");
+  auto [A, B, C, k] = testing::matmul_te(M, N, K);
   te::Schedule s({C});
   te::Stage& st = s[C];
   auto [io, ii] = st.split(st.leaf(0), 4);

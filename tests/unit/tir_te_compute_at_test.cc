@@ -11,6 +11,7 @@
 #include "tir/text.h"
 #include "tir/transform/passes.h"
 #include "test_util.h"
+#include "te_kernels.h"
 
 namespace kiln::tir {
 namespace {
@@ -225,15 +226,7 @@ TEST(TirTeComputeAt, ReaderThroughAnInlinedStage) {
 // A copy computed at a reduce loop: one row block of A per k block.
 TEST(TirTeComputeAt, AtAReduceLoop) {
   const int64_t M = 8, N = 16, K = 32;
-  te::Tensor A = te::placeholder({M, K}, DataType::float32(), "A");
-  te::Tensor B = te::placeholder({K, N}, DataType::float32(), "B");
-  te::IterVar k = te::reduce_axis(K, "k");
-  te::Tensor C = te::compute(
-      {M, N},
-      [&](const te::Axes& i) -> te::Reduction {
-        return te::sum(mul((*A)({i[0], k.var}), (*B)({k.var, i[1]})), {k});
-      },
-      "C");
+  auto [A, B, C, k] = testing::matmul_te(M, N, K);
   te::Schedule s({C});
   te::Tensor A_buf = s.cache_read(A, "local", {C});
   te::Stage& c = s[C];
@@ -293,15 +286,7 @@ TEST(TirTeComputeAt, ChainOfProducers) {
 // consumer's tile loop; B is packed per k block inside the accumulator's nest.
 TEST(TirTeComputeAt, MatmulWithLocalAccumulatorAndPackedB) {
   const int64_t M = 16, N = 32, K = 24;
-  te::Tensor A = te::placeholder({M, K}, DataType::float32(), "A");
-  te::Tensor B = te::placeholder({K, N}, DataType::float32(), "B");
-  te::IterVar k = te::reduce_axis(K, "k");
-  te::Tensor C = te::compute(
-      {M, N},
-      [&](const te::Axes& i) -> te::Reduction {
-        return te::sum(mul((*A)({i[0], k.var}), (*B)({k.var, i[1]})), {k});
-      },
-      "C");
+  auto [A, B, C, k] = testing::matmul_te(M, N, K);
   te::Schedule s({C});
   te::Tensor CL = s.cache_write(C, "local");
   te::Tensor BP = s.cache_read(B, "local", {CL});
@@ -427,15 +412,7 @@ TEST(TirTeComputeAt, SetScopeOfAnAttachedStage) {
 // A 2-D VTCM tile: rows of A for one tile of C's rows, across all of k.
 TEST(TirTeComputeAt, VtcmTileOfMatmulRows) {
   const int64_t M = 32, N = 16, K = 64, rows = 8;
-  te::Tensor A = te::placeholder({M, K}, DataType::float32(), "A");
-  te::Tensor B = te::placeholder({K, N}, DataType::float32(), "B");
-  te::IterVar k = te::reduce_axis(K, "k");
-  te::Tensor C = te::compute(
-      {M, N},
-      [&](const te::Axes& i) -> te::Reduction {
-        return te::sum(mul((*A)({i[0], k.var}), (*B)({k.var, i[1]})), {k});
-      },
-      "C");
+  auto [A, B, C, k] = testing::matmul_te(M, N, K);
   te::Schedule s({C});
   te::Tensor A_tile = s.cache_read(A, "global.vtcm", {C});
   auto [io, ii] = s[C].split(s[C].leaf(0), rows);

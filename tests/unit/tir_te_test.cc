@@ -9,7 +9,7 @@
 #include "tir/te/te.h"
 #include "tir/text.h"
 #include "tir/transform/passes.h"
-#include "forum_kernel.h"
+#include "te_kernels.h"
 #include "test_util.h"
 
 namespace kiln::tir {
@@ -73,15 +73,7 @@ TEST(TirTe, Float32VariantAllocatesFourTimesTheBytes) {
 
 TEST(TirTe, ScheduledMatmulWithSumReduction) {
   const int64_t M = 8, N = 32, K = 16;
-  te::Tensor A = te::placeholder({M, K}, DataType::float32(), "A");
-  te::Tensor B = te::placeholder({K, N}, DataType::float32(), "B");
-  te::IterVar k = te::reduce_axis(K, "k");
-  te::Tensor C = te::compute(
-      {M, N},
-      [&](const te::Axes& i) -> te::Reduction {
-        return te::sum(mul((*A)({i[0], k.var}), (*B)({k.var, i[1]})), {k});
-      },
-      "C");
+  auto [A, B, C, k] = testing::matmul_te(M, N, K);
   te::Schedule s({C});
   te::Stage& st = s[C];
   auto [jo, ji] = st.split(st.leaf(1), 8);
