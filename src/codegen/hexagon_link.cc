@@ -58,28 +58,35 @@ std::vector<ResolvedImport> resolve_hexagon_imports(const std::vector<Import>& i
   return out;
 }
 
-void check_hexagon_imports(const std::vector<Import>& imports, const std::vector<std::string>& link_objects) {
+namespace {
+
+std::vector<Import> unresolved_imports(const std::vector<Import>& imports, const std::vector<std::string>& link_objects) {
   std::vector<Import> unresolved;
   for (const ResolvedImport& r : resolve_hexagon_imports(imports, link_objects))
     if (r.source == ImportSource::Unresolved) unresolved.push_back(r.import);
+  return unresolved;
+}
+
+}  // namespace
+
+void check_hexagon_imports(const std::vector<Import>& imports, const std::vector<std::string>& link_objects) {
+  std::vector<Import> unresolved = unresolved_imports(imports, link_objects);
   if (!unresolved.empty()) throw_unresolved_imports(unresolved, link_objects, "build", "kiln's Hexagon runtime");
 }
 
 void link_hexagon_executable(const std::string& kernel_object, const std::string& output,
                              const std::vector<std::string>& link_objects) {
+  // The kernels' undefined symbols (the harness defines the table the
+  // runtime reads) must resolve like their extern calls did.
+  std::vector<Import> needed;
+  for (const std::string& s : read_object_symbols(kernel_object).imports) needed.push_back(Import{s, {}});
+  std::vector<Import> unresolved = unresolved_imports(needed, link_objects);
   std::string runtime = hexagon_runtime_object();
+  if (!unresolved.empty())
+    throw_unresolved_imports(unresolved, link_objects, "link", "kiln's Hexagon runtime (" + runtime + ")");
+
   std::vector<std::string> inputs = link_objects;
   inputs.push_back(runtime);
-  std::set<std::string> provided = exports_of(inputs);
-  // The harness defines the table the runtime reads; the kernels define the
-  // functions it calls.
-  ObjectSymbols kernels = read_object_symbols(kernel_object);
-  std::vector<Import> missing;
-  for (const std::string& s : kernels.imports)
-    if (!provided.count(s)) missing.push_back(Import{s, {}});
-  if (!missing.empty())
-    throw_unresolved_imports(missing, link_objects, "link", "kiln's Hexagon runtime (" + runtime + ")");
-
   std::vector<std::string> argv = {"ld.lld-19", "-static", "-e", "_start", "-o", output, kernel_object};
   argv.insert(argv.end(), inputs.begin(), inputs.end());
   ProcessResult r = run_process(argv, 120, kInstallHint);

@@ -88,17 +88,6 @@ void compare_kernel(const std::vector<Tensor>& in, const Attrs&, std::vector<Ten
   });
 }
 
-template <CompareKind K>
-void add_compare(OpRegistry& r, const char* summary) {
-  OpDef d;
-  d.name = compare_name(K);
-  d.summary = summary;
-  d.min_inputs = d.max_inputs = 2;
-  d.infer = compare_infer<K>;
-  d.kernel = compare_kernel<K>;
-  r.add(std::move(d));
-}
-
 // ---- logical --------------------------------------------------------------
 
 enum class LogicKind { And, Or, Xor };
@@ -106,8 +95,7 @@ enum class LogicKind { And, Or, Xor };
 const char* logic_name(LogicKind k) {
   switch (k) {
     case LogicKind::And: return "logical_and";
-    case LogicKind::Or:
-      return "logical_or";
+    case LogicKind::Or: return "logical_or";
     case LogicKind::Xor: return "logical_xor";
   }
   return "?";
@@ -131,15 +119,25 @@ void logic_kernel(const std::vector<Tensor>& in, const Attrs&, std::vector<Tenso
   });
 }
 
-template <LogicKind K>
-void add_logic(OpRegistry& r, const char* summary) {
+// A two-input op with a bool result (comparisons and logic).
+void add_bool_binary(OpRegistry& r, const char* name, const char* summary, InferFn infer, KernelFn kernel) {
   OpDef d;
-  d.name = logic_name(K);
+  d.name = name;
   d.summary = summary;
   d.min_inputs = d.max_inputs = 2;
-  d.infer = logic_infer<K>;
-  d.kernel = logic_kernel<K>;
+  d.infer = infer;
+  d.kernel = kernel;
   r.add(std::move(d));
+}
+
+template <CompareKind K>
+void add_compare(OpRegistry& r, const char* summary) {
+  add_bool_binary(r, compare_name(K), summary, compare_infer<K>, compare_kernel<K>);
+}
+
+template <LogicKind K>
+void add_logic(OpRegistry& r, const char* summary) {
+  add_bool_binary(r, logic_name(K), summary, logic_infer<K>, logic_kernel<K>);
 }
 
 std::vector<TensorDesc> logical_not_infer(const std::vector<TensorDesc>& in, const Attrs&) {

@@ -158,17 +158,22 @@ void gather_nd_kernel(const std::vector<Tensor>& in, const Attrs& attrs, std::ve
     }
 }
 
+// Data, int32/int64 indices and updates of data's dtype; a known reduction.
+void check_scatter_operands(const std::string& op, const std::vector<TensorDesc>& in, const Attrs& attrs) {
+  require_dtype(op, "indices", in[1].dtype, {DType::Int32, DType::Int64});
+  if (in[2].dtype != in[0].dtype)
+    throw Error(op + ": updates have dtype " + std::string(dtype_name(in[2].dtype)) + " but data has " +
+                std::string(dtype_name(in[0].dtype)));
+  check_reduction(op, attrs, in[0].dtype);
+}
+
 // ---- scatter_nd -------------------------------------------------------------
 
 std::vector<TensorDesc> infer_scatter_nd(const std::vector<TensorDesc>& in, const Attrs& attrs) {
   const std::string op = "scatter_nd";
   const Shape& x = in[0].shape;
   const Shape& idx = in[1].shape;
-  require_dtype(op, "indices", in[1].dtype, {DType::Int32, DType::Int64});
-  if (in[2].dtype != in[0].dtype)
-    throw Error(op + ": updates have dtype " + std::string(dtype_name(in[2].dtype)) + " but data has " +
-                std::string(dtype_name(in[0].dtype)));
-  check_reduction(op, attrs, in[0].dtype);
+  check_scatter_operands(op, in, attrs);
   if (idx.empty()) throw Error(op + ": indices must have rank >= 1 (the last axis holds index tuples)");
   int64_t m = idx.back();
   if (m < 1 || m > static_cast<int64_t>(x.size()))
@@ -212,11 +217,7 @@ std::vector<TensorDesc> infer_scatter_elements(const std::vector<TensorDesc>& in
   const std::string op = "scatter_elements";
   const Shape& x = in[0].shape;
   const Shape& idx = in[1].shape;
-  require_dtype(op, "indices", in[1].dtype, {DType::Int32, DType::Int64});
-  if (in[2].dtype != in[0].dtype)
-    throw Error(op + ": updates have dtype " + std::string(dtype_name(in[2].dtype)) + " but data has " +
-                std::string(dtype_name(in[0].dtype)));
-  check_reduction(op, attrs, in[0].dtype);
+  check_scatter_operands(op, in, attrs);
   if (x.empty()) throw Error(op + ": data is a scalar; scatter_elements needs rank >= 1");
   if (idx.size() != x.size())
     throw Error(op + ": indices " + shape_str(idx) + " must have the rank of data " + shape_str(x));

@@ -2,6 +2,9 @@
 // runtime ABI and RUN; results are checked against plain C++ loops here.
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <iterator>
+
 #include "codegen/codegen.h"
 #include "runtime/vtcm_pool.h"
 #include "tir/text.h"
@@ -10,24 +13,12 @@
 namespace kiln::codegen {
 namespace {
 
-// The forum's program after scheduling: A and B copied into VTCM, C = A_buf + B_buf.
+// The forum's program after scheduling (examples/vtcm/vtcm_add.kir, int8 there):
+// A and B copied into VTCM, C = A_buf + B_buf, in the given element type.
 std::string vtcm_add(const std::string& dtype) {
-  std::string t = R"(prim @alloc_vtcm(%A: Buffer[(2048), T], %B: Buffer[(2048), T], %C: Buffer[(2048), T]) {
-  allocate %A_buf: Buffer[(2048), T, scope="local.vtcm", align=128]
-  allocate %B_buf: Buffer[(2048), T, scope="local.vtcm", align=128]
-  for %i0 from 0 extent 2048 {
-    %A_buf[%i0] = %A[%i0]
-  }
-  for %i0 from 0 extent 2048 {
-    %B_buf[%i0] = %B[%i0]
-  }
-  for %i0 from 0 extent 2048 vectorized {
-    %C[%i0] = %A_buf[%i0] + %B_buf[%i0]
-  }
-  return 0
-}
-)";
-  for (size_t p; (p = t.find(", T")) != std::string::npos;) t.replace(p, 3, ", " + dtype);
+  std::ifstream in(std::string(KILN_SOURCE_DIR) + "/examples/vtcm/vtcm_add.kir");
+  std::string t((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  for (size_t p = 0; (p = t.find("int8", p)) != std::string::npos; p += dtype.size()) t.replace(p, 4, dtype);
   return t;
 }
 
