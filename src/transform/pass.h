@@ -46,6 +46,9 @@ Module run_codegen_pass(const Module& m, const PassOptions& options);
 // All graph passes, in pipeline order.
 const std::vector<PassInfo>& graph_passes();
 const PassInfo* find_graph_pass(const std::string& name);
+// The graph optimizations every compiled model gets before partitioning, in
+// order (the model compile pipeline, src/driver/, runs them).
+const std::vector<std::string>& graph_optimization_passes();
 
 struct PipelineOptions {
   bool print_after_all = false;  // print the module after each pass that changed it

@@ -26,6 +26,11 @@ const std::vector<PassInfo>& graph_passes() {
   return passes;
 }
 
+const std::vector<std::string>& graph_optimization_passes() {
+  static const std::vector<std::string> names = {"fold-constants", "dead-code-elimination"};
+  return names;
+}
+
 const PassInfo* find_graph_pass(const std::string& name) {
   for (const auto& p : graph_passes())
     if (p.name == name) return &p;
