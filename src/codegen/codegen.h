@@ -95,6 +95,18 @@ std::string emit_text(const std::vector<tir::PrimFunc>& funcs, EmitKind kind,
 void emit_to_file(const std::vector<tir::PrimFunc>& funcs, EmitKind kind, const std::string& path,
                   const CodegenOptions& options = {});
 
+// A model's host kernels as one position-independent shared object for the
+// host CPU, calling the runtime through import slots (runtime/host_code.h):
+// the ELF bytes, the CPU and recorded features it was compiled for, and the
+// runtime-ABI symbols it imports. Imports are checked first (check_imports).
+struct HostObject {
+  std::string bytes;
+  std::string cpu;
+  std::vector<std::string> cpu_features;
+  std::vector<std::string> imports;
+};
+HostObject emit_host_shared_object(const std::vector<tir::PrimFunc>& funcs, const CodegenOptions& options = {});
+
 // An in-process JIT module (ORC) for tests and `kiln run`; host target only.
 class JitModule {
  public:

@@ -24,15 +24,22 @@
 #include <llvm/Target/TargetOptions.h>
 #include <llvm/TargetParser/Host.h>
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <mutex>
 #include <unordered_map>
 
 #include "codegen/codegen.h"
 #include "codegen/hexagon.h"
 #include "kiln/runtime/backend_api.h"
+#include "runtime/host_code.h"
+#include "runtime/runtime_abi.h"
 #include "runtime/hexagon/harness.h"
 #include "tir/parallel.h"
 #include "tir/text.h"
@@ -309,6 +316,19 @@ class FunctionBuilder {
     }
   }
 
+  // A C math function (tanhf, erff) applied to each lane of v.
+  llvm::Value* libm_call(DataType elem, const std::string& base, llvm::Value* v) {
+    llvm::Type* et = type(elem);
+    std::string symbol = base + (elem.bits == 32 ? "f" : "");
+    llvm::FunctionCallee fn = mod_.getOrInsertFunction(symbol, llvm::FunctionType::get(et, {et}, false));
+    auto* vt = llvm::dyn_cast<llvm::FixedVectorType>(v->getType());
+    if (!vt) return b_.CreateCall(fn, {v});
+    llvm::Value* out = llvm::PoisonValue::get(vt);
+    for (unsigned i = 0; i < vt->getNumElements(); ++i)
+      out = b_.CreateInsertElement(out, b_.CreateCall(fn, {b_.CreateExtractElement(v, uint64_t(i))}), uint64_t(i));
+    return out;
+  }
+
   llvm::Value* call(const tir::CallNode& n) {
     std::vector<llvm::Value*> args;
     for (const tir::Expr& a : n.args) args.push_back(expr(a));
@@ -344,6 +364,16 @@ class FunctionBuilder {
         return b_.CreateBinaryIntrinsic(llvm::Intrinsic::abs, args[0], b_.getFalse());
       case tir::Intrinsic::Sqrt: return b_.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, args[0]);
       case tir::Intrinsic::Exp: return b_.CreateUnaryIntrinsic(llvm::Intrinsic::exp, args[0]);
+      case tir::Intrinsic::Log: return b_.CreateUnaryIntrinsic(llvm::Intrinsic::log, args[0]);
+      case tir::Intrinsic::Sin: return b_.CreateUnaryIntrinsic(llvm::Intrinsic::sin, args[0]);
+      case tir::Intrinsic::Cos: return b_.CreateUnaryIntrinsic(llvm::Intrinsic::cos, args[0]);
+      case tir::Intrinsic::Floor: return b_.CreateUnaryIntrinsic(llvm::Intrinsic::floor, args[0]);
+      case tir::Intrinsic::Ceil: return b_.CreateUnaryIntrinsic(llvm::Intrinsic::ceil, args[0]);
+      case tir::Intrinsic::Round: return b_.CreateUnaryIntrinsic(llvm::Intrinsic::roundeven, args[0]);
+      case tir::Intrinsic::Pow: return b_.CreateBinaryIntrinsic(llvm::Intrinsic::pow, args[0], args[1]);
+      // No LLVM intrinsic: the C library's function, per lane.
+      case tir::Intrinsic::Tanh: return libm_call(t.is_vector() ? t.element() : t, "tanh", args[0]);
+      case tir::Intrinsic::Erf: return libm_call(t.is_vector() ? t.element() : t, "erf", args[0]);
       case tir::Intrinsic::Likely:
         return b_.CreateIntrinsic(llvm::Intrinsic::expect, {args[0]->getType()}, {args[0], b_.getTrue()});
       case tir::Intrinsic::AddressOffset: return b_.CreateGEP(b_.getInt8Ty(), args[0], args[1]);
@@ -765,9 +795,38 @@ void throw_llvm_errors() {
   if (!t_llvm_errors.empty()) throw Error("LLVM reported errors while compiling:" + t_llvm_errors);
 }
 
+// Calls of runtime-ABI functions go through an exported pointer
+// `kiln_import_<symbol>` that the loader fills (runtime/host_code.h), so the
+// shared object has no undefined runtime symbols. Returns the symbols.
+std::vector<std::string> use_import_slots(llvm::Module& m) {
+  std::vector<std::string> imports;
+  std::vector<llvm::Function*> decls;
+  for (llvm::Function& f : m)
+    if (f.isDeclaration() && !f.isIntrinsic() && find_runtime_symbol(f.getName().str())) decls.push_back(&f);
+  llvm::IRBuilder<> b(m.getContext());
+  for (llvm::Function* f : decls) {
+    std::string name = f->getName().str();
+    imports.push_back(name);
+    auto* slot = new llvm::GlobalVariable(m, b.getPtrTy(), false, llvm::GlobalValue::ExternalLinkage,
+                                          llvm::ConstantPointerNull::get(b.getPtrTy()), "kiln_import_" + name);
+    std::vector<llvm::CallInst*> calls;
+    for (llvm::User* u : f->users())
+      if (auto* call = llvm::dyn_cast<llvm::CallInst>(u)) calls.push_back(call);
+    for (llvm::CallInst* call : calls) {
+      b.SetInsertPoint(call);
+      call->setCalledOperand(b.CreateLoad(b.getPtrTy(), slot, name + ".slot"));
+    }
+    KILN_CHECK(f->use_empty(), "codegen: runtime function ", name, " is used other than by a call");
+    f->eraseFromParent();
+  }
+  std::sort(imports.begin(), imports.end());
+  return imports;
+}
+
 std::unique_ptr<llvm::Module> build_module(llvm::LLVMContext& ctx, const std::vector<tir::PrimFunc>& funcs,
                                            llvm::TargetMachine& tm, const CodegenOptions& options,
-                                           bool with_harness = false) {
+                                           bool with_harness = false,
+                                           std::vector<std::string>* import_slots = nullptr) {
   const int opt_level = options.opt_level;
   quiet_optimization_failures(ctx);
   auto m = std::make_unique<llvm::Module>("kiln", ctx);
@@ -778,6 +837,7 @@ std::unique_ptr<llvm::Module> build_module(llvm::LLVMContext& ctx, const std::ve
     FunctionBuilder(*m, *f).build();
   }
   if (with_harness) add_hexagon_harness(*m, funcs, options.target.vtcm_capacity);
+  if (import_slots) *import_slots = use_import_slots(*m);
   std::string err;
   llvm::raw_string_ostream os(err);
   if (llvm::verifyModule(*m, &os))
@@ -879,6 +939,42 @@ void emit_to_file(const std::vector<tir::PrimFunc>& funcs, EmitKind kind, const 
   ProcessResult r = run_process({"ld.lld-19", "-shared", "-o", path, obj.path}, 120,
                                 "run scripts/setup.sh, which installs lld-19");
   KILN_CHECK(r.exit_code == 0, "linking ", path, " with ld.lld-19 failed: ", r.err, r.out);
+}
+
+HostObject emit_host_shared_object(const std::vector<tir::PrimFunc>& funcs, const CodegenOptions& options) {
+  KILN_CHECK(!options.target.is_hexagon(), "host code is for the host target, not ", options.target.name);
+  check_target_imports(funcs, options);
+  HostObject out;
+  auto tm = target_machine(options.target, options.opt_level);
+  llvm::LLVMContext ctx;
+  auto m = build_module(ctx, funcs, *tm, options, false, &out.imports);
+  char dir_template[] = "/tmp/kiln-host-XXXXXX";
+  KILN_CHECK(mkdtemp(dir_template) != nullptr, "cannot create a temporary folder for the host code");
+  std::string dir = dir_template;
+  TempFile obj{dir + "/kernels.o"}, so{dir + "/kernels.so"};
+  {
+    std::error_code ec;
+    llvm::raw_fd_ostream os(obj.path, ec, llvm::sys::fs::OF_None);
+    KILN_CHECK(!ec, "cannot write ", obj.path, ": ", ec.message());
+    emit_machine_code(*m, *tm, os, llvm::CodeGenFileType::ObjectFile);
+  }
+  ProcessResult r = run_process({"ld.lld-19", "-shared", "-o", so.path, obj.path}, 120,
+                                "run scripts/setup.sh, which installs lld-19");
+  KILN_CHECK(r.exit_code == 0, "linking the host code with ld.lld-19 failed: ", r.err, r.out);
+  {
+    std::ifstream in(so.path, std::ios::binary);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    out.bytes = ss.str();
+  }
+  std::remove(obj.path.c_str());
+  std::remove(so.path.c_str());
+  rmdir(dir.c_str());
+  out.cpu = tm->getTargetCPU().str();
+  llvm::StringMap<bool> host = llvm::sys::getHostCPUFeatures();
+  for (const std::string& f : recorded_cpu_features())
+    if (auto it = host.find(f); it != host.end() && it->second) out.cpu_features.push_back(f);
+  return out;
 }
 
 // ---------------------------------------------------------------- JIT

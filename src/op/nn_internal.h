@@ -188,4 +188,11 @@ inline void copy_strided(const Tensor& in, int64_t base, const std::vector<int64
   });
 }
 
+// strided_slice: the (start, count, step) of every axis of data, numpy's
+// slice.indices() on the listed axes (shape_index.cc; the lowering reads it too).
+struct SliceAxis {
+  int64_t start = 0, count = 0, step = 1;
+};
+std::vector<SliceAxis> slice_plan(const Shape& shape, const Attrs& attrs);
+
 }  // namespace kiln

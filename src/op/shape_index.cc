@@ -31,10 +31,6 @@ namespace {
 
 // ---- strided_slice --------------------------------------------------------
 
-struct SliceAxis {
-  int64_t start = 0, count = 0, step = 1;
-};
-
 // Python's slice.indices(): normalises begin/end/step against a size d.
 SliceAxis slice_axis(int64_t b, int64_t e, int64_t s, int64_t d) {
   SliceAxis r;
@@ -57,7 +53,8 @@ SliceAxis slice_axis(int64_t b, int64_t e, int64_t s, int64_t d) {
   return r;
 }
 
-// The (start, count, step) of every axis of data.
+}  // namespace
+
 std::vector<SliceAxis> slice_plan(const Shape& shape, const Attrs& attrs) {
   const std::string op = "strided_slice";
   const int64_t rank = static_cast<int64_t>(shape.size());
@@ -92,6 +89,8 @@ std::vector<SliceAxis> slice_plan(const Shape& shape, const Attrs& attrs) {
   }
   return plan;
 }
+
+namespace {
 
 std::vector<TensorDesc> infer_strided_slice(const std::vector<TensorDesc>& in, const Attrs& attrs) {
   Shape out;

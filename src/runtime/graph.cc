@@ -89,6 +89,8 @@ std::string graph_to_json(const Graph& g) {
     json jn{{"name", n.name}, {"inputs", n.inputs}};
     if (!n.callee.empty())
       jn["callee"] = n.callee;
+    else if (!n.kernel.empty())
+      jn["kernel"] = n.kernel;
     else
       jn["op"] = n.op;
     jn["outputs"] = json::array();
@@ -128,6 +130,8 @@ Graph graph_from_json(const std::string& text, const std::string& what) {
     std::string where = "node " + n.name;
     if (jn.contains("callee"))
       n.callee = r.str(jn, "callee", where);
+    else if (jn.contains("kernel"))
+      n.kernel = r.str(jn, "kernel", where);
     else
       n.op = r.str(jn, "op", where);
     for (const auto& i : r.array(jn, "inputs", where)) {
@@ -172,7 +176,7 @@ void validate_graph(const Graph& g, const std::string& what) {
                     "' is not defined before use");
       in.push_back(it->second);
     }
-    if (n.callee.empty()) {
+    if (n.callee.empty() && n.kernel.empty()) {
       const OpDef* op = find_op(n.op);
       if (!op) throw Error(what + ": malformed kiln.graph: " + where + ": unknown op '" + n.op + "'");
       std::vector<TensorDesc> out;

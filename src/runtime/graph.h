@@ -16,7 +16,8 @@
 //
 // Constants are referenced by name; their data is stored outside the JSON
 // (in the .kmod's constant section). A node with "callee" instead of "op"
-// calls an offloaded function by its global symbol (host programs only).
+// calls an offloaded function by its global symbol (host programs only); a
+// node with "kernel" calls a compiled host kernel (runtime/host_code.h).
 // Nodes sharing a "group" came from one pattern match (fusion candidates).
 #pragma once
 
@@ -40,6 +41,7 @@ struct GraphNode {
   std::string name;
   std::string op;      // an op of the registry, or empty when callee is set
   std::string callee;  // global symbol of an offloaded function
+  std::string kernel;  // symbol of a compiled host kernel (HostCode); op is then its first op
   std::vector<std::string> inputs;
   std::vector<GraphValue> outputs;
   Attrs attrs;

@@ -31,7 +31,7 @@ std::vector<Tensor> execute_graph(const Graph& g, const std::vector<Tensor>& inp
     std::vector<Tensor> ins;
     for (const auto& i : n.inputs) ins.push_back(values.at(i));
     std::vector<Tensor> outs;
-    if (!n.callee.empty()) {
+    if (!n.callee.empty() || !n.kernel.empty()) {
       KILN_ASSERT(static_cast<bool>(hooks.callee), "graph with callee nodes run without a callee handler");
       for (const auto& o : n.outputs) outs.push_back(Tensor::empty(o.desc.shape, o.desc.dtype));
       hooks.callee(n, ins, outs);

@@ -2,7 +2,8 @@
 //
 // The VM runs its host program with this, and --verify runs each offloaded
 // function's graph with it as the reference. Callee nodes (offloaded
-// functions) are handed to a callback with pre-allocated outputs.
+// functions) and kernel nodes (compiled host kernels) are handed to a
+// callback with pre-allocated outputs.
 #pragma once
 
 #include <chrono>

@@ -88,6 +88,20 @@ std::string encode_kmod(const Executable& exe) {
     data.append(static_cast<const char*>(t.raw()), t.nbytes());
   }
   header["constants"] = consts;
+  if (!exe.host_code.empty()) {
+    const HostCode& hc = exe.host_code;
+    while (data.size() % 64) data.push_back('\0');
+    json kernels = json::array();
+    for (const auto& k : hc.kernels) kernels.push_back({{"symbol", k.symbol}, {"ops", graph_to_json(k.ops)}});
+    header["host_code"] = {{"target", hc.target},
+                           {"cpu", hc.cpu},
+                           {"cpu_features", hc.cpu_features},
+                           {"imports", hc.imports},
+                           {"kernels", kernels},
+                           {"offset", data.size()},
+                           {"bytes", hc.shared_object.size()}};
+    data += hc.shared_object;
+  }
   std::string text = header.dump();
   std::string out(kMagic, sizeof kMagic);
   put<uint32_t>(out, kKmodVersion);
@@ -162,6 +176,23 @@ Executable decode_kmod(const std::string& bytes, const std::string& what) {
       Tensor t = Tensor::empty(shape, *dt);
       std::memcpy(t.raw(), data.data() + offset, n);
       exe.constants[name] = t;
+    }
+    if (h.contains("host_code")) {
+      const json& jh = h.at("host_code");
+      HostCode& hc = exe.host_code;
+      hc.target = jh.at("target").get<std::string>();
+      hc.cpu = jh.at("cpu").get<std::string>();
+      hc.cpu_features = jh.at("cpu_features").get<std::vector<std::string>>();
+      hc.imports = jh.at("imports").get<std::vector<std::string>>();
+      for (const auto& jk : jh.at("kernels")) {
+        std::string symbol = jk.at("symbol").get<std::string>();
+        hc.kernels.push_back(
+            {symbol, graph_from_json(jk.at("ops").get<std::string>(), what + " kernel " + symbol)});
+      }
+      uint64_t offset = jh.at("offset").get<uint64_t>(), n = jh.at("bytes").get<uint64_t>();
+      if (offset > data.size() || n > data.size() - offset)
+        throw Error(what + ": the host code lies outside the data section");
+      hc.shared_object = data.substr(offset, n);
     }
     return exe;
   } catch (const json::exception& e) {

@@ -4,8 +4,11 @@
 //   "KILNMOD\0"                 8 bytes magic
 //   u32 container version       (kKmodVersion)
 //   u64 header length, header   JSON: manifest, host program, backend parts,
+//                               host code (target, CPU features, imports,
+//                               kernels, shared object offset and size),
 //                               constant index (name, dtype, shape, offset, bytes)
-//   u64 data length, data       constant bytes, 64-byte aligned offsets
+//   u64 data length, data       constant bytes and the host code's shared
+//                               object, 64-byte aligned offsets
 //   u64 checksum                FNV-1a 64 of every byte before it
 //
 // The manifest records the kiln version, the format version and the
@@ -19,7 +22,8 @@
 
 namespace kiln {
 
-inline constexpr uint32_t kKmodVersion = 1;
+// 2: compiled host code (a shared object of host kernels, runtime/host_code.h).
+inline constexpr uint32_t kKmodVersion = 2;
 // The kiln version written into manifests; modules from another major.minor
 // version are refused.
 inline constexpr const char* kKilnVersion = "0.1.0";

@@ -1,8 +1,11 @@
 // The VM: host program on reference kernels, offloaded functions on backends.
 #include "runtime/vm.h"
 
+#include <chrono>
 #include <cmath>
 #include <cstdio>
+
+#include "kiln/runtime/backend_api.h"
 
 #include "runtime/graph_exec.h"
 
@@ -11,7 +14,9 @@ namespace kiln {
 std::string RegionCheck::str() const {
   char buf[160];
   std::snprintf(buf, sizeof buf, "max abs %.3g, max rel %.3g", max_abs, max_rel);
-  std::string s = "verify @" + symbol + " (" + backend + "): " + buf + (ok ? ": ok" : ": MISMATCH");
+  std::string s =
+      (host_kernel ? "verify host kernel " + symbol : "verify @" + symbol + " (" + backend + ")") + ": " +
+      buf + (ok ? ": ok" : ": MISMATCH");
   if (!ok && !first_divergent_node.empty()) {
     std::snprintf(buf, sizeof buf, "%.3g", node_max_abs);
     s += "; first divergent node: " + first_divergent_node + " (max abs " + buf + ")";
@@ -44,9 +49,16 @@ VirtualMachine::VirtualMachine(Executable exe) : exe_(std::move(exe)) {
     if (!s.ok()) throw Error("backend " + part.backend + ": init failed: " + s.message);
     runtimes_[part.backend] = std::move(rt);
   }
-  for (const auto& n : exe_.host.nodes)
+  if (!exe_.host_code.empty()) {
+    host_code_ = LoadedHostCode::load(exe_.host_code, "module");
+    for (const auto& k : exe_.host_code.kernels) kernels_[k.symbol] = {host_code_->find(k.symbol), &k};
+  }
+  for (const auto& n : exe_.host.nodes) {
     KILN_CHECK(n.callee.empty() || symbols_.count(n.callee), "module: the host program calls '", n.callee,
                "', which no backend defines");
+    KILN_CHECK(n.kernel.empty() || kernels_.count(n.kernel), "module: the host program calls kernel '",
+               n.kernel, "', which its host code does not define");
+  }
 }
 
 VirtualMachine::~VirtualMachine() = default;
@@ -65,7 +77,49 @@ void compare(const Tensor& got, const Tensor& want, double& max_abs, double& max
   }
 }
 
+double max_abs_value(const std::vector<Tensor>& ts) {
+  double scale = 0;
+  for (const auto& w : ts)
+    for (int64_t i = 0; i < w.numel(); ++i) scale = std::max(scale, std::fabs(w.get_as_double(i)));
+  return scale;
+}
+
 }  // namespace
+
+void VirtualMachine::run_kernel(const GraphNode& node, const std::vector<Tensor>& inputs,
+                                std::vector<Tensor>& outputs, const RunOptions& opts, double start_us) {
+  const auto& [fn, kernel] = kernels_.at(node.kernel);
+  std::vector<void*> args;
+  for (const auto& t : inputs) args.push_back(const_cast<void*>(t.raw()));
+  for (auto& t : outputs) args.push_back(t.raw());
+  KilnBackendSetLastError("");
+  auto t0 = std::chrono::steady_clock::now();
+  int32_t code = fn(args.data());
+  double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+  if (code != 0)
+    throw Error("host kernel " + node.kernel + " (node " + node.name + ") failed (code " +
+                std::to_string(code) + "): " + KilnBackendGetLastError());
+  if (opts.record_events) {
+    DispatchEvent e;
+    e.backend = "host";
+    e.node = node.name;
+    e.op = node.kernel;
+    e.engine = "CPU";
+    e.fused = kernel->ops.nodes.size() > 1;
+    e.start_us = start_us;
+    e.duration_us = us;
+    events_.push_back(std::move(e));
+  }
+  if (!opts.verify) return;
+  std::vector<Tensor> want = execute_graph(kernel->ops, inputs, exe_.constants);
+  RegionCheck c;
+  c.symbol = node.kernel;
+  c.backend = "host";
+  c.host_kernel = true;
+  for (size_t i = 0; i < want.size(); ++i) compare(outputs[i], want[i], c.max_abs, c.max_rel);
+  c.ok = !(c.max_abs > opts.tolerance.atol + opts.tolerance.rtol * max_abs_value(want));
+  checks_.push_back(c);
+}
 
 void VirtualMachine::dispatch(const GraphNode& node, const std::vector<Tensor>& inputs,
                               std::vector<Tensor>& outputs, const RunOptions& opts) {
@@ -120,6 +174,7 @@ std::vector<Tensor> VirtualMachine::run(const std::vector<Tensor>& inputs, const
   GraphRunHooks hooks;
   hooks.callee = [&](const GraphNode& n, const std::vector<Tensor>& ins, std::vector<Tensor>& outs) {
     double t0 = microseconds_since(hooks.start);
+    if (!n.kernel.empty()) return run_kernel(n, ins, outs, opts, t0);
     size_t first = events_.size();
     dispatch(n, ins, outs, opts);
     // Backend times are relative to their own start; place them in the run.

@@ -1,7 +1,8 @@
 // The VM: runs a compiled module (an Executable) with the runtime alone.
 //
-// The host program is a kiln.graph whose op nodes run on the reference
-// kernels (compiled host code comes later) and whose callee nodes dispatch,
+// The host program is a kiln.graph whose kernel nodes call compiled host
+// kernels (HostCode, loaded once), whose op nodes run on the reference
+// kernels (ops the compiler did not lower) and whose callee nodes dispatch,
 // by global symbol, to the backend runtime that owns the symbol. Backend
 // runtimes are created and initialised once, when the VM is made; run() may
 // be called many times. The VM never includes the compiler (src/ir).
@@ -14,6 +15,7 @@
 
 #include "kiln/runtime/backend.h"
 #include "runtime/graph.h"
+#include "runtime/host_code.h"
 
 namespace kiln {
 
@@ -28,6 +30,7 @@ struct Executable {
   Graph host;  // the host program ("main")
   std::vector<BackendPart> backends;
   std::map<std::string, Tensor> constants;  // host and backend constants, by name
+  HostCode host_code;  // the compiled host kernels (empty: every host op on its reference kernel)
   // The partitioner's one-line summary, so running a .kmod still says what
   // was offloaded ("" when no backend was used).
   std::string offload_summary;
@@ -46,6 +49,7 @@ struct RegionCheck {
   double max_rel = 0;
   bool ok = true;
   std::string first_divergent_node;  // when !ok and the backend reported node values
+  bool host_kernel = false;          // a compiled host kernel (symbol is the kernel)
   double node_max_abs = 0;
   std::string str() const;  // one line for `kiln run --verify`
 };
@@ -73,10 +77,14 @@ class VirtualMachine {
  private:
   void dispatch(const GraphNode& node, const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs,
                 const RunOptions& opts);
+  void run_kernel(const GraphNode& node, const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs,
+                  const RunOptions& opts, double start_us);
 
   Executable exe_;
   std::map<std::string, std::unique_ptr<BackendRuntime>> runtimes_;  // by backend
   std::map<std::string, std::pair<std::string, Graph>> symbols_;  // symbol -> (backend, graph for --verify)
+  std::unique_ptr<LoadedHostCode> host_code_;
+  std::map<std::string, std::pair<LoadedHostCode::KernelFn, const HostKernel*>> kernels_;
   std::vector<DispatchEvent> events_;
   std::vector<RegionCheck> checks_;
 };

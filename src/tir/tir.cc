@@ -275,9 +275,24 @@ Expr call_intrinsic(Intrinsic i, std::vector<Expr> args) {
       break;
     case Intrinsic::Sqrt:
     case Intrinsic::Exp:
+    case Intrinsic::Log:
+    case Intrinsic::Tanh:
+    case Intrinsic::Erf:
+    case Intrinsic::Sin:
+    case Intrinsic::Cos:
+    case Intrinsic::Floor:
+    case Intrinsic::Ceil:
+    case Intrinsic::Round:
       want(1);
       KILN_CHECK(args[0]->dtype.is_float(), intrinsic_name(i), " takes a float, not ",
                  dtype_str(args[0]->dtype));
+      t = args[0]->dtype;
+      break;
+    case Intrinsic::Pow:
+      want(2);
+      KILN_CHECK(args[0]->dtype.is_float() && args[0]->dtype == args[1]->dtype,
+                 "pow takes two floats of one type, not ", dtype_str(args[0]->dtype), " and ",
+                 dtype_str(args[1]->dtype));
       t = args[0]->dtype;
       break;
     case Intrinsic::Likely:

@@ -227,6 +227,15 @@ enum class CallKind : uint8_t { Intrinsic, Extern };
   X(Abs, "abs")          /* numeric */                           \
   X(Sqrt, "sqrt")        /* float */                             \
   X(Exp, "exp")          /* float */                             \
+  X(Log, "log")          /* float */                             \
+  X(Tanh, "tanh")        /* float */                             \
+  X(Erf, "erf")          /* float */                             \
+  X(Sin, "sin")          /* float */                             \
+  X(Cos, "cos")          /* float */                             \
+  X(Floor, "floor")      /* float */                             \
+  X(Ceil, "ceil")        /* float */                             \
+  X(Round, "round")      /* float: to nearest, ties to even */   \
+  X(Pow, "pow")          /* float, float -> float */             \
   X(Likely, "likely")    /* bool hint for branches */                \
   X(AddressOffset, "address_offset") /* handle + int64 bytes -> handle */ \
   X(ParallelStatus, "parallel_status") /* -> int32: how the last parallel loop ended (tir/parallel.h) */

@@ -48,6 +48,28 @@ ImportOptions BackendFlags::import_options() const {
   return o;
 }
 
+void CompileFlags::add_to(CLI::App* cmd) {
+  cmd->add_flag("--strict-compile", strict_compile,
+                "Fail, naming them, when host ops would run on reference kernels instead of compiled code");
+  cmd->add_flag("--print-after-all", print_after_all,
+                "Print the IR after each compile stage and pass (graph passes, host program, tensor IR)");
+  cmd->add_flag("--time-passes", time_passes, "Print the time of each compile stage and pass");
+}
+
+driver::CompileOptions CompileFlags::options(const BackendFlags& backend, const std::string& entry) const {
+  driver::CompileOptions o;
+  o.entry = entry;
+  o.partition = backend.partition_options();
+  o.merge = !backend.no_merge;
+  o.codegen = backend.codegen_options();
+  o.strict_compile = strict_compile;
+  o.print_after_all = print_after_all;
+  o.time_passes = time_passes;
+  return o;
+}
+
+std::string compile_line(const driver::CompileSummary& s) { return "compile: " + s.str(); }
+
 std::string offload_line(const PartitionReport& report) { return "offload: " + report.summary(); }
 
 }  // namespace kiln::cli

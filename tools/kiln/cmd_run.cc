@@ -2,18 +2,20 @@
 //          [--backend NAME ...] [--dispatch-log FILE] [--profile FILE.json] [--verify]
 // kiln run FILE.kir --entry PRIM [--target llvm|hexagon-vNN] [--input ...] [--out DIR]
 //
-// Without backends or profiling flags a .kir/.onnx model runs on the
-// reference interpreter. With --backend it is partitioned, compiled in
-// memory and run on the VM (offloaded functions on their backends); a .kmod
-// is loaded and run by the runtime alone. A prim function is compiled for
+// A .kir/.onnx model goes through the model compile pipeline in memory
+// (src/driver/compile_model.h: optimized, partitioned with --backend, host ops
+// compiled to native kernels) and runs on the VM; --interpret runs it on the
+// reference interpreter instead. A .kmod is loaded and run by the runtime
+// alone. A prim function is compiled for
 // --target and run: JIT-compiled on the host, or linked with kiln's Hexagon
 // runtime and run under qemu-hexagon-static.
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
 #include <map>
 
-#include "backends/build.h"
 #include "byoc_flags.h"
 #include "codegen/prim_runner.h"
 #include "commands.h"
@@ -35,6 +37,9 @@ struct RunOpts {
   std::string entry = "main";
   int64_t print_limit = 32;
   BackendFlags flags;
+  CompileFlags compile;
+  bool interpret = false;
+  int64_t repeat = 0;
   std::string dispatch_log;
   std::string profile;
   bool verify = false;
@@ -96,13 +101,15 @@ std::map<std::string, std::string> parse_input_flags(const std::vector<std::stri
 std::vector<Param> params_of(const FunctionNode& fn) {
   std::vector<Param> out;
   for (const auto& p : fn.params) {
-    if (!p->type->is_tensor()) throw Error("parameter %" + p->name + " is a tuple; kiln run takes tensor inputs only");
+    if (!p->type->is_tensor())
+      throw Error("parameter %" + p->name + " is a tuple; kiln run takes tensor inputs only");
     out.push_back({p->name, p->type->tensor});
   }
   return out;
 }
 
-std::vector<Tensor> gather_inputs(const std::string& fn_name, const std::vector<Param>& params, const RunOpts& o) {
+std::vector<Tensor> gather_inputs(const std::string& fn_name, const std::vector<Param>& params,
+                                  const RunOpts& o) {
   auto files = parse_input_flags(o.inputs);
   for (const auto& [name, file] : files) {
     bool known = false;
@@ -110,7 +117,8 @@ std::vector<Tensor> gather_inputs(const std::string& fn_name, const std::vector<
     if (!known) {
       std::string list;
       for (const auto& p : params) list += (list.empty() ? "%" : ", %") + p.name;
-      throw Error("--input " + name + ": @" + fn_name + " has no parameter of that name (parameters: " + list + ")");
+      throw Error("--input " + name + ": @" + fn_name +
+                  " has no parameter of that name (parameters: " + list + ")");
     }
   }
   uint64_t state = o.seed.value_or(0);
@@ -120,15 +128,16 @@ std::vector<Tensor> gather_inputs(const std::string& fn_name, const std::vector<
     auto it = files.find(p.name);
     if (it == files.end()) {
       if (!o.seed)
-        throw Error("no value for input %" + p.name + " " + type_str(tensor_type(want)) + ": give --input " + p.name +
-                    "=FILE.npy or --random-inputs SEED");
+        throw Error("no value for input %" + p.name + " " + type_str(tensor_type(want)) + ": give --input " +
+                    p.name + "=FILE.npy or --random-inputs SEED");
       args.push_back(random_tensor(want, state));
       continue;
     }
     Tensor t = read_npy(it->second);
     if (t.dtype() != want.dtype || t.shape() != want.shape)
       throw Error("input %" + p.name + " from " + it->second + " is " + shape_str(t.shape()) + " " +
-                  std::string(dtype_name(t.dtype())) + ", but @" + fn_name + " expects " + type_str(tensor_type(want)));
+                  std::string(dtype_name(t.dtype())) + ", but @" + fn_name + " expects " +
+                  type_str(tensor_type(want)));
     args.push_back(std::move(t));
   }
   return args;
@@ -142,6 +151,23 @@ void print_values(const Tensor& t) {
     std::cout << (i ? ", " : "") << buf;
   }
   std::cout << "]\n";
+}
+
+// Median and minimum of `repeat` timed runs after one warm-up run.
+void time_runs(VirtualMachine& vm, const std::vector<Tensor>& args, int64_t repeat) {
+  std::vector<double> ms;
+  vm.run(args);
+  for (int64_t i = 0; i < repeat; ++i) {
+    auto t0 = std::chrono::steady_clock::now();
+    vm.run(args);
+    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  }
+  std::sort(ms.begin(), ms.end());
+  double median = ms.size() % 2 ? ms[ms.size() / 2] : (ms[ms.size() / 2 - 1] + ms[ms.size() / 2]) / 2;
+  char buf[160];
+  std::snprintf(buf, sizeof buf, "latency: median %.3f ms, min %.3f ms over %lld runs (after 1 warm-up run)",
+                median, ms.front(), static_cast<long long>(repeat));
+  std::cout << buf << "\n";
 }
 
 // Runs on the VM: the executable's host program and its backends.
@@ -158,8 +184,26 @@ std::vector<Tensor> run_on_vm(Executable exe, const RunOpts& o) {
   std::vector<Tensor> outs = vm.run(args, ro);
   if (!o.dispatch_log.empty()) write_text_file(o.dispatch_log, dispatch_log(vm.events()));
   if (!o.profile.empty()) write_text_file(o.profile, chrome_trace(vm.events()));
-  for (const auto& c : vm.checks()) std::cout << c.str() << "\n";
-  if (o.verify && vm.checks().empty()) std::cout << "verify: nothing was offloaded\n";
+  int kernels = 0, kernels_ok = 0;
+  std::string first_divergent;
+  for (const auto& c : vm.checks()) {
+    if (!c.host_kernel) {
+      std::cout << c.str() << "\n";
+      continue;
+    }
+    ++kernels;
+    kernels_ok += c.ok;
+    if (!c.ok && first_divergent.empty()) {
+      first_divergent = c.symbol;
+      std::cout << c.str() << "\n";
+    }
+  }
+  if (kernels)
+    std::cout << "verify: " << kernels_ok << " of " << kernels
+              << " host kernel calls match the reference kernels"
+              << (first_divergent.empty() ? "" : "; first divergent kernel: " + first_divergent) << "\n";
+  if (o.verify && vm.checks().empty()) std::cout << "verify: nothing was offloaded or compiled\n";
+  if (o.repeat > 0) time_runs(vm, args, o.repeat);
   return outs;
 }
 
@@ -173,7 +217,8 @@ void check_vm_flags(const RunOpts& o, bool on_vm) {
 // seed), compiled for the target and run; the buffers it writes are the outputs.
 void run_prim(const tir::PrimFunc& f, const RunOpts& o) {
   if (!o.flags.backends.empty() || o.verify || !o.dispatch_log.empty() || !o.profile.empty())
-    throw Error("@" + f->name + " is a prim function; --backend, --verify, --dispatch-log and --profile are "
+    throw Error("@" + f->name +
+                " is a prim function; --backend, --verify, --dispatch-log and --profile are "
                 "for graph functions");
   auto files = parse_input_flags(o.inputs);
   std::map<std::string, Tensor> inputs;
@@ -187,7 +232,8 @@ void run_prim(const tir::PrimFunc& f, const RunOpts& o) {
       inputs[p.name] = random_tensor(TensorDesc{p.shape, p.dtype}, state);
     }
   }
-  for (const auto& [name, file] : files) inputs[name] = read_npy(file);  // unknown names: run_prim_function says so
+  for (const auto& [name, file] : files)
+    inputs[name] = read_npy(file);  // unknown names: run_prim_function says so
   codegen::PrimRunOptions ro;
   ro.target = codegen::parse_target(o.target.empty() ? "llvm" : o.target);
   ro.link_libs = o.link_libs;
@@ -222,11 +268,14 @@ void run(const RunOpts& o) {
   std::vector<Tensor> outs;
   bool vm_flags = !o.dispatch_log.empty() || !o.profile.empty() || o.verify;
   if (is_kmod_file(o.model)) {
-    if (!o.target.empty()) throw Error(o.model + " is compiled already; --target is for prim functions in .kir files");
+    if (!o.target.empty())
+      throw Error(o.model + " is compiled already; --target is for prim functions in .kir files");
     if (!o.flags.backends.empty())
-      throw Error(o.model + " is compiled already; its backends were chosen by `kiln compile` (drop --backend)");
+      throw Error(o.model +
+                  " is compiled already; its backends were chosen by `kiln compile` (drop --backend)");
     if (!o.flags.input_shapes.empty())
-      throw Error(o.model + " is compiled already; its input shapes were fixed by `kiln compile` (drop --input-shape)");
+      throw Error(o.model +
+                  " is compiled already; its input shapes were fixed by `kiln compile` (drop --input-shape)");
     Executable exe = read_kmod(o.model);
     if (!exe.offload_summary.empty()) std::cout << "offload: " << exe.offload_summary << "\n";
     outs = run_on_vm(std::move(exe), o);
@@ -239,17 +288,19 @@ void run(const RunOpts& o) {
       throw Error("--target compiles prim functions; @" + o.entry +
                   " is a graph function (offload graph functions with --backend)");
     check_vm_flags(o, !o.flags.backends.empty());
-    if (!o.flags.backends.empty() || vm_flags) {
-      PartitionReport report;
-      Module parted = m;
-      if (!o.flags.backends.empty())
-        parted = partition_module(m, o.flags.partition_options(), !o.flags.no_merge, &report);
-      Executable exe = build_executable(parted, o.entry, o.flags.codegen_options());
-      if (!o.flags.backends.empty()) std::cout << offload_line(report) << "\n";
-      outs = run_on_vm(std::move(exe), o);
-    } else {
+    if (o.interpret) {
+      if (!o.flags.backends.empty() || vm_flags || o.repeat > 0)
+        throw Error(
+            "--interpret runs the reference interpreter alone; drop --backend, --verify, --profile, "
+            "--dispatch-log and --repeat (or --interpret)");
       std::vector<Tensor> args = gather_inputs(fn->name, params_of(*fn), o);
       outs = interpret(m, o.entry, args);
+    } else {
+      driver::CompileSummary summary;
+      Executable exe = driver::compile_model(m, o.compile.options(o.flags, o.entry), &summary);
+      if (summary.offloaded) std::cout << offload_line(summary.report) << "\n";
+      std::cout << compile_line(summary) << "\n";
+      outs = run_on_vm(std::move(exe), o);
     }
   }
   if (!o.out_dir.empty()) {
@@ -268,7 +319,8 @@ void run(const RunOpts& o) {
 }  // namespace
 
 void add_run_command(CLI::App& app) {
-  auto* cmd = app.add_subcommand("run", "Run a model on the reference interpreter, or on backends through the VM");
+  auto* cmd =
+      app.add_subcommand("run", "Run a model on the reference interpreter, or on backends through the VM");
   auto o = std::make_shared<RunOpts>();
   cmd->add_option("model", o->model, "Model file (.kir, .onnx or a compiled .kmod)")->required();
   cmd->add_option("--input,-i", o->inputs, "NAME=FILE.npy for a parameter of the entry function");
@@ -278,15 +330,24 @@ void add_run_command(CLI::App& app) {
   cmd->add_option("--print-limit", o->print_limit, "Print the values of outputs with at most N elements")
       ->capture_default_str();
   o->flags.add_to(cmd, true);
+  o->compile.add_to(cmd);
+  cmd->add_flag("--interpret", o->interpret, "Run on the reference interpreter instead of compiling");
+  cmd->add_option("--repeat", o->repeat,
+                  "After the run, time N more runs (after a warm-up) and print the median and "
+                  "minimum latency")
+      ->check(CLI::NonNegativeNumber);
   cmd->add_option("--dispatch-log", o->dispatch_log, "Write one JSON line per backend dispatch");
   cmd->add_option("--profile", o->profile, "Write a Chrome trace (Perfetto) with host and backend tracks");
-  cmd->add_flag("--verify", o->verify, "Also run every offloaded function on the reference kernels and compare");
+  cmd->add_flag("--verify", o->verify,
+                "Also run every offloaded function on the reference kernels and compare");
   cmd->add_option("--atol", o->atol, "--verify: absolute tolerance")->capture_default_str();
   cmd->add_option("--rtol", o->rtol, "--verify: tolerance relative to the largest reference value")
       ->capture_default_str();
-  cmd->add_option("--target", o->target,
-                  "prim functions: llvm (the host, JIT) or hexagon-v66|v68|v69|v73 (under qemu-hexagon-static)");
-  cmd->add_option("--link-lib", o->link_libs, "prim functions: a library that may provide imports (repeatable)");
+  cmd->add_option(
+      "--target", o->target,
+      "prim functions: llvm (the host, JIT) or hexagon-v66|v68|v69|v73 (under qemu-hexagon-static)");
+  cmd->add_option("--link-lib", o->link_libs,
+                  "prim functions: a library that may provide imports (repeatable)");
   cmd->add_option("--vtcm-capacity", o->vtcm_capacity, "prim functions: VTCM bytes (default: the target's)");
   cmd->add_flag("--static-scratchpad-plan", o->static_scratchpad_plan,
                 "prim functions: one VTCM allocation per function");

@@ -105,6 +105,9 @@ class Stage {
  public:
   const Var& leaf(size_t i) const;
   const std::vector<Leaf>& leaves() const { return leaves_; }
+  const Tensor& tensor() const { return tensor_; }
+  bool inlined() const { return inlined_; }
+  bool is_output() const { return output_; }
   // Splits a loop into outer (extent / factor) and inner (factor) loops; the
   // factor must divide the extent. Returns {outer, inner}.
   std::pair<Var, Var> split(const Var& loop, int64_t factor);

@@ -58,6 +58,7 @@ const std::vector<std::string>& tir_pass_names();
 
 // The build pipeline: capacity check, scratchpad lowering, workspace
 // lowering, flattening, simplification, verifying after each pass.
+const std::vector<std::string>& tir_build_passes();
 PrimFunc lower_for_build(const PrimFunc& f, const TirPassOptions& options = {});
 
 }  // namespace kiln::tir

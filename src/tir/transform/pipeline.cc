@@ -19,8 +19,10 @@ const NamedPass kPasses[] = {
        verify_scratchpad_capacity(*f, o.scratchpad_capacity);
        return f;
      }},
-    {"lower-scratchpad-alloc", [](const PrimFunc& f, const TirPassOptions& o) { return lower_scratchpad_alloc(f, o); }},
-    {"lower-workspace-alloc", [](const PrimFunc& f, const TirPassOptions& o) { return lower_workspace_alloc(f, o); }},
+    {"lower-scratchpad-alloc",
+     [](const PrimFunc& f, const TirPassOptions& o) { return lower_scratchpad_alloc(f, o); }},
+    {"lower-workspace-alloc",
+     [](const PrimFunc& f, const TirPassOptions& o) { return lower_workspace_alloc(f, o); }},
 };
 
 }  // namespace
@@ -46,15 +48,19 @@ PrimFunc run_tir_pass(const std::string& name, const PrimFunc& f, const TirPassO
   throw Error("unknown tensor-IR pass '" + name + "' (known: " + known + ")");
 }
 
-PrimFunc lower_for_build(const PrimFunc& f, const TirPassOptions& options) {
-  verify_prim_func(*f);
-  PrimFunc out = f;
+const std::vector<std::string>& tir_build_passes() {
   // The capacity check reads allocate statements, so it runs before the
   // lowering replaces them with calls. Flattening runs after the lowerings so
   // that byte sizes come from the buffer's declared shape.
-  for (const char* name : {"verify-scratchpad-capacity", "lower-scratchpad-alloc", "lower-workspace-alloc",
-                           "flatten-buffers", "simplify"})
-    out = run_tir_pass(name, out, options);
+  static const std::vector<std::string> names = {"verify-scratchpad-capacity", "lower-scratchpad-alloc",
+                                                 "lower-workspace-alloc", "flatten-buffers", "simplify"};
+  return names;
+}
+
+PrimFunc lower_for_build(const PrimFunc& f, const TirPassOptions& options) {
+  verify_prim_func(*f);
+  PrimFunc out = f;
+  for (const std::string& name : tir_build_passes()) out = run_tir_pass(name, out, options);
   return out;
 }
 

@@ -1,0 +1,180 @@
+// The model compile pipeline, stage by stage (see compile_model.h).
+#include <chrono>
+#include <functional>
+#include <iostream>
+#include <sstream>
+
+#include "backends/build.h"
+#include "codegen/codegen.h"
+#include "driver/compile_model.h"
+#include "driver/kernels.h"
+#include "ir/text.h"
+#include "tir/text.h"
+#include "tir/transform/passes.h"
+#include "transform/pass.h"
+
+namespace kiln::driver {
+namespace {
+
+class StageLog {
+ public:
+  explicit StageLog(const CompileOptions& o) : o_(o), log_(o.log ? *o.log : std::cerr) {}
+
+  // Runs one stage, timing it; `print` writes its result for --print-after-all.
+  template <typename F, typename P>
+  auto run(const std::string& name, F&& f, P&& print) {
+    auto start = std::chrono::steady_clock::now();
+    auto result = f();
+    double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    if (o_.time_passes) log_ << "# stage " << name << ": " << ms << " ms\n";
+    if (o_.print_after_all) log_ << "# after " << name << "\n" << print(result) << "\n";
+    return result;
+  }
+  template <typename F>
+  auto run(const std::string& name, F&& f) {
+    return run(name, std::forward<F>(f), [](const auto&) { return std::string("(not printed)"); });
+  }
+  std::ostream& log() { return log_; }
+
+ private:
+  const CompileOptions& o_;
+  std::ostream& log_;
+};
+
+std::string print_host_program(const Graph& g) {
+  std::ostringstream os;
+  os << "host program " << g.name << ":\n";
+  for (const auto& n : g.nodes) {
+    os << "  " << n.name << " = ";
+    if (!n.kernel.empty())
+      os << "kernel " << n.kernel;
+    else if (!n.callee.empty())
+      os << "call @" << n.callee;
+    else
+      os << n.op << " (reference kernel)";
+    os << "(";
+    for (size_t i = 0; i < n.inputs.size(); ++i) os << (i ? ", " : "") << n.inputs[i];
+    os << ")\n";
+  }
+  return os.str();
+}
+
+std::string print_funcs(const std::vector<tir::PrimFunc>& funcs) {
+  std::string s;
+  for (const auto& f : funcs) s += print_prim_func(*f) + "\n";
+  return s;
+}
+
+int count_op_nodes(const Graph& g) {
+  int n = 0;
+  for (const auto& node : g.nodes) n += node.callee.empty() && node.kernel.empty();
+  return n;
+}
+
+}  // namespace
+
+std::string CompileSummary::str() const {
+  std::ostringstream os;
+  os << "compiled " << lowered_ops << " of " << host_ops << " host ops into " << kernels << " kernel calls ("
+     << distinct_kernels << " distinct); ";
+  int left = 0;
+  for (const auto& [op, e] : reference_ops) left += e.first;
+  os << left << " op" << (left == 1 ? "" : "s") << " on reference kernels";
+  if (left) {
+    os << " (";
+    bool first = true;
+    for (const auto& [op, e] : reference_ops) {
+      os << (first ? "" : ", ") << op << " x" << e.first << ": " << e.second;
+      first = false;
+    }
+    os << ")";
+  }
+  return os.str();
+}
+
+Executable compile_model(const Module& input, const CompileOptions& opts, CompileSummary* summary) {
+  auto t0 = std::chrono::steady_clock::now();
+  StageLog stages(opts);
+  CompileSummary local;
+  CompileSummary& sum = summary ? *summary : local;
+
+  // 1. Graph optimizations, before partitioning, so backends see folded
+  //    batch norms and whole activations.
+  PipelineOptions popts;
+  popts.print_after_all = opts.print_after_all;
+  popts.time_passes = opts.time_passes;
+  popts.log = &stages.log();
+  // run_passes prints after each pass itself.
+  Module m = stages.run("graph-optimizations",
+                        [&] { return run_passes(input, graph_optimization_passes(), popts); });
+
+  // 2. Partition: only when backends are named.
+  sum.offloaded = !opts.partition.backends.empty();
+  if (sum.offloaded)
+    m = stages.run(
+        "partition", [&] { return partition_module(m, opts.partition, opts.merge, &sum.report); },
+        [](const Module& r) { return print_module(r); });
+
+  // 3. Backend codegen; the rest becomes the host program.
+  Executable exe = stages.run(
+      "backend-codegen", [&] { return build_executable(m, opts.entry, opts.codegen); },
+      [](const Executable& r) { return print_host_program(r.host); });
+  if (sum.offloaded) exe.offload_summary = sum.report.summary();
+  sum.host_ops = count_op_nodes(exe.host);
+  if (!opts.compile_host) {
+    sum.compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    return exe;
+  }
+
+  // 4. Fuse: host ops grouped into kernels.
+  KernelPlan plan = stages.run(
+      "fuse", [&] { return plan_kernels(exe.host); },
+      [&](const KernelPlan& p) {
+        std::string s;
+        for (const auto& k : p.kernels) s += k.spec.name + " (" + std::to_string(k.nodes.size()) + " ops)\n";
+        return s;
+      });
+  sum.lowered_ops = plan.lowered_ops;
+  sum.reference_ops = plan.reference_ops;
+  if (opts.strict_compile && !plan.reference_ops.empty())
+    throw Error("--strict-compile: ops would run on reference kernels: " + sum.str() +
+                "; drop --strict-compile to run them there");
+
+  // 5. Lower and schedule each kernel.
+  LoweredKernels lowered = stages.run(
+      "lower-and-schedule", [&] { return lower_planned_kernels(exe.host, plan); },
+      [](const LoweredKernels& r) { return print_host_program(r.host) + print_funcs(r.funcs); });
+  sum.distinct_kernels = int(lowered.funcs.size());
+  sum.kernels = int(lowered.host.nodes.size()) - count_op_nodes(lowered.host);
+  for (const auto& n : lowered.host.nodes) sum.kernels -= !n.callee.empty();
+
+  // 6. Tensor-IR passes, by name, each over every kernel.
+  tir::TirPassOptions tir_opts;
+  std::vector<tir::PrimFunc> funcs = lowered.funcs;
+  for (const std::string& pass : tir::tir_build_passes())
+    funcs = stages.run(
+        "tir:" + pass,
+        [&] {
+          std::vector<tir::PrimFunc> out;
+          for (const auto& f : funcs) out.push_back(tir::run_tir_pass(pass, f, tir_opts));
+          return out;
+        },
+        [](const std::vector<tir::PrimFunc>& r) { return print_funcs(r); });
+
+  // 7. LLVM: one shared object for the host CPU.
+  if (!funcs.empty()) {
+    codegen::HostObject obj = stages.run("llvm", [&] { return codegen::emit_host_shared_object(funcs); });
+    exe.host_code.cpu = obj.cpu;
+    exe.host_code.cpu_features = obj.cpu_features;
+    exe.host_code.imports = obj.imports;
+    exe.host_code.shared_object = std::move(obj.bytes);
+    exe.host_code.kernels = std::move(lowered.kernels);
+  }
+
+  // 8. The artifact: the host program now calls the kernels.
+  exe.host = std::move(lowered.host);
+  sum.compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  return exe;
+}
+
+}  // namespace kiln::driver

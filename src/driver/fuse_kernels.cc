@@ -1,0 +1,132 @@
+// plan_kernels: the host program's ops grouped into fused kernels (see kernels.h).
+#include <set>
+
+#include "driver/kernels.h"
+
+namespace kiln::driver {
+namespace {
+
+using lower::OpPattern;
+
+struct Group {
+  std::vector<size_t> nodes;
+  bool has_anchor = false;  // an anchor or a reduction: no second one joins
+  bool opaque = false;      // fuses with nothing
+  size_t tail = 0;          // the last node: its outputs are the group's
+};
+
+// Whether an op of pattern `p` may join `g` after g's tail.
+bool may_join(const Group& g, OpPattern p) {
+  if (g.opaque || p == OpPattern::Opaque) return false;
+  if (p == OpPattern::Injective) return true;
+  // A reduction takes an injective prologue; an anchor takes none (its
+  // reduction would recompute the prologue for every tap).
+  return p == OpPattern::Reduction && !g.has_anchor;
+}
+
+std::string short_name(const std::string& op) {
+  size_t dot = op.find('.');
+  return dot == std::string::npos ? op : op.substr(dot + 1);
+}
+
+}  // namespace
+
+KernelPlan plan_kernels(const Graph& host) {
+  KernelPlan plan;
+  std::map<std::string, size_t> producer;  // value -> node
+  std::map<std::string, int> uses;
+  for (const auto& n : host.nodes)
+    for (const auto& i : n.inputs) ++uses[i];
+  for (const auto& o : host.outputs) uses[o] += 2;  // a program output is never fused away
+  std::vector<Group> groups;
+  std::vector<int> group_of(host.nodes.size(), -1);
+  for (size_t i = 0; i < host.nodes.size(); ++i) {
+    const GraphNode& n = host.nodes[i];
+    for (const auto& o : n.outputs) producer[o.name] = i;
+    if (!n.callee.empty() || !n.kernel.empty()) continue;
+    std::vector<TensorDesc> in, out;
+    for (const auto& o : n.outputs) out.push_back(o.desc);
+    // Input types: from the producing node, the program's inputs or constants.
+    for (const auto& v : n.inputs) {
+      bool found = false;
+      if (auto it = producer.find(v); it != producer.end())
+        for (const auto& o : host.nodes[it->second].outputs)
+          if (o.name == v) in.push_back(o.desc), found = true;
+      if (!found)
+        for (const auto* list : {&host.inputs, &host.constants})
+          for (const auto& gv : *list)
+            if (gv.name == v && !found) in.push_back(gv.desc), found = true;
+      KILN_ASSERT(found, "plan_kernels: value " + v + " has no type");
+    }
+    const OpDef* def = find_op(n.op);
+    KILN_ASSERT(def != nullptr, "plan_kernels: unknown op " + n.op);
+    Attrs attrs = normalize_attrs(*def, n.attrs);
+    if (auto why = lower::why_not_lowered(n.op, in, out, attrs)) {
+      auto& entry = plan.reference_ops[n.op];
+      ++entry.first;
+      if (entry.second.empty()) entry.second = *why;
+      continue;
+    }
+    ++plan.lowered_ops;
+    OpPattern p = lower::pattern_of(n.op);
+    int joined = -1;
+    for (const auto& v : n.inputs) {
+      auto it = producer.find(v);
+      if (it == producer.end() || uses[v] != 1) continue;
+      int g = group_of[it->second];
+      if (g < 0 || groups[size_t(g)].tail != it->second) continue;
+      if (host.nodes[it->second].outputs.size() != 1 || !may_join(groups[size_t(g)], p)) continue;
+      joined = g;
+      break;
+    }
+    if (joined < 0) {
+      groups.push_back({});
+      joined = int(groups.size() - 1);
+    }
+    Group& g = groups[size_t(joined)];
+    g.nodes.push_back(i);
+    g.tail = i;
+    g.has_anchor = g.has_anchor || p == OpPattern::Anchor || p == OpPattern::Reduction;
+    g.opaque = g.opaque || p == OpPattern::Opaque;
+    group_of[i] = joined;
+    plan.kernels.resize(groups.size());
+    PlannedKernel& k = plan.kernels[size_t(joined)];
+    k.nodes.push_back(i);
+    lower::KernelOp op{n.op, attrs, in, out, {}};
+    for (const auto& v : n.inputs) {
+      lower::KernelOp::Source s;
+      auto it = producer.find(v);
+      bool internal = it != producer.end() && group_of[it->second] == joined && it->second != i;
+      if (internal) {
+        for (size_t pos = 0; pos < k.nodes.size(); ++pos)
+          if (k.nodes[pos] == it->second) s.producer = int(pos);
+        const auto& outs = host.nodes[it->second].outputs;
+        for (size_t o = 0; o < outs.size(); ++o)
+          if (outs[o].name == v) s.output = int(o);
+      } else {
+        size_t pos = 0;
+        while (pos < k.params.size() && k.params[pos] != v) ++pos;
+        if (pos == k.params.size()) {
+          k.params.push_back(v);
+          k.spec.params.push_back(in[op.sources.size()]);
+        }
+        s.param = int(pos);
+      }
+      op.sources.push_back(s);
+    }
+    k.spec.ops.push_back(std::move(op));
+  }
+  // Names and outputs, once the groups are complete.
+  for (size_t g = 0; g < plan.kernels.size(); ++g) {
+    PlannedKernel& k = plan.kernels[g];
+    const GraphNode& tail = host.nodes[k.nodes.back()];
+    for (size_t o = 0; o < tail.outputs.size(); ++o)
+      k.spec.outputs.push_back({int(k.nodes.size() - 1), int(o)});
+    std::string name = k.nodes.size() > 1 ? "fused" : "";
+    for (size_t idx : k.nodes) name += (name.empty() ? "" : "_") + short_name(host.nodes[idx].op);
+    k.spec.name = name;
+  }
+  return plan;
+}
+
+}  // namespace kiln::driver

@@ -1,0 +1,55 @@
+// The host half of the model compile pipeline: the host program's ops
+// grouped into fused kernels, each lowered to a prim function.
+//
+// plan_kernels (fuse_kernels.cc) walks the host program in order and grows
+// groups by the op patterns of src/lower/lower.h:
+//   - injective ops chain (add -> relu -> reshape is one kernel);
+//   - a reduction takes the injective ops before it as its prologue
+//     (exp -> sum), and injective ops after it (sum -> divide);
+//   - an anchor (conv, matmul, pooling) takes the injective ops after it as
+//     its epilogue (conv2d -> add -> hard_swish), never a second anchor;
+//   - a value joins its consumer's group only when that consumer is its one
+//     use and it is not a program output, so every group has one result and
+//     grouping never makes a cycle.
+// Ops without a lowering (or whose instance cannot be lowered) stay op nodes
+// and run on their reference kernels; the plan says which and why.
+//
+// lower_planned_kernels (lower_kernels.cc) writes one prim function per
+// distinct kernel (identical groups share a symbol) and rewrites the host
+// program: each group becomes one node calling its kernel.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "lower/lower.h"
+#include "runtime/graph.h"
+#include "runtime/host_code.h"
+
+namespace kiln::driver {
+
+struct PlannedKernel {
+  std::vector<size_t> nodes;        // indices into the host program, in order
+  std::vector<std::string> params;  // the values it reads from outside, in order
+  lower::KernelSpec spec;           // name and spec; the name says what it contains
+};
+
+struct KernelPlan {
+  std::vector<PlannedKernel> kernels;
+  // Ops left on their reference kernels: op name -> (count, one reason).
+  std::map<std::string, std::pair<int, std::string>> reference_ops;
+  int lowered_ops = 0;
+};
+
+KernelPlan plan_kernels(const Graph& host);
+
+struct LoweredKernels {
+  Graph host;                        // the program with kernel nodes
+  std::vector<HostKernel> kernels;   // one per distinct kernel
+  std::vector<tir::PrimFunc> funcs;  // their prim functions, as lowered (before the build passes)
+};
+
+LoweredKernels lower_planned_kernels(const Graph& host, const KernelPlan& plan);
+
+}  // namespace kiln::driver

@@ -1,0 +1,287 @@
+// Elementwise ops as tensor expressions: unary math and activations,
+// numpy-broadcasting binary ops, comparisons and logic, where, clip, astype.
+//
+//   add(a: (2, 3), b: (3))  =>  y[i, j] = a[i, j] + b[j]
+//
+// Values follow the reference kernels (src/op/elementwise.cc, logic.cc):
+// maximum, minimum, clip and the activations keep NaN; integers wrap;
+// float -> integer casts truncate, saturate and send NaN to 0. Floats
+// compute in float32 where the reference computes in double, so results
+// agree to float rounding. Integer division, integer power and the
+// remainders stay on the reference kernels (they check for division by zero).
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <numbers>
+
+#include "lower/lower.h"
+
+namespace kiln::lower {
+namespace {
+
+using tir::Expr;
+using UnaryFn = std::function<Expr(Expr)>;
+using BinaryFn = std::function<Expr(Expr, Expr)>;
+
+tir::DataType elem(const te::Tensor& t) { return t->dtype; }
+
+Expr is_nan(const Expr& x) { return tir::binary(tir::BinaryOp::NE, x, x); }
+
+// max and min that return NaN when either operand is NaN (floats).
+Expr max_nan(const Expr& a, const Expr& b) {
+  if (!a->dtype.is_float()) return tir::max(a, b);
+  return tir::select(tir::binary(tir::BinaryOp::Or, is_nan(a), tir::binary(tir::BinaryOp::GT, a, b)), a, b);
+}
+Expr min_nan(const Expr& a, const Expr& b) {
+  if (!a->dtype.is_float()) return tir::min(a, b);
+  return tir::select(tir::binary(tir::BinaryOp::Or, is_nan(a), tir::lt(a, b)), a, b);
+}
+
+Expr fconst(double v, const Expr& like) { return constant(v, like->dtype); }
+
+te::Tensor map_unary(const LowerContext& c, const UnaryFn& f) {
+  const te::Tensor& x = c.inputs[0];
+  return te::compute(
+      c.out[0].shape, [&](const te::Axes& i) { return f((*x)(i)); }, c.name);
+}
+
+Lowered unary(const LowerContext& c, const UnaryFn& f) { return lowered({map_unary(c, f)}); }
+
+bool is_float_input(const LowerContext& c) { return elem(c.inputs[0]).is_float(); }
+
+Lowered float_unary(const LowerContext& c, const UnaryFn& f) {
+  if (!is_float_input(c)) return unsupported(c.op + " on integers");
+  return unary(c, f);
+}
+
+te::Tensor map_binary(const LowerContext& c, const BinaryFn& f) {
+  const te::Tensor& a = c.inputs[0];
+  const te::Tensor& b = c.inputs[1];
+  const Shape sa = c.in[0].shape, sb = c.in[1].shape;
+  return te::compute(
+      c.out[0].shape,
+      [&](const te::Axes& i) { return f((*a)(broadcast_index(i, sa)), (*b)(broadcast_index(i, sb))); },
+      c.name);
+}
+
+Lowered binary(const LowerContext& c, const BinaryFn& f) { return lowered({map_binary(c, f)}); }
+
+// ---------------------------------------------------------------- unary
+
+Lowered relu(const LowerContext& c) {
+  return unary(c, [](Expr x) { return tir::select(tir::lt(x, fconst(0, x)), fconst(0, x), x); });
+}
+
+Lowered negative(const LowerContext& c) {
+  return unary(c, [](Expr x) { return tir::sub(fconst(0, x), x); });
+}
+
+Lowered abs_op(const LowerContext& c) {
+  return unary(c, [](Expr x) { return tir::call_intrinsic(tir::Intrinsic::Abs, {x}); });
+}
+
+Lowered sign(const LowerContext& c) {
+  return unary(c, [](Expr x) {
+    Expr s = tir::select(tir::binary(tir::BinaryOp::GT, x, fconst(0, x)), fconst(1, x),
+                         tir::select(tir::lt(x, fconst(0, x)), fconst(-1, x), fconst(0, x)));
+    return x->dtype.is_float() ? tir::select(is_nan(x), x, s) : s;
+  });
+}
+
+Lowered clip(const LowerContext& c) {
+  double lo = c.attrs.get_float("a_min"), hi = c.attrs.get_float("a_max");
+  if (!is_float_input(c)) {
+    // Bounds saturate to the integer type, as the reference does.
+    tir::DataType t = elem(c.inputs[0]);
+    double tmin = t.is_uint() ? 0.0 : -std::ldexp(1.0, t.bits - 1);
+    double tmax = t.is_uint() ? std::ldexp(1.0, t.bits) - 1 : std::ldexp(1.0, t.bits - 1) - 1;
+    lo = std::clamp(std::round(lo), tmin, tmax);
+    hi = std::clamp(std::round(hi), tmin, tmax);
+    if (t.bits == 64) return unsupported("clip of int64 (bounds beyond double precision)");
+  }
+  return unary(c, [&](Expr x) { return min_nan(max_nan(x, fconst(lo, x)), fconst(hi, x)); });
+}
+
+Expr sigmoid_of(const Expr& x) {
+  return tir::div(fconst(1, x), tir::add(fconst(1, x), tir::call_intrinsic(tir::Intrinsic::Exp,
+                                                                           {tir::sub(fconst(0, x), x)})));
+}
+
+Lowered sigmoid(const LowerContext& c) { return float_unary(c, sigmoid_of); }
+
+Lowered gelu(const LowerContext& c) {
+  if (c.attrs.get_string("approximate") == "tanh") {
+    const double k = std::sqrt(2.0 / std::numbers::pi);
+    return float_unary(c, [k](Expr x) {
+      Expr x3 = tir::mul(tir::mul(x, x), x);
+      Expr inner = tir::mul(fconst(k, x), tir::add(x, tir::mul(fconst(0.044715, x), x3)));
+      return tir::mul(tir::mul(fconst(0.5, x), x),
+                      tir::add(fconst(1, x), tir::call_intrinsic(tir::Intrinsic::Tanh, {inner})));
+    });
+  }
+  return float_unary(c, [](Expr x) {
+    Expr e = tir::call_intrinsic(tir::Intrinsic::Erf, {tir::mul(x, fconst(1.0 / std::numbers::sqrt2, x))});
+    return tir::mul(tir::mul(fconst(0.5, x), x), tir::add(fconst(1, x), e));
+  });
+}
+
+Lowered leaky_relu(const LowerContext& c) {
+  double alpha = c.attrs.get_float("alpha");
+  return float_unary(
+      c, [alpha](Expr x) { return tir::select(tir::lt(x, fconst(0, x)), tir::mul(fconst(alpha, x), x), x); });
+}
+
+Expr hard_sigmoid_of(const Expr& x, double alpha, double beta) {
+  return min_nan(max_nan(tir::add(tir::mul(fconst(alpha, x), x), fconst(beta, x)), fconst(0, x)),
+                 fconst(1, x));
+}
+
+Lowered hard_sigmoid(const LowerContext& c) {
+  double alpha = c.attrs.get_float("alpha"), beta = c.attrs.get_float("beta");
+  return float_unary(c, [=](Expr x) { return hard_sigmoid_of(x, alpha, beta); });
+}
+
+Lowered hard_swish(const LowerContext& c) {
+  return float_unary(c, [](Expr x) { return tir::mul(x, hard_sigmoid_of(x, 1.0 / 6.0, 0.5)); });
+}
+
+template <tir::Intrinsic I>
+Lowered intrinsic_unary(const LowerContext& c) {
+  return float_unary(c, [](Expr x) { return tir::call_intrinsic(I, {x}); });
+}
+
+// ---------------------------------------------------------------- binary
+
+Lowered add(const LowerContext& c) {
+  return binary(c, [](Expr a, Expr b) { return tir::add(a, b); });
+}
+Lowered subtract(const LowerContext& c) {
+  return binary(c, [](Expr a, Expr b) { return tir::sub(a, b); });
+}
+Lowered multiply(const LowerContext& c) {
+  return binary(c, [](Expr a, Expr b) { return tir::mul(a, b); });
+}
+Lowered maximum(const LowerContext& c) { return binary(c, max_nan); }
+Lowered minimum(const LowerContext& c) { return binary(c, min_nan); }
+
+Lowered divide(const LowerContext& c) {
+  if (!is_float_input(c))
+    return unsupported("integer divide (the reference kernel checks for division by zero)");
+  return binary(c, [](Expr a, Expr b) { return tir::div(a, b); });
+}
+
+Lowered power(const LowerContext& c) {
+  if (!is_float_input(c)) return unsupported("integer power");
+  return binary(c, [](Expr a, Expr b) { return tir::call_intrinsic(tir::Intrinsic::Pow, {a, b}); });
+}
+
+// ---------------------------------------------------------------- comparisons and logic
+
+template <tir::BinaryOp Op>
+Lowered compare(const LowerContext& c) {
+  return binary(c, [](Expr a, Expr b) { return tir::binary(Op, a, b); });
+}
+
+Lowered not_equal(const LowerContext& c) {
+  return binary(c, [](Expr a, Expr b) { return tir::binary(tir::BinaryOp::NE, a, b); });
+}
+
+Lowered logical_and(const LowerContext& c) {
+  return binary(c, [](Expr a, Expr b) { return tir::binary(tir::BinaryOp::And, a, b); });
+}
+Lowered logical_or(const LowerContext& c) {
+  return binary(c, [](Expr a, Expr b) { return tir::binary(tir::BinaryOp::Or, a, b); });
+}
+Lowered logical_xor(const LowerContext& c) {
+  return binary(c, [](Expr a, Expr b) { return tir::binary(tir::BinaryOp::NE, a, b); });
+}
+Lowered logical_not(const LowerContext& c) {
+  return unary(c, [](Expr x) { return tir::logical_not(x); });
+}
+
+Lowered where(const LowerContext& c) {
+  const te::Tensor &cond = c.inputs[0], &a = c.inputs[1], &b = c.inputs[2];
+  Shape sc = c.in[0].shape, sa = c.in[1].shape, sb = c.in[2].shape;
+  return lowered({te::compute(
+      c.out[0].shape,
+      [&](const te::Axes& i) {
+        return tir::select((*cond)(broadcast_index(i, sc)), (*a)(broadcast_index(i, sa)),
+                           (*b)(broadcast_index(i, sb)));
+      },
+      c.name)});
+}
+
+// ---------------------------------------------------------------- astype
+
+// Float to integer as the reference converts: truncate, saturate, NaN -> 0.
+Expr float_to_int(const Expr& v, tir::DataType to) {
+  double lo = to.is_uint() ? 0.0 : -std::ldexp(1.0, to.bits - 1);
+  double hi_excl = to.is_uint() ? std::ldexp(1.0, to.bits) : std::ldexp(1.0, to.bits - 1);
+  int64_t imin = to.is_uint() ? 0 : std::numeric_limits<int64_t>::min() >> (64 - to.bits);
+  int64_t imax = to.is_uint() ? int64_t((uint64_t(1) << to.bits) - 1)
+                              : std::numeric_limits<int64_t>::max() >> (64 - to.bits);
+  Expr r = tir::cast(to, v);
+  r = tir::select(tir::binary(tir::BinaryOp::LE, v, fconst(lo, v)), tir::int_imm(imin, to), r);
+  r = tir::select(tir::binary(tir::BinaryOp::GE, v, fconst(hi_excl, v)), tir::int_imm(imax, to), r);
+  return tir::select(is_nan(v), tir::int_imm(0, to), r);
+}
+
+Lowered astype(const LowerContext& c) {
+  auto to = lowered_dtype(c.out[0].dtype);
+  if (!to) return unsupported("astype to " + std::string(dtype_name(c.out[0].dtype)));
+  tir::DataType from = elem(c.inputs[0]);
+  if (to->is_uint() && to->bits == 64) return unsupported("astype to uint64");
+  return unary(c, [&](Expr x) -> Expr {
+    if (from == *to) return x;
+    if (to->is_bool()) return tir::binary(tir::BinaryOp::NE, x, constant(0, from));
+    if (from.is_float() && to->is_integer()) return float_to_int(x, *to);
+    return tir::cast(*to, x);
+  });
+}
+
+}  // namespace
+
+void register_elementwise_lowerings(LoweringTable& t) {
+  constexpr OpPattern E = OpPattern::Injective;
+  t.add("add", E, add);
+  t.add("subtract", E, subtract);
+  t.add("multiply", E, multiply);
+  t.add("divide", E, divide);
+  t.add("power", E, power);
+  t.add("maximum", E, maximum);
+  t.add("minimum", E, minimum);
+  t.add("nn.relu", E, relu);
+  t.add("clip", E, clip);
+  t.add("sigmoid", E, sigmoid);
+  t.add("tanh", E, intrinsic_unary<tir::Intrinsic::Tanh>);
+  t.add("nn.gelu", E, gelu);
+  t.add("sqrt", E, intrinsic_unary<tir::Intrinsic::Sqrt>);
+  t.add("exp", E, intrinsic_unary<tir::Intrinsic::Exp>);
+  t.add("negative", E, negative);
+  t.add("abs", E, abs_op);
+  t.add("erf", E, intrinsic_unary<tir::Intrinsic::Erf>);
+  t.add("log", E, intrinsic_unary<tir::Intrinsic::Log>);
+  t.add("nn.leaky_relu", E, leaky_relu);
+  t.add("nn.hard_sigmoid", E, hard_sigmoid);
+  t.add("nn.hard_swish", E, hard_swish);
+  t.add("floor", E, intrinsic_unary<tir::Intrinsic::Floor>);
+  t.add("ceil", E, intrinsic_unary<tir::Intrinsic::Ceil>);
+  t.add("round", E, intrinsic_unary<tir::Intrinsic::Round>);
+  t.add("sign", E, sign);
+  t.add("sin", E, intrinsic_unary<tir::Intrinsic::Sin>);
+  t.add("cos", E, intrinsic_unary<tir::Intrinsic::Cos>);
+  t.add("astype", E, astype);
+  t.add("equal", E, compare<tir::BinaryOp::EQ>);
+  t.add("not_equal", E, not_equal);
+  t.add("less", E, compare<tir::BinaryOp::LT>);
+  t.add("less_equal", E, compare<tir::BinaryOp::LE>);
+  t.add("greater", E, compare<tir::BinaryOp::GT>);
+  t.add("greater_equal", E, compare<tir::BinaryOp::GE>);
+  t.add("logical_and", E, logical_and);
+  t.add("logical_or", E, logical_or);
+  t.add("logical_xor", E, logical_xor);
+  t.add("logical_not", E, logical_not);
+  t.add("where", E, where);
+}
+
+}  // namespace kiln::lower

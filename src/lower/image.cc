@@ -1,0 +1,100 @@
+// image.resize2d as a tensor expression: nearest and linear resizing of the
+// two spatial axes of NCHW data.
+//
+//   resize2d(x: (1, 1, 2, 2), size=[4, 4], method="nearest")
+//     =>  ih = index(o), the source coordinate of output row o computed in
+//         float64 as the reference does, then rounded by rounding_method
+//         y[n, c, oh, ow] = x[n, c, ih(oh), iw(ow)]
+//
+// Coordinates are computed with the reference's float64 formulas
+// (src/op/image.cc), so nearest picks the same element; linear weights and
+// sums are float64 too. Cubic and integer linear resizing stay on the
+// reference kernel.
+#include "lower/lower.h"
+
+namespace kiln::lower {
+namespace {
+
+using tir::Expr;
+
+tir::DataType f64() { return tir::DataType::float_(64); }
+Expr d(double v) { return tir::float_imm(v, f64()); }
+
+// The source coordinate of output index o along an axis (in -> out).
+Expr source_coord(const std::string& mode, const Expr& o, int64_t in, int64_t out, double scale) {
+  Expr od = tir::cast(f64(), o);
+  double ind = double(in), outd = double(out);
+  if (scale > 0) {
+    double length = ind * scale;
+    if (mode == "align_corners")
+      return length == 1 ? d(0) : tir::div(tir::mul(od, d(ind - 1)), d(length - 1));
+    if (mode == "asymmetric") return tir::div(od, d(scale));
+    if (mode == "pytorch_half_pixel" && out <= 1) return d(0);
+    return tir::sub(tir::div(tir::add(od, d(0.5)), d(scale)), d(0.5));
+  }
+  if (mode == "half_pixel")
+    return tir::sub(tir::div(tir::mul(tir::add(od, d(0.5)), d(ind)), d(outd)), d(0.5));
+  if (mode == "pytorch_half_pixel")
+    return out > 1 ? tir::sub(tir::div(tir::mul(tir::add(od, d(0.5)), d(ind)), d(outd)), d(0.5)) : d(0);
+  if (mode == "align_corners") return out > 1 ? tir::div(tir::mul(od, d(ind - 1)), d(outd - 1)) : d(0);
+  return tir::div(tir::mul(od, d(ind)), d(outd));  // asymmetric
+}
+
+Expr to_index(const Expr& x, int64_t in) { return clamp_index(tir::cast(tir::DataType::int32(), x), in); }
+
+Expr nearest(const std::string& rounding, const Expr& x, int64_t in) {
+  Expr f = tir::call_intrinsic(tir::Intrinsic::Floor, {x});
+  Expr t = tir::sub(x, f);
+  Expr up;
+  if (rounding == "round_prefer_floor")
+    up = tir::binary(tir::BinaryOp::GT, t, d(0.5));
+  else if (rounding == "round_prefer_ceil")
+    up = tir::binary(tir::BinaryOp::GE, t, d(0.5));
+  else if (rounding == "ceil")
+    up = tir::binary(tir::BinaryOp::GT, t, d(0));
+  else
+    up = tir::binary(tir::BinaryOp::LT, t, d(0));  // floor: never up
+  // An integral x is taken as is (t == 0 never rounds up).
+  return to_index(tir::select(up, tir::add(f, d(1)), f), in);
+}
+
+Lowered resize2d(const LowerContext& c) {
+  const te::Tensor& x = c.inputs[0];
+  const std::string& method = c.attrs.get_string("method");
+  const std::string& mode = c.attrs.get_string("coordinate_transformation_mode");
+  const std::string& rounding = c.attrs.get_string("rounding_method");
+  std::vector<double> scale = c.attrs.get_floats("scale");
+  if (scale.empty()) scale = {0, 0};
+  if (method == "cubic") return unsupported("cubic resizing");
+  if (method == "linear" && !x->dtype.is_float()) return unsupported("linear resizing of integers");
+  const Shape &xs = c.in[0].shape, &ys = c.out[0].shape;
+  int64_t H = xs[2], W = xs[3];
+  te::Tensor y = te::compute(
+      ys,
+      [&](const te::Axes& i) -> Expr {
+        Expr sy = source_coord(mode, i[2], H, ys[2], scale[0]);
+        Expr sx = source_coord(mode, i[3], W, ys[3], scale[1]);
+        if (method == "nearest")
+          return (*x)({i[0], i[1], nearest(rounding, sy, H), nearest(rounding, sx, W)});
+        Expr fy = tir::call_intrinsic(tir::Intrinsic::Floor, {sy});
+        Expr fx = tir::call_intrinsic(tir::Intrinsic::Floor, {sx});
+        Expr ty = tir::sub(sy, fy), tx = tir::sub(sx, fx);
+        Expr y0 = to_index(fy, H), y1 = to_index(tir::add(fy, d(1)), H);
+        Expr x0 = to_index(fx, W), x1 = to_index(tir::add(fx, d(1)), W);
+        auto at = [&](const Expr& h, const Expr& w) { return tir::cast(f64(), (*x)({i[0], i[1], h, w})); };
+        Expr wy0 = tir::sub(d(1), ty), wx0 = tir::sub(d(1), tx);
+        Expr acc = tir::mul(at(y0, x0), tir::mul(wy0, wx0));
+        acc = tir::add(acc, tir::mul(at(y0, x1), tir::mul(wy0, tx)));
+        acc = tir::add(acc, tir::mul(at(y1, x0), tir::mul(ty, wx0)));
+        acc = tir::add(acc, tir::mul(at(y1, x1), tir::mul(ty, tx)));
+        return tir::cast(x->dtype, acc);
+      },
+      c.name);
+  return lowered({y});
+}
+
+}  // namespace
+
+void register_image_lowerings(LoweringTable& t) { t.add("image.resize2d", OpPattern::Injective, resize2d); }
+
+}  // namespace kiln::lower

@@ -1,0 +1,148 @@
+// Lowering graph ops to tensor expressions: the step that makes a model's
+// host ops compiled code.
+//
+// Every op the host may run has (at most) one tensor-expression definition,
+// written once for every target, in the file of its op family
+// (elementwise.cc, nn.cc, reduce.cc, shape.cc, image.cc). A definition takes
+// the op's inputs as te::Tensors and returns its outputs as te::Tensors:
+//
+//   nn.relu(x)  =>  y[i, j] = max(x[i, j], 0.0)
+//
+// The inputs may be placeholders or the outputs of other ops' definitions,
+// which is how a fused kernel is written: the chain of definitions, each
+// reading the last, scheduled and lowered as one prim function
+// (lower_kernel below). Instances a definition cannot compute (a dtype or an
+// attribute value it does not handle) return the reason; the op then runs on
+// its reference kernel and the compile summary names it.
+//
+// The pattern of an op says how it fuses (as in TVM's op patterns):
+// injective ops (elementwise, broadcast, reshape, transpose, slice) fuse
+// into chains and into the ops around them; a reduction takes injective
+// prologues; an anchor (conv, matmul, pooling) takes injective epilogues.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "kiln/runtime/attrs.h"
+#include "op/op.h"
+#include "tir/te/te.h"
+
+namespace kiln::lower {
+
+namespace te = tir::te;
+
+enum class OpPattern : uint8_t {
+  Injective,  // each output element reads input elements at index expressions
+  Reduction,  // reduces some axes (sum, mean, softmax)
+  Anchor,     // conv, matmul, pooling: takes elementwise epilogues
+  Opaque,     // fuses with nothing
+};
+const char* op_pattern_name(OpPattern p);
+
+// What a definition receives: the op's inputs (tensors and their types), its
+// normalised attributes and the inferred output types.
+struct LowerContext {
+  std::string op;
+  std::vector<te::Tensor> inputs;
+  std::vector<TensorDesc> in;
+  std::vector<TensorDesc> out;
+  Attrs attrs;
+  std::string name;  // the base name of the tensors it makes
+};
+
+// The outputs, one per op output, or the reason the instance is not lowered.
+struct Lowered {
+  std::vector<te::Tensor> outputs;
+  std::string unsupported;
+  // Intermediate elementwise tensors to compute into a buffer rather than
+  // inline into their readers (a transposed weight read many times).
+  std::vector<te::Tensor> materialized;
+};
+Lowered unsupported(std::string reason);
+Lowered lowered(std::vector<te::Tensor> outputs, std::vector<te::Tensor> materialized = {});
+
+using LowerFn = Lowered (*)(const LowerContext&);
+
+struct OpLowering {
+  std::string op;
+  OpPattern pattern;
+  LowerFn fn;
+};
+
+class LoweringTable {
+ public:
+  void add(std::string op, OpPattern pattern, LowerFn fn);  // a second add of one op is an internal error
+  const OpLowering* find(std::string_view op) const;
+  const std::vector<OpLowering>& all() const { return entries_; }
+
+ private:
+  std::vector<OpLowering> entries_;
+};
+
+// Every definition, registered by the calls below in registry.cc.
+const LoweringTable& lowerings();
+void register_elementwise_lowerings(LoweringTable& t);  // elementwise.cc: unary, binary, clip, astype, logic
+void register_nn_lowerings(LoweringTable& t);      // nn.cc: conv2d, dense, matmul, pools, batch_norm, pad
+void register_reduce_lowerings(LoweringTable& t);  // reduce.cc: sum, mean, max, min, softmax
+void register_shape_lowerings(LoweringTable& t);   // shape.cc: reshape, permute_dims, concat, slices, ...
+void register_image_lowerings(LoweringTable& t);   // image.cc: image.resize2d
+
+// The pattern of `op`; Opaque when it has no definition.
+OpPattern pattern_of(std::string_view op);
+
+// One op of a kernel: the op, its normalised attributes and types, and
+// where each input comes from: a kernel parameter (>= 0) or the output
+// `output` of an earlier op of the kernel (param < 0, producer >= 0).
+struct KernelOp {
+  std::string op;
+  Attrs attrs;
+  std::vector<TensorDesc> in;
+  std::vector<TensorDesc> out;
+  struct Source {
+    int param = -1;
+    int producer = -1;
+    int output = 0;
+  };
+  std::vector<Source> sources;
+};
+
+// A kernel: parameters (the inputs), ops in order, and its outputs (op,
+// output index). The prim function takes the inputs, then the outputs.
+struct KernelSpec {
+  std::string name;
+  std::vector<TensorDesc> params;
+  std::vector<KernelOp> ops;
+  std::vector<std::pair<int, int>> outputs;
+};
+
+// The scheduled and lowered prim function of `spec`, or the reason one of
+// its ops cannot be lowered (`why`). Intermediate injective results are
+// computed inline in their readers; other intermediates get a buffer.
+std::optional<tir::PrimFunc> lower_kernel(const KernelSpec& spec, std::string* why = nullptr);
+
+// Whether one op instance can be lowered; the reason when it cannot.
+std::optional<std::string> why_not_lowered(const std::string& op, const std::vector<TensorDesc>& in,
+                                           const std::vector<TensorDesc>& out, const Attrs& attrs);
+
+// ---------------------------------------------------------------- helpers for definitions
+
+// The tensor-IR type of a tensor dtype; float16 is not lowered (nullopt).
+std::optional<tir::DataType> lowered_dtype(DType t);
+// A constant of type t.
+tir::Expr constant(double v, tir::DataType t);
+// The indices of `in` (of shape `in_shape`) that numpy broadcasting reads
+// for output element `axes` (of rank >= in's).
+std::vector<tir::Expr> broadcast_index(const te::Axes& axes, const Shape& in_shape);
+// An index clamped to [0, extent - 1], for loads whose value a select may
+// discard (padding): loads never leave the buffer.
+tir::Expr clamp_index(tir::Expr i, int64_t extent);
+// Row-major linear index of `axes` in `shape`, and its inverse.
+tir::Expr linear_index(const std::vector<tir::Expr>& axes, const Shape& shape);
+std::vector<tir::Expr> unravel(tir::Expr linear, const Shape& shape);
+// Normalises a possibly negative axis of a rank-`rank` tensor.
+int64_t norm_axis(int64_t axis, size_t rank);
+
+}  // namespace kiln::lower

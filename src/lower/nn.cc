@@ -1,0 +1,351 @@
+// Neural-network ops as tensor expressions: nn.conv2d, nn.dense, matmul,
+// the 2-D pools, nn.batch_norm and nn.pad.
+//
+//   nn.conv2d(x: (N, C, H, W), w: (O, C/g, KH, KW))  =>
+//     xp[n, c, h, w] = select(inside, x[n, c, h - pad_top, w - pad_left], 0)   (inlined)
+//     y[n, o, i, j]  = sum over rc, ry, rx of
+//                      xp[n, (o / (O/g)) * C/g + rc, i*sh + ry*dh, j*sw + rx*dw] * w[o, rc, ry, rx]
+//
+// Semantics are those of the reference kernels (src/op/nn_conv.cc,
+// nn_pool.cc, nn_matmul.cc, nn.cc): integer convolutions and products
+// accumulate in int32; padding never wins a max; averages divide by the
+// taps inside the input (or the padded input with count_include_pad).
+// Padding loads use clamped indices, so a load never leaves its buffer.
+#include <cmath>
+#include <limits>
+
+#include "lower/lower.h"
+#include "op/kernel_util.h"
+#include "op/nn_internal.h"
+
+namespace kiln::lower {
+namespace {
+
+using tir::Expr;
+
+tir::DataType acc_type(const LowerContext& c) { return *lowered_dtype(c.out[0].dtype); }
+
+Expr as_acc(const Expr& e, tir::DataType t) { return tir::cast(t, e); }
+
+Expr in_range(const Expr& i, int64_t lo, int64_t hi) {
+  return tir::binary(tir::BinaryOp::And, tir::binary(tir::BinaryOp::GE, i, tir::int_imm(lo)),
+                     tir::lt(i, tir::int_imm(hi)));
+}
+
+Expr all(const Expr& a, const Expr& b) { return tir::binary(tir::BinaryOp::And, a, b); }
+
+// x zero-padded on its last two axes (inlined into the reader).
+te::Tensor pad_hw(const te::Tensor& x, const Pad2d& p, const std::string& name) {
+  if (p.top == 0 && p.left == 0 && p.bottom == 0 && p.right == 0) return x;
+  const auto& s = x->shape;
+  int64_t H = s[2], W = s[3];
+  return te::compute(
+      {s[0], s[1], H + p.top + p.bottom, W + p.left + p.right},
+      [&](const te::Axes& i) {
+        Expr h = tir::sub(i[2], tir::int_imm(p.top)), w = tir::sub(i[3], tir::int_imm(p.left));
+        Expr v = (*x)({i[0], i[1], clamp_index(h, H), clamp_index(w, W)});
+        return tir::select(all(in_range(h, 0, H), in_range(w, 0, W)), v, constant(0, x->dtype));
+      },
+      name + "_pad");
+}
+
+// ---------------------------------------------------------------- conv2d
+
+Lowered conv2d(const LowerContext& c) {
+  const te::Tensor &x = c.inputs[0], &w = c.inputs[1];
+  const Shape &xs = c.in[0].shape, &ws = c.in[1].shape;
+  std::vector<int64_t> st = c.attrs.get_ints("strides"), dl = c.attrs.get_ints("dilation");
+  if (st.size() != 2 || dl.size() != 2) return unsupported("strides and dilation must have 2 values");
+  Pad2d pad = pad2d_attr(c.op, c.attrs);
+  int64_t groups = c.attrs.get_int("groups");
+  int64_t cg = xs[1] / groups, og = ws[0] / groups;
+  tir::DataType acc = acc_type(c);
+  te::Tensor xp = pad_hw(x, pad, c.name);
+  te::IterVar rc = te::reduce_axis(cg, "rc"), ry = te::reduce_axis(ws[2], "ry"),
+              rx = te::reduce_axis(ws[3], "rx");
+  te::Tensor y = te::compute(
+      c.out[0].shape,
+      [&](const te::Axes& i) -> te::Reduction {
+        Expr ch = tir::add(tir::mul(tir::div(i[1], tir::int_imm(og)), tir::int_imm(cg)), rc.var);
+        if (groups == 1) ch = rc.var;
+        Expr h = tir::add(tir::mul(i[2], tir::int_imm(st[0])), tir::mul(ry.var, tir::int_imm(dl[0])));
+        Expr v = tir::add(tir::mul(i[3], tir::int_imm(st[1])), tir::mul(rx.var, tir::int_imm(dl[1])));
+        Expr prod =
+            tir::mul(as_acc((*xp)({i[0], ch, h, v}), acc), as_acc((*w)({i[1], rc.var, ry.var, rx.var}), acc));
+        return te::sum(prod, {rc, ry, rx});
+      },
+      c.name);
+  return lowered({y});
+}
+
+// ---------------------------------------------------------------- dense and matmul
+
+// w^T, computed once into a buffer so the product reads rows of it.
+Lowered dense(const LowerContext& c) {
+  const te::Tensor &x = c.inputs[0], &w = c.inputs[1];
+  const Shape& xs = c.in[0].shape;
+  int64_t K = xs.back(), N = c.in[1].shape[0];
+  tir::DataType acc = acc_type(c);
+  te::Tensor wt = te::compute(
+      {K, N},
+      [&](const te::Axes& i) {
+        return (*w)({i[1], i[0]});
+      },
+      c.name + "_wt");
+  te::IterVar k = te::reduce_axis(K, "k");
+  te::Tensor y = te::compute(
+      c.out[0].shape,
+      [&](const te::Axes& i) -> te::Reduction {
+        std::vector<Expr> xi(i.begin(), i.end() - 1);
+        xi.push_back(k.var);
+        return te::sum(tir::mul(as_acc((*x)(xi), acc), as_acc((*wt)({k.var, i.back()}), acc)), {k});
+      },
+      c.name);
+  return lowered({y}, {wt});
+}
+
+Lowered matmul(const LowerContext& c) {
+  const te::Tensor &a = c.inputs[0], &b = c.inputs[1];
+  Shape as = c.in[0].shape, bs = c.in[1].shape;
+  const Shape& ys = c.out[0].shape;
+  bool a_vec = as.size() == 1, b_vec = bs.size() == 1;
+  int64_t K = as.back();
+  tir::DataType acc = acc_type(c);
+  te::IterVar k = te::reduce_axis(K, "k");
+  // Output axes: batch..., [m], [n]; a 1-D operand has no m (or n) axis.
+  size_t batch = ys.size() - (a_vec ? 0 : 1) - (b_vec ? 0 : 1);
+  te::Tensor y = te::compute(
+      ys,
+      [&](const te::Axes& i) -> te::Reduction {
+        te::Axes bi(i.begin(), i.begin() + std::ptrdiff_t(batch));
+        Expr m = a_vec ? Expr() : Expr(i[batch]);
+        Expr n = b_vec ? Expr() : Expr(i.back());
+        std::vector<Expr> ai, bidx;
+        if (!a_vec) {
+          Shape ab(as.begin(), as.end() - 2);
+          ai = broadcast_index(bi, ab);
+          ai.push_back(m);
+        }
+        ai.push_back(k.var);
+        if (!b_vec) {
+          Shape bb(bs.begin(), bs.end() - 2);
+          bidx = broadcast_index(bi, bb);
+          bidx.push_back(k.var);
+          bidx.push_back(n);
+        } else {
+          bidx.push_back(k.var);
+        }
+        return te::sum(tir::mul(as_acc((*a)(ai), acc), as_acc((*b)(bidx), acc)), {k});
+      },
+      c.name);
+  return lowered({y});
+}
+
+// ---------------------------------------------------------------- pools
+
+struct Window {
+  int64_t k, s, d, pad_before, pad_after, in;
+};
+
+struct Windows {
+  Window y, x;
+};
+
+std::optional<Windows> windows(const LowerContext& c, std::string* why) {
+  std::vector<int64_t> k = c.attrs.get_ints("pool_size"), s = c.attrs.get_ints("strides"),
+                       d = c.attrs.get_ints("dilation");
+  if (k.size() != 2 || s.size() != 2 || d.size() != 2) {
+    *why = "pool_size, strides and dilation must have 2 values";
+    return std::nullopt;
+  }
+  Pad2d p = pad2d_attr(c.op, c.attrs);
+  const Shape& xs = c.in[0].shape;
+  Windows w{{k[0], s[0], d[0], p.top, p.bottom, xs[2]}, {k[1], s[1], d[1], p.left, p.right, xs[3]}};
+  // A window of padding only (padding at least the window) is 0 in the
+  // reference; such shapes stay there.
+  if (p.top >= k[0] || p.bottom >= k[0] || p.left >= k[1] || p.right >= k[1]) {
+    *why = "padding as large as the window";
+    return std::nullopt;
+  }
+  return w;
+}
+
+// Position in the input of tap r of output o.
+Expr tap(const Expr& o, const Expr& r, const Window& w) {
+  return tir::add(tir::sub(tir::mul(o, tir::int_imm(w.s)), tir::int_imm(w.pad_before)),
+                  tir::mul(r, tir::int_imm(w.d)));
+}
+
+Lowered max_pool2d(const LowerContext& c) {
+  std::string why;
+  auto w = windows(c, &why);
+  if (!w) return unsupported(why);
+  const te::Tensor& x = c.inputs[0];
+  te::IterVar ry = te::reduce_axis(w->y.k, "ry"), rx = te::reduce_axis(w->x.k, "rx");
+  tir::DataType t = x->dtype;
+  Expr lowest = t.is_float()
+                    ? tir::float_imm(-std::numeric_limits<double>::infinity(), t)
+                    : tir::int_imm(t.is_uint() ? 0 : std::numeric_limits<int64_t>::min() >> (64 - t.bits), t);
+  te::Tensor y = te::compute(
+      c.out[0].shape,
+      [&](const te::Axes& i) -> te::Reduction {
+        Expr h = tap(i[2], ry.var, w->y), v = tap(i[3], rx.var, w->x);
+        Expr val = (*x)({i[0], i[1], clamp_index(h, w->y.in), clamp_index(v, w->x.in)});
+        return te::max(tir::select(all(in_range(h, 0, w->y.in), in_range(v, 0, w->x.in)), val, lowest),
+                       {ry, rx});
+      },
+      c.name);
+  return lowered({y});
+}
+
+Lowered avg_pool2d(const LowerContext& c) {
+  std::string why;
+  auto w = windows(c, &why);
+  if (!w) return unsupported(why);
+  const te::Tensor& x = c.inputs[0];
+  if (!x->dtype.is_float()) return unsupported("integer average pooling (rounds half away from zero)");
+  bool include_pad = c.attrs.get_int("count_include_pad") != 0;
+  const Shape& ys = c.out[0].shape;
+  tir::DataType t = x->dtype;
+  te::IterVar ry = te::reduce_axis(w->y.k, "ry"), rx = te::reduce_axis(w->x.k, "rx");
+  te::Tensor sum = te::compute(
+      ys,
+      [&](const te::Axes& i) -> te::Reduction {
+        Expr h = tap(i[2], ry.var, w->y), v = tap(i[3], rx.var, w->x);
+        Expr val = (*x)({i[0], i[1], clamp_index(h, w->y.in), clamp_index(v, w->x.in)});
+        return te::sum(
+            tir::select(all(in_range(h, 0, w->y.in), in_range(v, 0, w->x.in)), val, constant(0, t)),
+            {ry, rx});
+      },
+      c.name + "_sum");
+  // The number of taps that count, per output position.
+  te::IterVar cy = te::reduce_axis(w->y.k, "cy"), cx = te::reduce_axis(w->x.k, "cx");
+  te::Tensor count = te::compute(
+      {ys[2], ys[3]},
+      [&](const te::Axes& i) -> te::Reduction {
+        Expr h = tap(i[0], cy.var, w->y), v = tap(i[1], cx.var, w->x);
+        Expr inside = include_pad ? all(in_range(h, -w->y.pad_before, w->y.in + w->y.pad_after),
+                                        in_range(v, -w->x.pad_before, w->x.in + w->x.pad_after))
+                                  : all(in_range(h, 0, w->y.in), in_range(v, 0, w->x.in));
+        return te::sum(tir::select(inside, constant(1, t), constant(0, t)), {cy, cx});
+      },
+      c.name + "_count");
+  te::Tensor y = te::compute(
+      ys,
+      [&](const te::Axes& i) {
+        Expr n = (*count)({i[2], i[3]});
+        return tir::select(tir::eq(n, constant(0, t)), constant(0, t), tir::div((*sum)(i), n));
+      },
+      c.name);
+  return lowered({y});
+}
+
+Lowered adaptive_avg_pool2d(const LowerContext& c) {
+  const te::Tensor& x = c.inputs[0];
+  if (!x->dtype.is_float()) return unsupported("integer average pooling (rounds half away from zero)");
+  const Shape &xs = c.in[0].shape, &ys = c.out[0].shape;
+  tir::DataType t = x->dtype;
+  // Bin o of an axis of size `in` with `out` bins covers [o*in/out, ceil((o+1)*in/out)).
+  auto start = [](int64_t o, int64_t in, int64_t out) { return o * in / out; };
+  auto end = [](int64_t o, int64_t in, int64_t out) { return ((o + 1) * in + out - 1) / out; };
+  auto widest = [&](int64_t in, int64_t out) {
+    int64_t k = 0;
+    for (int64_t o = 0; o < out; ++o) k = std::max(k, end(o, in, out) - start(o, in, out));
+    return k;
+  };
+  int64_t H = xs[2], W = xs[3], OH = ys[2], OW = ys[3];
+  te::IterVar ry = te::reduce_axis(widest(H, OH), "ry"), rx = te::reduce_axis(widest(W, OW), "rx");
+  auto start_expr = [](const Expr& o, int64_t in, int64_t out) {
+    return tir::div(tir::mul(o, tir::int_imm(in)), tir::int_imm(out));
+  };
+  auto end_expr = [](const Expr& o, int64_t in, int64_t out) {
+    return tir::div(tir::add(tir::mul(tir::add(o, tir::int_imm(1)), tir::int_imm(in)), tir::int_imm(out - 1)),
+                    tir::int_imm(out));
+  };
+  te::Tensor sum = te::compute(
+      ys,
+      [&](const te::Axes& i) -> te::Reduction {
+        Expr h = tir::add(start_expr(i[2], H, OH), ry.var), v = tir::add(start_expr(i[3], W, OW), rx.var);
+        Expr inside = all(tir::lt(h, end_expr(i[2], H, OH)), tir::lt(v, end_expr(i[3], W, OW)));
+        Expr val = (*x)({i[0], i[1], clamp_index(h, H), clamp_index(v, W)});
+        return te::sum(tir::select(inside, val, constant(0, t)), {ry, rx});
+      },
+      c.name + "_sum");
+  te::Tensor y = te::compute(
+      ys,
+      [&](const te::Axes& i) {
+        Expr n = tir::mul(tir::sub(end_expr(i[2], H, OH), start_expr(i[2], H, OH)),
+                          tir::sub(end_expr(i[3], W, OW), start_expr(i[3], W, OW)));
+        return tir::div((*sum)(i), tir::cast(t, n));
+      },
+      c.name);
+  return lowered({y});
+}
+
+// ---------------------------------------------------------------- batch_norm and pad
+
+Lowered batch_norm(const LowerContext& c) {
+  const te::Tensor& x = c.inputs[0];
+  if (!x->dtype.is_float()) return unsupported("batch_norm of integers");
+  size_t axis = size_t(norm_axis(c.attrs.get_int("axis"), c.in[0].shape.size()));
+  double eps = c.attrs.get_float("epsilon");
+  const auto& in = c.inputs;
+  te::Tensor y = te::compute(
+      c.out[0].shape,
+      [&](const te::Axes& i) {
+        Expr ch = i[axis];
+        Expr inv =
+            tir::call_intrinsic(tir::Intrinsic::Sqrt, {tir::add((*in[4])({ch}), constant(eps, x->dtype))});
+        Expr norm = tir::div(tir::sub((*x)(i), (*in[3])({ch})), inv);
+        return tir::add(tir::mul(norm, (*in[1])({ch})), (*in[2])({ch}));
+      },
+      c.name);
+  return lowered({y});
+}
+
+Lowered pad(const LowerContext& c) {
+  const te::Tensor& x = c.inputs[0];
+  const Shape& xs = c.in[0].shape;
+  std::vector<int64_t> pw = c.attrs.get_ints("pad_width");
+  const std::string& mode = c.attrs.get_string("mode");
+  double value = c.attrs.get_float("pad_value");
+  if (!x->dtype.is_float() && (value != std::trunc(value) || std::fabs(value) > 127))
+    return unsupported("an integer pad value that is not a small integer");
+  if (mode != "constant" && mode != "edge" && mode != "reflect") return unsupported("pad mode " + mode);
+  te::Tensor y = te::compute(
+      c.out[0].shape,
+      [&](const te::Axes& i) {
+        std::vector<Expr> src;
+        Expr inside;
+        for (size_t k = 0; k < xs.size(); ++k) {
+          Expr r = tir::sub(i[k], tir::int_imm(pw[2 * k]));
+          int64_t n = xs[k];
+          if (mode == "reflect") {
+            r = tir::call_intrinsic(tir::Intrinsic::Abs, {r});
+            r = tir::select(tir::binary(tir::BinaryOp::GE, r, tir::int_imm(n)),
+                            tir::sub(tir::int_imm(2 * (n - 1)), r), r);
+          }
+          if (mode == "constant") inside = inside ? all(inside, in_range(r, 0, n)) : in_range(r, 0, n);
+          src.push_back(clamp_index(r, n));
+        }
+        Expr v = (*x)(src);
+        return inside ? tir::select(inside, v, constant(value, x->dtype)) : v;
+      },
+      c.name);
+  return lowered({y});
+}
+
+}  // namespace
+
+void register_nn_lowerings(LoweringTable& t) {
+  t.add("nn.conv2d", OpPattern::Anchor, conv2d);
+  t.add("nn.dense", OpPattern::Anchor, dense);
+  t.add("matmul", OpPattern::Anchor, matmul);
+  t.add("nn.max_pool2d", OpPattern::Anchor, max_pool2d);
+  t.add("nn.avg_pool2d", OpPattern::Anchor, avg_pool2d);
+  t.add("nn.adaptive_avg_pool2d", OpPattern::Anchor, adaptive_avg_pool2d);
+  t.add("nn.batch_norm", OpPattern::Injective, batch_norm);
+  t.add("nn.pad", OpPattern::Injective, pad);
+}
+
+}  // namespace kiln::lower

@@ -1,0 +1,188 @@
+// Reductions as tensor expressions: sum, mean, max, min over axes, and
+// nn.softmax / nn.log_softmax over one axis.
+//
+//   mean(x: (2, 3, 4), axis=[2])  =>  s[i, j] = sum over r of float64(x[i, j, r])
+//                                     y[i, j] = float32(s[i, j] / 4)
+//
+// As in the reference kernels (src/op/reduce.cc): float sums accumulate in
+// float64 and round once; max and min keep NaN; softmax subtracts the
+// maximum before exp. Integer means (which round half away from zero), prod
+// and min of integers stay on the reference kernels.
+#include <cmath>
+#include <limits>
+
+#include "lower/lower.h"
+
+namespace kiln::lower {
+namespace {
+
+using tir::Expr;
+
+// The reduced axes of `rank` dims (empty attribute: all).
+std::vector<bool> reduced_axes(const Attrs& attrs, size_t rank) {
+  std::vector<int64_t> axes = attrs.get_ints("axis");
+  std::vector<bool> mask(rank, axes.empty());
+  for (int64_t a : axes) mask[size_t(norm_axis(a, rank))] = true;
+  return mask;
+}
+
+// The input index for output axes `i` and reduce variables `r` (in order of
+// the reduced dims).
+std::vector<Expr> input_index(const te::Axes& i, const std::vector<te::IterVar>& r,
+                              const std::vector<bool>& mask, bool keepdims) {
+  std::vector<Expr> idx;
+  size_t oi = 0, ri = 0;
+  for (size_t k = 0; k < mask.size(); ++k) {
+    if (mask[k]) {
+      idx.push_back(r[ri++].var);
+      if (keepdims) ++oi;
+    } else {
+      idx.push_back(i[oi++]);
+    }
+  }
+  return idx;
+}
+
+struct ReduceSetup {
+  std::vector<bool> mask;
+  bool keepdims;
+  std::vector<te::IterVar> axes;
+  int64_t count = 1;  // elements reduced per output
+};
+
+ReduceSetup setup(const LowerContext& c) {
+  ReduceSetup s;
+  const Shape& xs = c.in[0].shape;
+  s.mask = reduced_axes(c.attrs, xs.size());
+  s.keepdims = c.attrs.get_int("keepdims") != 0;
+  for (size_t k = 0; k < xs.size(); ++k)
+    if (s.mask[k]) {
+      s.axes.push_back(te::reduce_axis(xs[k], "r" + std::to_string(k)));
+      s.count *= xs[k];
+    }
+  return s;
+}
+
+// sum (or mean) of x: floats in float64.
+Lowered sum_or_mean(const LowerContext& c, bool mean) {
+  const te::Tensor& x = c.inputs[0];
+  tir::DataType t = x->dtype;
+  if (mean && !t.is_float()) return unsupported("integer mean (rounds half away from zero)");
+  if (!t.is_float() && t.bits < 32) return unsupported("sum of " + tir::dtype_str(t));
+  ReduceSetup s = setup(c);
+  if (s.count == 0 && mean) return unsupported("mean of zero elements");
+  tir::DataType acc = t.is_float() ? tir::DataType::float_(64) : t;
+  te::Tensor sum = te::compute(
+      c.out[0].shape,
+      [&](const te::Axes& i) -> te::Reduction {
+        return te::sum(tir::cast(acc, (*x)(input_index(i, s.axes, s.mask, s.keepdims))), s.axes);
+      },
+      c.name + "_acc");
+  te::Tensor y = te::compute(
+      c.out[0].shape,
+      [&](const te::Axes& i) {
+        Expr v = (*sum)(i);
+        if (mean) v = tir::div(v, constant(double(s.count), acc));
+        return tir::cast(t, v);
+      },
+      c.name);
+  return lowered({y});
+}
+
+Lowered sum(const LowerContext& c) { return sum_or_mean(c, false); }
+Lowered mean(const LowerContext& c) { return sum_or_mean(c, true); }
+
+Expr is_nan(const Expr& x) { return tir::binary(tir::BinaryOp::NE, x, x); }
+
+// max (or, for floats, min as -max(-x)); NaN wins.
+Lowered max_or_min(const LowerContext& c, bool is_min) {
+  const te::Tensor& x = c.inputs[0];
+  tir::DataType t = x->dtype;
+  if (is_min && !t.is_float()) return unsupported("min of integers");
+  ReduceSetup s = setup(c);
+  if (s.count == 0) return unsupported("max or min of zero elements");
+  auto value = [&](const te::Axes& i) {
+    Expr v = (*x)(input_index(i, s.axes, s.mask, s.keepdims));
+    return is_min ? tir::sub(constant(0, t), v) : v;
+  };
+  te::Tensor m = te::compute(
+      c.out[0].shape, [&](const te::Axes& i) -> te::Reduction { return te::max(value(i), s.axes); },
+      c.name + "_max");
+  if (!t.is_float()) return lowered({m});
+  te::Tensor nans = te::compute(
+      c.out[0].shape,
+      [&](const te::Axes& i) -> te::Reduction {
+        return te::sum(tir::select(is_nan(value(i)), tir::int_imm(1), tir::int_imm(0)), s.axes);
+      },
+      c.name + "_nans");
+  te::Tensor y = te::compute(
+      c.out[0].shape,
+      [&](const te::Axes& i) {
+        Expr v = is_min ? tir::sub(constant(0, t), (*m)(i)) : (*m)(i);
+        return tir::select(tir::binary(tir::BinaryOp::GT, (*nans)(i), tir::int_imm(0)),
+                           tir::float_imm(std::numeric_limits<double>::quiet_NaN(), t), v);
+      },
+      c.name);
+  return lowered({y});
+}
+
+Lowered max(const LowerContext& c) { return max_or_min(c, false); }
+Lowered min(const LowerContext& c) { return max_or_min(c, true); }
+
+// ---------------------------------------------------------------- softmax
+
+Lowered softmax_impl(const LowerContext& c, bool log) {
+  const te::Tensor& x = c.inputs[0];
+  tir::DataType t = x->dtype;
+  if (!t.is_float()) return unsupported("softmax of integers");
+  const Shape& xs = c.in[0].shape;
+  size_t axis = size_t(norm_axis(c.attrs.get_int("axis"), xs.size()));
+  if (xs[axis] == 0) return unsupported("softmax over an empty axis");
+  tir::DataType f64 = tir::DataType::float_(64);
+  Shape rs = xs;
+  rs[axis] = 1;
+  te::IterVar ra = te::reduce_axis(xs[axis], "ra"), rb = te::reduce_axis(xs[axis], "rb");
+  auto along = [&](const te::Axes& i, const Expr& r) {
+    std::vector<Expr> idx(i.begin(), i.end());
+    idx[axis] = r;
+    return idx;
+  };
+  te::Tensor m = te::compute(
+      rs, [&](const te::Axes& i) -> te::Reduction { return te::max((*x)(along(i, ra.var)), {ra}); },
+      c.name + "_max");
+  te::Tensor s = te::compute(
+      rs,
+      [&](const te::Axes& i) -> te::Reduction {
+        Expr d = tir::sub((*x)(along(i, rb.var)), (*m)(i));
+        return te::sum(tir::cast(f64, tir::call_intrinsic(tir::Intrinsic::Exp, {d})), {rb});
+      },
+      c.name + "_sum");
+  te::Tensor y = te::compute(
+      xs,
+      [&](const te::Axes& i) {
+        std::vector<Expr> ri(i.begin(), i.end());
+        ri[axis] = tir::int_imm(0);
+        Expr d = tir::sub((*x)(i), (*m)(ri));
+        if (log) return tir::sub(d, tir::cast(t, tir::call_intrinsic(tir::Intrinsic::Log, {(*s)(ri)})));
+        Expr e = tir::cast(f64, tir::call_intrinsic(tir::Intrinsic::Exp, {d}));
+        return tir::cast(t, tir::div(e, (*s)(ri)));
+      },
+      c.name);
+  return lowered({y});
+}
+
+Lowered softmax(const LowerContext& c) { return softmax_impl(c, false); }
+Lowered log_softmax(const LowerContext& c) { return softmax_impl(c, true); }
+
+}  // namespace
+
+void register_reduce_lowerings(LoweringTable& t) {
+  t.add("sum", OpPattern::Reduction, sum);
+  t.add("mean", OpPattern::Reduction, mean);
+  t.add("max", OpPattern::Reduction, max);
+  t.add("min", OpPattern::Reduction, min);
+  t.add("nn.softmax", OpPattern::Reduction, softmax);
+  t.add("nn.log_softmax", OpPattern::Reduction, log_softmax);
+}
+
+}  // namespace kiln::lower

@@ -1,0 +1,219 @@
+// The table of op definitions, the helpers definitions share, and
+// lower_kernel: a chain of definitions scheduled into one prim function.
+#include <set>
+
+#include "lower/lower.h"
+#include "schedule/schedule.h"
+
+namespace kiln::lower {
+
+const char* op_pattern_name(OpPattern p) {
+  switch (p) {
+    case OpPattern::Injective:
+      return "injective";
+    case OpPattern::Reduction:
+      return "reduction";
+    case OpPattern::Anchor:
+      return "anchor";
+    case OpPattern::Opaque:
+      return "opaque";
+  }
+  return "?";
+}
+
+Lowered unsupported(std::string reason) { return Lowered{{}, std::move(reason), {}}; }
+
+Lowered lowered(std::vector<te::Tensor> outputs, std::vector<te::Tensor> materialized) {
+  return Lowered{std::move(outputs), "", std::move(materialized)};
+}
+
+void LoweringTable::add(std::string op, OpPattern pattern, LowerFn fn) {
+  KILN_ASSERT(find(op) == nullptr, "op " + op + " has two lowerings");
+  KILN_ASSERT(find_op(op) != nullptr, "lowering of " + op + ", which is not in the op registry");
+  entries_.push_back({std::move(op), pattern, fn});
+}
+
+const OpLowering* LoweringTable::find(std::string_view op) const {
+  for (const auto& e : entries_)
+    if (e.op == op) return &e;
+  return nullptr;
+}
+
+const LoweringTable& lowerings() {
+  static const LoweringTable table = [] {
+    LoweringTable t;
+    register_elementwise_lowerings(t);
+    register_nn_lowerings(t);
+    register_reduce_lowerings(t);
+    register_shape_lowerings(t);
+    register_image_lowerings(t);
+    return t;
+  }();
+  return table;
+}
+
+OpPattern pattern_of(std::string_view op) {
+  const OpLowering* l = lowerings().find(op);
+  return l ? l->pattern : OpPattern::Opaque;
+}
+
+// ---------------------------------------------------------------- helpers
+
+std::optional<tir::DataType> lowered_dtype(DType t) {
+  switch (t) {
+    case DType::Float32:
+      return tir::DataType::float32();
+    case DType::Float16:
+      return std::nullopt;
+    case DType::Int8:
+      return tir::DataType::int_(8);
+    case DType::UInt8:
+      return tir::DataType::uint(8);
+    case DType::Int32:
+      return tir::DataType::int32();
+    case DType::Int64:
+      return tir::DataType::int64();
+    case DType::Bool:
+      return tir::DataType::bool_();
+  }
+  return std::nullopt;
+}
+
+tir::Expr constant(double v, tir::DataType t) {
+  if (t.is_float()) return tir::float_imm(v, t);
+  if (t.is_bool()) return tir::cast(t, tir::int_imm(v != 0 ? 1 : 0));
+  return tir::int_imm(static_cast<int64_t>(v), t);
+}
+
+std::vector<tir::Expr> broadcast_index(const te::Axes& axes, const Shape& in_shape) {
+  std::vector<tir::Expr> idx;
+  size_t lead = axes.size() - in_shape.size();
+  for (size_t k = 0; k < in_shape.size(); ++k)
+    idx.push_back(in_shape[k] == 1 ? tir::int_imm(0) : tir::Expr(axes[lead + k]));
+  return idx;
+}
+
+tir::Expr clamp_index(tir::Expr i, int64_t extent) {
+  return tir::min(tir::max(std::move(i), tir::int_imm(0)), tir::int_imm(extent - 1));
+}
+
+tir::Expr linear_index(const std::vector<tir::Expr>& axes, const Shape& shape) {
+  tir::Expr lin = tir::int_imm(0);
+  for (size_t k = 0; k < shape.size(); ++k) lin = tir::add(tir::mul(lin, tir::int_imm(shape[k])), axes[k]);
+  return lin;
+}
+
+std::vector<tir::Expr> unravel(tir::Expr linear, const Shape& shape) {
+  std::vector<tir::Expr> idx(shape.size());
+  for (size_t k = shape.size(); k-- > 0;) {
+    idx[k] = k == 0 ? linear : tir::mod(linear, tir::int_imm(shape[k]));
+    linear = tir::div(linear, tir::int_imm(shape[k]));
+  }
+  return idx;
+}
+
+int64_t norm_axis(int64_t axis, size_t rank) { return axis < 0 ? axis + int64_t(rank) : axis; }
+
+// ---------------------------------------------------------------- kernels
+
+namespace {
+
+bool is_float_or_int_dtypes(const std::vector<TensorDesc>& descs, std::string* why) {
+  for (const auto& d : descs)
+    if (!lowered_dtype(d.dtype)) {
+      *why = std::string(dtype_name(d.dtype)) + " tensors are not lowered yet";
+      return false;
+    }
+  return true;
+}
+
+// A copy of `t`: a kernel output must be a tensor the kernel computes.
+te::Tensor copy_of(const te::Tensor& t, const std::string& name) {
+  return te::compute(
+      t->shape, [&](const te::Axes& i) { return (*t)(i); }, name);
+}
+
+std::string tensor_name(const std::string& op, int index) {
+  std::string n = op.substr(op.find('.') == std::string::npos ? 0 : op.find('.') + 1);
+  return n + "_" + std::to_string(index);
+}
+
+}  // namespace
+
+std::optional<tir::PrimFunc> lower_kernel(const KernelSpec& spec, std::string* why) {
+  std::string reason;
+  std::vector<te::Tensor> params;
+  for (size_t i = 0; i < spec.params.size(); ++i) {
+    auto t = lowered_dtype(spec.params[i].dtype);
+    if (!t) {
+      if (why) *why = std::string(dtype_name(spec.params[i].dtype)) + " tensors are not lowered yet";
+      return std::nullopt;
+    }
+    params.push_back(te::placeholder(spec.params[i].shape, *t, "in" + std::to_string(i)));
+  }
+  std::vector<std::vector<te::Tensor>> results;
+  std::set<const te::TensorNode*> materialized;
+  for (size_t k = 0; k < spec.ops.size(); ++k) {
+    const KernelOp& op = spec.ops[k];
+    const OpLowering* l = lowerings().find(op.op);
+    if (!l) {
+      if (why) *why = "no lowering";
+      return std::nullopt;
+    }
+    if (!is_float_or_int_dtypes(op.in, &reason) || !is_float_or_int_dtypes(op.out, &reason)) {
+      if (why) *why = reason;
+      return std::nullopt;
+    }
+    LowerContext ctx{op.op, {}, op.in, op.out, op.attrs, tensor_name(op.op, int(k))};
+    for (const auto& s : op.sources)
+      ctx.inputs.push_back(s.param >= 0 ? params.at(size_t(s.param))
+                                        : results.at(size_t(s.producer)).at(size_t(s.output)));
+    Lowered r = l->fn(ctx);
+    if (!r.unsupported.empty()) {
+      if (why) *why = r.unsupported;
+      return std::nullopt;
+    }
+    KILN_ASSERT(r.outputs.size() == op.out.size(),
+                "lowering of " + op.op + " made the wrong number of outputs");
+    for (size_t o = 0; o < r.outputs.size(); ++o)
+      KILN_ASSERT(r.outputs[o]->shape == op.out[o].shape,
+                  "lowering of " + op.op + " made an output of the wrong shape");
+    for (const auto& m : r.materialized) materialized.insert(m.get());
+    results.push_back(std::move(r.outputs));
+  }
+  std::vector<te::Tensor> outputs;
+  std::set<const te::TensorNode*> seen;
+  for (size_t i = 0; i < spec.outputs.size(); ++i) {
+    te::Tensor t = results.at(size_t(spec.outputs[i].first)).at(size_t(spec.outputs[i].second));
+    if (t->is_placeholder() || seen.count(t.get())) t = copy_of(t, "out" + std::to_string(i));
+    seen.insert(t.get());
+    outputs.push_back(t);
+  }
+  te::Schedule s(outputs);
+  for (const auto& st : s.stages()) {
+    const te::TensorNode& t = *st->tensor();
+    if (!t.is_placeholder() && !st->is_output() && t.reduction.kind == te::ReduceKind::None &&
+        !materialized.count(&t))
+      st->compute_inline();
+  }
+  schedule::apply_default_schedule(s);
+  std::vector<te::Tensor> args = params;
+  args.insert(args.end(), outputs.begin(), outputs.end());
+  return te::lower(s, args, spec.name);
+}
+
+std::optional<std::string> why_not_lowered(const std::string& op, const std::vector<TensorDesc>& in,
+                                           const std::vector<TensorDesc>& out, const Attrs& attrs) {
+  KernelSpec spec;
+  spec.name = "probe";
+  spec.params = in;
+  KernelOp k{op, attrs, in, out, {}};
+  for (size_t i = 0; i < in.size(); ++i) k.sources.push_back({int(i), -1, 0});
+  spec.ops.push_back(k);
+  for (size_t o = 0; o < out.size(); ++o) spec.outputs.push_back({0, int(o)});
+  std::string why;
+  if (lower_kernel(spec, &why)) return std::nullopt;
+  return why;
+}
+
+}  // namespace kiln::lower

@@ -1,0 +1,135 @@
+// Shape ops as tensor expressions: index arithmetic only, so they inline
+// into whatever reads them (a reshape feeding an add costs nothing).
+//
+//   reshape(x: (2, 6), newshape=[3, 4])  =>  y[i, j] = x[(i*4 + j) / 6, (i*4 + j) mod 6]
+//   permute_dims(x, axes=[1, 0])         =>  y[i, j] = x[j, i]
+//   concat(a: (2, 3), b: (2, 5), axis=1) =>  y[i, j] = select(j < 3, a[i, min(j, 2)], b[i, max(j - 3, 0)])
+//
+// reshape, flatten, squeeze and expand_dims keep the element order, so each
+// is the row-major linear index of the output read back in the input's
+// shape. The index ops that read positions from data (take, gather and
+// scatter) stay on the reference kernels, which check every index.
+#include "lower/lower.h"
+#include "op/nn_internal.h"
+
+namespace kiln::lower {
+namespace {
+
+using tir::Expr;
+
+Lowered same_elements(const LowerContext& c) {
+  const te::Tensor& x = c.inputs[0];
+  const Shape &xs = c.in[0].shape, &ys = c.out[0].shape;
+  te::Tensor y = te::compute(
+      ys,
+      [&](const te::Axes& i) {
+        std::vector<Expr> axes(i.begin(), i.end());
+        return (*x)(unravel(linear_index(axes, ys), xs));
+      },
+      c.name);
+  return lowered({y});
+}
+
+Lowered permute_dims(const LowerContext& c) {
+  const te::Tensor& x = c.inputs[0];
+  size_t rank = c.in[0].shape.size();
+  std::vector<int64_t> axes = c.attrs.get_ints("axes");
+  if (axes.empty())
+    for (size_t k = rank; k-- > 0;) axes.push_back(int64_t(k));
+  te::Tensor y = te::compute(
+      c.out[0].shape,
+      [&](const te::Axes& i) {
+        std::vector<Expr> idx(rank);
+        for (size_t k = 0; k < rank; ++k) idx[size_t(norm_axis(axes[k], rank))] = i[k];
+        return (*x)(idx);
+      },
+      c.name);
+  return lowered({y});
+}
+
+Lowered concat(const LowerContext& c) {
+  const Shape& ys = c.out[0].shape;
+  size_t axis = size_t(norm_axis(c.attrs.get_int("axis"), ys.size()));
+  te::Tensor y = te::compute(
+      ys,
+      [&](const te::Axes& i) {
+        // The last input first, then a select per earlier one.
+        std::vector<int64_t> offset;
+        int64_t at = 0;
+        for (const auto& d : c.in) {
+          offset.push_back(at);
+          at += d.shape[axis];
+        }
+        Expr v;
+        for (size_t k = c.inputs.size(); k-- > 0;) {
+          int64_t n = c.in[k].shape[axis];
+          if (n == 0) continue;
+          std::vector<Expr> idx(i.begin(), i.end());
+          idx[axis] = clamp_index(tir::sub(i[axis], tir::int_imm(offset[k])), n);
+          Expr load = (*c.inputs[k])(idx);
+          v = v ? tir::select(tir::lt(i[axis], tir::int_imm(offset[k] + n)), load, v) : load;
+        }
+        return v;
+      },
+      c.name);
+  return lowered({y});
+}
+
+Lowered split(const LowerContext& c) {
+  const te::Tensor& x = c.inputs[0];
+  size_t axis = size_t(norm_axis(c.attrs.get_int("axis"), c.in[0].shape.size()));
+  Lowered r;
+  int64_t offset = 0;
+  for (size_t k = 0; k < c.out.size(); ++k) {
+    r.outputs.push_back(te::compute(
+        c.out[k].shape,
+        [&](const te::Axes& i) {
+          std::vector<Expr> idx(i.begin(), i.end());
+          idx[axis] = tir::add(i[axis], tir::int_imm(offset));
+          return (*x)(idx);
+        },
+        c.name + "_" + std::to_string(k)));
+    offset += c.out[k].shape[axis];
+  }
+  return r;
+}
+
+Lowered strided_slice(const LowerContext& c) {
+  const te::Tensor& x = c.inputs[0];
+  std::vector<SliceAxis> plan = slice_plan(c.in[0].shape, c.attrs);
+  te::Tensor y = te::compute(
+      c.out[0].shape,
+      [&](const te::Axes& i) {
+        std::vector<Expr> idx;
+        for (size_t k = 0; k < plan.size(); ++k)
+          idx.push_back(tir::add(tir::int_imm(plan[k].start), tir::mul(i[k], tir::int_imm(plan[k].step))));
+        return (*x)(idx);
+      },
+      c.name);
+  return lowered({y});
+}
+
+Lowered broadcast_to(const LowerContext& c) {
+  const te::Tensor& x = c.inputs[0];
+  const Shape& xs = c.in[0].shape;
+  te::Tensor y = te::compute(
+      c.out[0].shape, [&](const te::Axes& i) { return (*x)(broadcast_index(i, xs)); }, c.name);
+  return lowered({y});
+}
+
+}  // namespace
+
+void register_shape_lowerings(LoweringTable& t) {
+  constexpr OpPattern E = OpPattern::Injective;
+  t.add("reshape", E, same_elements);
+  t.add("flatten", E, same_elements);
+  t.add("squeeze", E, same_elements);
+  t.add("expand_dims", E, same_elements);
+  t.add("permute_dims", E, permute_dims);
+  t.add("concat", E, concat);
+  t.add("split", OpPattern::Opaque, split);
+  t.add("strided_slice", E, strided_slice);
+  t.add("broadcast_to", E, broadcast_to);
+}
+
+}  // namespace kiln::lower

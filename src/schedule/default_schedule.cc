@@ -1,0 +1,78 @@
+// The default schedule of a lowered kernel (see schedule.h).
+#include <algorithm>
+
+#include "schedule/schedule.h"
+
+namespace kiln::schedule {
+namespace {
+
+namespace te = tir::te;
+
+// Below this many output elements a stage runs on one thread: the task
+// hand-off costs more than the work.
+constexpr int64_t kParallelMinElements = 1 << 14;
+// Fuse outer loops until the parallel loop has at least this many iterations,
+// so two or more threads get balanced shares.
+constexpr int64_t kParallelMinIterations = 16;
+
+int64_t elements(const te::TensorNode& t) {
+  int64_t n = 1;
+  for (int64_t d : t.shape) n *= d;
+  return n;
+}
+
+// Spatial loops first, reduce loops, then the innermost spatial loop: the
+// inner loop then reads and writes consecutive elements.
+void order_reduction(te::Stage& st) {
+  std::vector<tir::Var> spatial, reduce;
+  for (const te::Leaf& l : st.leaves()) (l.reduce ? reduce : spatial).push_back(l.var);
+  if (reduce.empty() || spatial.empty()) return;
+  if (st.leaves().back().reduce == false) return;  // already spatial-innermost
+  std::vector<tir::Var> order(spatial.begin(), spatial.end() - 1);
+  order.insert(order.end(), reduce.begin(), reduce.end());
+  order.push_back(spatial.back());
+  // A reduction over the innermost axis with a short spatial inner loop
+  // (softmax over the last axis) keeps the reduce loop innermost.
+  int64_t inner_extent = 0;
+  for (const te::Leaf& l : st.leaves())
+    if (l.var == spatial.back()) inner_extent = l.extent;
+  if (inner_extent < 4) return;
+  st.reorder(order);
+}
+
+void parallelize(te::Stage& st) {
+  if (elements(*st.tensor()) < kParallelMinElements) return;
+  const auto& leaves = st.leaves();
+  if (leaves.empty() || leaves[0].reduce) return;
+  tir::Var outer = leaves[0].var;
+  int64_t extent = leaves[0].extent;
+  // Leave the innermost loop for vectorization.
+  while (extent < kParallelMinIterations && st.leaves().size() > 2 && !st.leaves()[1].reduce) {
+    int64_t next = st.leaves()[1].extent;
+    outer = st.fuse(outer, st.leaves()[1].var);
+    extent *= next;
+  }
+  if (extent > 1) st.parallel(outer);
+}
+
+void vectorize_inner(te::Stage& st) {
+  const auto& leaves = st.leaves();
+  if (leaves.empty()) return;
+  const te::Leaf& inner = leaves.back();
+  if (inner.reduce || inner.extent < 4 || inner.kind != tir::ForKind::Serial) return;
+  st.vectorize(inner.var);
+}
+
+}  // namespace
+
+void apply_default_schedule(te::Schedule& s) {
+  for (const auto& stage : s.stages()) {
+    te::Stage& st = *stage;
+    if (st.tensor()->is_placeholder() || st.inlined()) continue;
+    order_reduction(st);
+    parallelize(st);
+    vectorize_inner(st);
+  }
+}
+
+}  // namespace kiln::schedule

@@ -1,0 +1,522 @@
+// Every op against its lowering: one program that walks the op registry.
+//
+// For each registered op there is either a case generator below (random
+// shapes, attributes and dtypes) or an entry in kNotLowered saying why the
+// op stays on its reference kernel. A new op without either fails
+// EveryOpIsCoveredOrListed, so an op cannot be added without a lowering test
+// or a recorded reason. Each case is lowered (lower_kernel), passed through
+// the tensor-IR build passes, linked into one host shared object with every
+// other case (the model path: emit_host_shared_object + LoadedHostCode) and
+// run; outputs are compared with the reference kernel's on the same inputs:
+// integers and bools exactly, floats within float32 rounding of the
+// reference (which often computes in float64).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <map>
+#include <set>
+
+#include "codegen/codegen.h"
+#include "lower/lower.h"
+#include "op_test_util.h"
+#include "runtime/host_code.h"
+#include "tir/transform/passes.h"
+
+namespace kiln::testing {
+namespace {
+
+struct Case {
+  Case(std::vector<TensorDesc> in_, Attrs attrs_ = {}, std::vector<std::pair<double, double>> ranges_ = {},
+       double rtol_ = 2e-5)
+      : in(std::move(in_)), attrs(std::move(attrs_)), ranges(std::move(ranges_)), rtol(rtol_) {}
+  std::vector<TensorDesc> in;
+  Attrs attrs;
+  // Per input, the value range [lo, hi) of random values (floats) or
+  // integers in [lo, hi]; default [-2, 2).
+  std::vector<std::pair<double, double>> ranges;
+  double rtol = 2e-5;  // times the largest reference magnitude, plus atol
+  double atol = 1e-5;
+};
+
+using CaseGen = std::function<std::vector<Case>(Lcg&)>;
+
+TensorDesc f32(Shape s) { return {std::move(s), DType::Float32}; }
+TensorDesc typed(Shape s, DType t) { return {std::move(s), t}; }
+
+Shape random_shape(Lcg& r, size_t rank, int64_t lo = 1, int64_t hi = 6) {
+  Shape s;
+  for (size_t i = 0; i < rank; ++i) s.push_back(r.integer(lo, hi));
+  return s;
+}
+
+// ---------------------------------------------------------------- generators
+
+CaseGen unary(std::vector<DType> dtypes, std::pair<double, double> range = {-3, 3}, Attrs attrs = {}) {
+  return [=](Lcg& r) {
+    std::vector<Case> cases;
+    for (DType t : dtypes)
+      for (size_t rank : {1u, 3u, 4u}) cases.push_back({{typed(random_shape(r, rank), t)}, attrs, {range}});
+    return cases;
+  };
+}
+
+CaseGen binary(std::vector<DType> dtypes, std::pair<double, double> ra = {-3, 3},
+               std::pair<double, double> rb = {-3, 3}) {
+  return [=](Lcg& r) {
+    std::vector<Case> cases;
+    for (DType t : dtypes) {
+      Shape s = random_shape(r, 3, 2, 5);
+      cases.push_back({{typed(s, t), typed(s, t)}, {}, {ra, rb}});
+      cases.push_back({{typed(s, t), typed({s[2]}, t)}, {}, {ra, rb}});  // trailing broadcast
+      cases.push_back({{typed({s[0], 1, s[2]}, t), typed({s[1], 1}, t)}, {}, {ra, rb}});  // both broadcast
+      cases.push_back({{typed({}, t), typed(s, t)}, {}, {ra, rb}});                       // scalar
+    }
+    return cases;
+  };
+}
+
+CaseGen logic_binary() {
+  return [](Lcg& r) {
+    Shape s = random_shape(r, 2, 2, 6);
+    return std::vector<Case>{{{typed(s, DType::Bool), typed(s, DType::Bool)}, {}, {{0, 1}, {0, 1}}},
+                             {{typed(s, DType::Bool), typed({s[1]}, DType::Bool)}, {}, {{0, 1}, {0, 1}}}};
+  };
+}
+
+const std::vector<DType> kFloat = {DType::Float32};
+const std::vector<DType> kNumeric = {DType::Float32, DType::Int32, DType::Int8};
+
+std::vector<Case> conv2d_cases(Lcg& r) {
+  std::vector<Case> cases;
+  struct C {
+    int64_t n, c, h, w, o, k, s, p, d, g;
+  };
+  std::vector<C> shapes = {{1, 3, 9, 9, 4, 3, 1, 1, 1, 1},   {2, 4, 8, 7, 6, 3, 2, 1, 1, 2},
+                           {1, 8, 7, 7, 8, 3, 1, 1, 1, 8},   {1, 5, 6, 6, 3, 1, 1, 0, 1, 1},
+                           {1, 2, 11, 10, 3, 3, 1, 2, 2, 1}, {1, 6, 9, 9, 6, 5, 2, 2, 1, 6}};
+  for (const C& s : shapes) {
+    Attrs a{{"strides", std::vector<int64_t>{s.s, s.s}},
+            {"padding", std::vector<int64_t>{s.p, s.p, s.p + (r.integer(0, 1)), s.p}},
+            {"dilation", std::vector<int64_t>{s.d, s.d}},
+            {"groups", s.g}};
+    cases.push_back({{f32({s.n, s.c, s.h, s.w}), f32({s.o, s.c / s.g, s.k, s.k})}, a, {}, 1e-5});
+  }
+  Attrs a{{"padding", std::vector<int64_t>{1, 1}}};
+  cases.push_back(
+      {{typed({1, 4, 6, 6}, DType::Int8), typed({5, 4, 3, 3}, DType::Int8)}, a, {{-128, 127}, {-128, 127}}});
+  return cases;
+}
+
+std::vector<Case> pool_cases(Lcg& r, bool avg) {
+  std::vector<Case> cases;
+  for (int i = 0; i < 4; ++i) {
+    int64_t k = r.integer(2, 3), s = r.integer(1, 2), p = r.integer(0, k - 1);
+    Attrs a{{"pool_size", std::vector<int64_t>{k, k}},
+            {"strides", std::vector<int64_t>{s, s}},
+            {"padding", std::vector<int64_t>{p, p, p, r.integer(0, k - 1)}},
+            {"ceil_mode", int64_t(i % 2)}};
+    if (avg) a.set("count_include_pad", int64_t(i / 2));
+    cases.push_back({{f32({1, r.integer(1, 3), r.integer(5, 9), r.integer(5, 9)})}, a});
+  }
+  if (!avg)
+    cases.push_back(
+        {{typed({1, 2, 6, 6}, DType::Int8)},
+         Attrs{{"pool_size", std::vector<int64_t>{2, 2}}, {"strides", std::vector<int64_t>{2, 2}}},
+         {{-128, 127}}});
+  return cases;
+}
+
+std::vector<Case> reduce_cases(Lcg& r, std::vector<DType> dtypes) {
+  std::vector<Case> cases;
+  for (DType t : dtypes) {
+    Shape s = random_shape(r, 3, 2, 6);
+    cases.push_back({{typed(s, t)}, Attrs{{"axis", std::vector<int64_t>{2}}}});
+    cases.push_back({{typed(s, t)}, Attrs{{"axis", std::vector<int64_t>{0, -1}}, {"keepdims", int64_t{1}}}});
+    cases.push_back({{typed(s, t)}, Attrs{{"axis", std::vector<int64_t>{}}}});
+    cases.push_back(
+        {{typed({1, 32, 10, 10}, t)}, Attrs{{"axis", std::vector<int64_t>{2, 3}}, {"keepdims", int64_t{1}}}});
+  }
+  return cases;
+}
+
+std::vector<Case> resize_cases(Lcg&) {
+  std::vector<Case> cases;
+  for (const char* method : {"nearest", "linear"})
+    for (const char* mode : {"half_pixel", "asymmetric", "align_corners", "pytorch_half_pixel"})
+      for (std::vector<int64_t> size : {std::vector<int64_t>{10, 12}, std::vector<int64_t>{3, 2}})
+        cases.push_back({{f32({1, 2, 5, 6})},
+                         Attrs{{"size", size},
+                               {"method", std::string(method)},
+                               {"coordinate_transformation_mode", std::string(mode)}}});
+  cases.push_back({{f32({1, 1, 4, 4})},
+                   Attrs{{"size", std::vector<int64_t>{8, 8}},
+                         {"method", std::string("nearest")},
+                         {"coordinate_transformation_mode", std::string("asymmetric")},
+                         {"rounding_method", std::string("floor")}}});
+  cases.push_back({{typed({1, 1, 3, 3}, DType::UInt8)},
+                   Attrs{{"size", std::vector<int64_t>{6, 5}}, {"method", std::string("nearest")}},
+                   {{0, 255}}});
+  return cases;
+}
+
+const std::map<std::string, CaseGen>& generators() {
+  static const std::map<std::string, CaseGen> g = {
+      {"add", binary(kNumeric)},
+      {"subtract", binary(kNumeric)},
+      {"multiply", binary(kNumeric)},
+      {"divide", binary(kFloat, {-3, 3}, {0.5, 3})},
+      {"power", binary(kFloat, {0.2, 3}, {-2, 2})},
+      {"maximum", binary(kNumeric)},
+      {"minimum", binary(kNumeric)},
+      {"nn.relu", unary(kNumeric)},
+      {"clip",
+       [](Lcg& r) {
+         auto c = unary(kNumeric)(r);
+         for (auto& x : c) x.attrs = Attrs{{"a_min", -1.5}, {"a_max", 2.0}};
+         return c;
+       }},
+      {"sigmoid", unary(kFloat, {-8, 8})},
+      {"tanh", unary(kFloat)},
+      {"nn.gelu",
+       [](Lcg& r) {
+         auto c = unary(kFloat)(r);
+         auto t = unary(kFloat, {-3, 3}, Attrs{{"approximate", std::string("tanh")}})(r);
+         c.insert(c.end(), t.begin(), t.end());
+         return c;
+       }},
+      {"sqrt", unary(kFloat, {0, 9})},
+      {"exp", unary(kFloat, {-5, 5})},
+      {"negative", unary(kNumeric)},
+      {"abs", unary(kNumeric)},
+      {"erf", unary(kFloat)},
+      {"log", unary(kFloat, {0.01, 9})},
+      {"nn.leaky_relu", unary(kFloat, {-3, 3}, Attrs{{"alpha", 0.1}})},
+      {"nn.hard_sigmoid", unary(kFloat, {-4, 4}, Attrs{{"alpha", 0.25}, {"beta", 0.4}})},
+      {"nn.hard_swish", unary(kFloat, {-5, 5})},
+      {"floor", unary(kFloat)},
+      {"ceil", unary(kFloat)},
+      {"round",
+       [](Lcg& r) {
+         auto c = unary(kFloat, {-4, 4})(r);
+         c.push_back({{f32({6})}, {}, {{0, 0}}});  // all 0: the ties are checked below too
+         return c;
+       }},
+      {"sign", unary(kNumeric)},
+      {"sin", unary(kFloat)},
+      {"cos", unary(kFloat)},
+      {"astype",
+       [](Lcg& r) {
+         std::vector<Case> c;
+         for (const char* to : {"int8", "uint8", "int32", "int64", "bool", "float32"})
+           c.push_back({{f32(random_shape(r, 2))}, Attrs{{"dtype", std::string(to)}}, {{-300, 300}}});
+         c.push_back({{typed(random_shape(r, 2), DType::Int32)}, Attrs{{"dtype", std::string("float32")}}});
+         c.push_back({{typed(random_shape(r, 2), DType::Int32)},
+                      Attrs{{"dtype", std::string("int8")}},
+                      {{-300, 300}}});
+         c.push_back(
+             {{typed(random_shape(r, 2), DType::Bool)}, Attrs{{"dtype", std::string("float32")}}, {{0, 1}}});
+         return c;
+       }},
+      {"equal", binary({DType::Float32, DType::Int32}, {-2, 2}, {-2, 2})},
+      {"not_equal", binary({DType::Int32}, {-2, 2}, {-2, 2})},
+      {"less", binary(kNumeric)},
+      {"less_equal", binary({DType::Int32}, {-2, 2}, {-2, 2})},
+      {"greater", binary(kNumeric)},
+      {"greater_equal", binary(kFloat)},
+      {"logical_and", logic_binary()},
+      {"logical_or", logic_binary()},
+      {"logical_xor", logic_binary()},
+      {"logical_not", unary({DType::Bool}, {0, 1})},
+      {"where",
+       [](Lcg& r) {
+         Shape s = random_shape(r, 3, 2, 5);
+         return std::vector<Case>{
+             {{typed(s, DType::Bool), f32(s), f32({s[2]})}, {}, {{0, 1}, {-3, 3}, {-3, 3}}},
+             {{typed({s[1], 1}, DType::Bool), f32(s), f32(s)}, {}, {{0, 1}, {-3, 3}, {-3, 3}}}};
+       }},
+      {"nn.conv2d", conv2d_cases},
+      {"nn.dense",
+       [](Lcg& r) {
+         int64_t k = r.integer(3, 40), n = r.integer(1, 20);
+         return std::vector<Case>{
+             {{f32({r.integer(1, 5), k}), f32({n, k})}, {}},
+             {{f32({2, 3, k}), f32({n, k})}, {}},
+             {{typed({3, k}, DType::Int8), typed({n, k}, DType::Int8)}, {}, {{-128, 127}, {-128, 127}}}};
+       }},
+      {"matmul",
+       [](Lcg& r) {
+         int64_t m = r.integer(1, 9), k = r.integer(1, 30), n = r.integer(1, 17);
+         return std::vector<Case>{{{f32({m, k}), f32({k, n})}, {}},
+                                  {{f32({2, m, k}), f32({k, n})}, {}},
+                                  {{f32({3, 1, m, k}), f32({2, k, n})}, {}},
+                                  {{f32({k}), f32({k, n})}, {}},
+                                  {{f32({m, k}), f32({k})}, {}}};
+       }},
+      {"nn.max_pool2d", [](Lcg& r) { return pool_cases(r, false); }},
+      {"nn.avg_pool2d", [](Lcg& r) { return pool_cases(r, true); }},
+      {"nn.adaptive_avg_pool2d",
+       [](Lcg&) {
+         return std::vector<Case>{{{f32({1, 3, 7, 9})}, Attrs{{"output_size", std::vector<int64_t>{1, 1}}}},
+                                  {{f32({2, 2, 7, 9})}, Attrs{{"output_size", std::vector<int64_t>{3, 4}}}},
+                                  {{f32({1, 2, 5, 5})}, Attrs{{"output_size", std::vector<int64_t>{5, 2}}}}};
+       }},
+      {"nn.batch_norm",
+       [](Lcg& r) {
+         int64_t c = r.integer(1, 6);
+         Shape s{2, c, r.integer(1, 5), r.integer(1, 5)};
+         std::vector<std::pair<double, double>> ranges = {{-3, 3}, {-2, 2}, {-2, 2}, {-1, 1}, {0.1, 2}};
+         return std::vector<Case>{{{f32(s), f32({c}), f32({c}), f32({c}), f32({c})}, {}, ranges},
+                                  {{f32({3, c}), f32({c}), f32({c}), f32({c}), f32({c})},
+                                   Attrs{{"axis", int64_t{-1}}, {"epsilon", 1e-3}},
+                                   ranges}};
+       }},
+      {"nn.pad",
+       [](Lcg& r) {
+         std::vector<Case> c;
+         for (const char* mode : {"constant", "edge", "reflect"})
+           c.push_back({{f32({2, 4, 5})},
+                        Attrs{{"pad_width", std::vector<int64_t>{0, 1, 2, 1, 3, 2}},
+                              {"mode", std::string(mode)},
+                              {"pad_value", 1.5}}});
+         c.push_back({{typed({3, 4}, DType::Int32)},
+                      Attrs{{"pad_width", std::vector<int64_t>{1, -1, 2, 0}}, {"pad_value", 7.0}}});
+         (void)r;
+         return c;
+       }},
+      {"sum",
+       [](Lcg& r) {
+         return reduce_cases(r, {DType::Float32, DType::Int32, DType::Int64});
+       }},
+      {"mean", [](Lcg& r) { return reduce_cases(r, kFloat); }},
+      {"max",
+       [](Lcg& r) {
+         return reduce_cases(r, {DType::Float32, DType::Int32, DType::Int8});
+       }},
+      {"min", [](Lcg& r) { return reduce_cases(r, kFloat); }},
+      {"nn.softmax",
+       [](Lcg& r) {
+         Shape s = random_shape(r, 3, 2, 7);
+         return std::vector<Case>{{{f32(s)}, {}, {{-10, 10}}},
+                                  {{f32(s)}, Attrs{{"axis", int64_t{1}}}, {{-10, 10}}}};
+       }},
+      {"nn.log_softmax",
+       [](Lcg& r) {
+         Shape s = random_shape(r, 3, 2, 7);
+         return std::vector<Case>{{{f32(s)}, {}, {{-10, 10}}},
+                                  {{f32(s)}, Attrs{{"axis", int64_t{0}}}, {{-10, 10}}}};
+       }},
+      {"reshape",
+       [](Lcg&) {
+         return std::vector<Case>{
+             {{f32({2, 3, 4})}, Attrs{{"newshape", std::vector<int64_t>{4, -1}}}},
+             {{typed({6}, DType::Int64)}, Attrs{{"newshape", std::vector<int64_t>{3, 1, 2}}}}};
+       }},
+      {"flatten",
+       [](Lcg&) {
+         return std::vector<Case>{{{f32({2, 3, 4, 2})}, Attrs{{"axis", int64_t{2}}}}};
+       }},
+      {"squeeze",
+       [](Lcg&) {
+         return std::vector<Case>{{{f32({1, 3, 1, 4})}, {}}};
+       }},
+      {"expand_dims",
+       [](Lcg&) {
+         return std::vector<Case>{{{f32({3, 4})}, Attrs{{"axis", int64_t{1}}, {"num_newaxis", int64_t{2}}}}};
+       }},
+      {"permute_dims",
+       [](Lcg&) {
+         return std::vector<Case>{{{f32({2, 3, 4})}, Attrs{{"axes", std::vector<int64_t>{2, 0, 1}}}},
+                                  {{typed({3, 5}, DType::Int8)}, {}, {{-128, 127}}}};
+       }},
+      {"concat",
+       [](Lcg&) {
+         return std::vector<Case>{{{f32({2, 3}), f32({2, 1}), f32({2, 4})}, Attrs{{"axis", int64_t{1}}}},
+                                  {{f32({1, 2, 2}), f32({3, 2, 2})}, Attrs{{"axis", int64_t{0}}}}};
+       }},
+      {"split",
+       [](Lcg&) {
+         return std::vector<Case>{{{f32({2, 6})}, Attrs{{"axis", int64_t{1}}, {"sections", int64_t{3}}}},
+                                  {{f32({5, 2})}, Attrs{{"sizes", std::vector<int64_t>{1, 4}}}}};
+       }},
+      {"strided_slice",
+       [](Lcg&) {
+         return std::vector<Case>{{{f32({5, 6})},
+                                   Attrs{{"begin", std::vector<int64_t>{1, -1}},
+                                         {"end", std::vector<int64_t>{4, -7}},
+                                         {"strides", std::vector<int64_t>{2, -2}}}},
+                                  {{f32({3, 4, 5})},
+                                   Attrs{{"begin", std::vector<int64_t>{1}},
+                                         {"end", std::vector<int64_t>{1000}},
+                                         {"axes", std::vector<int64_t>{2}}}}};
+       }},
+      {"broadcast_to",
+       [](Lcg&) {
+         return std::vector<Case>{{{f32({3, 1})}, Attrs{{"shape", std::vector<int64_t>{2, 3, 4}}}}};
+       }},
+      {"image.resize2d", resize_cases},
+  };
+  return g;
+}
+
+// Ops that stay on their reference kernels, and why.
+const std::map<std::string, std::string>& not_lowered() {
+  static const std::map<std::string, std::string> m = {
+      {"mod", "integer remainder checks division by zero"},
+      {"fmod", "integer remainder checks division by zero"},
+      {"tan", "no tensor-IR intrinsic yet"},
+      {"asin", "no tensor-IR intrinsic yet"},
+      {"acos", "no tensor-IR intrinsic yet"},
+      {"atan", "no tensor-IR intrinsic yet"},
+      {"sinh", "no tensor-IR intrinsic yet"},
+      {"cosh", "no tensor-IR intrinsic yet"},
+      {"asinh", "no tensor-IR intrinsic yet"},
+      {"acosh", "no tensor-IR intrinsic yet"},
+      {"atanh", "no tensor-IR intrinsic yet"},
+      {"prod", "not lowered yet"},
+      {"argmax", "index reductions are not lowered yet"},
+      {"argmin", "index reductions are not lowered yet"},
+      {"cumsum", "scans are not lowered yet"},
+      {"topk", "sorting is not lowered"},
+      {"take", "data-dependent indices: the reference kernel checks each index"},
+      {"gather_elements", "data-dependent indices: the reference kernel checks each index"},
+      {"gather_nd", "data-dependent indices: the reference kernel checks each index"},
+      {"scatter_nd", "data-dependent indices: the reference kernel checks each index"},
+      {"scatter_elements", "data-dependent indices: the reference kernel checks each index"},
+      {"trilu", "not lowered yet"},
+      {"nn.conv2d_transpose", "not lowered yet"},
+      {"quantize", "not lowered yet"},
+      {"dequantize", "not lowered yet"},
+  };
+  return m;
+}
+
+TEST(Lowering, EveryOpIsCoveredOrListed) {
+  for (const OpDef* op : all_ops()) {
+    bool lowered = lower::lowerings().find(op->name) != nullptr;
+    bool tested = generators().count(op->name) != 0;
+    bool listed = not_lowered().count(op->name) != 0;
+    if (lowered) {
+      EXPECT_TRUE(tested) << op->name << " has a lowering but no cases in tests/ops/lowering_test.cc";
+      EXPECT_FALSE(listed) << op->name << " has a lowering but is listed as not lowered";
+    } else {
+      EXPECT_TRUE(listed) << op->name << " has no lowering and no reason in not_lowered()";
+      EXPECT_FALSE(tested) << op->name << " has cases but no lowering";
+    }
+  }
+  for (const auto& [name, why] : not_lowered()) EXPECT_NE(find_op(name), nullptr) << name << " is not an op";
+}
+
+Tensor random_input(const TensorDesc& d, std::pair<double, double> range, Lcg& r) {
+  Tensor t = Tensor::empty(d.shape, d.dtype);
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    double v = is_float(d.dtype) ? r.uniform(range.first, range.second)
+                                 : double(r.integer(int64_t(range.first), int64_t(range.second)));
+    t.set_from_double(i, v);
+  }
+  return t;
+}
+
+struct Instance {
+  std::string op;
+  Case c;
+  std::vector<TensorDesc> out;
+  std::string symbol;
+};
+
+TEST(Lowering, EveryLoweredOpMatchesItsReferenceKernel) {
+  std::vector<Instance> instances;
+  std::vector<tir::PrimFunc> funcs;
+  for (const auto& [op, gen] : generators()) {
+    Lcg r(static_cast<uint32_t>(std::hash<std::string>{}(op)&0xffff));
+    for (Case& c : gen(r)) {
+      if (c.ranges.empty()) c.ranges.assign(c.in.size(), {-2, 2});
+      const OpDef& def = op_named(op);
+      Attrs attrs = normalize_attrs(def, c.attrs);
+      std::vector<TensorDesc> out = infer_op(def, c.in, attrs);
+      lower::KernelSpec spec;
+      spec.name = "case" + std::to_string(instances.size());
+      spec.params = c.in;
+      lower::KernelOp k{op, attrs, c.in, out, {}};
+      for (size_t i = 0; i < c.in.size(); ++i) k.sources.push_back({int(i), -1, 0});
+      spec.ops.push_back(k);
+      for (size_t o = 0; o < out.size(); ++o) spec.outputs.push_back({0, int(o)});
+      std::string why;
+      auto f = lower::lower_kernel(spec, &why);
+      ASSERT_TRUE(f.has_value()) << op << " case " << instances.size() << " was not lowered: " << why;
+      funcs.push_back(tir::lower_for_build(*f));
+      c.attrs = attrs;
+      instances.push_back({op, c, out, spec.name});
+    }
+  }
+  codegen::HostObject obj = codegen::emit_host_shared_object(funcs);
+  HostCode code;
+  code.cpu_features = obj.cpu_features;
+  code.imports = obj.imports;
+  code.shared_object = obj.bytes;
+  for (const auto& in : instances) code.kernels.push_back({in.symbol, {}});
+  auto loaded = LoadedHostCode::load(code, "lowering test");
+  std::set<std::string> ops_checked;
+  for (const Instance& in : instances) {
+    Lcg r(7);
+    std::vector<Tensor> inputs;
+    for (size_t i = 0; i < in.c.in.size(); ++i) inputs.push_back(random_input(in.c.in[i], in.c.ranges[i], r));
+    std::vector<Tensor> want = run_op(op_named(in.op), inputs, in.c.attrs);
+    std::vector<Tensor> got;
+    std::vector<void*> args;
+    for (auto& t : inputs) args.push_back(t.raw());
+    for (const auto& d : in.out) {
+      got.push_back(Tensor::empty(d.shape, d.dtype));
+      // Garbage first, so an output element the kernel never writes shows.
+      for (int64_t i = 0; i < got.back().numel(); ++i) got.back().set_from_double(i, 77);
+    }
+    for (auto& t : got) args.push_back(t.raw());
+    ASSERT_EQ(loaded->find(in.symbol)(args.data()), 0) << in.op;
+    for (size_t o = 0; o < want.size(); ++o) {
+      double scale = 0;
+      for (int64_t i = 0; i < want[o].numel(); ++i)
+        scale = std::max(scale, std::fabs(want[o].get_as_double(i)));
+      double tol = is_float(want[o].dtype()) ? in.c.atol + in.c.rtol * scale : 0;
+      int bad = 0;
+      for (int64_t i = 0; i < want[o].numel() && bad < 3; ++i) {
+        double a = got[o].get_as_double(i), b = want[o].get_as_double(i);
+        if (std::isnan(a) && std::isnan(b)) continue;
+        if (!(std::fabs(a - b) <= tol)) {
+          ++bad;
+          ADD_FAILURE() << in.op << " (" << in.symbol << ", input " << desc_str(in.c.in[0]) << ") output "
+                        << o << " element " << i << ": compiled " << a << ", reference " << b;
+        }
+      }
+    }
+    ops_checked.insert(in.op);
+  }
+  EXPECT_EQ(ops_checked.size(), generators().size());
+}
+
+// Fused chains: a kernel of several ops computes what the ops do one by one.
+TEST(Lowering, FusedChainMatchesTheOpsOneByOne) {
+  // conv2d -> add(bias) -> hard_swish, the epilogue inlined into the conv's output stage.
+  TensorDesc x = f32({1, 3, 8, 8}), w = f32({4, 3, 3, 3}), b = f32({4, 1, 1});
+  Attrs conv = normalize_attrs(op_named("nn.conv2d"), Attrs{{"padding", std::vector<int64_t>{1, 1}}});
+  std::vector<TensorDesc> y = infer_op(op_named("nn.conv2d"), {x, w}, conv);
+  lower::KernelSpec spec;
+  spec.name = "fused_conv2d_add_hard_swish";
+  spec.params = {x, w, b};
+  spec.ops.push_back({"nn.conv2d", conv, {x, w}, y, {{0, -1, 0}, {1, -1, 0}}});
+  spec.ops.push_back({"add", {}, {y[0], b}, y, {{-1, 0, 0}, {2, -1, 0}}});
+  spec.ops.push_back({"nn.hard_swish", {}, y, y, {{-1, 1, 0}}});
+  spec.outputs = {{2, 0}};
+  auto f = lower::lower_kernel(spec);
+  ASSERT_TRUE(f.has_value());
+  auto jit = codegen::JitModule::create({tir::lower_for_build(*f)});
+  Lcg r(3);
+  Tensor tx = random_input(x, {-2, 2}, r), tw = random_input(w, {-1, 1}, r), tb = random_input(b, {-1, 1}, r);
+  Tensor want = run1("nn.hard_swish", {run1("add", {run1("nn.conv2d", {tx, tw}, conv), tb})});
+  Tensor got = Tensor::empty(want.shape(), want.dtype());
+  jit->run(spec.name, {tx.raw(), tw.raw(), tb.raw(), got.raw()});
+  for (int64_t i = 0; i < want.numel(); ++i)
+    ASSERT_NEAR(got.get_as_double(i), want.get_as_double(i), 1e-4) << i;
+}
+
+}  // namespace
+}  // namespace kiln::testing
