@@ -20,6 +20,14 @@ Module eliminate_dead_code(const Module& m);
 // Evaluates op calls whose arguments are all constants with the reference
 // kernels, and field accesses of literal tuples.
 Module fold_constants(const Module& m);
+// Merges bindings of the same op, attributes and arguments.
+Module eliminate_common_subexpressions(const Module& m);
+// Rewrites activations written in pieces (x * hard_sigmoid(x), x * relu6(x + 3) / 6,
+// the erf form of gelu, ...) as their single ops.
+Module canonicalize_activations(const Module& m);
+// Folds an inference batch_norm into the constant weight of the conv2d, dense
+// or matmul feeding it, plus one bias add.
+Module fold_batch_norm(const Module& m);
 // Checks the module (verify_module) and returns it unchanged.
 Module verify_pass(const Module& m);
 

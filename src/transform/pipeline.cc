@@ -1,7 +1,8 @@
 // The graph pass pipeline: every pass, in order, with a one-line description.
 //
 // Ordering: fold-constants runs before dead-code-elimination, because folding
-// leaves the bindings it folded away unused.
+// leaves the bindings it folded away unused; graph_optimization_passes()
+// states the order of the optimizations a compiled model gets.
 #include <chrono>
 #include <iostream>
 #include <sstream>
@@ -15,6 +16,12 @@ const std::vector<PassInfo>& graph_passes() {
   static const std::vector<PassInfo> passes = {
       {"verify", "check single assignment, scoping and types", verify_pass},
       {"fold-constants", "evaluate op calls whose inputs are all constants", fold_constants},
+      {"eliminate-common-subexpressions", "merge bindings of the same op, attributes and arguments",
+       eliminate_common_subexpressions},
+      {"canonicalize-activations", "turn activations written in pieces into their single ops",
+       canonicalize_activations},
+      {"fold-batch-norm", "fold batch_norm into the constant weight of the conv2d/dense/matmul before it",
+       fold_batch_norm},
       {"dead-code-elimination", "remove bindings that nothing uses", eliminate_dead_code},
       // Partitioning: fuse, then merge, then codegen (each needs the one before).
       {"fuse-ops-by-pattern", "turn backend pattern matches into composite functions", nullptr,
@@ -27,7 +34,23 @@ const std::vector<PassInfo>& graph_passes() {
 }
 
 const std::vector<std::string>& graph_optimization_passes() {
-  static const std::vector<std::string> names = {"fold-constants", "dead-code-elimination"};
+  static const std::vector<std::string> names = {
+      // First, so batch_norm parameters, weights and the scalars of
+      // activation pieces computed from constants are constants.
+      "fold-constants",
+      // After fold-constants (folded constants compare by value); before
+      // canonicalize-activations, whose patterns need both uses of x in
+      // x * hard_sigmoid(x) to be one variable, and before fold-batch-norm,
+      // which folds only a conv whose one user is the batch_norm.
+      "eliminate-common-subexpressions",
+      // Independent of fold-batch-norm (one rewrites after the batch_norm,
+      // the other up to it); both must precede partitioning so backend
+      // patterns see conv2d + bias add + one activation op.
+      "canonicalize-activations",
+      "fold-batch-norm",
+      // Last: removes the pieces and bindings the passes above left unused.
+      "dead-code-elimination",
+  };
   return names;
 }
 

@@ -401,11 +401,26 @@ namespace {
 // equals the reference interpreter. A pattern added without a model here
 // fails the test.
 TEST(Npu, EveryRegisteredPatternExecutes) {
+  // A per-channel bias in the ONNX importer's form for Conv with a bias.
+  const char* kBias = "const(Tensor[(1, 4, 1, 1), float32], [0.5, -0.5, 1.0, 0.0])";
   // pattern -> (body, result type)
   const std::map<std::string, std::pair<std::string, std::string>> models = {
       {"conv2d_relu_fused",
        {"%a = nn.conv2d(%x4, %w4, padding=[1, 1])\n  %b = nn.relu(%a)", "Tensor[(2, 4, 6, 6), float32]"}},
       {"matmul_relu_fused", {"%a = nn.dense(%m, %n)\n  %b = nn.relu(%a)", "Tensor[(12, 9), float32]"}},
+      {"conv2d_activation_fused",
+       {"%a = nn.conv2d(%x4, %w4, padding=[1, 1])\n  %c = add(%a, " + std::string(kBias) +
+            ")\n  %b = nn.hard_swish(%c)",
+        "Tensor[(2, 4, 6, 6), float32]"}},
+      {"depthwise_conv2d_activation_fused",
+       {"%a = nn.conv2d(%x4, %dw, groups=4)\n  %c = add(%a, " + std::string(kBias) +
+            ")\n  %b = nn.hard_sigmoid(%c)",
+        "Tensor[(2, 4, 4, 4), float32]"}},
+      {"conv2d_bias",
+       {"%a = nn.conv2d(%x4, %w4, padding=[1, 1])\n  %b = add(%a, " + std::string(kBias) + ")",
+        "Tensor[(2, 4, 6, 6), float32]"}},
+      {"hard_swish", {"%b = nn.hard_swish(%x4)", "Tensor[(2, 4, 6, 6), float32]"}},
+      {"hard_sigmoid", {"%b = nn.hard_sigmoid(%x4)", "Tensor[(2, 4, 6, 6), float32]"}},
       {"depthwise_conv2d", {"%b = nn.conv2d(%x4, %dw, groups=4)", "Tensor[(2, 4, 4, 4), float32]"}},
       {"conv2d", {"%b = nn.conv2d(%q4, %qw, strides=[2, 2])", "Tensor[(2, 6, 2, 2), int32]"}},
       {"matmul", {"%b = matmul(%m, %mt)", "Tensor[(12, 9), float32]"}},

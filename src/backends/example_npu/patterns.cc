@@ -1,8 +1,10 @@
 // What the example NPU claims: its patterns, their priorities and checks.
 //
-// Priorities: fused patterns (20) claim before the depthwise convolution
-// (15), single MATRIX/CONV ops (10) and elementwise ops (5), so a
-// conv2d followed by relu becomes one fused region rather than two.
+// Priorities: fused patterns (20: conv2d or matmul, a bias add, an
+// activation) claim before conv2d + bias alone (18), the depthwise
+// convolution (15), single MATRIX/CONV ops (10) and elementwise ops (5), so
+// a conv2d followed by its bias and relu becomes one fused region rather
+// than three.
 // Every check states why it refuses, for `kiln partition --explain`.
 #include <optional>
 #include <string>
@@ -89,22 +91,52 @@ PatternCheck all_of(std::vector<PatternCheck> checks) {
   };
 }
 
+// A fused bias must broadcast onto the conv2d's result without changing it.
+std::optional<std::string> check_bias(const Match& m, const BackendOptions&) {
+  const CallNode* add = m.find_call("add");
+  const CallNode* conv = m.find_call("nn.conv2d");
+  if (!add || type_equal(add->type, conv->type)) return std::nullopt;
+  return "add: the bias of type " + type_str(add->args[1]->type) + " would change the conv2d result " +
+         type_str(conv->type) + " to " + type_str(add->type);
+}
+
 PatternCheck conv_check(bool depthwise) {
-  return all_of({check_dtypes,
-                 [depthwise](const Match& m, const BackendOptions& options) {
+  return all_of({check_dtypes, check_bias, [depthwise](const Match& m, const BackendOptions& options) {
                    return check_conv(*m.find_call("nn.conv2d"), depthwise, options);
                  }});
 }
 
-PatternCheck matrix_check() {
-  return all_of({check_dtypes, [](const Match& m, const BackendOptions& options) -> std::optional<std::string> {
-                   const CallNode* c = m.find_call("matmul");
-                   return check_matrix(c ? *c : *m.find_call("nn.dense"), options);
+// Plain or depthwise, whichever the conv2d is.
+PatternCheck any_conv_check() {
+  return all_of({check_dtypes, check_bias, [](const Match& m, const BackendOptions& options) {
+                   const CallNode* c = m.find_call("nn.conv2d");
+                   return check_conv(*c, is_depthwise(*c), options);
                  }});
+}
+
+PatternCheck matrix_check() {
+  return all_of(
+      {check_dtypes, [](const Match& m, const BackendOptions& options) -> std::optional<std::string> {
+         const CallNode* c = m.find_call("matmul");
+         return check_matrix(c ? *c : *m.find_call("nn.dense"), options);
+       }});
 }
 
 Pattern conv2d() {
   return is_op("nn.conv2d", {annotate("input", wildcard()), annotate("weight", wildcard())});
+}
+
+// conv2d, optionally then the add of a bias (ONNX Conv with a bias, and what
+// fold-batch-norm leaves).
+Pattern conv2d_bias() { return optional_op(is_op("add", {conv2d(), annotate("bias", wildcard())})); }
+
+// The activations the CONV engine applies to its tiles, but relu (which has
+// its own pattern, conv2d_relu_fused), of `p`.
+Pattern activation_of(const Pattern& p) {
+  std::vector<Pattern> acts;
+  for (const char* op : {"clip", "sigmoid", "tanh", "nn.gelu", "nn.hard_swish", "nn.hard_sigmoid"})
+    acts.push_back(is_op(op, {p}));
+  return alternatives(std::move(acts));
 }
 
 Pattern matrix() {
@@ -126,8 +158,15 @@ void add_unary(PatternRegistry& r, const std::string& name, const std::string& o
 }  // namespace
 
 void register_example_npu(PatternRegistry& r) {
-  add(r, "conv2d_relu_fused", is_op("nn.relu", {conv2d()}), conv_check(false), 20,
-      "nn.conv2d then nn.relu, fused on the CONV engine (no intermediate in DRAM)");
+  add(r, "conv2d_relu_fused", is_op("nn.relu", {conv2d_bias()}), conv_check(false), 20,
+      "nn.conv2d (+ bias add) then nn.relu, fused on the CONV engine (no intermediate in DRAM)");
+  add(r, "conv2d_activation_fused", activation_of(conv2d_bias()), conv_check(false), 20,
+      "nn.conv2d (+ bias add) then clip/sigmoid/tanh/gelu/hard_swish/hard_sigmoid, fused on the CONV engine");
+  add(r, "depthwise_conv2d_activation_fused",
+      alternatives({is_op("nn.relu", {conv2d_bias()}), activation_of(conv2d_bias())}), conv_check(true), 20,
+      "depthwise nn.conv2d (+ bias add) then an activation, fused on the VECTOR engine");
+  add(r, "conv2d_bias", is_op("add", {conv2d(), annotate("bias", wildcard())}), any_conv_check(), 18,
+      "nn.conv2d (plain or depthwise) then a bias add, fused");
   add(r, "matmul_relu_fused", is_op("nn.relu", {matrix()}), matrix_check(), 20,
       "matmul or nn.dense then nn.relu, fused on the MATRIX engine");
   add(r, "depthwise_conv2d", conv2d(), conv_check(true), 15, "depthwise nn.conv2d on the VECTOR engine");
@@ -142,6 +181,8 @@ void register_example_npu(PatternRegistry& r) {
   add_unary(r, "sigmoid", "sigmoid");
   add_unary(r, "tanh", "tanh");
   add_unary(r, "gelu", "nn.gelu");
+  add_unary(r, "hard_swish", "nn.hard_swish");
+  add_unary(r, "hard_sigmoid", "nn.hard_sigmoid");
   add(r, "softmax", is_op("nn.softmax", {annotate("input", wildcard())}),
       all_of({check_dtypes,
               [](const Match& m, const BackendOptions&) -> std::optional<std::string> {

@@ -109,7 +109,8 @@ const char* engine_for_op(const std::string& op) {
   if (op == "matmul" || op == "nn.dense") return "MATRIX";
   if (op == "nn.conv2d") return "CONV";
   if (op == "nn.max_pool2d" || op == "nn.avg_pool2d") return "POOLING";
-  if (op == "nn.relu" || op == "clip" || op == "sigmoid" || op == "tanh" || op == "nn.gelu")
+  if (op == "nn.relu" || op == "clip" || op == "sigmoid" || op == "tanh" || op == "nn.gelu" ||
+      op == "nn.hard_swish" || op == "nn.hard_sigmoid")
     return "ACTIVATION";
   if (op == "add" || op == "subtract" || op == "multiply" || op == "divide" || op == "nn.softmax" ||
       op == "nn.batch_norm" || op == "quantize" || op == "dequantize")

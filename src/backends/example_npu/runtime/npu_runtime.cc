@@ -13,9 +13,10 @@
 namespace kiln::example_npu {
 namespace {
 
-// One dispatch: a node, or a main op with a fused activation.
+// One dispatch: a node, or a main op with a fused bias add and/or activation.
 struct Dispatch {
   const GraphNode* main = nullptr;
+  const GraphNode* bias = nullptr;        // fused add of main's result and a broadcast operand
   const GraphNode* activation = nullptr;  // fused; applied per tile
   Engine engine = Engine::Vector;
 };
@@ -26,7 +27,12 @@ struct Program {
 };
 
 bool is_activation(const std::string& op) {
-  return op == "nn.relu" || op == "clip" || op == "sigmoid" || op == "tanh" || op == "nn.gelu";
+  return op == "nn.relu" || op == "clip" || op == "sigmoid" || op == "tanh" || op == "nn.gelu" ||
+         op == "nn.hard_swish" || op == "nn.hard_sigmoid";
+}
+
+bool is_fusable_main(const std::string& op) {
+  return op == "nn.conv2d" || op == "matmul" || op == "nn.dense";
 }
 
 // Multiply-accumulates (or element operations) of one node, for the cost model.
@@ -44,7 +50,7 @@ int64_t work_of(const GraphNode& n, const std::vector<Shape>& in_shapes) {
   }
   if (n.op == "nn.softmax") return 3 * out;
   if (n.op == "nn.batch_norm") return 2 * out;
-  if (n.op == "nn.gelu" || n.op == "sigmoid" || n.op == "tanh") return 4 * out;
+  if (n.op == "nn.gelu" || n.op == "sigmoid" || n.op == "tanh" || n.op == "nn.hard_swish") return 4 * out;
   return out;
 }
 
@@ -105,6 +111,23 @@ class NpuRuntime final : public BackendRuntime {
     return Engine::Conv;
   }
 
+  // Whether node `next` can run inside the dispatch ending at node `last`: one
+  // group, it reads last's result (first), and nothing else reads that.
+  static bool fuses(const Program& p, size_t last, size_t next) {
+    const auto& nodes = p.graph.nodes;
+    const GraphNode& n = nodes[last];
+    if (n.group < 0 || next >= nodes.size() || nodes[next].group != n.group) return false;
+    if (nodes[next].inputs.empty() || nodes[next].inputs[0] != n.outputs[0].name) return false;
+    for (size_t k = 1; k < nodes[next].inputs.size(); ++k)
+      if (nodes[next].inputs[k] == n.outputs[0].name) return false;
+    for (size_t j = next + 1; j < nodes.size(); ++j)
+      for (const auto& in : nodes[j].inputs)
+        if (in == n.outputs[0].name) return false;
+    for (const auto& o : p.graph.outputs)
+      if (o == n.outputs[0].name) return false;
+    return true;
+  }
+
   Status plan(Program& p) {
     const auto& nodes = p.graph.nodes;
     std::map<std::string, TensorDesc> types;
@@ -117,16 +140,16 @@ class NpuRuntime final : public BackendRuntime {
       if (!n.callee.empty() || !engine_for_op(n.op))
         return Status::error("example_npu: " + p.graph.name + ": node " + n.name + ": op '" +
                              (n.op.empty() ? n.callee : n.op) + "' has no engine on this device");
-      Dispatch d{&n, nullptr, choose_engine(n, types)};
-      // A fused pattern: the main op, then its activation in the same group.
-      bool fusable = n.group >= 0 && i + 1 < nodes.size() && nodes[i + 1].group == n.group &&
-                     is_activation(nodes[i + 1].op) && !is_activation(n.op) &&
-                     nodes[i + 1].inputs.size() == 1 && nodes[i + 1].inputs[0] == n.outputs[0].name;
-      // ... and nothing else reads the intermediate.
-      for (size_t j = i + 2; fusable && j < nodes.size(); ++j)
-        for (const auto& in : nodes[j].inputs) fusable = fusable && in != n.outputs[0].name;
-      for (const auto& o : p.graph.outputs) fusable = fusable && o != n.outputs[0].name;
-      if (fusable) d.activation = &nodes[++i];
+      Dispatch d{&n, nullptr, nullptr, choose_engine(n, types)};
+      // A fused pattern: the main op, then (conv2d/matmul/dense only) an add
+      // of a bias that broadcasts to its result, then its activation, all in
+      // the same group, each reading only the one before.
+      if (is_fusable_main(n.op) && fuses(p, i, i + 1) && nodes[i + 1].op == "add" &&
+          nodes[i + 1].inputs.size() == 2 && nodes[i + 1].outputs[0].desc == n.outputs[0].desc)
+        d.bias = &nodes[++i];
+      if (!is_activation(n.op) && fuses(p, i, i + 1) && is_activation(nodes[i + 1].op) &&
+          nodes[i + 1].inputs.size() == 1)
+        d.activation = &nodes[++i];
       p.dispatches.push_back(d);
     }
     return Status::success();
@@ -153,7 +176,7 @@ class NpuRuntime final : public BackendRuntime {
     for (size_t i = 0; i < g.outputs.size(); ++i) sinks[g.outputs[i]] = outputs[i];
     auto start = std::chrono::steady_clock::now();
     for (const Dispatch& d : p.dispatches) {
-      const GraphNode& last = d.activation ? *d.activation : *d.main;
+      const GraphNode& last = d.activation ? *d.activation : d.bias ? *d.bias : *d.main;
       const TensorDesc& od = last.outputs[0].desc;
       auto sink = sinks.find(last.outputs[0].name);
       Tensor out = sink != sinks.end() ? sink->second : Tensor::empty(od.shape, od.dtype);
@@ -162,8 +185,9 @@ class NpuRuntime final : public BackendRuntime {
                              desc_str(od));
       std::vector<Tensor> ins;
       for (const auto& name : d.main->inputs) ins.push_back(values.at(name));
+      Tensor bias = d.bias ? values.at(d.bias->inputs[1]) : Tensor();
       double t0 = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
-      DispatchEvent e = compute(d, ins, out);
+      DispatchEvent e = compute(d, ins, bias, out);
       e.function = g.name;
       e.start_us = t0;
       e.duration_us =
@@ -209,16 +233,16 @@ class NpuRuntime final : public BackendRuntime {
     return tile;
   }
 
-  DispatchEvent compute(const Dispatch& d, const std::vector<Tensor>& ins, Tensor& out) {
+  DispatchEvent compute(const Dispatch& d, const std::vector<Tensor>& ins, const Tensor& bias, Tensor& out) {
     const OpDef* op = find_op(d.main->op);
     const OpDef* act = d.activation ? find_op(d.activation->op) : nullptr;
     DType mid_dtype = d.main->outputs[0].desc.dtype;
     DispatchEvent e;
     e.backend = "example_npu";
-    e.node = d.activation ? d.activation->name : d.main->name;
-    e.op = d.main->op + (d.activation ? "+" + d.activation->op : "");
+    e.node = d.activation ? d.activation->name : d.bias ? d.bias->name : d.main->name;
+    e.op = d.main->op + (d.bias ? "+add" : "") + (d.activation ? "+" + d.activation->op : "");
     e.engine = engine_name(d.engine);
-    e.fused = d.activation != nullptr;
+    e.fused = d.activation != nullptr || d.bias != nullptr;
     int64_t working_set = 0;
     Shape tile = choose_tile(d, ins, out.shape(), mid_dtype, working_set);
     bool tiled = tile != out.shape();
@@ -230,6 +254,9 @@ class NpuRuntime final : public BackendRuntime {
       in_tier.push_back(t);
       e.operands.push_back({d.main->inputs[i], tier_name(t), static_cast<int64_t>(ins[i].nbytes())});
     }
+    Tier bias_tier = device_.tier_for(d.bias ? static_cast<int64_t>(bias.nbytes()) : 0);
+    if (d.bias)
+      e.operands.push_back({d.bias->inputs[1], tier_name(bias_tier), static_cast<int64_t>(bias.nbytes())});
     Tier out_tier = device_.tier_for(static_cast<int64_t>(out.nbytes()));
     e.operands.push_back({e.node, tier_name(out_tier), static_cast<int64_t>(out.nbytes())});
     // Walk the tile grid.
@@ -249,6 +276,14 @@ class NpuRuntime final : public BackendRuntime {
       }
       std::vector<Tensor> res = run_op(*op, blocks, ti.attrs);
       if (res[0].shape() != ob.size) throw Error("node " + d.main->name + ": tile computed the wrong shape");
+      if (d.bias) {
+        // Fused: the bias block that broadcasts onto this tile, added in L1.
+        Block bb = tile_inputs("add", ob, {out, bias}, {}).blocks[1];
+        int64_t n = block_bytes(bb, bias.dtype());
+        bytes[tier_name(bias_tier)] += n;
+        bytes["L1"] += n + 2 * static_cast<int64_t>(res[0].nbytes());
+        res = run_op(*find_op("add"), {res[0], load_block(bias, bb)}, d.bias->attrs);
+      }
       if (act) {
         // Fused: the intermediate stays in L1, never written to DRAM.
         bytes["L1"] += 2 * static_cast<int64_t>(res[0].nbytes());
@@ -278,6 +313,7 @@ class NpuRuntime final : public BackendRuntime {
     int64_t work = work_of(*d.main, in_shapes);
     int64_t rate = device_.macs_per_cycle(d.engine, ins[0].dtype());
     int64_t cycles = (work + rate - 1) / rate;
+    if (d.bias) cycles += (shape_numel(out.shape()) + device_.vector_lanes - 1) / device_.vector_lanes;
     if (d.activation) {
       std::vector<Shape> act_in = {out.shape()};
       int64_t w = work_of(*d.activation, act_in);

@@ -80,7 +80,7 @@ std::vector<int64_t> four_pads(std::vector<int64_t> pad) {
 
 bool is_elementwise(const std::string& op) {
   for (const char* e : {"add", "subtract", "multiply", "divide", "nn.relu", "clip", "sigmoid", "tanh",
-                        "nn.gelu", "quantize", "dequantize"})
+                        "nn.gelu", "nn.hard_swish", "nn.hard_sigmoid", "quantize", "dequantize"})
     if (op == e) return true;
   return false;
 }
@@ -150,7 +150,8 @@ TileInputs tile_inputs(const std::string& op, const Block& out, const std::vecto
       h = {0, x.dim(2), pad[0], pad[2]};
       v = {0, x.dim(3), pad[1], pad[3]};
     }
-    r.blocks.push_back({{out.begin[0], out.begin[1], h.begin, v.begin}, {out.size[0], out.size[1], h.size, v.size}});
+    r.blocks.push_back(
+        {{out.begin[0], out.begin[1], h.begin, v.begin}, {out.size[0], out.size[1], h.size, v.size}});
     r.attrs.set("padding", std::vector<int64_t>{h.pad_before, v.pad_before, h.pad_after, v.pad_after});
     return r;
   }
