@@ -28,6 +28,7 @@
 
 #include "kiln/runtime/attrs.h"
 #include "op/op.h"
+#include "schedule/schedule.h"
 #include "tir/te/te.h"
 
 namespace kiln::lower {
@@ -60,9 +61,13 @@ struct Lowered {
   // Intermediate elementwise tensors to compute into a buffer rather than
   // inline into their readers (a transposed weight read many times).
   std::vector<te::Tensor> materialized;
+  // Reductions to compute in register tiles (conv, matmul).
+  std::vector<schedule::AnchorTile> anchors;
 };
 Lowered unsupported(std::string reason);
 Lowered lowered(std::vector<te::Tensor> outputs, std::vector<te::Tensor> materialized = {});
+// `y` (rank >= 2) in register tiles over its axes `row` and `col` (< 0: from the end).
+Lowered tiled(te::Tensor y, int row, int col, std::vector<te::Tensor> materialized = {});
 
 using LowerFn = Lowered (*)(const LowerContext&);
 

@@ -75,7 +75,47 @@ Lowered conv2d(const LowerContext& c) {
         return te::sum(prod, {rc, ry, rx});
       },
       c.name);
-  return lowered({y});
+  // The padded input is computed once into a buffer: inlined, its bounds
+  // checks would sit in the innermost loop and break its contiguous loads.
+  if (xp != x) return tiled(y, 1, 3, {xp});
+  return tiled(y, 1, 3);
+}
+
+// nn.conv2d_transpose(x: (N, C, H, W), w: (C, O/g, KH, KW)): output (i, j)
+// gathers the inputs that scatter to it, x[(i + pad - ky*d) / s] where that
+// divides evenly and lies inside the input.
+Lowered conv2d_transpose(const LowerContext& c) {
+  const te::Tensor &x = c.inputs[0], &w = c.inputs[1];
+  const Shape &xs = c.in[0].shape, &ws = c.in[1].shape;
+  std::vector<int64_t> st = c.attrs.get_ints("strides"), dl = c.attrs.get_ints("dilation");
+  if (st.size() != 2 || dl.size() != 2) return unsupported("strides and dilation must have 2 values");
+  Pad2d pad = pad2d_attr(c.op, c.attrs);
+  int64_t groups = c.attrs.get_int("groups");
+  int64_t cg = xs[1] / groups, og = ws[1];
+  tir::DataType acc = acc_type(c);
+  te::IterVar rc = te::reduce_axis(cg, "rc"), ry = te::reduce_axis(ws[2], "ry"), rx = te::reduce_axis(ws[3], "rx");
+  auto source = [&](const Expr& o, const tir::Var& k, int64_t before, int64_t s, int64_t d, int64_t in,
+                    Expr* index) {
+    Expr num = tir::sub(tir::add(o, tir::int_imm(before)), tir::mul(k, tir::int_imm(d)));
+    Expr q = tir::div(num, tir::int_imm(s));
+    *index = clamp_index(q, in);
+    Expr ok = all(tir::binary(tir::BinaryOp::GE, num, tir::int_imm(0)), tir::lt(q, tir::int_imm(in)));
+    return s == 1 ? ok : all(ok, tir::eq(tir::mod(num, tir::int_imm(s)), tir::int_imm(0)));
+  };
+  te::Tensor y = te::compute(
+      c.out[0].shape,
+      [&](const te::Axes& i) -> te::Reduction {
+        Expr ch = groups == 1 ? Expr(rc.var)
+                              : tir::add(tir::mul(tir::div(i[1], tir::int_imm(og)), tir::int_imm(cg)), rc.var);
+        Expr oc = groups == 1 ? Expr(i[1]) : tir::mod(i[1], tir::int_imm(og));
+        Expr ih, iw;
+        Expr ok = all(source(i[2], ry.var, pad.top, st[0], dl[0], xs[2], &ih),
+                      source(i[3], rx.var, pad.left, st[1], dl[1], xs[3], &iw));
+        Expr prod = tir::mul(as_acc((*x)({i[0], ch, ih, iw}), acc), as_acc((*w)({ch, oc, ry.var, rx.var}), acc));
+        return te::sum(tir::select(ok, prod, constant(0, acc)), {rc, ry, rx});
+      },
+      c.name);
+  return tiled(y, 1, 3);
 }
 
 // ---------------------------------------------------------------- dense and matmul
@@ -101,7 +141,7 @@ Lowered dense(const LowerContext& c) {
         return te::sum(tir::mul(as_acc((*x)(xi), acc), as_acc((*wt)({k.var, i.back()}), acc)), {k});
       },
       c.name);
-  return lowered({y}, {wt});
+  return tiled(y, -2, -1, {wt});
 }
 
 Lowered matmul(const LowerContext& c) {
@@ -138,7 +178,7 @@ Lowered matmul(const LowerContext& c) {
         return te::sum(tir::mul(as_acc((*a)(ai), acc), as_acc((*b)(bidx), acc)), {k});
       },
       c.name);
-  return lowered({y});
+  return tiled(y, -2, -1);
 }
 
 // ---------------------------------------------------------------- pools
@@ -339,6 +379,7 @@ Lowered pad(const LowerContext& c) {
 
 void register_nn_lowerings(LoweringTable& t) {
   t.add("nn.conv2d", OpPattern::Anchor, conv2d);
+  t.add("nn.conv2d_transpose", OpPattern::Anchor, conv2d_transpose);
   t.add("nn.dense", OpPattern::Anchor, dense);
   t.add("matmul", OpPattern::Anchor, matmul);
   t.add("nn.max_pool2d", OpPattern::Anchor, max_pool2d);

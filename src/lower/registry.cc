@@ -21,10 +21,17 @@ const char* op_pattern_name(OpPattern p) {
   return "?";
 }
 
-Lowered unsupported(std::string reason) { return Lowered{{}, std::move(reason), {}}; }
+Lowered unsupported(std::string reason) { return Lowered{{}, std::move(reason), {}, {}}; }
 
 Lowered lowered(std::vector<te::Tensor> outputs, std::vector<te::Tensor> materialized) {
-  return Lowered{std::move(outputs), "", std::move(materialized)};
+  return Lowered{std::move(outputs), "", std::move(materialized), {}};
+}
+
+Lowered tiled(te::Tensor y, int row, int col, std::vector<te::Tensor> materialized) {
+  int rank = int(y->shape.size());
+  Lowered r = lowered({y}, std::move(materialized));
+  if (rank >= 2) r.anchors.push_back({y, row < 0 ? row + rank : row, col < 0 ? col + rank : col});
+  return r;
 }
 
 void LoweringTable::add(std::string op, OpPattern pattern, LowerFn fn) {
@@ -153,6 +160,7 @@ std::optional<tir::PrimFunc> lower_kernel(const KernelSpec& spec, std::string* w
   }
   std::vector<std::vector<te::Tensor>> results;
   std::set<const te::TensorNode*> materialized;
+  std::vector<schedule::AnchorTile> anchors;
   for (size_t k = 0; k < spec.ops.size(); ++k) {
     const KernelOp& op = spec.ops[k];
     const OpLowering* l = lowerings().find(op.op);
@@ -179,6 +187,7 @@ std::optional<tir::PrimFunc> lower_kernel(const KernelSpec& spec, std::string* w
       KILN_ASSERT(r.outputs[o]->shape == op.out[o].shape,
                   "lowering of " + op.op + " made an output of the wrong shape");
     for (const auto& m : r.materialized) materialized.insert(m.get());
+    anchors.insert(anchors.end(), r.anchors.begin(), r.anchors.end());
     results.push_back(std::move(r.outputs));
   }
   std::vector<te::Tensor> outputs;
@@ -196,7 +205,7 @@ std::optional<tir::PrimFunc> lower_kernel(const KernelSpec& spec, std::string* w
         !materialized.count(&t))
       st->compute_inline();
   }
-  schedule::apply_default_schedule(s);
+  schedule::apply_default_schedule(s, anchors);
   std::vector<te::Tensor> args = params;
   args.insert(args.end(), outputs.begin(), outputs.end());
   return te::lower(s, args, spec.name);

@@ -65,10 +65,13 @@ void vectorize_inner(te::Stage& st) {
 
 }  // namespace
 
-void apply_default_schedule(te::Schedule& s) {
+void apply_default_schedule(te::Schedule& s, const std::vector<AnchorTile>& anchors) {
+  std::vector<const te::Stage*> done;
+  for (const AnchorTile& a : anchors) tile_anchor(s, a, done);
   for (const auto& stage : s.stages()) {
     te::Stage& st = *stage;
     if (st.tensor()->is_placeholder() || st.inlined()) continue;
+    if (std::find(done.begin(), done.end(), &st) != done.end()) continue;
     order_reduction(st);
     parallelize(st);
     vectorize_inner(st);

@@ -13,7 +13,25 @@
 
 namespace kiln::schedule {
 
-// Schedules every computed (not inlined) stage of `s`.
-void apply_default_schedule(tir::te::Schedule& s);
+// A reduction whose output is computed in register tiles: `row_axis` (conv:
+// output channels, matmul: rows) and `col_axis` (conv: output columns,
+// matmul: columns, contiguous in memory) are split into a small block each;
+// the block of accumulators is a local buffer computed at the tile loop of
+// the kernel's output (tile_schedule.cc), with its row loop unrolled and its
+// column loop vectorized, so LLVM keeps it in registers across the reduction.
+struct AnchorTile {
+  tir::te::Tensor tensor;
+  int row_axis = -1;
+  int col_axis = -1;
+};
+
+// Register-tiles `a` when the schedule's only output is `a` or an
+// elementwise epilogue of its shape; false (schedule unchanged) otherwise.
+// The tiled stages are marked done in `done`.
+bool tile_anchor(tir::te::Schedule& s, const AnchorTile& a, std::vector<const tir::te::Stage*>& done);
+
+// Schedules every computed (not inlined) stage of `s`: anchors in register
+// tiles where they can be, everything else by the rules above.
+void apply_default_schedule(tir::te::Schedule& s, const std::vector<AnchorTile>& anchors = {});
 
 }  // namespace kiln::schedule

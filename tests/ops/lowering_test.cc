@@ -236,6 +236,18 @@ const std::map<std::string, CaseGen>& generators() {
              {{typed({s[1], 1}, DType::Bool), f32(s), f32(s)}, {}, {{0, 1}, {-3, 3}, {-3, 3}}}};
        }},
       {"nn.conv2d", conv2d_cases},
+      {"nn.conv2d_transpose",
+       [](Lcg&) {
+         std::vector<Case> c;
+         c.push_back({{f32({1, 4, 5, 5}), f32({4, 3, 2, 2})}, Attrs{{"strides", std::vector<int64_t>{2, 2}}}});
+         c.push_back({{f32({2, 4, 4, 5}), f32({4, 2, 3, 3})},
+                      Attrs{{"strides", std::vector<int64_t>{2, 1}},
+                            {"padding", std::vector<int64_t>{1, 0, 1, 1}},
+                            {"output_padding", std::vector<int64_t>{1, 0}},
+                            {"groups", int64_t{2}}}});
+         c.push_back({{f32({1, 2, 4, 4}), f32({2, 2, 3, 3})}, Attrs{{"dilation", std::vector<int64_t>{2, 2}}}});
+         return c;
+       }},
       {"nn.dense",
        [](Lcg& r) {
          int64_t k = r.integer(3, 40), n = r.integer(1, 20);
@@ -384,7 +396,6 @@ const std::map<std::string, std::string>& not_lowered() {
       {"scatter_nd", "data-dependent indices: the reference kernel checks each index"},
       {"scatter_elements", "data-dependent indices: the reference kernel checks each index"},
       {"trilu", "not lowered yet"},
-      {"nn.conv2d_transpose", "not lowered yet"},
       {"quantize", "not lowered yet"},
       {"dequantize", "not lowered yet"},
   };

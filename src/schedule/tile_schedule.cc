@@ -1,0 +1,99 @@
+// Register tiles for reductions that produce a matrix-like output (conv2d,
+// dense, matmul): see AnchorTile in schedule.h.
+//
+// For conv2d y[n, oc, oh, ow] with an epilogue stage out (bias, activation):
+//
+//   out:  n | oc_o | oh  (fused, parallel) | ow_o | oc_i (unrolled) | ow_i (vectorized)
+//   y:    computed at ow_o: a local buffer of (1, RB, 1, CB) accumulators,
+//         loops rc | ry | rx | oc_i (unrolled) | ow_i (vectorized)
+//
+// Per reduction step the tile reads CB consecutive inputs and RB weights and
+// does RB x CB multiply-adds into registers; the output is written once,
+// with the epilogue applied. The blocks are the largest divisors of the
+// extents up to kRowBlock and kColBlock, so every shape tiles without a
+// remainder loop.
+#include <algorithm>
+
+#include "schedule/schedule.h"
+
+namespace kiln::schedule {
+namespace {
+
+namespace te = tir::te;
+
+// 4 x 16 float32 accumulators: 8 AVX2 or 4 AVX-512 registers.
+constexpr int64_t kRowBlock = 4;
+constexpr int64_t kColBlock = 16;
+constexpr int64_t kParallelMinElements = 1 << 14;
+
+int64_t largest_divisor_up_to(int64_t n, int64_t limit) {
+  for (int64_t d = std::min(n, limit); d > 1; --d)
+    if (n % d == 0) return d;
+  return 1;
+}
+
+te::Stage* find_stage(te::Schedule& s, const te::Tensor& t) {
+  for (const auto& st : s.stages())
+    if (st->tensor() == t) return st.get();
+  return nullptr;
+}
+
+}  // namespace
+
+bool tile_anchor(te::Schedule& s, const AnchorTile& a, std::vector<const te::Stage*>& done) {
+  te::Stage* anchor = find_stage(s, a.tensor);
+  if (!anchor || anchor->inlined() || a.tensor->reduction.kind == te::ReduceKind::None) return false;
+  size_t rank = a.tensor->shape.size();
+  if (a.row_axis < 0 || a.col_axis < 0 || size_t(a.row_axis) >= rank || size_t(a.col_axis) >= rank ||
+      a.row_axis >= a.col_axis)
+    return false;
+  // The stage that writes the kernel's output: the anchor's cache copy when
+  // the anchor is the output, else its epilogue of the same shape.
+  std::vector<te::Stage*> outputs;
+  for (const auto& st : s.stages())
+    if (st->is_output()) outputs.push_back(st.get());
+  if (outputs.size() != 1 || outputs[0]->tensor()->shape != a.tensor->shape) return false;
+  te::Tensor tile_tensor = a.tensor;
+  te::Stage* out = outputs[0];
+  if (out == anchor) {
+    tile_tensor = s.cache_write(a.tensor, "local");
+    out = find_stage(s, a.tensor);
+  }
+  te::Stage& tile = *find_stage(s, tile_tensor);
+  const auto& shape = a.tensor->shape;
+  int64_t rb = largest_divisor_up_to(shape[size_t(a.row_axis)], kRowBlock);
+  int64_t cb = largest_divisor_up_to(shape[size_t(a.col_axis)], kColBlock);
+  std::vector<tir::Var> axes;
+  for (size_t k = 0; k < rank; ++k) axes.push_back(out->leaf(k));
+  auto [ro, ri] = out->split(axes[size_t(a.row_axis)], rb);
+  auto [co, ci] = out->split(axes[size_t(a.col_axis)], cb);
+  std::vector<tir::Var> order;
+  for (size_t k = 0; k < rank; ++k) order.push_back(k == size_t(a.row_axis) ? ro : k == size_t(a.col_axis) ? co : axes[k]);
+  order.push_back(ri);
+  order.push_back(ci);
+  out->reorder(order);
+  out->unroll(ri);
+  out->vectorize(ci);
+  // The loops before the column-tile loop run in parallel, fused into one.
+  int64_t elements = 1;
+  for (int64_t d : shape) elements *= d;
+  tir::Var outer = out->leaf(0);
+  while (out->leaves().size() > 1 && out->leaves()[1].var != co) outer = out->fuse(outer, out->leaves()[1].var);
+  if (elements >= kParallelMinElements && out->leaves()[0].var != co && out->leaves()[0].extent > 1)
+    out->parallel(outer);
+  tile.compute_at(*out, co);
+  // In the tile: reduce loops outermost, then the accumulators.
+  std::vector<tir::Var> tile_order;
+  for (const te::Leaf& l : tile.leaves())
+    if (l.reduce) tile_order.push_back(l.var);
+  for (const te::Leaf& l : tile.leaves())
+    if (!l.reduce) tile_order.push_back(l.var);
+  tile.reorder(tile_order);
+  tile.unroll(tile.leaf(tile.leaves().size() - rank + size_t(a.row_axis)));
+  tile.vectorize(tile.leaves().back().var);
+  done.push_back(out);
+  done.push_back(&tile);
+  return true;
+}
+
+}  // namespace kiln::schedule
