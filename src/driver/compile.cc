@@ -89,6 +89,9 @@ std::string CompileSummary::str() const {
     }
     os << ")";
   }
+  if (arena_bytes > 0)
+    os << "; arena " << (arena_bytes + 1023) / 1024 << " KiB for " << (intermediate_bytes + 1023) / 1024
+       << " KiB of intermediates";
   return os.str();
 }
 
@@ -171,8 +174,17 @@ Executable compile_model(const Module& input, const CompileOptions& opts, Compil
     exe.host_code.kernels = std::move(lowered.kernels);
   }
 
-  // 8. The artifact: the host program now calls the kernels.
+  // 8. The artifact: the host program now calls the kernels, its
+  //    intermediate values in one arena.
   exe.host = std::move(lowered.host);
+  exe.memory = stages.run(
+      "plan-memory", [&] { return plan_memory(exe.host); },
+      [](const MemoryPlan& p) {
+        return "arena " + std::to_string(p.arena_bytes) + " bytes for " + std::to_string(p.offsets.size()) +
+               " values of " + std::to_string(p.intermediate_bytes) + " bytes";
+      });
+  sum.arena_bytes = exe.memory.arena_bytes;
+  sum.intermediate_bytes = exe.memory.intermediate_bytes;
   sum.compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   return exe;
 }

@@ -20,12 +20,14 @@
 #pragma once
 
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "lower/lower.h"
 #include "runtime/graph.h"
 #include "runtime/host_code.h"
+#include "runtime/vm.h"
 
 namespace kiln::driver {
 
@@ -51,5 +53,8 @@ struct LoweredKernels {
 };
 
 LoweredKernels lower_planned_kernels(const Graph& host, const KernelPlan& plan);
+
+// The arena of the program's intermediate values (plan_memory.cc).
+MemoryPlan plan_memory(const Graph& host);
 
 }  // namespace kiln::driver

@@ -93,7 +93,31 @@ Lowered conv2d_transpose(const LowerContext& c) {
   int64_t groups = c.attrs.get_int("groups");
   int64_t cg = xs[1] / groups, og = ws[1];
   tir::DataType acc = acc_type(c);
-  te::IterVar rc = te::reduce_axis(cg, "rc"), ry = te::reduce_axis(ws[2], "ry"), rx = te::reduce_axis(ws[3], "rx");
+  te::IterVar rc = te::reduce_axis(cg, "rc"), ry = te::reduce_axis(ws[2], "ry"),
+              rx = te::reduce_axis(ws[3], "rx");
+  // A kernel as large as its stride, unpadded: each output element has one
+  // tap per input channel (the upsampling of segmentation heads).
+  std::vector<int64_t> op = c.attrs.get_ints("output_padding");
+  bool one_tap = ws[2] == st[0] && ws[3] == st[1] && dl[0] == 1 && dl[1] == 1 && pad.top == 0 &&
+                 pad.left == 0 && pad.bottom == 0 && pad.right == 0 && op.size() == 2 && op[0] == 0 &&
+                 op[1] == 0;
+  if (one_tap) {
+    te::IterVar r1 = te::reduce_axis(cg, "rc");
+    te::Tensor y = te::compute(
+        c.out[0].shape,
+        [&](const te::Axes& i) -> te::Reduction {
+          Expr ch = groups == 1
+                        ? Expr(r1.var)
+                        : tir::add(tir::mul(tir::div(i[1], tir::int_imm(og)), tir::int_imm(cg)), r1.var);
+          Expr oc = groups == 1 ? Expr(i[1]) : tir::mod(i[1], tir::int_imm(og));
+          Expr sh = tir::int_imm(st[0]), sw = tir::int_imm(st[1]);
+          Expr xv = (*x)({i[0], ch, tir::div(i[2], sh), tir::div(i[3], sw)});
+          Expr wv = (*w)({ch, oc, tir::mod(i[2], sh), tir::mod(i[3], sw)});
+          return te::sum(tir::mul(as_acc(xv, acc), as_acc(wv, acc)), {r1});
+        },
+        c.name);
+    return tiled(y, 1, 3);
+  }
   auto source = [&](const Expr& o, const tir::Var& k, int64_t before, int64_t s, int64_t d, int64_t in,
                     Expr* index) {
     Expr num = tir::sub(tir::add(o, tir::int_imm(before)), tir::mul(k, tir::int_imm(d)));
@@ -105,13 +129,15 @@ Lowered conv2d_transpose(const LowerContext& c) {
   te::Tensor y = te::compute(
       c.out[0].shape,
       [&](const te::Axes& i) -> te::Reduction {
-        Expr ch = groups == 1 ? Expr(rc.var)
-                              : tir::add(tir::mul(tir::div(i[1], tir::int_imm(og)), tir::int_imm(cg)), rc.var);
+        Expr ch = groups == 1
+                      ? Expr(rc.var)
+                      : tir::add(tir::mul(tir::div(i[1], tir::int_imm(og)), tir::int_imm(cg)), rc.var);
         Expr oc = groups == 1 ? Expr(i[1]) : tir::mod(i[1], tir::int_imm(og));
         Expr ih, iw;
         Expr ok = all(source(i[2], ry.var, pad.top, st[0], dl[0], xs[2], &ih),
                       source(i[3], rx.var, pad.left, st[1], dl[1], xs[3], &iw));
-        Expr prod = tir::mul(as_acc((*x)({i[0], ch, ih, iw}), acc), as_acc((*w)({ch, oc, ry.var, rx.var}), acc));
+        Expr prod =
+            tir::mul(as_acc((*x)({i[0], ch, ih, iw}), acc), as_acc((*w)({ch, oc, ry.var, rx.var}), acc));
         return te::sum(tir::select(ok, prod, constant(0, acc)), {rc, ry, rx});
       },
       c.name);

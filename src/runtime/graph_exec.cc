@@ -33,7 +33,10 @@ std::vector<Tensor> execute_graph(const Graph& g, const std::vector<Tensor>& inp
     std::vector<Tensor> outs;
     if (!n.callee.empty() || !n.kernel.empty()) {
       KILN_ASSERT(static_cast<bool>(hooks.callee), "graph with callee nodes run without a callee handler");
-      for (const auto& o : n.outputs) outs.push_back(Tensor::empty(o.desc.shape, o.desc.dtype));
+      for (const auto& o : n.outputs) {
+        Tensor t = hooks.allocate ? hooks.allocate(o) : Tensor();
+        outs.push_back(t.defined() ? t : Tensor::empty(o.desc.shape, o.desc.dtype));
+      }
       hooks.callee(n, ins, outs);
     } else {
       double start = microseconds_since(hooks.start);

@@ -24,6 +24,9 @@ struct GraphRunHooks {
   CalleeFn callee;                               // required when the graph has callee nodes
   NodeObserver observer;                         // each node's first output, may be empty
   std::vector<DispatchEvent>* events = nullptr;  // one "host" event per op node
+  // Storage for the outputs of callee and kernel nodes (an undefined tensor:
+  // a fresh allocation); the VM places them in its arena.
+  std::function<Tensor(const GraphValue&)> allocate;
   std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
 };
 

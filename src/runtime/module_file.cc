@@ -88,6 +88,10 @@ std::string encode_kmod(const Executable& exe) {
     data.append(static_cast<const char*>(t.raw()), t.nbytes());
   }
   header["constants"] = consts;
+  if (exe.memory.arena_bytes > 0)
+    header["memory"] = {{"arena_bytes", exe.memory.arena_bytes},
+                        {"intermediate_bytes", exe.memory.intermediate_bytes},
+                        {"offsets", exe.memory.offsets}};
   if (!exe.host_code.empty()) {
     const HostCode& hc = exe.host_code;
     while (data.size() % 64) data.push_back('\0');
@@ -176,6 +180,23 @@ Executable decode_kmod(const std::string& bytes, const std::string& what) {
       Tensor t = Tensor::empty(shape, *dt);
       std::memcpy(t.raw(), data.data() + offset, n);
       exe.constants[name] = t;
+    }
+    if (h.contains("memory")) {
+      const json& jm = h.at("memory");
+      exe.memory.arena_bytes = jm.at("arena_bytes").get<int64_t>();
+      exe.memory.intermediate_bytes = jm.at("intermediate_bytes").get<int64_t>();
+      exe.memory.offsets = jm.at("offsets").get<std::map<std::string, int64_t>>();
+      if (exe.memory.arena_bytes < 0) throw Error(what + ": the arena has a negative size");
+      std::map<std::string, int64_t> bytes;
+      for (const auto& n : exe.host.nodes)
+        for (const auto& o : n.outputs) bytes[o.name] = shape_numel(o.desc.shape) * dtype_bytes(o.desc.dtype);
+      for (const auto& [name, offset] : exe.memory.offsets) {
+        auto it = bytes.find(name);
+        if (it == bytes.end() || offset < 0 || offset > exe.memory.arena_bytes ||
+            it->second > exe.memory.arena_bytes - offset)
+          throw Error(what + ": the arena places '" + name +
+                      "' outside the arena or the value does not exist");
+      }
     }
     if (h.contains("host_code")) {
       const json& jh = h.at("host_code");

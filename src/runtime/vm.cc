@@ -49,6 +49,7 @@ VirtualMachine::VirtualMachine(Executable exe) : exe_(std::move(exe)) {
     if (!s.ok()) throw Error("backend " + part.backend + ": init failed: " + s.message);
     runtimes_[part.backend] = std::move(rt);
   }
+  if (exe_.memory.arena_bytes > 0) arena_ = Tensor::empty({exe_.memory.arena_bytes}, DType::UInt8);
   if (!exe_.host_code.empty()) {
     host_code_ = LoadedHostCode::load(exe_.host_code, "module");
     for (const auto& k : exe_.host_code.kernels) kernels_[k.symbol] = {host_code_->find(k.symbol), &k};
@@ -181,6 +182,12 @@ std::vector<Tensor> VirtualMachine::run(const std::vector<Tensor>& inputs, const
     for (size_t i = first; i < events_.size(); ++i) events_[i].start_us += t0;
   };
   if (opts.record_events) hooks.events = &events_;
+  if (arena_.defined())
+    hooks.allocate = [this](const GraphValue& v) {
+      auto it = exe_.memory.offsets.find(v.name);
+      if (it == exe_.memory.offsets.end()) return Tensor();
+      return Tensor::wrap(static_cast<uint8_t*>(arena_.raw()) + it->second, v.desc.shape, v.desc.dtype);
+    };
   return execute_graph(exe_.host, inputs, exe_.constants, hooks);
 }
 

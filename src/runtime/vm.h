@@ -25,12 +25,22 @@ struct BackendPart {
   std::vector<BackendFunction> functions;
 };
 
+// Where intermediate values live: offsets into one arena, planned at compile
+// time from the values' lifetimes (driver/plan_memory.cc). Values not listed
+// (program outputs, results of reference kernels) get their own allocation.
+struct MemoryPlan {
+  int64_t arena_bytes = 0;
+  int64_t intermediate_bytes = 0;  // the planned values' sizes added up, for comparison
+  std::map<std::string, int64_t> offsets;
+};
+
 // What a .kmod file holds.
 struct Executable {
   Graph host;  // the host program ("main")
   std::vector<BackendPart> backends;
   std::map<std::string, Tensor> constants;  // host and backend constants, by name
   HostCode host_code;  // the compiled host kernels (empty: every host op on its reference kernel)
+  MemoryPlan memory;   // the arena of intermediate values
   // The partitioner's one-line summary, so running a .kmod still says what
   // was offloaded ("" when no backend was used).
   std::string offload_summary;
@@ -84,6 +94,7 @@ class VirtualMachine {
   std::map<std::string, std::unique_ptr<BackendRuntime>> runtimes_;  // by backend
   std::map<std::string, std::pair<std::string, Graph>> symbols_;  // symbol -> (backend, graph for --verify)
   std::unique_ptr<LoadedHostCode> host_code_;
+  Tensor arena_;  // exe_.memory.arena_bytes, allocated once
   std::map<std::string, std::pair<LoadedHostCode::KernelFn, const HostKernel*>> kernels_;
   std::vector<DispatchEvent> events_;
   std::vector<RegionCheck> checks_;

@@ -32,6 +32,15 @@ int64_t largest_divisor_up_to(int64_t n, int64_t limit) {
   return 1;
 }
 
+// A column block of whole vectors (8 float32 lanes) when one divides the
+// extent, else the largest divisor: a block of 10 would be a vector and a
+// scalar tail in every step.
+int64_t column_block(int64_t n) {
+  for (int64_t d = kColBlock; d >= 8; d -= 8)
+    if (n % d == 0) return d;
+  return largest_divisor_up_to(n, kColBlock);
+}
+
 te::Stage* find_stage(te::Schedule& s, const te::Tensor& t) {
   for (const auto& st : s.stages())
     if (st->tensor() == t) return st.get();
@@ -62,13 +71,14 @@ bool tile_anchor(te::Schedule& s, const AnchorTile& a, std::vector<const te::Sta
   te::Stage& tile = *find_stage(s, tile_tensor);
   const auto& shape = a.tensor->shape;
   int64_t rb = largest_divisor_up_to(shape[size_t(a.row_axis)], kRowBlock);
-  int64_t cb = largest_divisor_up_to(shape[size_t(a.col_axis)], kColBlock);
+  int64_t cb = column_block(shape[size_t(a.col_axis)]);
   std::vector<tir::Var> axes;
   for (size_t k = 0; k < rank; ++k) axes.push_back(out->leaf(k));
   auto [ro, ri] = out->split(axes[size_t(a.row_axis)], rb);
   auto [co, ci] = out->split(axes[size_t(a.col_axis)], cb);
   std::vector<tir::Var> order;
-  for (size_t k = 0; k < rank; ++k) order.push_back(k == size_t(a.row_axis) ? ro : k == size_t(a.col_axis) ? co : axes[k]);
+  for (size_t k = 0; k < rank; ++k)
+    order.push_back(k == size_t(a.row_axis) ? ro : k == size_t(a.col_axis) ? co : axes[k]);
   order.push_back(ri);
   order.push_back(ci);
   out->reorder(order);
@@ -78,7 +88,8 @@ bool tile_anchor(te::Schedule& s, const AnchorTile& a, std::vector<const te::Sta
   int64_t elements = 1;
   for (int64_t d : shape) elements *= d;
   tir::Var outer = out->leaf(0);
-  while (out->leaves().size() > 1 && out->leaves()[1].var != co) outer = out->fuse(outer, out->leaves()[1].var);
+  while (out->leaves().size() > 1 && out->leaves()[1].var != co)
+    outer = out->fuse(outer, out->leaves()[1].var);
   if (elements >= kParallelMinElements && out->leaves()[0].var != co && out->leaves()[0].extent > 1)
     out->parallel(outer);
   tile.compute_at(*out, co);
