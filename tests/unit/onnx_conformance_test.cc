@@ -1,7 +1,8 @@
 // The ONNX operator conformance suite in `make test`: every node test listed
 // in tests/e2e/onnx_conformance_passing.txt must still pass on the reference
-// interpreter. The list is the passing set of `kiln onnx-conformance`; a
-// regression in an op or a converter fails here.
+// interpreter, and through the compiled path (compile_model, then the VM).
+// The list is the passing set of `kiln onnx-conformance`; a regression in an
+// op, a converter or a lowering fails here.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -22,7 +23,7 @@ std::vector<std::string> passing_list() {
   return names;
 }
 
-TEST(OnnxConformance, PassingSetStillPasses) {
+void expect_passing_set_passes(const ConformanceOptions& opts) {
   ASSERT_TRUE(std::filesystem::is_directory(kOnnxNodeTestDir))
       << "ONNX node tests not found at " << kOnnxNodeTestDir
       << ": install Debian's libonnx-testdata by running scripts/setup.sh";
@@ -30,11 +31,21 @@ TEST(OnnxConformance, PassingSetStillPasses) {
   ASSERT_GT(names.size(), 100u) << "tests/e2e/onnx_conformance_passing.txt is missing or short";
   std::vector<ConformanceResult> results;
   for (const auto& name : names) {
-    ConformanceResult r = run_conformance_test(std::string(kOnnxNodeTestDir) + "/" + name);
+    ConformanceResult r = run_conformance_test(std::string(kOnnxNodeTestDir) + "/" + name, opts);
     EXPECT_EQ(r.status, ConformanceResult::Status::Passed) << name << ": " << r.detail;
     results.push_back(r);
   }
   std::cout << conformance_table(results, false);
+}
+
+TEST(OnnxConformance, PassingSetStillPasses) { expect_passing_set_passes({}); }
+
+// Every test the interpreter passes also passes compiled (default compile
+// options, no backends): lowered ops against the test's expected outputs.
+TEST(OnnxConformance, PassingSetPassesCompiled) {
+  ConformanceOptions opts;
+  opts.compiled = true;
+  expect_passing_set_passes(opts);
 }
 
 TEST(OnnxConformance, MissingFolderIsAnError) {

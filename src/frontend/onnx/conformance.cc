@@ -1,4 +1,5 @@
-// The conformance runner: import, interpret, compare.
+// The conformance runner: import, interpret (or compile and run on the VM),
+// compare.
 #include "frontend/onnx/conformance.h"
 
 #include <algorithm>
@@ -6,10 +7,12 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <sstream>
 
+#include "driver/compile_model.h"
 #include "frontend/onnx/importer.h"
 #include "frontend/onnx/onnx_tensor.h"
 #include "interp/interpreter.h"
@@ -21,9 +24,12 @@ namespace fs = std::filesystem;
 
 const char* status_name(ConformanceResult::Status s) {
   switch (s) {
-    case ConformanceResult::Status::Passed: return "passed";
-    case ConformanceResult::Status::Failed: return "failed";
-    case ConformanceResult::Status::Unsupported: return "unsupported";
+    case ConformanceResult::Status::Passed:
+      return "passed";
+    case ConformanceResult::Status::Failed:
+      return "failed";
+    case ConformanceResult::Status::Unsupported:
+      return "unsupported";
   }
   return "?";
 }
@@ -58,10 +64,13 @@ std::vector<std::string> sorted_files(const fs::path& dir, const std::string& pr
 
 // Largest absolute difference, or an explanation when shapes or dtypes differ
 // or an element is out of tolerance.
-std::string compare(const Tensor& got, const Tensor& want, const ConformanceOptions& opts, double& max_error) {
+std::string compare(const Tensor& got, const Tensor& want, const ConformanceOptions& opts,
+                    double& max_error) {
   if (got.dtype() != want.dtype())
-    return "dtype " + std::string(dtype_name(got.dtype())) + ", expected " + std::string(dtype_name(want.dtype()));
-  if (got.shape() != want.shape()) return "shape " + shape_str(got.shape()) + ", expected " + shape_str(want.shape());
+    return "dtype " + std::string(dtype_name(got.dtype())) + ", expected " +
+           std::string(dtype_name(want.dtype()));
+  if (got.shape() != want.shape())
+    return "shape " + shape_str(got.shape()) + ", expected " + shape_str(want.shape());
   bool exact = !is_float(want.dtype());
   std::string bad;
   for (int64_t i = 0; i < want.numel(); ++i) {
@@ -90,6 +99,53 @@ std::string model_ops(const std::string& bytes) {
   for (const auto& o : ops) s += (s.empty() ? "" : ",") + o;
   return s;
 }
+
+// One imported module, run on the reference interpreter or, in compiled
+// mode, compiled once and run on the VM as often as there are data sets.
+class ModelRunner {
+ public:
+  ModelRunner(Module m, const ConformanceOptions& opts, ConformanceResult& r)
+      : m_(std::move(m)), opts_(opts) {
+    if (!opts.compiled) return;
+    driver::CompileSummary summary;
+    // A compile error says so, apart from an error of the run.
+    try {
+      vm_ = std::make_unique<VirtualMachine>(driver::compile_model(m_, driver::CompileOptions{}, &summary));
+    } catch (const std::exception& e) {
+      throw Error(std::string("compile: ") + e.what());
+    }
+    r.compile_summary = summary.str();
+    r.reference_op_count = 0;
+    for (const auto& [op, entry] : summary.reference_ops) r.reference_op_count += entry.first;
+  }
+
+  std::vector<Tensor> run(const std::vector<Tensor>& args) {
+    if (!vm_) return interpret(m_, "main", args);
+    return vm_->run(args);
+  }
+
+  // Compiled mode: the first host kernel whose outputs on `args` diverge
+  // from its reference kernels (empty: none does, or not compiled).
+  std::string first_divergent_kernel(const std::vector<Tensor>& args) {
+    if (!vm_) return "";
+    VirtualMachine::RunOptions ro;
+    ro.verify = true;
+    ro.tolerance = {opts_.atol, opts_.rtol};
+    try {
+      vm_->run(args, ro);
+    } catch (const std::exception& e) {
+      return std::string("(verify run failed: ") + e.what() + ")";
+    }
+    for (const auto& c : vm_->checks())
+      if (c.host_kernel && !c.ok) return c.symbol;
+    return "";
+  }
+
+ private:
+  Module m_;
+  const ConformanceOptions& opts_;
+  std::unique_ptr<VirtualMachine> vm_;
+};
 
 }  // namespace
 
@@ -125,21 +181,26 @@ ConformanceResult run_conformance_test(const std::string& test_dir, const Confor
         sets.push_back(e.path().string());
     std::sort(sets.begin(), sets.end());
     if (sets.empty()) throw Error("no test_data_set_* folder");
+    // A model imported without frozen inputs is the same for every data set:
+    // compiled once.
+    std::unique_ptr<ModelRunner> plain_runner;
     for (const auto& set : sets) {
       std::vector<Tensor> inputs, outputs;
       try {
         for (const auto& p : sorted_files(set, "input_")) inputs.push_back(onnx_import::read_tensor_file(p));
-        for (const auto& p : sorted_files(set, "output_")) outputs.push_back(onnx_import::read_tensor_file(p));
+        for (const auto& p : sorted_files(set, "output_"))
+          outputs.push_back(onnx_import::read_tensor_file(p));
       } catch (const UnsupportedError& e) {
         r.status = S::Unsupported;
         r.detail = e.message();
         return r;
       }
-      Module m;
+      std::unique_ptr<ModelRunner> frozen_runner;
       std::vector<Tensor> args = inputs;
       if (plain) {
-        m = *plain;
+        if (!plain_runner) plain_runner = std::make_unique<ModelRunner>(*plain, opts, r);
       } else {
+        Module m;
         // Freeze every input but the first (the data); if that is not
         // enough, freeze them all.
         ImportOptions frozen;
@@ -160,15 +221,19 @@ ConformanceResult run_conformance_test(const std::string& test_dir, const Confor
           args.clear();
         }
         r.frozen_inputs = true;
+        frozen_runner = std::make_unique<ModelRunner>(std::move(m), opts, r);
       }
-      std::vector<Tensor> got = interpret(m, "main", args);
+      ModelRunner& runner = plain ? *plain_runner : *frozen_runner;
+      std::vector<Tensor> got = runner.run(args);
       if (got.size() != outputs.size())
-        throw Error("produced " + std::to_string(got.size()) + " outputs, expected " + std::to_string(outputs.size()));
+        throw Error("produced " + std::to_string(got.size()) + " outputs, expected " +
+                    std::to_string(outputs.size()));
       for (size_t i = 0; i < got.size(); ++i) {
         std::string bad = compare(got[i], outputs[i], opts, r.max_error);
         if (!bad.empty()) {
           r.status = S::Failed;
           r.detail = fs::path(set).filename().string() + " output " + std::to_string(i) + ": " + bad;
+          r.first_divergent_kernel = runner.first_divergent_kernel(args);
           return r;
         }
       }
@@ -212,6 +277,8 @@ std::string conformance_table(const std::vector<ConformanceResult>& results, boo
     if (r.status == ConformanceResult::Status::Passed) {
       std::ostringstream e;
       e << "max error " << r.max_error << (r.frozen_inputs ? " (shape/axes inputs frozen)" : "");
+      // Compiled, but not all of it: say what stayed on reference kernels.
+      if (r.reference_op_count > 0) e << "; " << r.compile_summary;
       detail = e.str();
     }
     if (r.status == ConformanceResult::Status::Unsupported) {
@@ -229,11 +296,20 @@ std::string conformance_table(const std::vector<ConformanceResult>& results, boo
     }
     auto nl = detail.find('\n');
     if (nl != std::string::npos) detail = detail.substr(0, nl) + " ...";
+    if (r.status == ConformanceResult::Status::Failed && !r.first_divergent_kernel.empty())
+      detail += "; first divergent kernel: " + r.first_divergent_kernel;
+    if (r.status == ConformanceResult::Status::Failed && !r.compile_summary.empty())
+      detail += "; " + r.compile_summary;
     out << "  " << detail << "\n";
   }
   out << "total " << results.size() << ": " << totals[ConformanceResult::Status::Passed] << " passed, "
-      << totals[ConformanceResult::Status::Failed] << " failed, " << totals[ConformanceResult::Status::Unsupported]
-      << " unsupported\n";
+      << totals[ConformanceResult::Status::Failed] << " failed, "
+      << totals[ConformanceResult::Status::Unsupported] << " unsupported";
+  int partly_compiled = 0;
+  for (const auto& r : results)
+    partly_compiled += r.status == ConformanceResult::Status::Passed && r.reference_op_count > 0;
+  if (partly_compiled > 0) out << " (" << partly_compiled << " passed with ops on reference kernels)";
+  out << "\n";
   return out.str();
 }
 

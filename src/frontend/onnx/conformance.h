@@ -1,14 +1,15 @@
 // The ONNX operator conformance runner: runs the ONNX backend node tests (the
 // data/node/*/ folders of Debian's libonnx-testdata: model.onnx plus
 // test_data_set_*/input_*.pb and output_*.pb) on kiln's reference
-// interpreter and classifies each test as passed, failed (with the max
-// error or the error message) or unsupported (with the operator or reason).
+// interpreter, or compiled (driver::compile_model, no backends) and run on
+// the VM, and classifies each test as passed, failed (with the max error or
+// the error message) or unsupported (with the operator or reason).
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "kiln/runtime/error.h"
-#include <vector>
 
 namespace kiln {
 
@@ -21,22 +22,33 @@ struct ConformanceOptions {
   // A float output element matches when |got - want| <= atol + rtol * |want|.
   double rtol = 1e-3;
   double atol = 1e-5;
+  // Compile the imported model (default compile options, no backends) and
+  // run it on the VM instead of the reference interpreter; outputs are
+  // compared the same way.
+  bool compiled = false;
 };
 
 struct ConformanceResult {
   enum class Status { Passed, Failed, Unsupported };
-  std::string name;     // the test folder, e.g. "test_conv_with_strides_padding"
+  std::string name;  // the test folder, e.g. "test_conv_with_strides_padding"
   Status status = Status::Failed;
-  std::string ops;      // the ONNX operators the model uses, comma-separated
-  double max_error = 0; // largest absolute difference over all outputs
-  std::string detail;   // failed: what differed or the error; unsupported: why
+  std::string ops;       // the ONNX operators the model uses, comma-separated
+  double max_error = 0;  // largest absolute difference over all outputs
+  std::string detail;    // failed: what differed or the error; unsupported: why
   // Inputs carrying shapes/axes/scales were frozen to the test's values.
   bool frozen_inputs = false;
+  // Compiled mode: the compile summary line (what was lowered, what stayed
+  // on reference kernels) and, when outputs differ, the first compiled host
+  // kernel that diverges from its reference kernels (empty: none does).
+  std::string compile_summary;
+  int reference_op_count = 0;  // op nodes left on reference kernels
+  std::string first_divergent_kernel;
 };
 
 // Runs every test folder under `node_dir` (sorted by name). Throws
 // kiln::Error when the folder does not exist.
-std::vector<ConformanceResult> run_conformance(const std::string& node_dir, const ConformanceOptions& opts = {});
+std::vector<ConformanceResult> run_conformance(const std::string& node_dir,
+                                               const ConformanceOptions& opts = {});
 
 // One test folder.
 ConformanceResult run_conformance_test(const std::string& test_dir, const ConformanceOptions& opts = {});
