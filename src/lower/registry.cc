@@ -126,11 +126,19 @@ int64_t norm_axis(int64_t axis, size_t rank) { return axis < 0 ? axis + int64_t(
 namespace {
 
 bool is_float_or_int_dtypes(const std::vector<TensorDesc>& descs, std::string* why) {
-  for (const auto& d : descs)
+  for (const auto& d : descs) {
     if (!lowered_dtype(d.dtype)) {
       *why = std::string(dtype_name(d.dtype)) + " tensors are not lowered yet";
       return false;
     }
+    // Tensor expressions have positive extents; an empty tensor has nothing
+    // to compute and its reference kernel handles it.
+    for (int64_t e : d.shape)
+      if (e == 0) {
+        *why = "empty tensors (a dimension of 0) are left to the reference kernel";
+        return false;
+      }
+  }
   return true;
 }
 
@@ -150,6 +158,10 @@ std::string tensor_name(const std::string& op, int index) {
 std::optional<tir::PrimFunc> lower_kernel(const KernelSpec& spec, std::string* why) {
   std::string reason;
   std::vector<te::Tensor> params;
+  if (!is_float_or_int_dtypes(spec.params, &reason)) {
+    if (why) *why = reason;
+    return std::nullopt;
+  }
   for (size_t i = 0; i < spec.params.size(); ++i) {
     auto t = lowered_dtype(spec.params[i].dtype);
     if (!t) {

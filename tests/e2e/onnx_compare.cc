@@ -1,16 +1,20 @@
-// kiln_onnx_compare: imports an ONNX model, runs it on the reference
-// interpreter and compares every output with saved reference outputs (from
-// ONNX Runtime, see ort_run.js). Used by ppocr.sh and bench/e2e_ppocr.sh.
+// kiln_onnx_compare: imports an ONNX model, compiles it (the model compile
+// pipeline of `kiln run`: driver::compile_model) or, with --interpret, runs
+// it on the reference interpreter, and compares every output with saved
+// reference outputs (from ONNX Runtime, see ort_run.js). Used by ppocr.sh and
+// bench/e2e_ppocr.sh.
 //
 //   kiln_onnx_compare MODEL.onnx DIR --input-shape x=1,3,48,320 [--atol A] [--rtol R] [--repeat N]
-//                     [--backend NAME ...]
+//                     [--backend NAME ...] [--interpret]
 //
-// With --backend the model is partitioned, built and run on the VM, the path
-// of `kiln run --backend`, and kiln's offload line is printed first.
+// With --backend the model is partitioned too and kiln's offload line is
+// printed first; the compile summary line follows. With --repeat N > 1 one
+// warm-up run comes first and the median and minimum of N runs are printed.
 //
 // DIR holds input.npy and output_<i>.npy. An element matches when
 // |kiln - ort| <= atol + rtol * |ort|. Prints one line:
-//   MODEL  outputs=1  max_abs=...  max_rel_to_peak=...  kiln_ms=...  PASS
+//   MODEL  path=compiled  outputs=1  max_abs=...  max_rel_to_peak=...  kiln_ms=...  min_ms=... compile_ms=...
+//   PASS
 // and exits 0 when every element matches, 1 otherwise (or on any error).
 #include <algorithm>
 #include <chrono>
@@ -21,7 +25,7 @@
 #include <optional>
 #include <string>
 
-#include "backends/build.h"
+#include "driver/compile_model.h"
 #include "frontend/onnx/importer.h"
 #include "interp/interpreter.h"
 #include "kiln/runtime/npy.h"
@@ -37,37 +41,50 @@ int run(int argc, char** argv) {
   double atol = 1e-4, rtol = 1e-3;
   int repeat = 1;
   std::vector<std::string> backends;
+  bool interpret_only = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto next = [&]() -> std::string {
       if (i + 1 >= argc) throw Error(a + " needs a value");
       return argv[++i];
     };
-    if (a == "--input-shape") parse_input_shape_flag(next(), opts);
-    else if (a == "--atol") atol = std::stod(next());
-    else if (a == "--rtol") rtol = std::stod(next());
-    else if (a == "--repeat") repeat = std::max(1, std::stoi(next()));
-    else if (a == "--backend") backends.push_back(next());
-    else pos.push_back(a);
+    if (a == "--input-shape")
+      parse_input_shape_flag(next(), opts);
+    else if (a == "--atol")
+      atol = std::stod(next());
+    else if (a == "--rtol")
+      rtol = std::stod(next());
+    else if (a == "--repeat")
+      repeat = std::max(1, std::stoi(next()));
+    else if (a == "--backend")
+      backends.push_back(next());
+    else if (a == "--interpret")
+      interpret_only = true;
+    else
+      pos.push_back(a);
   }
   if (pos.size() != 2) {
-    std::cerr << "usage: kiln_onnx_compare MODEL.onnx DIR --input-shape NAME=D0,D1,... [--atol A] [--rtol R] [--repeat N] [--backend NAME ...]\n";
+    std::cerr << "usage: kiln_onnx_compare MODEL.onnx DIR --input-shape NAME=D0,D1,... [--atol A] [--rtol R] "
+                 "[--repeat N] [--backend NAME ...] [--interpret]\n";
     return 2;
   }
   const std::string model = pos[0], dir = pos[1];
   Module m = import_onnx(model, opts);
   Tensor input = read_npy(dir + "/input.npy");
   std::optional<VirtualMachine> vm;
-  if (!backends.empty()) {
-    PartitionOptions po;
-    po.backends = backends;
-    PartitionReport report;
-    Module parted = partition_module(m, po, /*merge=*/true, &report);
-    vm.emplace(build_executable(parted, "main"));
-    std::cout << "offload: " << report.summary() << "\n";
+  double compile_ms = 0;
+  if (!interpret_only) {
+    driver::CompileOptions co;
+    co.partition.backends = backends;
+    driver::CompileSummary summary;
+    vm.emplace(driver::compile_model(m, co, &summary));
+    compile_ms = summary.compile_ms;
+    if (summary.offloaded) std::cout << "offload: " << summary.report.summary() << "\n";
+    std::cout << "compile: " << summary.str() << "\n";
   }
   std::vector<Tensor> outs;
   std::vector<double> times;
+  if (repeat > 1) outs = vm ? vm->run({input}) : interpret(m, "main", {input});
   for (int r = 0; r < repeat; ++r) {
     auto t0 = std::chrono::steady_clock::now();
     outs = vm ? vm->run({input}) : interpret(m, "main", {input});
@@ -81,8 +98,8 @@ int run(int argc, char** argv) {
     if (!std::filesystem::exists(path)) throw Error("missing reference output " + path);
     Tensor want = read_npy(path);
     if (want.shape() != outs[i].shape())
-      throw Error("output " + std::to_string(i) + " has shape " + shape_str(outs[i].shape()) + ", ONNX Runtime's " +
-                  shape_str(want.shape()));
+      throw Error("output " + std::to_string(i) + " has shape " + shape_str(outs[i].shape()) +
+                  ", ONNX Runtime's " + shape_str(want.shape()));
     int64_t bad = 0;
     for (int64_t k = 0; k < want.numel(); ++k) {
       double g = outs[i].get_as_double(k), w = want.get_as_double(k);
@@ -97,9 +114,12 @@ int run(int argc, char** argv) {
       std::cerr << "output " << i << ": " << bad << " of " << want.numel() << " elements out of tolerance\n";
     }
   }
-  std::printf("%s  outputs=%zu  max_abs=%.3g  max_rel_to_peak=%.3g  kiln_ms=%.1f  %s\n",
-              std::filesystem::path(model).filename().c_str(), outs.size(), max_abs, peak > 0 ? max_abs / peak : 0.0,
-              times[times.size() / 2], pass ? "PASS" : "FAIL");
+  std::printf(
+      "%s  path=%s  outputs=%zu  max_abs=%.3g  max_rel_to_peak=%.3g  kiln_ms=%.2f  min_ms=%.2f  "
+      "compile_ms=%.0f  %s\n",
+      std::filesystem::path(model).filename().c_str(), interpret_only ? "interpreter" : "compiled",
+      outs.size(), max_abs, peak > 0 ? max_abs / peak : 0.0, times[times.size() / 2], times.front(),
+      compile_ms, pass ? "PASS" : "FAIL");
   return pass ? 0 : 1;
 }
 

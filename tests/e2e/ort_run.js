@@ -1,8 +1,9 @@
-// Runs an ONNX model on ONNX Runtime (onnxruntime-node), one thread, and
+// Runs an ONNX model on ONNX Runtime (onnxruntime-node), one thread unless
+// --threads says otherwise, and
 // writes its outputs as .npy files: the peer that kiln's results and speed
 // are compared with.
 //
-//   node ort_run.js MODEL.onnx OUT_DIR NAME=SHAPE [--seed S] [--repeat N]
+//   node ort_run.js MODEL.onnx OUT_DIR NAME=SHAPE [--seed S] [--repeat N] [--threads T]
 //
 // SHAPE is 1x3x48x320. The input is deterministic (a fixed-seed generator,
 // values in [0, 1) like a normalised image, shifted to [-1, 1)) and written
@@ -29,11 +30,12 @@ function npyBytes(shape, data) {
 
 function main() {
   const args = process.argv.slice(2);
-  let seed = 1, repeat = 5;
+  let seed = 1, repeat = 5, threads = 1;
   const pos = [];
   for (let i = 0; i < args.length; i++) {
     if (args[i] === '--seed') seed = Number(args[++i]);
     else if (args[i] === '--repeat') repeat = Number(args[++i]);
+    else if (args[i] === '--threads') threads = Number(args[++i]);
     else pos.push(args[i]);
   }
   if (pos.length !== 3) {
@@ -71,7 +73,7 @@ function main() {
 
   (async () => {
     const session = await ort.InferenceSession.create(model, {
-      intraOpNumThreads: 1,
+      intraOpNumThreads: threads,
       interOpNumThreads: 1,
       executionMode: 'sequential',
     });

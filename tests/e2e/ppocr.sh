@@ -51,35 +51,62 @@ models=(
   "ch_ppocr_mobile_v2.0_cls_infer x 1,3,48,192"
 )
 repeat=1
-[ "$bench" = "--bench" ] && repeat=3
+[ "$bench" = "--bench" ] && repeat=7
+kiln=$build/kiln
 status=0
 rows=()
+field() { sed -nE "s/.*$1=([0-9.]+).*/\1/p" <<<"$2" | tail -1; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN{ if (b > 0) printf "%.2f", a / b; else print "-" }'; }
 for entry in "${models[@]}"; do
   read -r model name shape <<<"$entry"
   dir=$work/run/$model
-  ort_json=$(node "$here/ort_run.js" "package/assets/$model.onnx" "$dir" "$name=${shape//,/x}" --repeat $((repeat + 2)) | tail -1)
-  ort_ms=$(sed -E 's/.*"ort_ms":([0-9.]+).*/\1/' <<<"$ort_json")
-  if line=$("$compare" "package/assets/$model.onnx" "$dir" --input-shape "$name=$shape" --atol "$atol" --rtol "$rtol" --repeat "$repeat"); then
-    :
-  else
+  onnx=package/assets/$model.onnx
+  ort_json=$(node "$here/ort_run.js" "$onnx" "$dir" "$name=${shape//,/x}" --repeat $((repeat + 2)) | tail -1)
+  ort1=$(sed -E 's/.*"ort_ms":([0-9.]+).*/\1/' <<<"$ort_json")
+  cmp=("$compare" "$onnx" "$dir" --input-shape "$name=$shape" --atol "$atol" --rtol "$rtol")
+  # The reference interpreter, then the compiled path (one and two threads),
+  # then compiled with the example NPU, all against the same ONNX Runtime outputs.
+  interp=$("${cmp[@]}" --interpret --repeat "$repeat") || status=1
+  echo "$interp"
+  compiled1=$(KILN_NUM_THREADS=1 "${cmp[@]}" --repeat "$repeat") || status=1
+  echo "$compiled1" | sed 's/^/  1 thread:  /'
+  if [ "$bench" = "--bench" ]; then
+    compiled2=$(KILN_NUM_THREADS=2 "${cmp[@]}" --repeat "$repeat") || status=1
+    echo "$compiled2" | sed 's/^/  2 threads: /'
+    ort2_json=$(node "$here/ort_run.js" "$onnx" "$dir.t2" "$name=${shape//,/x}" --repeat $((repeat + 2)) --threads 2 | tail -1)
+    ort2=$(sed -E 's/.*"ort_ms":([0-9.]+).*/\1/' <<<"$ort2_json")
+  fi
+  npu=$("${cmp[@]}" --backend example_npu) || status=1
+  echo "$npu" | sed 's/^/  example_npu: /'
+  # kiln compile from the .onnx file to a .kmod, and the arena against the
+  # sum of the intermediates it holds (which it must undercut).
+  t0=$(date +%s%N)
+  compile_out=$("$kiln" compile "$onnx" --input-shape "$name=$shape" -o "$dir/model.kmod") || status=1
+  compile_ms=$((($(date +%s%N) - t0) / 1000000))
+  echo "$compile_out" | sed 's/^/  kiln compile: /'
+  arena=$(sed -nE 's/.*arena ([0-9]+) KiB for ([0-9]+) KiB.*/\1 \2/p' <<<"$compile_out")
+  if [ -z "$arena" ] || ! awk -v a="${arena% *}" -v b="${arena#* }" 'BEGIN{exit !(a < b)}'; then
+    echo "FAIL: $model: the arena ($arena KiB) is not smaller than the sum of the intermediates"
     status=1
   fi
-  echo "$line  ort_ms=$(printf '%.1f' "$ort_ms")"
-  # The same model partitioned onto the example NPU, against the same outputs.
-  if npu=$("$compare" "package/assets/$model.onnx" "$dir" --input-shape "$name=$shape" --atol "$atol" --rtol "$rtol" --backend example_npu); then
-    :
-  else
-    status=1
+  # The .kmod runs with the runtime alone and matches the in-memory build.
+  "$kiln" run "$dir/model.kmod" --input "$name=$dir/input.npy" --out "$dir/kmod_out" >/dev/null || status=1
+  if [ "$bench" = "--bench" ]; then
+    i_ms=$(field kiln_ms "$interp"); c1=$(field kiln_ms "$compiled1"); c2=$(field kiln_ms "$compiled2")
+    rows+=("$(printf '%-32s %9.1f %9.1f %9.1f %8.1f %8.1f %7sx %7sx %7sx %7sx %8d' "$model" "$i_ms" "$c1" "$c2" \
+      "$ort1" "$ort2" "$(ratio "$i_ms" "$c1")" "$(ratio "$i_ms" "$c2")" "$(ratio "$c1" "$ort1")" "$(ratio "$c2" "$ort2")" \
+      "$compile_ms")")
   fi
-  sed 's/^/  example_npu: /' <<<"$npu"
-  kiln_ms=$(sed -E 's/.*kiln_ms=([0-9.]+).*/\1/' <<<"$line")
-  rows+=("$(printf '%-34s %10.1f %10.1f %8.1fx' "$model" "$kiln_ms" "$ort_ms" "$(awk -v a="$kiln_ms" -v b="$ort_ms" 'BEGIN{print a/b}')")")
 done
 if [ "$bench" = "--bench" ]; then
   echo
-  printf '%-34s %10s %10s %9s\n' "model (1 thread)" "kiln ms" "ORT ms" "kiln/ORT"
+  echo "CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'); $(grep -o -m1 -w 'avx512f' /proc/cpuinfo || echo 'no avx512f'); $(nproc) cores"
+  printf '%-32s %9s %9s %9s %8s %8s %8s %8s %8s %8s %8s\n' "model" "interp" "kiln 1t" "kiln 2t" "ORT 1t" "ORT 2t" \
+    "int/k1" "int/k2" "k1/ORT1" "k2/ORT2" "compile"
   printf '%s\n' "${rows[@]}"
-  echo "kiln: reference interpreter (compiled paths are not wired in yet)"
+  echo "times in ms (median of $repeat runs after a warm-up); interp: the reference interpreter (one thread);"
+  echo "kiln: compiled host code (KILN_NUM_THREADS=1, 2); ORT: onnxruntime-node 1.30 (intra-op threads 1, 2);"
+  echo "compile: kiln compile MODEL.onnx -o MODEL.kmod, wall clock"
 fi
 echo "tolerance: |kiln - ort| <= $atol + $rtol * |ort|"
 exit $status
