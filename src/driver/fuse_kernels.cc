@@ -35,8 +35,11 @@ KernelPlan plan_kernels(const Graph& host) {
   KernelPlan plan;
   std::map<std::string, size_t> producer;  // value -> node
   std::map<std::string, int> uses;
-  for (const auto& n : host.nodes)
-    for (const auto& i : n.inputs) ++uses[i];
+  // Uses by distinct nodes: multiply(s, s) is one use of s.
+  for (const auto& n : host.nodes) {
+    std::set<std::string> read(n.inputs.begin(), n.inputs.end());
+    for (const auto& i : read) ++uses[i];
+  }
   for (const auto& o : host.outputs) uses[o] += 2;  // a program output is never fused away
   std::vector<Group> groups;
   std::vector<int> group_of(host.nodes.size(), -1);

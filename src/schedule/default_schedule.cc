@@ -8,9 +8,9 @@ namespace {
 
 namespace te = tir::te;
 
-// Below this many output elements a stage runs on one thread: the task
-// hand-off costs more than the work.
-constexpr int64_t kParallelMinElements = 1 << 14;
+// Below this much work (output elements times the reduction's extent) a
+// stage runs on one thread: waking the pool costs more than the work.
+constexpr int64_t kParallelMinWork = 1 << 18;
 // Fuse outer loops until the parallel loop has at least this many iterations,
 // so two or more threads get balanced shares.
 constexpr int64_t kParallelMinIterations = 16;
@@ -41,7 +41,9 @@ void order_reduction(te::Stage& st) {
 }
 
 void parallelize(te::Stage& st) {
-  if (elements(*st.tensor()) < kParallelMinElements) return;
+  int64_t work = elements(*st.tensor());
+  for (const te::IterVar& r : st.tensor()->reduction.axes) work *= r.extent;
+  if (work < kParallelMinWork) return;
   const auto& leaves = st.leaves();
   if (leaves.empty() || leaves[0].reduce) return;
   tir::Var outer = leaves[0].var;

@@ -24,7 +24,9 @@ namespace te = tir::te;
 // 4 x 16 float32 accumulators: 8 AVX2 or 4 AVX-512 registers.
 constexpr int64_t kRowBlock = 4;
 constexpr int64_t kColBlock = 16;
-constexpr int64_t kParallelMinElements = 1 << 14;
+// Below this many multiply-adds a kernel runs on one thread: waking the pool
+// costs more than the work (tens of microseconds).
+constexpr int64_t kParallelMinWork = 1 << 18;
 
 int64_t largest_divisor_up_to(int64_t n, int64_t limit) {
   for (int64_t d = std::min(n, limit); d > 1; --d)
@@ -85,12 +87,13 @@ bool tile_anchor(te::Schedule& s, const AnchorTile& a, std::vector<const te::Sta
   out->unroll(ri);
   out->vectorize(ci);
   // The loops before the column-tile loop run in parallel, fused into one.
-  int64_t elements = 1;
-  for (int64_t d : shape) elements *= d;
+  int64_t work = 1;
+  for (int64_t d : shape) work *= d;
+  for (const te::IterVar& r : a.tensor->reduction.axes) work *= r.extent;
   tir::Var outer = out->leaf(0);
   while (out->leaves().size() > 1 && out->leaves()[1].var != co)
     outer = out->fuse(outer, out->leaves()[1].var);
-  if (elements >= kParallelMinElements && out->leaves()[0].var != co && out->leaves()[0].extent > 1)
+  if (work >= kParallelMinWork && out->leaves()[0].var != co && out->leaves()[0].extent > 1)
     out->parallel(outer);
   tile.compute_at(*out, co);
   // In the tile: reduce loops outermost, then the accumulators.

@@ -3,11 +3,11 @@
 // usage) giving `error: ...` and exit code 1 (2 for bad usage), never a crash.
 #include <gtest/gtest.h>
 
+#include <sys/wait.h>
 #include <array>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <sys/wait.h>
 
 #include "kiln/runtime/npy.h"
 
@@ -38,7 +38,8 @@ class Cli : public testing::CliTest {
   }
 };
 
-const char* kMatmulRelu = R"(def @main(%x: Tensor[(2, 4), float32], %w: Tensor[(4, 8), float32]) -> Tensor[(2, 8), float32] {
+const char* kMatmulRelu =
+    R"(def @main(%x: Tensor[(2, 4), float32], %w: Tensor[(4, 8), float32]) -> Tensor[(2, 8), float32] {
   %y = matmul(%x, %w)
   %z = nn.relu(%y)
   return %z
@@ -52,7 +53,8 @@ TEST_F(Cli, RunMatmulReluMatchesHandComputation) {
   std::string model = file("m.kir", kMatmulRelu);
   std::string xf = npy("x.npy", Tensor::from_floats({2, 4}, x));
   std::string wf = npy("w.npy", Tensor::from_floats({4, 8}, w));
-  Result r = kiln_cmd("run " + model + " --input x=" + xf + " --input w=" + wf + " --out " + (dir_ / "out").string());
+  Result r = kiln_cmd("run " + model + " --input x=" + xf + " --input w=" + wf + " --out " +
+                      (dir_ / "out").string());
   ASSERT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find("output_0: (2, 8) float32"), std::string::npos) << r.out;
   Tensor got = read_npy((dir_ / "out" / "output_0.npy").string());
@@ -76,7 +78,8 @@ TEST_F(Cli, RandomInputsAreDeterministic) {
 }
 
 TEST_F(Cli, TupleOutputsAreFlattenedInOrder) {
-  std::string model = file("t.kir", R"(def @main(%x: Tensor[(2,), float32]) -> (Tensor[(2,), float32], Tensor[(2,), float32]) {
+  std::string model = file(
+      "t.kir", R"(def @main(%x: Tensor[(2,), float32]) -> (Tensor[(2,), float32], Tensor[(2,), float32]) {
   %a = nn.relu(%x)
   %b = negative(%x)
   return (%a, %b)
@@ -124,10 +127,14 @@ TEST_F(Cli, BadUsageExitsTwo) {
 }
 
 // ---- bad models: exit 1 with a located message
-TEST_F(Cli, MissingModelFile) { expect_error("run " + (dir_ / "nope.kir").string() + " --random-inputs 0", "nope.kir"); }
+TEST_F(Cli, MissingModelFile) {
+  expect_error("run " + (dir_ / "nope.kir").string() + " --random-inputs 0", "nope.kir");
+}
 
 TEST_F(Cli, SyntaxErrorHasLineAndCaret) {
-  std::string m = file("bad.kir", "def @main(%x: Tensor[(2,), float32]) -> Tensor[(2,), float32] {\n  %y = nn.relu(%x\n  return %y\n}\n");
+  std::string m = file(
+      "bad.kir",
+      "def @main(%x: Tensor[(2,), float32]) -> Tensor[(2,), float32] {\n  %y = nn.relu(%x\n  return %y\n}\n");
   Result r = kiln_cmd("run " + m + " --random-inputs 0");
   EXPECT_EQ(r.code, 1) << r.out;
   EXPECT_NE(r.out.find("bad.kir:"), std::string::npos) << r.out;
@@ -135,32 +142,45 @@ TEST_F(Cli, SyntaxErrorHasLineAndCaret) {
 }
 
 TEST_F(Cli, UnknownOp) {
-  std::string m = file("u.kir", "def @main(%x: Tensor[(2,), float32]) -> Tensor[(2,), float32] {\n  %y = nn.frobnicate(%x)\n  return %y\n}\n");
+  std::string m = file("u.kir",
+                       "def @main(%x: Tensor[(2,), float32]) -> Tensor[(2,), float32] {\n  %y = "
+                       "nn.frobnicate(%x)\n  return %y\n}\n");
   expect_error("run " + m + " --random-inputs 0", "nn.frobnicate");
 }
 
 TEST_F(Cli, ShapeMismatchInModel) {
-  std::string m = file("s.kir", "def @main(%x: Tensor[(2, 3), float32], %y: Tensor[(4, 5), float32]) -> Tensor[(2, 5), float32] {\n  %z = matmul(%x, %y)\n  return %z\n}\n");
+  std::string m = file("s.kir",
+                       "def @main(%x: Tensor[(2, 3), float32], %y: Tensor[(4, 5), float32]) -> Tensor[(2, "
+                       "5), float32] {\n  %z = matmul(%x, %y)\n  return %z\n}\n");
   expect_error("run " + m + " --random-inputs 0", "s.kir:2");
 }
 
 TEST_F(Cli, BadAttributeValue) {
-  std::string m = file("a.kir", "def @main(%x: Tensor[(1, 1, 4, 4), float32], %w: Tensor[(1, 1, 3, 3), float32]) -> Tensor[(1, 1, 2, 2), float32] {\n  %y = nn.conv2d(%x, %w, strides=\"wide\")\n  return %y\n}\n");
+  std::string m =
+      file("a.kir",
+           "def @main(%x: Tensor[(1, 1, 4, 4), float32], %w: Tensor[(1, 1, 3, 3), float32]) -> Tensor[(1, 1, "
+           "2, 2), float32] {\n  %y = nn.conv2d(%x, %w, strides=\"wide\")\n  return %y\n}\n");
   expect_error("run " + m + " --random-inputs 0", "strides");
 }
 
 TEST_F(Cli, UnknownAttribute) {
-  std::string m = file("a.kir", "def @main(%x: Tensor[(2,), float32]) -> Tensor[(2,), float32] {\n  %y = nn.relu(%x, colour=3)\n  return %y\n}\n");
+  std::string m = file("a.kir",
+                       "def @main(%x: Tensor[(2,), float32]) -> Tensor[(2,), float32] {\n  %y = nn.relu(%x, "
+                       "colour=3)\n  return %y\n}\n");
   expect_error("run " + m + " --random-inputs 0", "colour");
 }
 
 TEST_F(Cli, DeclaredReturnTypeMismatch) {
-  std::string m = file("r.kir", "def @main(%x: Tensor[(2,), float32]) -> Tensor[(3,), float32] {\n  %y = nn.relu(%x)\n  return %y\n}\n");
+  std::string m = file("r.kir",
+                       "def @main(%x: Tensor[(2,), float32]) -> Tensor[(3,), float32] {\n  %y = "
+                       "nn.relu(%x)\n  return %y\n}\n");
   expect_error("run " + m + " --random-inputs 0", "return");
 }
 
 TEST_F(Cli, UndefinedVariable) {
-  std::string m = file("v.kir", "def @main(%x: Tensor[(2,), float32]) -> Tensor[(2,), float32] {\n  %y = nn.relu(%q)\n  return %y\n}\n");
+  std::string m = file("v.kir",
+                       "def @main(%x: Tensor[(2,), float32]) -> Tensor[(2,), float32] {\n  %y = "
+                       "nn.relu(%q)\n  return %y\n}\n");
   expect_error("run " + m + " --random-inputs 0", "%q");
 }
 
@@ -222,7 +242,9 @@ TEST_F(Cli, MalformedInputFlag) {
 }
 
 TEST_F(Cli, MissingSideFile) {
-  std::string m = file("w.kir", "def @main(%x: Tensor[(2,), float32]) -> Tensor[(2,), float32] {\n  %y = add(%x, const(Tensor[(2,), float32], \"bias\"))\n  return %y\n}\n");
+  std::string m = file("w.kir",
+                       "def @main(%x: Tensor[(2,), float32]) -> Tensor[(2,), float32] {\n  %y = add(%x, "
+                       "const(Tensor[(2,), float32], \"bias\"))\n  return %y\n}\n");
   expect_error("run " + m + " --random-inputs 0", "w.npz");
 }
 
@@ -238,6 +260,78 @@ TEST_F(Cli, RandomBytesNeverCrash) {
     Result r = kiln_cmd("run " + m + " --random-inputs 0");
     EXPECT_EQ(r.code, 1) << r.out;
   }
+}
+
+}  // namespace
+}  // namespace kiln
+
+namespace kiln {
+namespace {
+
+class CliCompile : public testing::CliTest {
+ protected:
+  CliCompile() : CliTest("cli-compile-test") {}
+};
+
+const char* kExpArgmax = R"(def @main(%x: Tensor[(4, 8), float32]) -> Tensor[(4), int64] {
+  %e = exp(%x)
+  %a = argmax(%e, axis=1)
+  return %a
+}
+)";
+
+TEST_F(CliCompile, RunCompilesAndNamesTheOpsLeftOnReferenceKernels) {
+  std::string model = file("m.kir", kExpArgmax);
+  testing::CliResult r = testing::kiln_cmd("run " + model + " --random-inputs 1 --verify");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(
+      r.out.find("compile: compiled 1 of 2 host ops into 1 kernel calls (1 distinct); 1 op on reference "
+                 "kernels (argmax x1: "),
+      std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("verify: 1 of 1 host kernel calls match the reference kernels"), std::string::npos)
+      << r.out;
+  // The same values as the interpreter.
+  testing::CliResult i = testing::kiln_cmd("run " + model + " --random-inputs 1 --interpret");
+  ASSERT_EQ(i.code, 0) << i.out;
+  EXPECT_NE(r.out.find(i.out.substr(i.out.find("output_0"))), std::string::npos) << r.out << "\n" << i.out;
+}
+
+TEST_F(CliCompile, StrictCompileFailsNamingTheOps) {
+  std::string model = file("m.kir", kExpArgmax);
+  testing::CliResult r =
+      testing::kiln_cmd("compile " + model + " --strict-compile -o " + (dir_ / "m.kmod").string());
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("error: --strict-compile: ops would run on reference kernels"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("argmax x1"), std::string::npos) << r.out;
+}
+
+TEST_F(CliCompile, CompiledModuleRunsTimedAndPrintsEveryStage) {
+  std::string model = file("m.kir", kMatmulRelu);
+  std::string kmod = (dir_ / "m.kmod").string();
+  testing::CliResult c =
+      testing::kiln_cmd("compile " + model + " -o " + kmod + " --time-passes --print-after-all");
+  ASSERT_EQ(c.code, 0) << c.out;
+  for (const char* stage : {"# stage graph-optimizations", "# stage fuse", "# stage lower-and-schedule",
+                            "# stage tir:flatten-buffers", "# stage llvm", "# stage plan-memory",
+                            "# after tir:simplify", "prim @kiln_fused_matmul_relu("})
+    EXPECT_NE(c.out.find(stage), std::string::npos) << stage << " missing in:\n" << c.out;
+  testing::CliResult r = testing::kiln_cmd("run " + kmod + " --random-inputs 2 --repeat 5");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("latency: median "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("over 5 runs"), std::string::npos) << r.out;
+  testing::CliResult bad = testing::kiln_cmd("run " + kmod + " --random-inputs 2 --repeat -1");
+  EXPECT_EQ(bad.code, 2) << bad.out;
+}
+
+TEST_F(CliCompile, OptRunsTensorIrPassesByName) {
+  testing::CliResult r =
+      testing::kiln_cmd(std::string("opt ") + KILN_SOURCE_DIR +
+                        "/examples/vtcm/vtcm_add.kir --passes lower-scratchpad-alloc,simplify");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("HexagonBackendAllocateVTCM"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("allocate %A_buf"), std::string::npos) << r.out;
 }
 
 }  // namespace

@@ -1,14 +1,21 @@
 // kiln opt MODEL --passes a,b,... [--print-after-all] [--time-passes]
+//
+// Graph passes (transform/pipeline.cc) and tensor-IR passes
+// (tir/transform/pipeline.cc) by name, in the order given; a tensor-IR pass
+// rewrites every prim function of the module.
+#include <algorithm>
+#include <chrono>
 #include <iostream>
 
 #include "commands.h"
 #include "ir/text.h"
+#include "tir/transform/passes.h"
 #include "transform/pass.h"
 
 namespace kiln::cli {
 
 void add_opt_command(CLI::App& app) {
-  auto* cmd = app.add_subcommand("opt", "Run graph passes by name and print the module");
+  auto* cmd = app.add_subcommand("opt", "Run graph and tensor-IR passes by name and print the module");
   struct Opts {
     std::string model;
     std::vector<std::string> passes;
@@ -25,6 +32,7 @@ void add_opt_command(CLI::App& app) {
   cmd->callback([o] {
     if (o->list) {
       for (const auto& p : graph_passes()) std::cout << p.name << "\t" << p.description << "\n";
+      for (const auto& p : tir::tir_pass_names()) std::cout << p << "\t(tensor IR: every prim function)\n";
       return;
     }
     if (o->model.empty()) throw CLI::RequiredError("model");
@@ -32,8 +40,30 @@ void add_opt_command(CLI::App& app) {
     PipelineOptions popts;
     popts.print_after_all = o->print_after_all;
     popts.time_passes = o->time_passes;
-    Module out = run_passes(m, o->passes, popts);
-    std::cout << print_module(out);
+    // Consecutive graph passes run as one pipeline; a tensor-IR pass runs on
+    // every prim function of the module, in order with the graph passes.
+    std::vector<std::string> graph_run;
+    auto flush = [&] {
+      if (graph_run.empty()) return;
+      m = run_passes(m, graph_run, popts);
+      graph_run.clear();
+    };
+    for (const auto& spec : o->passes) {
+      const auto& tir_names = tir::tir_pass_names();
+      if (std::find(tir_names.begin(), tir_names.end(), spec) == tir_names.end()) {
+        graph_run.push_back(spec);
+        continue;
+      }
+      flush();
+      auto start = std::chrono::steady_clock::now();
+      for (auto& f : m.prim_functions) f = tir::run_tir_pass(spec, f);
+      auto us =
+          std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - start);
+      if (o->time_passes) std::cerr << "# pass " << spec << " (tensor IR): " << us.count() << " us\n";
+      if (o->print_after_all) std::cerr << "# IR after " << spec << "\n" << print_module(m) << "\n";
+    }
+    flush();
+    std::cout << print_module(m);
   });
 }
 

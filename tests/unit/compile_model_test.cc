@@ -1,0 +1,239 @@
+// The model compile pipeline (src/driver/): fusion rules, one case each;
+// the memory plan; the compiled model against the reference interpreter;
+// the summary, --strict-compile and the artifact's load-time checks.
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "backends/build.h"
+#include "driver/compile_model.h"
+#include "driver/kernels.h"
+#include "interp/interpreter.h"
+#include "ir/text.h"
+#include "runtime/module_file.h"
+#include "test_util.h"
+
+namespace kiln {
+namespace {
+
+Module parse(const std::string& text) { return parse_module(text, "test.kir"); }
+
+// The kernels plan_kernels makes for the host program of `text`, as
+// "name:node,node" strings in order.
+std::vector<std::string> kernels_of(const std::string& text) {
+  Executable exe = build_executable(parse(text));
+  driver::KernelPlan plan = driver::plan_kernels(exe.host);
+  std::vector<std::string> out;
+  for (const auto& k : plan.kernels) {
+    std::string s = k.spec.name + ":";
+    for (size_t i = 0; i < k.nodes.size(); ++i) s += (i ? "," : "") + exe.host.nodes[k.nodes[i]].name;
+    out.push_back(s);
+  }
+  return out;
+}
+
+using Kernels = std::vector<std::string>;
+
+TEST(Fusion, InjectiveChainIsOneKernel) {
+  EXPECT_EQ(kernels_of(R"(
+def @main(%x: Tensor[(4, 8), float32], %b: Tensor[(8), float32]) -> Tensor[(32), float32] {
+  %a = add(%x, %b)
+  %r = nn.relu(%a)
+  %y = reshape(%r, newshape=[32])
+  return %y
+})"),
+            (Kernels{"fused_add_relu_reshape:a,r,y"}));
+}
+
+TEST(Fusion, EpilogueJoinsTheConv) {
+  EXPECT_EQ(kernels_of(R"(
+def @main(%x: Tensor[(1, 3, 8, 8), float32], %w: Tensor[(4, 3, 3, 3), float32], %b: Tensor[(1, 4, 1, 1), float32]) -> Tensor[(1, 4, 6, 6), float32] {
+  %c = nn.conv2d(%x, %w)
+  %a = add(%c, %b)
+  %h = nn.hard_swish(%a)
+  return %h
+})"),
+            (Kernels{"fused_conv2d_add_hard_swish:c,a,h"}));
+}
+
+TEST(Fusion, PrologueJoinsTheReduction) {
+  EXPECT_EQ(kernels_of(R"(
+def @main(%x: Tensor[(4, 8), float32]) -> Tensor[(4), float32] {
+  %e = exp(%x)
+  %s = sum(%e, axis=[1])
+  %m = multiply(%s, %s)
+  return %m
+})"),
+            (Kernels{"fused_exp_sum_multiply:e,s,m"}));
+}
+
+TEST(Fusion, NoPrologueIntoAnAnchorAndNoSecondAnchor) {
+  // The relu before the conv stays apart (the conv would recompute it per
+  // tap); the second conv starts a kernel of its own.
+  EXPECT_EQ(kernels_of(R"(
+def @main(%x: Tensor[(1, 3, 8, 8), float32], %w: Tensor[(3, 3, 1, 1), float32]) -> Tensor[(1, 3, 8, 8), float32] {
+  %r = nn.relu(%x)
+  %c = nn.conv2d(%r, %w)
+  %d = nn.conv2d(%c, %w)
+  return %d
+})"),
+            (Kernels{"relu:r", "conv2d:c", "conv2d:d"}));
+}
+
+// a has two readers and c is a program output: neither is fused into its
+// readers; b's one reader takes it.
+TEST(Fusion, AValueWithTwoUsersOrAProgramOutputEndsItsKernel) {
+  EXPECT_EQ(kernels_of(R"(
+def @main(%x: Tensor[(4, 8), float32]) -> (Tensor[(4, 8), float32], Tensor[(4, 8), float32]) {
+  %a = exp(%x)
+  %b = nn.relu(%a)
+  %c = add(%a, %b)
+  %d = negative(%c)
+  return (%c, %d)
+})"),
+            (Kernels{"exp:a", "fused_relu_add:b,c", "negative:d"}));
+}
+
+const char* kSmallNet = R"(
+def @main(%x: Tensor[(1, 3, 12, 12), float32], %w: Tensor[(8, 3, 3, 3), float32], %b: Tensor[(1, 8, 1, 1), float32], %v: Tensor[(10, 8), float32]) -> Tensor[(1, 10), float32] {
+  %c = nn.conv2d(%x, %w, padding=[1, 1])
+  %a = add(%c, %b)
+  %r = nn.relu(%a)
+  %p = nn.max_pool2d(%r, pool_size=[2, 2], strides=[2, 2])
+  %g = nn.adaptive_avg_pool2d(%p)
+  %f = reshape(%g, newshape=[1, 8])
+  %d = nn.dense(%f, %v)
+  %s = nn.softmax(%d)
+  return %s
+})";
+
+std::vector<Tensor> random_args(const FunctionNode& fn, uint64_t seed) {
+  std::vector<Tensor> args;
+  for (const auto& p : fn.params) {
+    Tensor t = Tensor::empty(p->type->tensor.shape, p->type->tensor.dtype);
+    for (int64_t i = 0; i < t.numel(); ++i) {
+      seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+      t.set_from_double(i, double(seed >> 40) / double(1 << 24) * 2 - 1);
+    }
+    args.push_back(t);
+  }
+  return args;
+}
+
+TEST(CompileModel, CompiledNetMatchesTheInterpreterAndTheArtifactRoundTrips) {
+  Module m = parse(kSmallNet);
+  std::vector<Tensor> args = random_args(*m.find("main"), 5);
+  std::vector<Tensor> want = interpret(m, "main", args);
+  driver::CompileSummary summary;
+  Executable exe = driver::compile_model(m, {}, &summary);
+  EXPECT_EQ(summary.lowered_ops, summary.host_ops);
+  EXPECT_TRUE(summary.reference_ops.empty()) << summary.str();
+  EXPECT_LT(summary.kernels, summary.host_ops);  // something fused
+  EXPECT_FALSE(exe.host_code.empty());
+  for (const auto& n : exe.host.nodes) EXPECT_FALSE(n.kernel.empty()) << n.name << " is not a kernel call";
+  // Through the .kmod bytes: loaded by the runtime alone.
+  Executable loaded = decode_kmod(encode_kmod(exe), "test.kmod");
+  for (Executable* e : {&exe, &loaded}) {
+    VirtualMachine vm(*e);
+    std::vector<Tensor> got = vm.run(args);
+    ASSERT_EQ(got.size(), want.size());
+    for (int64_t i = 0; i < want[0].numel(); ++i)
+      EXPECT_NEAR(got[0].get_as_double(i), want[0].get_as_double(i), 1e-5) << i;
+    // A second run reuses the arena and gives the same values.
+    std::vector<Tensor> again = vm.run(args);
+    EXPECT_TRUE(again[0].bitwise_equal(got[0]));
+  }
+}
+
+TEST(CompileModel, VerifyChecksEveryKernelAndTheProfileHasOneEventEach) {
+  Module m = parse(kSmallNet);
+  Executable exe = driver::compile_model(m, {});
+  size_t calls = exe.host.nodes.size();
+  VirtualMachine vm(exe);
+  VirtualMachine::RunOptions ro;
+  ro.verify = true;
+  ro.record_events = true;
+  vm.run(random_args(*m.find("main"), 9), ro);
+  ASSERT_EQ(vm.checks().size(), calls);
+  for (const auto& c : vm.checks()) EXPECT_TRUE(c.ok && c.host_kernel) << c.str();
+  size_t host_events = 0;
+  for (const auto& e : vm.events()) host_events += e.backend == "host";
+  EXPECT_EQ(host_events, calls);
+}
+
+TEST(CompileModel, ArenaHoldsEveryIntermediateWithoutOverlapWhileLive) {
+  Module m = parse(kSmallNet);
+  Executable exe = driver::compile_model(m, {});
+  const MemoryPlan& plan = exe.memory;
+  ASSERT_GT(plan.arena_bytes, 0);
+  EXPECT_LE(plan.arena_bytes, plan.intermediate_bytes);
+  // Every value the plan places is written by one node and read until its
+  // last reader; two values live at once never share a byte.
+  std::map<std::string, std::pair<size_t, size_t>> live;
+  std::map<std::string, int64_t> bytes;
+  for (size_t i = 0; i < exe.host.nodes.size(); ++i) {
+    for (const auto& in : exe.host.nodes[i].inputs)
+      if (live.count(in)) live[in].second = i;
+    for (const auto& o : exe.host.nodes[i].outputs) {
+      live[o.name] = {i, i};
+      bytes[o.name] = shape_numel(o.desc.shape) * dtype_bytes(o.desc.dtype);
+    }
+  }
+  for (const auto& [a, oa] : plan.offsets)
+    for (const auto& [b, ob] : plan.offsets) {
+      if (a >= b) continue;
+      bool together = live[a].first <= live[b].second && live[b].first <= live[a].second;
+      bool overlap = oa < ob + bytes[b] && ob < oa + bytes[a];
+      EXPECT_FALSE(together && overlap) << a << " and " << b << " share memory while both are live";
+    }
+}
+
+TEST(CompileModel, OpsWithoutALoweringAreNamedAndStrictCompileRefusesThem) {
+  Module m = parse(R"(
+def @main(%x: Tensor[(4, 8), float32]) -> Tensor[(4), int64] {
+  %e = exp(%x)
+  %a = argmax(%e, axis=1)
+  return %a
+})");
+  driver::CompileSummary summary;
+  Executable exe = driver::compile_model(m, {}, &summary);
+  ASSERT_EQ(summary.reference_ops.count("argmax"), 1u);
+  EXPECT_EQ(summary.reference_ops.at("argmax").first, 1);
+  EXPECT_NE(summary.str().find("1 op on reference kernels (argmax x1: "), std::string::npos) << summary.str();
+  std::vector<Tensor> args = random_args(*m.find("main"), 3);
+  VirtualMachine vm(exe);
+  EXPECT_TRUE(vm.run(args)[0].bitwise_equal(interpret(m, "main", args)[0]));
+  driver::CompileOptions strict;
+  strict.strict_compile = true;
+  std::string err = testing::error_of([&] { driver::compile_model(m, strict); });
+  EXPECT_NE(err.find("--strict-compile"), std::string::npos) << err;
+  EXPECT_NE(err.find("argmax x1"), std::string::npos) << err;
+}
+
+TEST(CompileModel, HostCodeForMissingCpuFeaturesIsRefusedAtLoad) {
+  Executable exe = driver::compile_model(parse(kSmallNet), {});
+  exe.host_code.cpu_features.push_back("avx512-imaginary");
+  std::string err = testing::error_of([&] { VirtualMachine vm(exe); });
+  EXPECT_NE(err.find("avx512-imaginary"), std::string::npos) << err;
+  EXPECT_NE(err.find("Recompile"), std::string::npos) << err;
+}
+
+TEST(CompileModel, AnImportTheRuntimeLacksIsRefusedAtLoad) {
+  Executable exe = driver::compile_model(parse(kSmallNet), {});
+  exe.host_code.imports.push_back("KilnBackendNoSuchFunction");
+  std::string err = testing::error_of([&] { VirtualMachine vm(exe); });
+  EXPECT_NE(err.find("KilnBackendNoSuchFunction"), std::string::npos) << err;
+}
+
+TEST(CompileModel, AModuleOfTheFirstFormatIsRefusedWithAVersionError) {
+  Executable exe = driver::compile_model(parse(kSmallNet), {});
+  std::string bytes = encode_kmod(exe);
+  uint32_t old_version = 1;
+  std::memcpy(bytes.data() + 8, &old_version, sizeof old_version);
+  std::string err = testing::error_of([&] { decode_kmod(bytes, "old.kmod"); });
+  EXPECT_NE(err.find("format version 1 is not supported"), std::string::npos) << err;
+  EXPECT_NE(err.find("recompile"), std::string::npos) << err;
+}
+
+}  // namespace
+}  // namespace kiln
