@@ -1,6 +1,8 @@
 #include "runtime/thread_pool.h"
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdlib>
 #include <memory>
@@ -18,6 +20,29 @@ namespace kiln {
 namespace {
 
 thread_local ParallelLaunchInfo t_last_launch;
+
+// After a launch, workers (and the launching thread, for the workers'
+// chunks) poll for this long before sleeping on a condition variable: a
+// model runs its kernels back to back, and waking a sleeping thread costs
+// tens of microseconds, more than many kernels take.
+constexpr std::chrono::microseconds kSpinBeforeSleep{200};
+
+void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+// Polls `done` until it holds or the spin time is over; true when it held.
+template <typename F>
+bool spin_until(F&& done) {
+  auto start = std::chrono::steady_clock::now();
+  for (int i = 0;; ++i) {
+    if (done()) return true;
+    cpu_relax();
+    if ((i & 255) == 255 && std::chrono::steady_clock::now() - start > kSpinBeforeSleep) return false;
+  }
+}
 // Set while this thread runs a task: a launch from here runs inline.
 thread_local bool t_in_task = false;
 
@@ -89,6 +114,7 @@ class ThreadPool {
     {
       std::lock_guard<std::mutex> lock(mu_);
       stop_ = true;
+      stop_flag_.store(true, std::memory_order_release);
     }
     wake_.notify_all();
     for (std::thread& t : workers_) t.join();
@@ -112,15 +138,16 @@ class ThreadPool {
       chunks_ = k;
       vtcm_ = &vtcm;
       results_ = results.data();
-      pending_ = k - 1;
-      ++generation_;
+      pending_.store(k - 1, std::memory_order_relaxed);
+      generation_.fetch_add(1, std::memory_order_release);
     }
     if (k > 1) wake_.notify_all();
     auto [begin, end] = chunk_range(n, k, 0);
     run_chunk(task, env, begin, end, vtcm, results[0]);
+    spin_until([&] { return pending_.load(std::memory_order_acquire) == 0; });
     {
       std::unique_lock<std::mutex> lock(mu_);
-      done_.wait(lock, [&] { return pending_ == 0; });
+      done_.wait(lock, [&] { return pending_.load(std::memory_order_acquire) == 0; });
       results_ = nullptr;
     }
     std::vector<std::thread::id> ids;
@@ -143,9 +170,15 @@ class ThreadPool {
     uint64_t seen = 0;
     std::unique_lock<std::mutex> lock(mu_);
     for (;;) {
-      wake_.wait(lock, [&] { return stop_ || generation_ != seen; });
+      lock.unlock();
+      spin_until([&] {
+        return stop_flag_.load(std::memory_order_acquire) ||
+               generation_.load(std::memory_order_acquire) != seen;
+      });
+      lock.lock();
+      wake_.wait(lock, [&] { return stop_ || generation_.load(std::memory_order_acquire) != seen; });
       if (stop_) return;
-      seen = generation_;
+      seen = generation_.load(std::memory_order_acquire);
       if (index >= chunks_) continue;
       auto [begin, end] = chunk_range(n_, chunks_, index);
       KilnBackendParallelTask task = task_;
@@ -155,15 +188,16 @@ class ThreadPool {
       lock.unlock();
       run_chunk(task, env, begin, end, *vtcm, *out);
       lock.lock();
-      if (--pending_ == 0) done_.notify_one();
+      if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) done_.notify_one();
     }
   }
 
   std::mutex mu_;
-  std::condition_variable wake_;  // a new launch, or stop
-  std::condition_variable done_;  // pending_ reached 0
-  uint64_t generation_ = 0;       // launches so far
+  std::condition_variable wake_;         // a new launch, or stop
+  std::condition_variable done_;         // pending_ reached 0
+  std::atomic<uint64_t> generation_{0};  // launches so far
   bool stop_ = false;
+  std::atomic<bool> stop_flag_{false};  // stop_, for the spinning workers
   // The current launch, guarded by mu_.
   KilnBackendParallelTask task_ = nullptr;
   void* env_ = nullptr;
@@ -171,7 +205,7 @@ class ThreadPool {
   int chunks_ = 0;
   VtcmPool* vtcm_ = nullptr;
   ChunkResult* results_ = nullptr;
-  int pending_ = 0;  // workers still running a chunk
+  std::atomic<int> pending_{0};  // workers still running a chunk
   std::vector<std::thread> workers_;
 };
 
