@@ -28,6 +28,9 @@ Module canonicalize_activations(const Module& m);
 // Folds an inference batch_norm into the constant weight of the conv2d, dense
 // or matmul feeding it, plus one bias add.
 Module fold_batch_norm(const Module& m);
+// Folds the constant per-channel multiplies and adds after a conv2d, dense or
+// matmul with a constant weight into that weight and one bias add.
+Module fold_scale_shift(const Module& m);
 // Checks the module (verify_module) and returns it unchanged.
 Module verify_pass(const Module& m);
 

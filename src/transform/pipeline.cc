@@ -22,6 +22,8 @@ const std::vector<PassInfo>& graph_passes() {
        canonicalize_activations},
       {"fold-batch-norm", "fold batch_norm into the constant weight of the conv2d/dense/matmul before it",
        fold_batch_norm},
+      {"fold-scale-shift",
+       "fold constant per-channel multiplies and adds after a conv2d/dense/matmul into it", fold_scale_shift},
       {"dead-code-elimination", "remove bindings that nothing uses", eliminate_dead_code},
       // Partitioning: fuse, then merge, then codegen (each needs the one before).
       {"fuse-ops-by-pattern", "turn backend pattern matches into composite functions", nullptr,
@@ -48,6 +50,13 @@ const std::vector<std::string>& graph_optimization_passes() {
       // patterns see conv2d + bias add + one activation op.
       "canonicalize-activations",
       "fold-batch-norm",
+      // After fold-batch-norm: a batch_norm between a conv and its scale and
+      // shift stops the chain this pass folds, and once folded it is one
+      // more bias add to fold through. Independent of
+      // canonicalize-activations (the last step keeps its variable, which
+      // the activation uses); before partitioning, so the patterns see
+      // conv2d + bias add + activation.
+      "fold-scale-shift",
       // Last: removes the pieces and bindings the passes above left unused.
       "dead-code-elimination",
   };
@@ -109,7 +118,8 @@ Module run_passes(const Module& m, const std::vector<std::string>& names, const 
     const PassInfo* p = passes[i];
     auto start = std::chrono::steady_clock::now();
     Module next = p->run_with_options ? p->run_with_options(cur, pass_options[i]) : p->run(cur);
-    auto us = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - start).count();
+    auto us = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - start)
+                  .count();
     if (opts.verify_each) {
       try {
         verify_module(next);
@@ -118,8 +128,10 @@ Module run_passes(const Module& m, const std::vector<std::string>& names, const 
       }
     }
     bool changed = !same_module(cur, next);
-    if (opts.time_passes) log << "# pass " << p->name << ": " << us << " us" << (changed ? "" : " (no change)") << "\n";
-    if (opts.print_after_all && changed) log << "# IR after " << p->name << "\n" << print_module(next) << "\n";
+    if (opts.time_passes)
+      log << "# pass " << p->name << ": " << us << " us" << (changed ? "" : " (no change)") << "\n";
+    if (opts.print_after_all && changed)
+      log << "# IR after " << p->name << "\n" << print_module(next) << "\n";
     cur = std::move(next);
   }
   return cur;

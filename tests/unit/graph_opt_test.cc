@@ -1,7 +1,8 @@
 // Graph optimizations against the reference interpreter: a graph with random
-// weights computes the same values before and after fold-batch-norm and
-// canonicalize-activations, within float rounding; after the whole
-// optimization list, conv2d + batch_norm + HardSwish (as ONNX spells it) is
+// weights computes the same values before and after fold-batch-norm,
+// fold-scale-shift and canonicalize-activations, within float rounding;
+// after the whole optimization list, conv2d + batch_norm + HardSwish (as
+// ONNX spells it) and conv2d + bias + scale + shift + hard_swish are each
 // one fused dispatch on the example NPU.
 #include <gtest/gtest.h>
 
@@ -124,6 +125,125 @@ TEST(GraphOpt, FoldBatchNormIntoDenseAndMatmulMatchesInterpreter) {
     EXPECT_EQ(count_calls(after, "nn.batch_norm"), 0) << print_module(after);
     expect_same_values(before, after, {random_tensor({3, k}, rng, -2, 2)}, 1e-5);
   }
+}
+
+// op(x, w) [+ bias] * s + t [* s2 + t2], PP-OCRv4's learnable scale and
+// shift after a conv + bias, with random weights; `per_channel` picks (1, C,
+// 1, 1) or (C,) constants over scalars, `scale_first` writes the multiplies
+// constant-first as the ONNX importer does.
+struct ScaleShiftCase {
+  std::string op;  // nn.conv2d, nn.conv2d_transpose, nn.dense or matmul
+  int64_t groups;
+  bool bias;
+  int steps;  // multiply [+ add] pairs after the op
+  bool per_channel;
+  bool scale_first;
+  bool shift = true;  // each multiply followed by an add
+};
+
+Module scale_shift_module(std::mt19937& rng, const ScaleShiftCase& k, Shape& x_shape) {
+  const int64_t c_in = 4, c_out = 8;
+  bool conv = k.op == "nn.conv2d" || k.op == "nn.conv2d_transpose";
+  Attrs attrs;
+  Shape w_shape, out_shape, channel_shape;
+  if (k.op == "nn.conv2d") {
+    x_shape = {1, c_in, 9, 9};
+    w_shape = {c_out, c_in / k.groups, 3, 3};
+    attrs = {{"padding", std::vector<int64_t>{1, 1, 1, 1}}, {"groups", k.groups}};
+  } else if (k.op == "nn.conv2d_transpose") {
+    x_shape = {1, c_in, 5, 5};
+    w_shape = {c_in, c_out, 3, 3};
+    attrs = {{"strides", std::vector<int64_t>{2, 2}}};
+  } else {
+    x_shape = {3, 16};
+    w_shape = k.op == "matmul" ? Shape{16, c_out} : Shape{c_out, 16};
+  }
+  channel_shape = conv ? Shape{1, c_out, 1, 1} : Shape{c_out};
+  Var x = make_var("x", f32(x_shape));
+  Expr op = make_op_call(k.op, {x, make_constant(random_tensor(w_shape, rng, -1, 1))}, attrs);
+  out_shape = op->type->tensor.shape;
+  std::vector<Binding> bs;
+  Var v = make_var("y", f32(out_shape));
+  bs.push_back({v, op});
+  auto step = [&](const std::string& name, const std::string& kind, const Shape& shape, float lo, float hi) {
+    Expr c = make_constant(random_tensor(shape, rng, lo, hi));
+    Var next = make_var(name, f32(out_shape));
+    bool first = k.scale_first && kind == "multiply";
+    bs.push_back({next, make_op_call(kind, first ? std::vector<Expr>{c, v} : std::vector<Expr>{v, c})});
+    v = next;
+  };
+  if (k.bias) step("bias", "add", channel_shape, -1, 1);
+  Shape s_shape = k.per_channel ? channel_shape : Shape{1};
+  for (int i = 0; i < k.steps; ++i) {
+    step("scale" + std::to_string(i), "multiply", s_shape, 0.25, 2);
+    if (k.shift) step("shift" + std::to_string(i), "add", s_shape, -1, 1);
+  }
+  Var r = make_var("r", f32(out_shape));
+  bs.push_back({r, make_op_call("nn.hard_swish", {v})});
+  Module m;
+  m.functions.push_back(make_function("main", {x}, bs, r));
+  return m;
+}
+
+TEST(GraphOpt, FoldScaleShiftMatchesInterpreter) {
+  std::mt19937 rng(5);
+  std::vector<ScaleShiftCase> cases = {
+      {"nn.conv2d", 1, true, 1, false, true},
+      {"nn.conv2d", 1, true, 1, true, false},
+      {"nn.conv2d", 4, true, 2, true, true},
+      {"nn.conv2d", 4, false, 1, false, false},
+      {"nn.conv2d_transpose", 1, true, 1, true, true},
+      {"nn.dense", 1, false, 2, true, false},
+      {"matmul", 1, true, 1, false, true},
+      {"nn.conv2d", 1, false, 2, true, true, false},
+      {"nn.dense", 1, false, 1, false, false, false},
+  };
+  for (const ScaleShiftCase& k : cases) {
+    SCOPED_TRACE(k.op + " groups=" + std::to_string(k.groups) + " bias=" + std::to_string(k.bias) +
+                 " steps=" + std::to_string(k.steps) + " per_channel=" + std::to_string(k.per_channel) +
+                 " shift=" + std::to_string(k.shift));
+    Shape x_shape;
+    Module before = scale_shift_module(rng, k, x_shape);
+    Module after = run_passes(before, {"fold-scale-shift"});
+    EXPECT_EQ(count_calls(after, "multiply"), 0) << print_module(after);
+    bool has_add = k.bias || k.shift;
+    EXPECT_EQ(count_calls(after, "add"), has_add ? 1 : 0) << print_module(after);
+    // The importer's conv + bias form: add(op, constant), the op first; with
+    // only multiplies, the op alone.
+    const auto& bs = after.functions[0]->bindings;
+    ASSERT_EQ(bs.size(), has_add ? 3u : 2u) << print_module(after);
+    if (has_add) {
+      auto* add = as<CallNode>(bs[1].value);
+      ASSERT_TRUE(add && add->op->name == "add");
+      EXPECT_EQ(add->args[0].get(), bs[0].var.get());
+      EXPECT_TRUE(as<ConstantNode>(add->args[1]));
+    }
+    // One run folds every chain: running again changes nothing.
+    EXPECT_EQ(print_module(run_passes(after, {"fold-scale-shift"})), print_module(after));
+    expect_same_values(before, after, {random_tensor(x_shape, rng, -2, 2)}, 1e-5);
+  }
+}
+
+TEST(GraphOpt, ConvBiasScaleShiftHardSwishIsOneNpuDispatch) {
+  std::mt19937 rng(9);
+  Shape x_shape;
+  Module before = scale_shift_module(rng, {"nn.conv2d", 1, true, 1, false, true}, x_shape);
+  Module optimized = run_passes(before, graph_optimization_passes());
+  PartitionOptions opts;
+  opts.backends = {"example_npu"};
+  PartitionReport report;
+  Module parted = partition_module(optimized, opts, true, &report);
+  EXPECT_EQ(report.offloaded_count(), static_cast<int64_t>(report.ops.size())) << report.explain();
+  VirtualMachine vm(build_executable(parted, "main"));
+  Tensor x = random_tensor(x_shape, rng, -2, 2);
+  VirtualMachine::RunOptions ro;
+  ro.record_events = true;
+  std::vector<Tensor> got = vm.run({x}, ro);
+  std::vector<std::string> ops;
+  for (const auto& e : vm.events()) ops.push_back(e.op);
+  EXPECT_EQ(ops, std::vector<std::string>{"nn.conv2d+add+nn.hard_swish"});
+  std::vector<Tensor> want = interpret(before, "main", {x});
+  EXPECT_LE(max_relative_error(got[0], want[0]), 1e-5);
 }
 
 TEST(GraphOpt, CanonicalActivationsMatchInterpreter) {
