@@ -12,6 +12,7 @@
 // taps inside the input (or the padded input with count_include_pad).
 // Padding loads use clamped indices, so a load never leaves its buffer.
 #include <cmath>
+#include <functional>
 #include <limits>
 
 #include "lower/lower.h"
@@ -146,28 +147,66 @@ Lowered conv2d_transpose(const LowerContext& c) {
 
 // ---------------------------------------------------------------- dense and matmul
 
-// w^T, computed once into a buffer so the product reads rows of it.
+// Columns for the product's register tiles: N itself when a block of whole
+// vectors (8 to 16 columns) divides it or it is small, else N rounded up to
+// 16, the right operand padded with zeros and the extra columns never stored.
+int64_t tile_columns(int64_t n) {
+  for (int64_t d = 8; d <= 16; ++d)
+    if (n % d == 0) return n;
+  return n <= 16 ? n : (n + 15) / 16 * 16;
+}
+
+// The product y[..., m, n] = sum over k of a(..., m, k) * b(k, n) on `cols`
+// columns (>= N), with `b` already padded to them; the op's output is the
+// first N columns.
+Lowered product(const LowerContext& c, const std::function<Expr(const te::Axes&, const Expr&)>& a,
+                const std::function<Expr(const te::Axes&, const Expr&)>& b, int64_t K, int64_t cols,
+                std::vector<te::Tensor> materialized) {
+  tir::DataType acc = acc_type(c);
+  const Shape& ys = c.out[0].shape;
+  Shape padded = ys;
+  padded.back() = cols;
+  te::IterVar k = te::reduce_axis(K, "k");
+  te::Tensor yp = te::compute(
+      padded,
+      [&](const te::Axes& i) -> te::Reduction {
+        return te::sum(tir::mul(as_acc(a(i, k.var), acc), as_acc(b(i, k.var), acc)), {k});
+      },
+      cols == ys.back() ? c.name : c.name + "_padded");
+  if (cols == ys.back() || ys.size() < 2) {
+    Lowered r =
+        ys.size() >= 2 ? tiled(yp, -2, -1, std::move(materialized)) : lowered({yp}, std::move(materialized));
+    return r;
+  }
+  te::Tensor y = te::compute(
+      ys, [&](const te::Axes& i) { return (*yp)(i); }, c.name);
+  Lowered r = lowered({y}, std::move(materialized));
+  r.anchors.push_back({yp, int(ys.size()) - 2, int(ys.size()) - 1});
+  return r;
+}
+
+// w^T, computed once into a buffer (padded to the tile columns) so the
+// product reads rows of it.
 Lowered dense(const LowerContext& c) {
   const te::Tensor &x = c.inputs[0], &w = c.inputs[1];
   const Shape& xs = c.in[0].shape;
   int64_t K = xs.back(), N = c.in[1].shape[0];
-  tir::DataType acc = acc_type(c);
+  int64_t cols = c.out[0].shape.size() >= 2 ? tile_columns(N) : N;
+  tir::DataType t = w->dtype;
   te::Tensor wt = te::compute(
-      {K, N},
+      {K, cols},
       [&](const te::Axes& i) {
-        return (*w)({i[1], i[0]});
+        Expr v = (*w)({clamp_index(i[1], N), i[0]});
+        return cols == N ? v : tir::select(tir::lt(i[1], tir::int_imm(N)), v, constant(0, t));
       },
       c.name + "_wt");
-  te::IterVar k = te::reduce_axis(K, "k");
-  te::Tensor y = te::compute(
-      c.out[0].shape,
-      [&](const te::Axes& i) -> te::Reduction {
-        std::vector<Expr> xi(i.begin(), i.end() - 1);
-        xi.push_back(k.var);
-        return te::sum(tir::mul(as_acc((*x)(xi), acc), as_acc((*wt)({k.var, i.back()}), acc)), {k});
-      },
-      c.name);
-  return tiled(y, -2, -1, {wt});
+  auto a = [&](const te::Axes& i, const Expr& k) {
+    std::vector<Expr> xi(i.begin(), i.end() - 1);
+    xi.push_back(k);
+    return (*x)(xi);
+  };
+  auto b = [&](const te::Axes& i, const Expr& k) { return (*wt)({k, i.back()}); };
+  return product(c, a, b, K, cols, {wt});
 }
 
 Lowered matmul(const LowerContext& c) {
@@ -176,35 +215,48 @@ Lowered matmul(const LowerContext& c) {
   const Shape& ys = c.out[0].shape;
   bool a_vec = as.size() == 1, b_vec = bs.size() == 1;
   int64_t K = as.back();
-  tir::DataType acc = acc_type(c);
-  te::IterVar k = te::reduce_axis(K, "k");
   // Output axes: batch..., [m], [n]; a 1-D operand has no m (or n) axis.
   size_t batch = ys.size() - (a_vec ? 0 : 1) - (b_vec ? 0 : 1);
-  te::Tensor y = te::compute(
-      ys,
-      [&](const te::Axes& i) -> te::Reduction {
-        te::Axes bi(i.begin(), i.begin() + std::ptrdiff_t(batch));
-        Expr m = a_vec ? Expr() : Expr(i[batch]);
-        Expr n = b_vec ? Expr() : Expr(i.back());
-        std::vector<Expr> ai, bidx;
-        if (!a_vec) {
-          Shape ab(as.begin(), as.end() - 2);
-          ai = broadcast_index(bi, ab);
-          ai.push_back(m);
-        }
-        ai.push_back(k.var);
-        if (!b_vec) {
-          Shape bb(bs.begin(), bs.end() - 2);
-          bidx = broadcast_index(bi, bb);
-          bidx.push_back(k.var);
-          bidx.push_back(n);
-        } else {
-          bidx.push_back(k.var);
-        }
-        return te::sum(tir::mul(as_acc((*a)(ai), acc), as_acc((*b)(bidx), acc)), {k});
-      },
-      c.name);
-  return tiled(y, -2, -1);
+  int64_t N = b_vec ? 1 : bs.back();
+  int64_t cols = b_vec || ys.size() < 2 ? ys.back() : tile_columns(N);
+  std::vector<te::Tensor> materialized;
+  te::Tensor bp = b;
+  if (cols != ys.back()) {
+    Shape ps = bs;
+    ps.back() = cols;
+    bp = te::compute(
+        ps,
+        [&](const te::Axes& i) {
+          std::vector<Expr> idx(i.begin(), i.end());
+          idx.back() = clamp_index(i.back(), N);
+          return tir::select(tir::lt(i.back(), tir::int_imm(N)), (*b)(idx), constant(0, b->dtype));
+        },
+        c.name + "_b_padded");
+    materialized.push_back(bp);
+  }
+  auto batch_of = [&](const te::Axes& i) { return te::Axes(i.begin(), i.begin() + std::ptrdiff_t(batch)); };
+  auto lhs = [&](const te::Axes& i, const Expr& k) {
+    std::vector<Expr> ai;
+    if (!a_vec) {
+      ai = broadcast_index(batch_of(i), Shape(as.begin(), as.end() - 2));
+      ai.push_back(i[batch]);
+    }
+    ai.push_back(k);
+    return (*a)(ai);
+  };
+  auto rhs = [&](const te::Axes& i, const Expr& k) {
+    std::vector<Expr> bi;
+    if (!b_vec) {
+      Shape bb(bs.begin(), bs.end() - 2);
+      bi = broadcast_index(batch_of(i), bb);
+      bi.push_back(k);
+      bi.push_back(i.back());
+    } else {
+      bi.push_back(k);
+    }
+    return (*bp)(bi);
+  };
+  return product(c, lhs, rhs, K, cols, materialized);
 }
 
 // ---------------------------------------------------------------- pools

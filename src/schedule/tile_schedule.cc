@@ -43,6 +43,15 @@ int64_t column_block(int64_t n) {
   return largest_divisor_up_to(n, kColBlock);
 }
 
+// The output covers the anchor, or a prefix of its columns (an anchor
+// computed on columns padded to whole tiles).
+bool fits_in(const std::vector<int64_t>& out, const std::vector<int64_t>& anchor, size_t col) {
+  if (out.size() != anchor.size()) return false;
+  for (size_t k = 0; k < out.size(); ++k)
+    if (k == col ? out[k] > anchor[k] : out[k] != anchor[k]) return false;
+  return true;
+}
+
 te::Stage* find_stage(te::Schedule& s, const te::Tensor& t) {
   for (const auto& st : s.stages())
     if (st->tensor() == t) return st.get();
@@ -63,7 +72,8 @@ bool tile_anchor(te::Schedule& s, const AnchorTile& a, std::vector<const te::Sta
   std::vector<te::Stage*> outputs;
   for (const auto& st : s.stages())
     if (st->is_output()) outputs.push_back(st.get());
-  if (outputs.size() != 1 || outputs[0]->tensor()->shape != a.tensor->shape) return false;
+  if (outputs.size() != 1 || !fits_in(outputs[0]->tensor()->shape, a.tensor->shape, size_t(a.col_axis)))
+    return false;
   te::Tensor tile_tensor = a.tensor;
   te::Stage* out = outputs[0];
   if (out == anchor) {
@@ -77,7 +87,9 @@ bool tile_anchor(te::Schedule& s, const AnchorTile& a, std::vector<const te::Sta
   std::vector<tir::Var> axes;
   for (size_t k = 0; k < rank; ++k) axes.push_back(out->leaf(k));
   auto [ro, ri] = out->split(axes[size_t(a.row_axis)], rb);
-  auto [co, ci] = out->split(axes[size_t(a.col_axis)], cb);
+  // Columns beyond the output (padding) are computed in the last tile and
+  // never stored.
+  auto [co, ci] = out->split_with_tail(axes[size_t(a.col_axis)], cb);
   std::vector<tir::Var> order;
   for (size_t k = 0; k < rank; ++k)
     order.push_back(k == size_t(a.row_axis) ? ro : k == size_t(a.col_axis) ? co : axes[k]);

@@ -239,13 +239,15 @@ const std::map<std::string, CaseGen>& generators() {
       {"nn.conv2d_transpose",
        [](Lcg&) {
          std::vector<Case> c;
-         c.push_back({{f32({1, 4, 5, 5}), f32({4, 3, 2, 2})}, Attrs{{"strides", std::vector<int64_t>{2, 2}}}});
+         c.push_back(
+             {{f32({1, 4, 5, 5}), f32({4, 3, 2, 2})}, Attrs{{"strides", std::vector<int64_t>{2, 2}}}});
          c.push_back({{f32({2, 4, 4, 5}), f32({4, 2, 3, 3})},
                       Attrs{{"strides", std::vector<int64_t>{2, 1}},
                             {"padding", std::vector<int64_t>{1, 0, 1, 1}},
                             {"output_padding", std::vector<int64_t>{1, 0}},
                             {"groups", int64_t{2}}}});
-         c.push_back({{f32({1, 2, 4, 4}), f32({2, 2, 3, 3})}, Attrs{{"dilation", std::vector<int64_t>{2, 2}}}});
+         c.push_back(
+             {{f32({1, 2, 4, 4}), f32({2, 2, 3, 3})}, Attrs{{"dilation", std::vector<int64_t>{2, 2}}}});
          return c;
        }},
       {"nn.dense",
@@ -254,7 +256,9 @@ const std::map<std::string, CaseGen>& generators() {
          return std::vector<Case>{
              {{f32({r.integer(1, 5), k}), f32({n, k})}, {}},
              {{f32({2, 3, k}), f32({n, k})}, {}},
-             {{typed({3, k}, DType::Int8), typed({n, k}, DType::Int8)}, {}, {{-128, 127}, {-128, 127}}}};
+             {{typed({3, k}, DType::Int8), typed({n, k}, DType::Int8)}, {}, {{-128, 127}, {-128, 127}}},
+             // 53 columns: padded to whole tiles, the extra columns never stored.
+             {{f32({6, k}), f32({53, k})}, {}}};
        }},
       {"matmul",
        [](Lcg& r) {
@@ -263,7 +267,11 @@ const std::map<std::string, CaseGen>& generators() {
                                   {{f32({2, m, k}), f32({k, n})}, {}},
                                   {{f32({3, 1, m, k}), f32({2, k, n})}, {}},
                                   {{f32({k}), f32({k, n})}, {}},
-                                  {{f32({m, k}), f32({k})}, {}}};
+                                  {{f32({m, k}), f32({k})}, {}},
+                                  // Columns padded to whole tiles: 53, 1-D a with 37.
+                                  {{f32({5, k}), f32({k, 53})}, {}},
+                                  {{f32({2, 3, k}), f32({2, k, 41})}, {}},
+                                  {{f32({k}), f32({k, 37})}, {}}};
        }},
       {"nn.max_pool2d", [](Lcg& r) { return pool_cases(r, false); }},
       {"nn.avg_pool2d", [](Lcg& r) { return pool_cases(r, true); }},

@@ -33,8 +33,8 @@ class ReplaceBuffer : public Mutator {
 MemoryScope parse_scope(const std::string& scope, const std::string& tensor) {
   auto s = scope_from_name(scope);
   if (!s)
-    throw Error("tensor " + tensor + ": unknown memory scope \"" + scope + "\" (known: " +
-                scope_names() + ")");
+    throw Error("tensor " + tensor + ": unknown memory scope \"" + scope + "\" (known: " + scope_names() +
+                ")");
   return *s;
 }
 
@@ -59,16 +59,27 @@ size_t Stage::find(const Var& loop) const {
 void Stage::set_kind(const Var& loop, ForKind kind) { leaves_[find(loop)].kind = kind; }
 
 std::pair<Var, Var> Stage::split(const Var& loop_ref, int64_t factor) {
+  size_t i = find(loop_ref);
+  if (factor <= 0 || leaves_[i].extent % factor != 0)
+    throw Error("tensor " + tensor_->name + ": split factor " + std::to_string(factor) +
+                " does not divide the extent " + std::to_string(leaves_[i].extent) + " of %" +
+                leaves_[i].var->name);
+  return split_with_tail(loop_ref, factor);
+}
+
+std::pair<Var, Var> Stage::split_with_tail(const Var& loop_ref, int64_t factor) {
   Var loop = loop_ref;  // may be a reference into leaves_ (leaf(i))
   size_t i = find(loop);
   Leaf old = leaves_[i];
-  if (factor <= 0 || old.extent % factor != 0)
+  if (factor <= 0)
+    throw Error("tensor " + tensor_->name + ": split factor " + std::to_string(factor) + " must be positive");
+  if (old.reduce && old.extent % factor != 0)
     throw Error("tensor " + tensor_->name + ": split factor " + std::to_string(factor) +
-                " does not divide the extent " + std::to_string(old.extent) + " of %" +
-                old.var->name);
+                " of the reduce loop %" + old.var->name + " must divide its extent " +
+                std::to_string(old.extent));
   Var outer = make_var(old.var->name + "_outer");
   Var inner = make_var(old.var->name + "_inner");
-  leaves_[i] = Leaf{outer, old.extent / factor, old.kind, old.reduce};
+  leaves_[i] = Leaf{outer, (old.extent + factor - 1) / factor, old.kind, old.reduce};
   leaves_.insert(leaves_.begin() + std::ptrdiff_t(i) + 1, Leaf{inner, factor, ForKind::Serial, old.reduce});
   relations_.push_back(Relation{Relation::Kind::Split, outer, inner, old.var, factor});
   return {outer, inner};
@@ -79,8 +90,8 @@ Var Stage::fuse(const Var& outer_ref, const Var& inner_ref) {
   Var outer = outer_ref, inner = inner_ref;
   size_t o = find(outer), i = find(inner);
   if (i != o + 1)
-    throw Error("tensor " + tensor_->name + ": fuse takes adjacent loops, outer then inner; %" +
-                outer->name + " and %" + inner->name + " are not");
+    throw Error("tensor " + tensor_->name + ": fuse takes adjacent loops, outer then inner; %" + outer->name +
+                " and %" + inner->name + " are not");
   if (leaves_[o].reduce != leaves_[i].reduce)
     throw Error("tensor " + tensor_->name + ": cannot fuse a reduce loop with a spatial loop");
   Var fused = make_var(outer->name + "_" + inner->name + "_fused");
@@ -135,8 +146,7 @@ void Stage::compute_at(Stage& consumer, const Var& loop_ref) {
     if (s == this)
       throw Error(where + ": " + consumer.tensor_->name + " is itself computed inside " + name +
                   ", so this would make a cycle");
-  if (consumer.inlined_)
-    throw Error(where + ": " + consumer.tensor_->name + " is inlined and has no loops");
+  if (consumer.inlined_) throw Error(where + ": " + consumer.tensor_->name + " is inlined and has no loops");
   bool is_leaf = false;
   for (const Leaf& l : consumer.leaves_) is_leaf = is_leaf || l.var == loop;
   if (!is_leaf)
@@ -172,7 +182,8 @@ Stage& Schedule::make_stage(const Tensor& t, size_t position) {
   s->tensor_ = t;
   s->body_ = t->body;
   s->reduce_kind_ = t->reduction.kind;
-  for (size_t k = 0; k < t->axes.size(); ++k) s->roots_.push_back(Leaf{t->axes[k], t->shape[k], ForKind::Serial, false});
+  for (size_t k = 0; k < t->axes.size(); ++k)
+    s->roots_.push_back(Leaf{t->axes[k], t->shape[k], ForKind::Serial, false});
   for (const auto& r : t->reduction.axes) s->roots_.push_back(Leaf{r.var, r.extent, ForKind::Serial, true});
   s->leaves_ = s->roots_;
   Stage& ref = *s;
@@ -183,7 +194,8 @@ Stage& Schedule::make_stage(const Tensor& t, size_t position) {
 size_t Schedule::index_of(const Tensor& t) const {
   for (size_t i = 0; i < stages_.size(); ++i)
     if (stages_[i]->tensor_ == t) return i;
-  throw Error("tensor " + t->name + " is not part of this schedule (create the schedule from the outputs that use it)");
+  throw Error("tensor " + t->name +
+              " is not part of this schedule (create the schedule from the outputs that use it)");
 }
 
 Stage& Schedule::operator[](const Tensor& t) { return *stages_[index_of(t)]; }
@@ -198,12 +210,12 @@ std::string Schedule::fresh_name(const std::string& base) const {
   }
 }
 
-Tensor Schedule::cache_read(const Tensor& t, const std::string& scope,
-                            const std::vector<Tensor>& readers) {
+Tensor Schedule::cache_read(const Tensor& t, const std::string& scope, const std::vector<Tensor>& readers) {
   MemoryScope sc = parse_scope(scope, t->name);
   size_t at = index_of(t);
   for (const auto& r : readers) index_of(r);
-  Tensor copy = compute(t->shape, [&](const Axes& i) { return (*t)(i); }, fresh_name(t->name + "_buf"));
+  Tensor copy = compute(
+      t->shape, [&](const Axes& i) { return (*t)(i); }, fresh_name(t->name + "_buf"));
   make_stage(copy, at + 1).scope_ = sc;
   for (const auto& r : readers) {
     Stage& s = (*this)[r];
@@ -216,7 +228,8 @@ Tensor Schedule::cache_read(const Tensor& t, const std::string& scope,
 Tensor Schedule::cache_write(const Tensor& t, const std::string& scope) {
   MemoryScope sc = parse_scope(scope, t->name);
   size_t at = index_of(t);
-  if (t->is_placeholder()) throw Error("tensor " + t->name + " is a placeholder; cache_write needs a compute");
+  if (t->is_placeholder())
+    throw Error("tensor " + t->name + " is a placeholder; cache_write needs a compute");
   // The cache computes what t computed, on fresh axes; t becomes a copy of it.
   auto cache = std::make_shared<TensorNode>();
   cache->name = fresh_name(t->name + "_" + scope_name(sc));

@@ -68,9 +68,9 @@ struct TensorNode : std::enable_shared_from_this<TensorNode> {
   std::vector<int64_t> shape;
   // The buffer expressions load from; lower() maps it to the scheduled one.
   Buffer buffer;
-  Axes axes;               // compute: one variable per dimension
-  Expr body;               // compute: the element (the reduced value); null for a placeholder
-  Reduction reduction;     // kind None for an element-wise compute
+  Axes axes;                   // compute: one variable per dimension
+  Expr body;                   // compute: the element (the reduced value); null for a placeholder
+  Reduction reduction;         // kind None for an element-wise compute
   std::vector<Tensor> inputs;  // the tensors body reads
 
   bool is_placeholder() const { return body == nullptr; }
@@ -111,6 +111,10 @@ class Stage {
   // Splits a loop into outer (extent / factor) and inner (factor) loops; the
   // factor must divide the extent. Returns {outer, inner}.
   std::pair<Var, Var> split(const Var& loop, int64_t factor);
+  // split() for a factor that need not divide the extent: the outer loop
+  // runs ceil(extent / factor) times and the body is guarded by index <
+  // extent (bound inference still sees whole blocks of `factor`).
+  std::pair<Var, Var> split_with_tail(const Var& loop, int64_t factor);
   // Fuses two adjacent loops, outer then inner, into one.
   Var fuse(const Var& outer, const Var& inner);
   // The loops in this order; all of them must be named.
@@ -138,8 +142,8 @@ class Stage {
   struct Relation {
     enum class Kind : uint8_t { Split, Fuse };
     Kind kind;
-    Var outer, inner;  // split: the new loops; fuse: the loops taken
-    Var single;        // split: the loop taken; fuse: the new loop
+    Var outer, inner;    // split: the new loops; fuse: the loops taken
+    Var single;          // split: the loop taken; fuse: the new loop
     int64_t factor = 0;  // split only
   };
 
@@ -157,7 +161,7 @@ class Stage {
   std::vector<Relation> relations_;  // in the order they were applied
   MemoryScope scope_ = MemoryScope::Global;
   bool inlined_ = false;
-  bool output_ = false;  // one of the tensors the schedule was created from
+  bool output_ = false;            // one of the tensors the schedule was created from
   Stage* attach_stage_ = nullptr;  // compute_at: the consumer and its loop
   Var attach_loop_;
 };
