@@ -26,7 +26,7 @@ for model in matmul_relu conv2d_relu; do
   "$KILN" run "$OUT/$model.kmod" --random-inputs 1 --verify --out "$OUT/npu" \
     --dispatch-log "$OUT/$model.dispatch.jsonl" --profile "$OUT/$model.trace.json" --print-limit 0
   cat "$OUT/$model.dispatch.jsonl"
-  "$KILN" run "examples/$model.kir" --random-inputs 1 --out "$OUT/ref" --print-limit 0
+  "$KILN" run "examples/$model.kir" --random-inputs 1 --interpret --out "$OUT/ref" --print-limit 0
 
   echo "== values: NPU against the reference interpreter"
   cmp "$OUT/npu/output_0.npy" "$OUT/ref/output_0.npy" && echo "$model: outputs are identical"
