@@ -85,7 +85,7 @@ struct CodegenOptions {
   // --link-lib: libraries that may provide imports (host: shared libraries;
   // Hexagon: object files linked into the executable)
   std::vector<std::string> link_libs;
-  bool check_imports = true;           // false only to test the load-time check
+  bool check_imports = true;  // false only to test the load-time check
 };
 
 // The functions must be lowered (tir::lower_for_build): flat buffers, no
@@ -105,7 +105,12 @@ struct HostObject {
   std::vector<std::string> cpu_features;
   std::vector<std::string> imports;
 };
-HostObject emit_host_shared_object(const std::vector<tir::PrimFunc>& funcs, const CodegenOptions& options = {});
+HostObject emit_host_shared_object(const std::vector<tir::PrimFunc>& funcs,
+                                   const CodegenOptions& options = {});
+
+// "znver3: avx2 fma (no avx512f)", the host CPU as LLVM detects it, for
+// benchmarks and summaries.
+std::string host_cpu_summary();
 
 // An in-process JIT module (ORC) for tests and `kiln run`; host target only.
 class JitModule {

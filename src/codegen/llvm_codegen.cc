@@ -31,17 +31,17 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <sstream>
 #include <thread>
-#include <mutex>
 #include <unordered_map>
 
 #include "codegen/codegen.h"
 #include "codegen/hexagon.h"
 #include "kiln/runtime/backend_api.h"
+#include "runtime/hexagon/harness.h"
 #include "runtime/host_code.h"
 #include "runtime/runtime_abi.h"
-#include "runtime/hexagon/harness.h"
 #include "tir/parallel.h"
 #include "tir/text.h"
 
@@ -100,9 +100,9 @@ std::unique_ptr<llvm::TargetMachine> target_machine(const Target& t, int opt_lev
   std::string features;
   for (const auto& f : llvm::sys::getHostCPUFeatures())
     features += (features.empty() ? "" : ",") + std::string(f.second ? "+" : "-") + f.first().str();
-  return std::unique_ptr<llvm::TargetMachine>(target->createTargetMachine(
-      triple, llvm::sys::getHostCPUName(), features, options, llvm::Reloc::PIC_, std::nullopt,
-      codegen_level(opt_level)));
+  return std::unique_ptr<llvm::TargetMachine>(
+      target->createTargetMachine(triple, llvm::sys::getHostCPUName(), features, options, llvm::Reloc::PIC_,
+                                  std::nullopt, codegen_level(opt_level)));
 }
 
 // ---------------------------------------------------------------- IR building
@@ -138,13 +138,16 @@ class FunctionBuilder {
   llvm::Type* scalar_type(DataType t) {
     switch (t.code) {
       case DataType::Code::Int:
-      case DataType::Code::UInt: return b_.getIntNTy(t.bits);
+      case DataType::Code::UInt:
+        return b_.getIntNTy(t.bits);
       case DataType::Code::Float:
         if (t.bits == 16) return b_.getHalfTy();
         if (t.bits == 32) return b_.getFloatTy();
         return b_.getDoubleTy();
-      case DataType::Code::Bool: return b_.getInt1Ty();
-      case DataType::Code::Handle: return b_.getPtrTy();
+      case DataType::Code::Bool:
+        return b_.getInt1Ty();
+      case DataType::Code::Handle:
+        return b_.getPtrTy();
     }
     return nullptr;
   }
@@ -177,9 +180,12 @@ class FunctionBuilder {
         KILN_ASSERT(it != vars_.end(), "codegen: variable without a value (the verifier should reject it)");
         return it->second;
       }
-      case ExprKind::Binary: return binary(static_cast<const tir::BinaryNode&>(*e));
-      case ExprKind::Not: return b_.CreateNot(expr(static_cast<const tir::NotNode&>(*e).a));
-      case ExprKind::Cast: return cast(static_cast<const tir::CastNode&>(*e));
+      case ExprKind::Binary:
+        return binary(static_cast<const tir::BinaryNode&>(*e));
+      case ExprKind::Not:
+        return b_.CreateNot(expr(static_cast<const tir::NotNode&>(*e).a));
+      case ExprKind::Cast:
+        return cast(static_cast<const tir::CastNode&>(*e));
       case ExprKind::Select: {
         auto& n = static_cast<const tir::SelectNode&>(*e);
         return b_.CreateSelect(expr(n.cond), expr(n.true_value), expr(n.false_value));
@@ -188,7 +194,8 @@ class FunctionBuilder {
         auto& n = static_cast<const tir::BufferLoadNode&>(*e);
         return load(n);
       }
-      case ExprKind::Call: return call(static_cast<const tir::CallNode&>(*e));
+      case ExprKind::Call:
+        return call(static_cast<const tir::CallNode&>(*e));
       case ExprKind::Ramp: {
         auto& n = static_cast<const tir::RampNode&>(*e);
         llvm::Value* base = b_.CreateVectorSplat(n.lanes, expr(n.base));
@@ -213,23 +220,42 @@ class FunctionBuilder {
     DataType t = n.a->dtype;
     bool f = t.is_float(), s = t.is_int();
     switch (n.op) {
-      case BinaryOp::Add: return f ? b_.CreateFAdd(a, c) : b_.CreateAdd(a, c);
-      case BinaryOp::Sub: return f ? b_.CreateFSub(a, c) : b_.CreateSub(a, c);
-      case BinaryOp::Mul: return f ? b_.CreateFMul(a, c) : b_.CreateMul(a, c);
-      case BinaryOp::Div: return f ? b_.CreateFDiv(a, c) : s ? b_.CreateSDiv(a, c) : b_.CreateUDiv(a, c);
-      case BinaryOp::Mod: return f ? b_.CreateFRem(a, c) : s ? b_.CreateSRem(a, c) : b_.CreateURem(a, c);
+      case BinaryOp::Add:
+        return f ? b_.CreateFAdd(a, c) : b_.CreateAdd(a, c);
+      case BinaryOp::Sub:
+        return f ? b_.CreateFSub(a, c) : b_.CreateSub(a, c);
+      case BinaryOp::Mul:
+        return f ? b_.CreateFMul(a, c) : b_.CreateMul(a, c);
+      case BinaryOp::Div:
+        return f ? b_.CreateFDiv(a, c) : s ? b_.CreateSDiv(a, c) : b_.CreateUDiv(a, c);
+      case BinaryOp::Mod:
+        return f ? b_.CreateFRem(a, c) : s ? b_.CreateSRem(a, c) : b_.CreateURem(a, c);
       case BinaryOp::Min:
-        return b_.CreateSelect(f ? b_.CreateFCmpOLT(a, c) : s ? b_.CreateICmpSLT(a, c) : b_.CreateICmpULT(a, c), a, c);
+        return b_.CreateSelect(f   ? b_.CreateFCmpOLT(a, c)
+                               : s ? b_.CreateICmpSLT(a, c)
+                                   : b_.CreateICmpULT(a, c),
+                               a, c);
       case BinaryOp::Max:
-        return b_.CreateSelect(f ? b_.CreateFCmpOGT(a, c) : s ? b_.CreateICmpSGT(a, c) : b_.CreateICmpUGT(a, c), a, c);
-      case BinaryOp::EQ: return f ? b_.CreateFCmpOEQ(a, c) : b_.CreateICmpEQ(a, c);
-      case BinaryOp::NE: return f ? b_.CreateFCmpUNE(a, c) : b_.CreateICmpNE(a, c);
-      case BinaryOp::LT: return f ? b_.CreateFCmpOLT(a, c) : s ? b_.CreateICmpSLT(a, c) : b_.CreateICmpULT(a, c);
-      case BinaryOp::LE: return f ? b_.CreateFCmpOLE(a, c) : s ? b_.CreateICmpSLE(a, c) : b_.CreateICmpULE(a, c);
-      case BinaryOp::GT: return f ? b_.CreateFCmpOGT(a, c) : s ? b_.CreateICmpSGT(a, c) : b_.CreateICmpUGT(a, c);
-      case BinaryOp::GE: return f ? b_.CreateFCmpOGE(a, c) : s ? b_.CreateICmpSGE(a, c) : b_.CreateICmpUGE(a, c);
-      case BinaryOp::And: return b_.CreateAnd(a, c);
-      case BinaryOp::Or: return b_.CreateOr(a, c);
+        return b_.CreateSelect(f   ? b_.CreateFCmpOGT(a, c)
+                               : s ? b_.CreateICmpSGT(a, c)
+                                   : b_.CreateICmpUGT(a, c),
+                               a, c);
+      case BinaryOp::EQ:
+        return f ? b_.CreateFCmpOEQ(a, c) : b_.CreateICmpEQ(a, c);
+      case BinaryOp::NE:
+        return f ? b_.CreateFCmpUNE(a, c) : b_.CreateICmpNE(a, c);
+      case BinaryOp::LT:
+        return f ? b_.CreateFCmpOLT(a, c) : s ? b_.CreateICmpSLT(a, c) : b_.CreateICmpULT(a, c);
+      case BinaryOp::LE:
+        return f ? b_.CreateFCmpOLE(a, c) : s ? b_.CreateICmpSLE(a, c) : b_.CreateICmpULE(a, c);
+      case BinaryOp::GT:
+        return f ? b_.CreateFCmpOGT(a, c) : s ? b_.CreateICmpSGT(a, c) : b_.CreateICmpUGT(a, c);
+      case BinaryOp::GE:
+        return f ? b_.CreateFCmpOGE(a, c) : s ? b_.CreateICmpSGE(a, c) : b_.CreateICmpUGE(a, c);
+      case BinaryOp::And:
+        return b_.CreateAnd(a, c);
+      case BinaryOp::Or:
+        return b_.CreateOr(a, c);
     }
     return nullptr;
   }
@@ -330,7 +356,8 @@ class FunctionBuilder {
     if (!vt) return b_.CreateCall(fn, {v});
     llvm::Value* out = llvm::PoisonValue::get(vt);
     for (unsigned i = 0; i < vt->getNumElements(); ++i)
-      out = b_.CreateInsertElement(out, b_.CreateCall(fn, {b_.CreateExtractElement(v, uint64_t(i))}), uint64_t(i));
+      out = b_.CreateInsertElement(out, b_.CreateCall(fn, {b_.CreateExtractElement(v, uint64_t(i))}),
+                                   uint64_t(i));
     return out;
   }
 
@@ -345,7 +372,8 @@ class FunctionBuilder {
       auto* fty = llvm::FunctionType::get(ret, types, false);
       llvm::Function* callee = mod_.getFunction(n.name);
       if (callee && callee->getFunctionType() != fty)
-        throw Error("extern function '" + n.name + "' is called with two different signatures in @" + f_.name);
+        throw Error("extern function '" + n.name + "' is called with two different signatures in @" +
+                    f_.name);
       if (!callee) {
         callee = llvm::Function::Create(fty, llvm::Function::ExternalLinkage, n.name, mod_);
         // The runtime's allocators return fresh memory, like malloc: without
@@ -362,27 +390,41 @@ class FunctionBuilder {
     KILN_ASSERT(intrinsic.has_value(), "codegen: unknown intrinsic");
     DataType t = n.args.empty() ? n.dtype : n.args[0]->dtype;
     switch (*intrinsic) {
-      case tir::Intrinsic::IsNull: return b_.CreateIsNull(args[0]);
+      case tir::Intrinsic::IsNull:
+        return b_.CreateIsNull(args[0]);
       case tir::Intrinsic::Abs:
         if (t.is_float()) return b_.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, args[0]);
         if (t.is_uint()) return args[0];
         return b_.CreateBinaryIntrinsic(llvm::Intrinsic::abs, args[0], b_.getFalse());
-      case tir::Intrinsic::Sqrt: return b_.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, args[0]);
-      case tir::Intrinsic::Exp: return b_.CreateUnaryIntrinsic(llvm::Intrinsic::exp, args[0]);
-      case tir::Intrinsic::Log: return b_.CreateUnaryIntrinsic(llvm::Intrinsic::log, args[0]);
-      case tir::Intrinsic::Sin: return b_.CreateUnaryIntrinsic(llvm::Intrinsic::sin, args[0]);
-      case tir::Intrinsic::Cos: return b_.CreateUnaryIntrinsic(llvm::Intrinsic::cos, args[0]);
-      case tir::Intrinsic::Floor: return b_.CreateUnaryIntrinsic(llvm::Intrinsic::floor, args[0]);
-      case tir::Intrinsic::Ceil: return b_.CreateUnaryIntrinsic(llvm::Intrinsic::ceil, args[0]);
-      case tir::Intrinsic::Round: return b_.CreateUnaryIntrinsic(llvm::Intrinsic::roundeven, args[0]);
-      case tir::Intrinsic::Pow: return b_.CreateBinaryIntrinsic(llvm::Intrinsic::pow, args[0], args[1]);
+      case tir::Intrinsic::Sqrt:
+        return b_.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, args[0]);
+      case tir::Intrinsic::Exp:
+        return b_.CreateUnaryIntrinsic(llvm::Intrinsic::exp, args[0]);
+      case tir::Intrinsic::Log:
+        return b_.CreateUnaryIntrinsic(llvm::Intrinsic::log, args[0]);
+      case tir::Intrinsic::Sin:
+        return b_.CreateUnaryIntrinsic(llvm::Intrinsic::sin, args[0]);
+      case tir::Intrinsic::Cos:
+        return b_.CreateUnaryIntrinsic(llvm::Intrinsic::cos, args[0]);
+      case tir::Intrinsic::Floor:
+        return b_.CreateUnaryIntrinsic(llvm::Intrinsic::floor, args[0]);
+      case tir::Intrinsic::Ceil:
+        return b_.CreateUnaryIntrinsic(llvm::Intrinsic::ceil, args[0]);
+      case tir::Intrinsic::Round:
+        return b_.CreateUnaryIntrinsic(llvm::Intrinsic::roundeven, args[0]);
+      case tir::Intrinsic::Pow:
+        return b_.CreateBinaryIntrinsic(llvm::Intrinsic::pow, args[0], args[1]);
       // No LLVM intrinsic: the C library's function, per lane.
-      case tir::Intrinsic::Tanh: return libm_call(t.is_vector() ? t.element() : t, "tanh", args[0]);
-      case tir::Intrinsic::Erf: return libm_call(t.is_vector() ? t.element() : t, "erf", args[0]);
+      case tir::Intrinsic::Tanh:
+        return libm_call(t.is_vector() ? t.element() : t, "tanh", args[0]);
+      case tir::Intrinsic::Erf:
+        return libm_call(t.is_vector() ? t.element() : t, "erf", args[0]);
       case tir::Intrinsic::Likely:
         return b_.CreateIntrinsic(llvm::Intrinsic::expect, {args[0]->getType()}, {args[0], b_.getTrue()});
-      case tir::Intrinsic::AddressOffset: return b_.CreateGEP(b_.getInt8Ty(), args[0], args[1]);
-      case tir::Intrinsic::ParallelStatus: return b_.CreateLoad(b_.getInt32Ty(), parallel_status_slot());
+      case tir::Intrinsic::AddressOffset:
+        return b_.CreateGEP(b_.getInt8Ty(), args[0], args[1]);
+      case tir::Intrinsic::ParallelStatus:
+        return b_.CreateLoad(b_.getInt32Ty(), parallel_status_slot());
     }
     return nullptr;
   }
@@ -403,7 +445,8 @@ class FunctionBuilder {
                       " is not lowered; run lower-scratchpad-alloc first");
         const tir::BufferNode& b = *n.buffer;
         llvm::Value* count = b_.getInt64(1);
-        for (const tir::Expr& e : b.shape) count = b_.CreateMul(count, b_.CreateIntCast(expr(e), b_.getInt64Ty(), true));
+        for (const tir::Expr& e : b.shape)
+          count = b_.CreateMul(count, b_.CreateIntCast(expr(e), b_.getInt64Ty(), true));
         llvm::AllocaInst* a;
         if (llvm::isa<llvm::Constant>(count)) {
           // Constant sizes live in the entry block, so loops do not grow the stack.
@@ -426,7 +469,8 @@ class FunctionBuilder {
           b_.CreateAlignmentAssumption(mod_.getDataLayout(), it->second, uint64_t(n.buffer->alignment));
         return stmt(n.body);
       }
-      case StmtKind::BufferStore: return store(static_cast<const tir::BufferStoreNode&>(*s));
+      case StmtKind::BufferStore:
+        return store(static_cast<const tir::BufferStoreNode&>(*s));
       case StmtKind::LetStmt: {
         auto& n = static_cast<const tir::LetStmtNode&>(*s);
         llvm::Value* v = expr(n.value);
@@ -464,7 +508,9 @@ class FunctionBuilder {
         }
         return;
       }
-      case StmtKind::Evaluate: expr(static_cast<const tir::EvaluateNode&>(*s).value); return;
+      case StmtKind::Evaluate:
+        expr(static_cast<const tir::EvaluateNode&>(*s).value);
+        return;
       case StmtKind::Return: {
         b_.CreateRet(expr(static_cast<const tir::ReturnNode&>(*s).value));
         // Code after a return is unreachable; give it a block of its own.
@@ -496,12 +542,12 @@ class FunctionBuilder {
       i->addIncoming(next, b_.GetInsertBlock());
       llvm::BranchInst* br = b_.CreateBr(head);
       if (n.for_kind == tir::ForKind::Vectorized || n.for_kind == tir::ForKind::Unrolled) {
-        const char* hint = n.for_kind == tir::ForKind::Vectorized ? "llvm.loop.vectorize.enable"
-                                                                   : "llvm.loop.unroll.full";
+        const char* hint =
+            n.for_kind == tir::ForKind::Vectorized ? "llvm.loop.vectorize.enable" : "llvm.loop.unroll.full";
         llvm::SmallVector<llvm::Metadata*, 2> ops = {nullptr};
         if (n.for_kind == tir::ForKind::Vectorized)
-          ops.push_back(llvm::MDNode::get(ctx_, {llvm::MDString::get(ctx_, hint),
-                                                 llvm::ConstantAsMetadata::get(b_.getTrue())}));
+          ops.push_back(llvm::MDNode::get(
+              ctx_, {llvm::MDString::get(ctx_, hint), llvm::ConstantAsMetadata::get(b_.getTrue())}));
         else
           ops.push_back(llvm::MDNode::get(ctx_, {llvm::MDString::get(ctx_, hint)}));
         llvm::MDNode* md = llvm::MDNode::getDistinct(ctx_, ops);
@@ -541,8 +587,10 @@ class FunctionBuilder {
     std::vector<llvm::Type*> fields;
     for (llvm::Value* v : values) fields.push_back(v->getType());
     auto* env_ty = llvm::StructType::get(ctx_, fields);
-    llvm::AllocaInst* env = llvm::IRBuilder<>(entry_, entry_->begin()).CreateAlloca(env_ty, nullptr, "parallel_env");
-    for (size_t i = 0; i < values.size(); ++i) b_.CreateStore(values[i], b_.CreateStructGEP(env_ty, env, unsigned(i)));
+    llvm::AllocaInst* env =
+        llvm::IRBuilder<>(entry_, entry_->begin()).CreateAlloca(env_ty, nullptr, "parallel_env");
+    for (size_t i = 0; i < values.size(); ++i)
+      b_.CreateStore(values[i], b_.CreateStructGEP(env_ty, env, unsigned(i)));
 
     std::string name = f_.name + "__parallel_" + std::to_string(parallel_tasks_++);
     std::vector<llvm::Type*> body_params = {b_.getInt64Ty(), b_.getInt64Ty()};
@@ -566,7 +614,8 @@ class FunctionBuilder {
     }
     build_parallel_body(n, body_fn, captures);
 
-    auto* task_ty = llvm::FunctionType::get(b_.getInt32Ty(), {b_.getInt64Ty(), b_.getInt64Ty(), b_.getPtrTy()}, false);
+    auto* task_ty =
+        llvm::FunctionType::get(b_.getInt32Ty(), {b_.getInt64Ty(), b_.getInt64Ty(), b_.getPtrTy()}, false);
     auto* task = llvm::Function::Create(task_ty, llvm::Function::InternalLinkage, name, mod_);
     {
       llvm::IRBuilder<> tb(llvm::BasicBlock::Create(ctx_, "entry", task));
@@ -576,7 +625,8 @@ class FunctionBuilder {
       tb.CreateRet(tb.CreateCall(body_fn, args));
     }
 
-    auto* launch_ty = llvm::FunctionType::get(b_.getInt32Ty(), {b_.getInt64Ty(), b_.getPtrTy(), b_.getPtrTy()}, false);
+    auto* launch_ty =
+        llvm::FunctionType::get(b_.getInt32Ty(), {b_.getInt64Ty(), b_.getPtrTy(), b_.getPtrTy()}, false);
     llvm::FunctionCallee launch = mod_.getOrInsertFunction("KilnBackendParallelFor", launch_ty);
     llvm::Value* code = b_.CreateCall(launch, {count, task, env}, "parallel_code");
     if (checked) {
@@ -737,14 +787,16 @@ void add_hexagon_harness(llvm::Module& m, const std::vector<tir::PrimFunc>& func
                      llvm::ConstantInt::get(i8, shape.size()), shape_ptr}));
     }
     llvm::Constant* params_ptr =
-        params.empty() ? static_cast<llvm::Constant*>(llvm::ConstantPointerNull::get(ptr))
-                       : private_constant(m, llvm::ConstantArray::get(llvm::ArrayType::get(param_ty, params.size()), params),
-                                          "kiln_hx." + f->name + ".params");
+        params.empty()
+            ? static_cast<llvm::Constant*>(llvm::ConstantPointerNull::get(ptr))
+            : private_constant(
+                  m, llvm::ConstantArray::get(llvm::ArrayType::get(param_ty, params.size()), params),
+                  "kiln_hx." + f->name + ".params");
     llvm::Function* packed = m.getFunction(f->name + "__packed");
     KILN_ASSERT(packed != nullptr, "codegen: the harness needs the packed entry of every function");
-    entries.push_back(llvm::ConstantStruct::get(
-        entry_ty, {string(f->name, "kiln_hx." + f->name + ".name"), packed,
-                   llvm::ConstantInt::get(i32, f->params.size()), params_ptr}));
+    entries.push_back(
+        llvm::ConstantStruct::get(entry_ty, {string(f->name, "kiln_hx." + f->name + ".name"), packed,
+                                             llvm::ConstantInt::get(i32, f->params.size()), params_ptr}));
   }
   auto* entries_ty = llvm::ArrayType::get(entry_ty, entries.size());
   constant_global(m, llvm::ConstantArray::get(entries_ty, entries), "kiln_hexagon_entries",
@@ -770,7 +822,7 @@ void optimize(llvm::Module& m, llvm::TargetMachine& tm, int opt_level) {
   pb.registerFunctionAnalyses(fam);
   pb.registerLoopAnalyses(lam);
   pb.crossRegisterProxies(lam, fam, cgam, mam);
-  auto level = opt_level >= 3 ? llvm::OptimizationLevel::O3
+  auto level = opt_level >= 3   ? llvm::OptimizationLevel::O3
                : opt_level == 2 ? llvm::OptimizationLevel::O2
                                 : llvm::OptimizationLevel::O1;
   pb.buildPerModuleDefaultPipeline(level).run(m, mam);
@@ -814,8 +866,9 @@ std::vector<std::string> use_import_slots(llvm::Module& m) {
     imports.push_back(name);
     // Weak: the parts of a model compiled in parallel each define the slots
     // they use, and the linker keeps one of each.
-    auto* slot = new llvm::GlobalVariable(m, b.getPtrTy(), false, llvm::GlobalValue::WeakAnyLinkage,
-                                          llvm::ConstantPointerNull::get(b.getPtrTy()), "kiln_import_" + name);
+    auto* slot =
+        new llvm::GlobalVariable(m, b.getPtrTy(), false, llvm::GlobalValue::WeakAnyLinkage,
+                                 llvm::ConstantPointerNull::get(b.getPtrTy()), "kiln_import_" + name);
     std::vector<llvm::CallInst*> calls;
     for (llvm::User* u : f->users())
       if (auto* call = llvm::dyn_cast<llvm::CallInst>(u)) calls.push_back(call);
@@ -924,8 +977,9 @@ void emit_to_file(const std::vector<tir::PrimFunc>& funcs, EmitKind kind, const 
     throw Error("--emit so is for the host target; for " + target.name +
                 " emit obj (to link yourself) or exe (a static executable with kiln's Hexagon runtime)");
   if (kind == EmitKind::Executable && !target.is_hexagon())
-    throw Error("--emit exe builds a static Hexagon executable; give --target hexagon-v68 (or v66, v69, "
-                "v73), or emit so for the host");
+    throw Error(
+        "--emit exe builds a static Hexagon executable; give --target hexagon-v68 (or v66, v69, "
+        "v73), or emit so for the host");
   check_target_imports(funcs, options);
   if (kind == EmitKind::LLVMIR || kind == EmitKind::Assembly) {
     CodegenOptions o = options;
@@ -1017,6 +1071,15 @@ HostObject emit_host_shared_object(const std::vector<tir::PrimFunc>& funcs, cons
   for (const std::string& f : recorded_cpu_features())
     if (auto it = host.find(f); it != host.end() && it->second) out.cpu_features.push_back(f);
   return out;
+}
+
+std::string host_cpu_summary() {
+  llvm::StringMap<bool> host = llvm::sys::getHostCPUFeatures();
+  std::string s = llvm::sys::getHostCPUName().str() + ":";
+  for (const std::string& f : recorded_cpu_features())
+    if (auto it = host.find(f); it != host.end() && it->second) s += " " + f;
+  if (!host.lookup("avx512f")) s += " (no avx512f)";
+  return s;
 }
 
 // ---------------------------------------------------------------- JIT

@@ -161,7 +161,7 @@ int64_t tile_columns(int64_t n) {
 // first N columns.
 Lowered product(const LowerContext& c, const std::function<Expr(const te::Axes&, const Expr&)>& a,
                 const std::function<Expr(const te::Axes&, const Expr&)>& b, int64_t K, int64_t cols,
-                std::vector<te::Tensor> materialized) {
+                std::vector<te::Tensor> materialized, te::Tensor panel) {
   tir::DataType acc = acc_type(c);
   const Shape& ys = c.out[0].shape;
   Shape padded = ys;
@@ -173,15 +173,13 @@ Lowered product(const LowerContext& c, const std::function<Expr(const te::Axes&,
         return te::sum(tir::mul(as_acc(a(i, k.var), acc), as_acc(b(i, k.var), acc)), {k});
       },
       cols == ys.back() ? c.name : c.name + "_padded");
-  if (cols == ys.back() || ys.size() < 2) {
-    Lowered r =
-        ys.size() >= 2 ? tiled(yp, -2, -1, std::move(materialized)) : lowered({yp}, std::move(materialized));
-    return r;
-  }
-  te::Tensor y = te::compute(
-      ys, [&](const te::Axes& i) { return (*yp)(i); }, c.name);
+  if (ys.size() < 2) return lowered({yp}, std::move(materialized));
+  te::Tensor y = yp;
+  if (cols != ys.back())
+    y = te::compute(
+        ys, [&](const te::Axes& i) { return (*yp)(i); }, c.name);
   Lowered r = lowered({y}, std::move(materialized));
-  r.anchors.push_back({yp, int(ys.size()) - 2, int(ys.size()) - 1});
+  r.anchors.push_back({yp, int(ys.size()) - 2, int(ys.size()) - 1, panel});
   return r;
 }
 
@@ -206,7 +204,7 @@ Lowered dense(const LowerContext& c) {
     return (*x)(xi);
   };
   auto b = [&](const te::Axes& i, const Expr& k) { return (*wt)({k, i.back()}); };
-  return product(c, a, b, K, cols, {wt});
+  return product(c, a, b, K, cols, {wt}, wt);
 }
 
 Lowered matmul(const LowerContext& c) {
@@ -256,7 +254,7 @@ Lowered matmul(const LowerContext& c) {
     }
     return (*bp)(bi);
   };
-  return product(c, lhs, rhs, K, cols, materialized);
+  return product(c, lhs, rhs, K, cols, materialized, b_vec ? te::Tensor() : bp);
 }
 
 // ---------------------------------------------------------------- pools

@@ -30,7 +30,7 @@ Lowered lowered(std::vector<te::Tensor> outputs, std::vector<te::Tensor> materia
 Lowered tiled(te::Tensor y, int row, int col, std::vector<te::Tensor> materialized) {
   int rank = int(y->shape.size());
   Lowered r = lowered({y}, std::move(materialized));
-  if (rank >= 2) r.anchors.push_back({y, row < 0 ? row + rank : row, col < 0 ? col + rank : col});
+  if (rank >= 2) r.anchors.push_back({y, row < 0 ? row + rank : row, col < 0 ? col + rank : col, nullptr});
   return r;
 }
 

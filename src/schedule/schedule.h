@@ -15,7 +15,9 @@ namespace kiln::schedule {
 
 // A reduction whose output is computed in register tiles: `row_axis` (conv:
 // output channels, matmul: rows) and `col_axis` (conv: output columns,
-// matmul: columns, contiguous in memory) are split into a small block each;
+// matmul: columns, contiguous in memory) are split into a small block each
+// (up to 6 rows by two vectors of the host CPU: 16 columns with AVX2, 32
+// with AVX-512);
 // the block of accumulators is a local buffer computed at the tile loop of
 // the kernel's output (tile_schedule.cc), with its row loop unrolled and its
 // column loop vectorized, so LLVM keeps it in registers across the reduction.
@@ -23,6 +25,12 @@ struct AnchorTile {
   tir::te::Tensor tensor;
   int row_axis = -1;
   int col_axis = -1;
+  // The right operand of a product ([..., K, N], read at the tile's
+  // columns): copied per column tile into a contiguous panel that every row
+  // tile reads, when there is more than one row tile. A placeholder is
+  // copied (cache_read); a computed tensor (dense's transposed weight) is
+  // computed per panel instead of whole.
+  tir::te::Tensor panel;
 };
 
 // Register-tiles `a` when the schedule's only output is `a` or an

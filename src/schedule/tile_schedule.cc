@@ -21,9 +21,22 @@ namespace {
 
 namespace te = tir::te;
 
-// 4 x 16 float32 accumulators: 8 AVX2 or 4 AVX-512 registers.
-constexpr int64_t kRowBlock = 4;
-constexpr int64_t kColBlock = 16;
+// float32 lanes of the widest vector the host CPU has (the schedule is for
+// the host; src/codegen compiles for the same CPU).
+int64_t vector_lanes() {
+#if defined(__x86_64__)
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f")) return 16;
+  if (__builtin_cpu_supports("avx")) return 8;
+#endif
+  return 4;
+}
+
+// Up to 6 rows of two vectors of accumulators: 12 of the 16 AVX2 registers
+// (6 x 16 floats) or of the 32 AVX-512 ones (6 x 32), leaving room for the
+// loaded operand vectors and a broadcast.
+constexpr int64_t kRowBlock = 6;
+int64_t col_block_limit() { return 2 * vector_lanes(); }
 // Below this many multiply-adds a kernel runs on one thread: waking the pool
 // costs more than the work (tens of microseconds).
 constexpr int64_t kParallelMinWork = 1 << 18;
@@ -38,9 +51,12 @@ int64_t largest_divisor_up_to(int64_t n, int64_t limit) {
 // extent, else the largest divisor: a block of 10 would be a vector and a
 // scalar tail in every step.
 int64_t column_block(int64_t n) {
-  for (int64_t d = kColBlock; d >= 8; d -= 8)
+  const int64_t lanes = vector_lanes(), limit = col_block_limit();
+  for (int64_t d = limit; d >= lanes; d -= lanes)
     if (n % d == 0) return d;
-  return largest_divisor_up_to(n, kColBlock);
+  for (int64_t d = limit; d >= 8; d -= 8)
+    if (n % d == 0) return d;
+  return largest_divisor_up_to(n, limit);
 }
 
 // The output covers the anchor, or a prefix of its columns (an anchor
@@ -90,24 +106,46 @@ bool tile_anchor(te::Schedule& s, const AnchorTile& a, std::vector<const te::Sta
   // Columns beyond the output (padding) are computed in the last tile and
   // never stored.
   auto [co, ci] = out->split_with_tail(axes[size_t(a.col_axis)], cb);
+  // With a right operand to pack (matmul, dense), column tiles are outer:
+  // each tile of columns of it is copied once into a contiguous panel and
+  // read by every row tile. Otherwise (conv) row tiles are outer.
+  bool pack = a.panel && rb < shape[size_t(a.row_axis)];
   std::vector<tir::Var> order;
-  for (size_t k = 0; k < rank; ++k)
-    order.push_back(k == size_t(a.row_axis) ? ro : k == size_t(a.col_axis) ? co : axes[k]);
+  for (size_t k = 0; k < rank; ++k) {
+    if (k == size_t(a.row_axis))
+      order.push_back(pack ? co : ro);
+    else if (k == size_t(a.col_axis))
+      order.push_back(pack ? ro : co);
+    else
+      order.push_back(axes[k]);
+  }
   order.push_back(ri);
   order.push_back(ci);
   out->reorder(order);
   out->unroll(ri);
   out->vectorize(ci);
-  // The loops before the column-tile loop run in parallel, fused into one.
+  const tir::Var tile_loop = pack ? ro : co;
+  // The loops outside the tile loop run in parallel, fused into one; with
+  // packing, the panel loop among them (each task packs its own panels).
   int64_t work = 1;
   for (int64_t d : shape) work *= d;
   for (const te::IterVar& r : a.tensor->reduction.axes) work *= r.extent;
   tir::Var outer = out->leaf(0);
-  while (out->leaves().size() > 1 && out->leaves()[1].var != co)
+  const tir::Var stop = pack ? ro : co;
+  while (out->leaves().size() > 1 && out->leaves()[1].var != stop)
     outer = out->fuse(outer, out->leaves()[1].var);
-  if (work >= kParallelMinWork && out->leaves()[0].var != co && out->leaves()[0].extent > 1)
-    out->parallel(outer);
-  tile.compute_at(*out, co);
+  if (work >= kParallelMinWork && outer != stop && out->leaves()[0].extent > 1) out->parallel(outer);
+  tile.compute_at(*out, tile_loop);
+  if (pack) {
+    te::Stage* panel = find_stage(s, a.panel);
+    te::Tensor packed = a.panel;
+    if (!panel || a.panel->is_placeholder()) packed = s.cache_read(a.panel, "global", {tile_tensor});
+    te::Stage& p = *find_stage(s, packed);
+    // At the column-tile loop, or at the loop it was fused into.
+    p.compute_at(*out, pack && outer != co ? outer : co);
+    p.vectorize(p.leaves().back().var);
+    done.push_back(&p);
+  }
   // In the tile: reduce loops outermost, then the accumulators.
   std::vector<tir::Var> tile_order;
   for (const te::Leaf& l : tile.leaves())
