@@ -16,7 +16,7 @@ namespace kiln::schedule {
 // A reduction whose output is computed in register tiles: `row_axis` (conv:
 // output channels, matmul: rows) and `col_axis` (conv: output columns,
 // matmul: columns, contiguous in memory) are split into a small block each
-// (up to 6 rows by two vectors of the host CPU: 16 columns with AVX2, 32
+// (up to 4 rows by two vectors of the host CPU: 16 columns with AVX2, 32
 // with AVX-512);
 // the block of accumulators is a local buffer computed at the tile loop of
 // the kernel's output (tile_schedule.cc), with its row loop unrolled and its

@@ -32,10 +32,11 @@ int64_t vector_lanes() {
   return 4;
 }
 
-// Up to 6 rows of two vectors of accumulators: 12 of the 16 AVX2 registers
-// (6 x 16 floats) or of the 32 AVX-512 ones (6 x 32), leaving room for the
-// loaded operand vectors and a broadcast.
-constexpr int64_t kRowBlock = 6;
+// Up to 4 rows of two vectors of accumulators: 8 of the 16 AVX2 registers
+// (4 x 16 floats) or of the 32 AVX-512 ones (4 x 32). With 6 rows LLVM
+// spills the accumulators of conv tiles and assembles their input vectors
+// from scalars (seen on PP-OCR det's 96 -> 24 channel conv).
+constexpr int64_t kRowBlock = 4;
 int64_t col_block_limit() { return 2 * vector_lanes(); }
 // Below this many multiply-adds a kernel runs on one thread: waking the pool
 // costs more than the work (tens of microseconds).
