@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# End-to-end latency: each PP-OCR model on kiln (the reference interpreter
-# today; compiled paths once they exist) against ONNX Runtime in the same run,
-# one thread each, as a table of latencies and ratios. Outputs are checked too.
+# End-to-end latency: each PP-OCR model (det also at 640x640) on kiln's
+# reference interpreter, compiled by kiln on one and two threads, and on ONNX
+# Runtime on one and two threads, in the same run, as a table of latencies,
+# ratios and compile times, with the CPU. Outputs are checked too.
 #
 #   bench/e2e_ppocr.sh [BUILD_DIR]     (default: build)
 set -euo pipefail
