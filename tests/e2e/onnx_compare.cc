@@ -6,6 +6,7 @@
 //
 //   kiln_onnx_compare MODEL.onnx DIR --input-shape x=1,3,48,320 [--atol A] [--rtol R] [--repeat N]
 //                     [--backend NAME ...] [--interpret]
+//   kiln_onnx_compare MODEL.kmod DIR [--atol A] [--rtol R] [--repeat N]
 //
 // With --backend the model is partitioned too and kiln's offload line is
 // printed first; the compile summary line follows. With --repeat N > 1 one
@@ -29,6 +30,7 @@
 #include "frontend/onnx/importer.h"
 #include "interp/interpreter.h"
 #include "kiln/runtime/npy.h"
+#include "runtime/module_file.h"
 #include "runtime/vm.h"
 #include "transform/partition.h"
 
@@ -69,11 +71,15 @@ int run(int argc, char** argv) {
     return 2;
   }
   const std::string model = pos[0], dir = pos[1];
-  Module m = import_onnx(model, opts);
+  // A .kmod runs on the runtime alone (what `kiln compile` wrote).
+  const bool kmod = is_kmod_file(model);
+  Module m = kmod ? Module() : import_onnx(model, opts);
   Tensor input = read_npy(dir + "/input.npy");
   std::optional<VirtualMachine> vm;
   double compile_ms = 0;
-  if (!interpret_only) {
+  if (kmod) {
+    vm.emplace(read_kmod(model));
+  } else if (!interpret_only) {
     driver::CompileOptions co;
     co.partition.backends = backends;
     driver::CompileSummary summary;
@@ -117,7 +123,10 @@ int run(int argc, char** argv) {
   std::printf(
       "%s  path=%s  outputs=%zu  max_abs=%.3g  max_rel_to_peak=%.3g  kiln_ms=%.2f  min_ms=%.2f  "
       "compile_ms=%.0f  %s\n",
-      std::filesystem::path(model).filename().c_str(), interpret_only ? "interpreter" : "compiled",
+      std::filesystem::path(model).filename().c_str(),
+      kmod             ? "kmod"
+      : interpret_only ? "interpreter"
+                       : "compiled",
       outs.size(), max_abs, peak > 0 ? max_abs / peak : 0.0, times[times.size() / 2], times.front(),
       compile_ms, pass ? "PASS" : "FAIL");
   return pass ? 0 : 1;

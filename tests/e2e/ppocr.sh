@@ -95,6 +95,8 @@ for entry in "${models[@]}"; do
     status=1
   fi
   # The .kmod runs with the runtime alone and matches the in-memory build.
+  kmod=$("$compare" "$dir/model.kmod" "$dir" --atol "$atol" --rtol "$rtol") || status=1
+  echo "$kmod" | sed 's/^/  .kmod: /'
   "$kiln" run "$dir/model.kmod" --input "$name=$dir/input.npy" --out "$dir/kmod_out" >/dev/null || status=1
   if [ "$bench" = "--bench" ]; then
     i_ms=$(field kiln_ms "$interp"); c1=$(field kiln_ms "$compiled1"); c2=$(field kiln_ms "$compiled2")
