@@ -89,6 +89,11 @@ std::string CompileSummary::str() const {
     }
     os << ")";
   }
+  if (!cpu.empty()) {
+    os << "; for " << cpu << " (";
+    for (size_t i = 0; i < cpu_features.size(); ++i) os << (i ? " " : "") << cpu_features[i];
+    os << ")";
+  }
   if (arena_bytes > 0)
     os << "; arena " << (arena_bytes + 1023) / 1024 << " KiB for " << (intermediate_bytes + 1023) / 1024
        << " KiB of intermediates";
@@ -172,6 +177,8 @@ Executable compile_model(const Module& input, const CompileOptions& opts, Compil
     exe.host_code.imports = obj.imports;
     exe.host_code.shared_object = std::move(obj.bytes);
     exe.host_code.kernels = std::move(lowered.kernels);
+    sum.cpu = exe.host_code.cpu;
+    sum.cpu_features = exe.host_code.cpu_features;
   }
 
   // 8. The artifact: the host program now calls the kernels, its

@@ -49,6 +49,8 @@ struct CompileSummary {
   int kernels = 0;           // kernel calls in the host program
   int distinct_kernels = 0;  // prim functions
   std::map<std::string, std::pair<int, std::string>> reference_ops;  // op -> (count, reason)
+  std::string cpu;                                                   // the CPU the host code was compiled for
+  std::vector<std::string> cpu_features;                             // the recorded features it may use
   int64_t arena_bytes = 0;                                           // the intermediate values' arena
   int64_t intermediate_bytes = 0;                                    // their sizes added up
   double compile_ms = 0;

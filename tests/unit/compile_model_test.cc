@@ -130,6 +130,10 @@ TEST(CompileModel, CompiledNetMatchesTheInterpreterAndTheArtifactRoundTrips) {
   EXPECT_TRUE(summary.reference_ops.empty()) << summary.str();
   EXPECT_LT(summary.kernels, summary.host_ops);  // something fused
   EXPECT_FALSE(exe.host_code.empty());
+  // The CPU and the features the code may use, in the summary and the artifact.
+  EXPECT_FALSE(summary.cpu.empty());
+  EXPECT_EQ(exe.host_code.cpu_features, summary.cpu_features);
+  EXPECT_NE(summary.str().find("; for " + summary.cpu + " ("), std::string::npos) << summary.str();
   for (const auto& n : exe.host.nodes) EXPECT_FALSE(n.kernel.empty()) << n.name << " is not a kernel call";
   // Through the .kmod bytes: loaded by the runtime alone.
   Executable loaded = decode_kmod(encode_kmod(exe), "test.kmod");
