@@ -156,9 +156,13 @@ ConformanceResult run_conformance_test(const std::string& test_dir, const Confor
   try {
     std::string bytes = read_file(test_dir + "/model.onnx");
     r.ops = model_ops(bytes);
+    // The importer's notes (an opset conversion) would repeat for every test.
+    std::ostringstream notes;
+    ImportOptions plain_options;
+    plain_options.log = &notes;
     std::optional<Module> plain;
     try {
-      plain = import_onnx_bytes(bytes, r.name, {}, test_dir);
+      plain = import_onnx_bytes(bytes, r.name, plain_options, test_dir);
     } catch (const UnsupportedError& e) {
       // Shapes, axes or scales passed as graph inputs: retried below with
       // those inputs frozen to the data set's values.
@@ -203,7 +207,7 @@ ConformanceResult run_conformance_test(const std::string& test_dir, const Confor
         Module m;
         // Freeze every input but the first (the data); if that is not
         // enough, freeze them all.
-        ImportOptions frozen;
+        ImportOptions frozen = plain_options;
         for (size_t k = 1; k < inputs.size() && k < input_names.size(); ++k)
           frozen.constant_inputs[input_names[k]] = inputs[k];
         try {

@@ -3,10 +3,12 @@
 #include "frontend/onnx/importer.h"
 
 #include <fstream>
+#include <iostream>
 #include <sstream>
 
 #include "frontend/onnx/converter.h"
 #include "frontend/onnx/onnx_tensor.h"
+#include "frontend/onnx/opset_upgrade.h"
 #include "onnx/checker.h"
 #include "onnx/defs/schema.h"
 
@@ -16,6 +18,8 @@ using namespace onnx_import;
 
 namespace {
 
+// The opsets the converters read natively; others are converted to the
+// nearest end of this range with ONNX's version converter on import.
 constexpr int64_t kMinOpset = 7;
 constexpr int64_t kMaxOpset = 18;
 
@@ -25,8 +29,9 @@ std::string node_label(const onnx::NodeProto& node, int64_t opset) {
   std::string s = node.op_type();
   if (!is_default_domain(node.domain())) s = node.domain() + "." + s;
   s += " (opset " + std::to_string(opset) + ")";
-  s += node.name().empty() ? " node producing '" + (node.output_size() ? node.output(0) : std::string("?")) + "'"
-                           : " node '" + node.name() + "'";
+  s += node.name().empty()
+           ? " node producing '" + (node.output_size() ? node.output(0) : std::string("?")) + "'"
+           : " node '" + node.name() + "'";
   return s;
 }
 
@@ -35,21 +40,16 @@ int64_t default_opset(const onnx::ModelProto& model, const std::string& what) {
   for (const auto& o : model.opset_import())
     if (is_default_domain(o.domain())) opset = o.version();
   if (opset < 0)
-    throw UnsupportedError(what + ": the model imports no version of the default ONNX domain (opset_import); "
+    throw UnsupportedError(what +
+                           ": the model imports no version of the default ONNX domain (opset_import); "
                            "kiln imports default-domain operators only");
-  if (opset < kMinOpset || opset > kMaxOpset)
-    throw UnsupportedError(what + ": the model uses opset " + std::to_string(opset) + "; kiln imports opsets " +
-                           std::to_string(kMinOpset) + " to " + std::to_string(kMaxOpset) +
-                           " (convert it with ONNX's version converter)");
   return opset;
 }
 
 // ONNX's own checker, when the installed library knows the model's opset
 // (it rejects opsets newer than itself, which kiln's converters still read).
 void run_checker(const onnx::ModelProto& model, int64_t opset, const std::string& what) {
-  const auto& ranges = onnx::OpSchemaRegistry::DomainToVersionRange::Instance().Map();
-  auto it = ranges.find("");
-  if (it != ranges.end() && opset > it->second.second) return;
+  if (opset > newest_known_opset()) return;
   try {
     onnx::checker::check_model(model);
   } catch (const std::exception& e) {
@@ -110,7 +110,8 @@ std::vector<Var> bind_inputs(const onnx::GraphProto& graph, const std::set<std::
     if (initializers.count(in.name()) || opts.constant_inputs.count(in.name())) continue;
     input_names.push_back(in.name());
     if (!in.type().has_tensor_type())
-      throw UnsupportedError(what + ": graph input '" + in.name() + "' is not a tensor (sequences, maps and "
+      throw UnsupportedError(what + ": graph input '" + in.name() +
+                             "' is not a tensor (sequences, maps and "
                              "optionals are not supported)");
     const auto& tt = in.type().tensor_type();
     auto dtype = dtype_from_onnx(tt.elem_type());
@@ -133,8 +134,8 @@ std::vector<Var> bind_inputs(const onnx::GraphProto& graph, const std::set<std::
       bool ok = b.size() == shape.size();
       for (size_t i = 0; ok && i < b.size(); ++i) ok = b[i] >= 0 && (shape[i] < 0 || shape[i] == b[i]);
       if (!ok)
-        throw Error(what + ": --input-shape " + in.name() + "=" + shape_str(b) + " does not match the model's " +
-                    dims_str(tt.shape()));
+        throw Error(what + ": --input-shape " + in.name() + "=" + shape_str(b) +
+                    " does not match the model's " + dims_str(tt.shape()));
       shape = b;
     } else if (symbolic) {
       unbound.push_back(in.name() + " " + dims_str(tt.shape()));
@@ -145,7 +146,8 @@ std::vector<Var> bind_inputs(const onnx::GraphProto& graph, const std::set<std::
     if (!used_options.count(name)) {
       std::string names;
       for (const auto& n : input_names) names += (names.empty() ? "" : ", ") + n;
-      throw Error(what + ": --input-shape names '" + name + "', which is not a graph input (inputs: " + names + ")");
+      throw Error(what + ": --input-shape names '" + name +
+                  "', which is not a graph input (inputs: " + names + ")");
     }
   if (!unbound.empty()) {
     std::string msg = what + ": input(s) with symbolic dimensions must be bound to static shapes:";
@@ -164,9 +166,23 @@ Module import_onnx_bytes(const std::string& bytes, const std::string& what, cons
   onnx::ModelProto model;
   if (bytes.empty()) throw Error(what + ": the file is empty, not an ONNX model");
   if (!model.ParseFromString(bytes))
-    throw Error(what + ": not an ONNX model (protobuf parse failed; is the file truncated or of another format?)");
+    throw Error(what +
+                ": not an ONNX model (protobuf parse failed; is the file truncated or of another format?)");
   if (!model.has_graph()) throw Error(what + ": the ONNX model has no graph");
   int64_t opset = default_opset(model, what);
+  if (opset < kMinOpset || opset > kMaxOpset) {
+    int64_t newest = newest_known_opset();
+    if (opset > newest)
+      throw UnsupportedError(what + ": the model uses opset " + std::to_string(opset) +
+                             "; kiln imports opsets " + std::to_string(kMinOpset) + " to " +
+                             std::to_string(kMaxOpset) + " and converts opsets 1 to " +
+                             std::to_string(newest) + " (the newest the installed ONNX library knows)");
+    int64_t target = opset < kMinOpset ? kMinOpset : kMaxOpset;
+    model = convert_opset(model, opset, target, what);
+    (opts.log ? *opts.log : std::cerr) << what << ": converted from opset " << opset << " to " << target
+                                       << " with ONNX's version converter\n";
+    opset = target;
+  }
   const onnx::GraphProto& graph = model.graph();
   // Unsupported operators first: ONNX's checker would stop at the first
   // operator it does not know, and the user wants the whole list.
@@ -183,7 +199,11 @@ Module import_onnx_bytes(const std::string& bytes, const std::string& what, cons
     for (const auto& in : graph.input()) {
       if (initializer_names.count(in.name())) continue;
       auto frozen = opts.constant_inputs.find(in.name());
-      values[in.name()] = frozen != opts.constant_inputs.end() ? make_constant(frozen->second) : params[k++];
+      if (frozen != opts.constant_inputs.end()) {
+        values[in.name()] = make_constant(frozen->second);
+        continue;
+      }
+      values[in.name()] = params[k++];
     }
   }
   for (const auto& init : graph.initializer()) {
@@ -219,7 +239,8 @@ Module import_onnx_bytes(const std::string& bytes, const std::string& what, cons
   std::vector<Expr> results;
   for (const auto& out : graph.output()) {
     auto it = values.find(out.name());
-    if (it == values.end()) throw Error(what + ": graph output '" + out.name() + "' is not computed by any node");
+    if (it == values.end())
+      throw Error(what + ": graph output '" + out.name() + "' is not computed by any node");
     results.push_back(it->second);
   }
   if (results.empty()) throw Error(what + ": the graph has no outputs");

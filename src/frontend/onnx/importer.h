@@ -5,8 +5,10 @@
 //   opts.input_shapes["x"] = {1, 3, 320, 320};  // binds symbolic dimensions
 //   Module m = import_onnx("model.onnx", opts);
 //
-// What it does, in order: parse the protobuf, run ONNX's own checker, check
-// the default-domain opset (7 to 18), list EVERY unsupported node at once,
+// What it does, in order: parse the protobuf, convert a default-domain
+// opset outside 7 to 18 (the converters' range) to the nearest end of it
+// with ONNX's version converter (saying so on ImportOptions::log), list
+// EVERY unsupported node at once, run ONNX's own checker,
 // bind input shapes (an unbound symbolic dimension is an error that says how
 // to bind it), turn initializers into constants (large ones named, so
 // save_module puts them in the side file), then convert node by node into
@@ -16,6 +18,7 @@
 #pragma once
 
 #include <map>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -34,6 +37,9 @@ struct ImportOptions {
   // parameters (the conformance runner uses this for inputs that carry
   // shapes or axes, which kiln needs statically).
   std::map<std::string, Tensor> constant_inputs;
+  // Notes about the import (an opset conversion), one line each; nullptr
+  // writes them to std::cerr.
+  std::ostream* log = nullptr;
 };
 
 // The model uses something kiln cannot import (an operator, an opset, an
