@@ -3,7 +3,8 @@
 // Dropout (inference). Activations without a kiln op decompose:
 // Softplus = log(exp(x) + 1), Softsign = x / (1 + |x|),
 // Elu = relu(x) + min(0, alpha * (exp(x) - 1)), Celu = Elu of x / alpha
-// scaled by alpha, PRelu = max(x, 0) + slope * min(x, 0), Reciprocal = 1 / x,
+// scaled by alpha, PRelu = max(x, 0) + slope * min(x, 0) (a 1-D slope per
+// channel where it does not broadcast from the right), Reciprocal = 1 / x,
 // ThresholdedRelu = where(x > alpha, x, 0), Shrink = where(x < -lambd, x + bias,
 // where(x > lambd, x - bias, 0)).
 #include <cmath>
@@ -45,9 +46,7 @@ void convert_unary(NodeContext& n) {
   n.set_output(0, n.call(Op, {n.input(0)}));
 }
 
-void convert_identity(NodeContext& n) {
-  n.set_output(0, n.input(0));
-}
+void convert_identity(NodeContext& n) { n.set_output(0, n.input(0)); }
 
 // Inference: Dropout is the identity and its mask is all true. In training
 // mode only a ratio of 0 is deterministic (the same identity).
@@ -144,9 +143,7 @@ void convert_celu(NodeContext& n) {
   n.set_output(0, n.call("multiply", {e, n.scalar(alpha, t)}));
 }
 
-void convert_elu(NodeContext& n) {
-  n.set_output(0, elu_expr(n, n.input(0), n.attr_float("alpha", 1.0)));
-}
+void convert_elu(NodeContext& n) { n.set_output(0, elu_expr(n, n.input(0), n.attr_float("alpha", 1.0))); }
 
 void convert_selu(NodeContext& n) {
   Expr x = n.input(0);
@@ -155,8 +152,33 @@ void convert_selu(NodeContext& n) {
                                                   x->type->tensor.dtype)}));
 }
 
+// Whether `from` broadcasts to `to` from the right without changing it
+// (ONNX's unidirectional broadcasting).
+bool broadcasts_to(const Shape& from, const Shape& to) {
+  if (from.size() > to.size()) return false;
+  for (size_t i = 1; i <= from.size(); ++i) {
+    int64_t f = from[from.size() - i], t = to[to.size() - i];
+    if (f != t && f != 1) return false;
+  }
+  return true;
+}
+
+// The slope broadcasts to x from the right, as ONNX specifies; a 1-D slope
+// of x's channel count that does not (shape (C,) against (N, C, H, W), as
+// exporters write nn.PReLU(C)) applies per channel, reshaped to (C, 1, 1).
 void convert_prelu(NodeContext& n) {
   Expr x = n.input(0), slope = n.input(1);
+  const Shape& xs = n.desc(0).shape;
+  const Shape ss = n.desc(1).shape;
+  if (!broadcasts_to(ss, xs)) {
+    bool per_channel = ss.size() == 1 && xs.size() >= 3 && ss[0] == xs[1];
+    if (!per_channel)
+      n.fail("the slope's shape " + shape_str(ss) + " does not broadcast to the input's " + shape_str(xs) +
+             " (from the right, or per channel for a 1-D slope of the channel count)");
+    Shape per_channel_shape(xs.size() - 1, 1);
+    per_channel_shape[0] = ss[0];
+    slope = n.call("reshape", {slope}, {{"newshape", std::vector<int64_t>(per_channel_shape)}});
+  }
   DType t = x->type->tensor.dtype;
   Expr pos = n.call("maximum", {x, n.scalar(0.0, t)});
   Expr neg = n.call("minimum", {x, n.scalar(0.0, t)});
@@ -168,8 +190,9 @@ void convert_clip(NodeContext& n) {
   DType t = x->type->tensor.dtype;
   double lo = -std::numeric_limits<float>::max(), hi = std::numeric_limits<float>::max();
   if (t == DType::Int64 || t == DType::Int32) {
-    lo = static_cast<double>(t == DType::Int64 ? std::numeric_limits<int32_t>::min() * 1024.0 * 1024.0 * 1024.0
-                                               : std::numeric_limits<int32_t>::min());
+    lo =
+        static_cast<double>(t == DType::Int64 ? std::numeric_limits<int32_t>::min() * 1024.0 * 1024.0 * 1024.0
+                                              : std::numeric_limits<int32_t>::min());
     hi = -lo - 1;
   }
   if (n.opset() < 11) {
@@ -208,9 +231,7 @@ void convert_cast(NodeContext& n) {
   cast_to(n, static_cast<int32_t>(n.attr_int("to", 0)));
 }
 
-void convert_cast_like(NodeContext& n) {
-  cast_to(n, onnx_type_from_dtype(n.desc(1).dtype));
-}
+void convert_cast_like(NodeContext& n) { cast_to(n, onnx_type_from_dtype(n.desc(1).dtype)); }
 
 constexpr char kAdd[] = "add", kSub[] = "subtract", kMul[] = "multiply", kDiv[] = "divide", kPow[] = "power",
                kMax[] = "maximum", kMin[] = "minimum";
@@ -253,7 +274,7 @@ void add_elementwise_converters(ConverterTable& t) {
   t["Softsign"] = {convert_softsign, {"abs", "add", "divide"}};
   t["Elu"] = {convert_elu, {"exp", "subtract", "multiply", "minimum", "nn.relu", "add"}};
   t["Selu"] = {convert_selu, {"exp", "subtract", "multiply", "minimum", "nn.relu", "add"}};
-  t["PRelu"] = {convert_prelu, {"maximum", "minimum", "multiply", "add"}};
+  t["PRelu"] = {convert_prelu, {"maximum", "minimum", "multiply", "add", "reshape"}};
   t["Clip"] = {convert_clip, {"clip", "maximum", "minimum"}};
   t["Cast"] = {convert_cast, {"astype"}};
   t["CastLike"] = {convert_cast_like, {"astype"}};
