@@ -55,6 +55,12 @@ void expect_output(const ModelBuilder& b, const std::vector<Tensor>& args, DType
   }
 }
 
+Tensor tensor_of(const Shape& shape, DType dtype, const std::vector<double>& v) {
+  Tensor t = Tensor::empty(shape, dtype);
+  for (size_t i = 0; i < v.size(); ++i) t.set_from_double(static_cast<int64_t>(i), v[i]);
+  return t;
+}
+
 std::string import_error(const ModelBuilder& b, const ImportOptions& opts = {}) {
   try {
     import_onnx_bytes(b.bytes(), "m.onnx", opts);
@@ -136,6 +142,86 @@ TEST(OnnxExportedOps, PReluSlopeThatDoesNotBroadcastIsAnError) {
                   "(not UnsupportedError) m.onnx: PRelu (opset 13) node 'bad_prelu': the slope's shape (5,) "
                   "does not broadcast to the "
                   "input's (2, 3, 4)");
+}
+
+// ---------------------------------------------------------------- Pow, Sqrt
+
+ModelBuilder pow_model(int32_t base_type, int32_t exponent_type, const std::vector<int64_t>& shape) {
+  ModelBuilder b(15);
+  b.input("x", shape, base_type);
+  b.input("y", shape, exponent_type);
+  b.output("z", shape, base_type);
+  b.node("Pow", {"x", "y"}, {"z"});
+  return b;
+}
+
+TEST(OnnxExportedOps, PowNegativeBasesWithIntegralExponents) {
+  // (x - mean)^2 in exported layer norms: negative bases, a float exponent 2.
+  ModelBuilder b = pow_model(kFloat, kFloat, {6});
+  expect_output(b,
+                {Tensor::from_floats({6}, {-2, -3, -0.5f, 2, -2, -1}),
+                 Tensor::from_floats({6}, {2, 3, 2, -1, -2, 0.5f})},
+                DType::Float32, {6}, {4, -27, 0.25, 0.5, 0.25, NAN});
+}
+
+TEST(OnnxExportedOps, PowFloatBaseIntegerExponent) {
+  ModelBuilder b = pow_model(kFloat, kInt64, {4});
+  expect_output(b, {Tensor::from_floats({4}, {-2, 1.5f, 3, 2}), Tensor::from_ints({4}, {3, 2, 0, -2})},
+                DType::Float32, {4}, {-8, 2.25, 1, 0.25});
+}
+
+TEST(OnnxExportedOps, PowIntegerBaseFloatExponent) {
+  // The exponent is not rounded to the base's type: 4^0.5 = 2, 9^1.5 = 27,
+  // 2^-1 = 0.5 (0 in int32); the result has the base's type.
+  ModelBuilder b = pow_model(kInt32, kFloat, {4});
+  Tensor x = tensor_of({4}, DType::Int32, {4, 9, 2, -3});
+  expect_output(b, {x, Tensor::from_floats({4}, {0.5f, 1.5f, -1, 3})}, DType::Int32, {4}, {2, 27, 0, -27});
+}
+
+TEST(OnnxExportedOps, PowFloat16BaseFloatExponent) {
+  // The exponent keeps its float32 value: in float16 0.99975 would round to
+  // 0.99951, and 60000 ^ 0.99951 is 59679, not 59835.
+  ModelBuilder b = pow_model(kFloat16, kFloat, {2});
+  Tensor x = tensor_of({2}, DType::Float16, {60000, 2});
+  expect_output(b, {x, Tensor::from_floats({2}, {0.99975f, 10})}, DType::Float16, {2},
+                {std::pow(60000.0, static_cast<double>(0.99975f)), 1024}, 1e-3);
+}
+
+TEST(OnnxExportedOps, SqrtValues) {
+  ModelBuilder b(13);
+  b.input("x", {5});
+  b.output("y", {5});
+  b.node("Sqrt", {"x"}, {"y"});
+  expect_output(b, {Tensor::from_floats({5}, {0, 4, 2, 1e-8f, -1})}, DType::Float32, {5},
+                {0, 2, std::sqrt(2.0), std::sqrt(static_cast<double>(1e-8f)), NAN});
+}
+
+TEST(OnnxExportedOps, SqrtFloat16) {
+  ModelBuilder b(13);
+  b.input("x", {3}, kFloat16);
+  b.output("y", {3}, kFloat16);
+  b.node("Sqrt", {"x"}, {"y"});
+  expect_output(b, {tensor_of({3}, DType::Float16, {2, 60000, 0.25})}, DType::Float16, {3},
+                {std::sqrt(2.0), std::sqrt(60000.0), 0.5}, 1e-3);
+}
+
+TEST(OnnxExportedOps, SqrtOfReduceMeanOfPowLikeLayerNorm) {
+  // sqrt(mean((x - mean(x))^2) + eps), the exported layer norm's denominator.
+  ModelBuilder b(13);
+  b.input("x", {1, 4});
+  b.output("y", {1, 1});
+  b.initializer("two", Tensor::from_floats({}, {2}));
+  b.initializer("eps", Tensor::from_floats({}, {0}));
+  b.node("ReduceMean", {"x"}, {"m"});
+  b.node("Sub", {"x", "m"}, {"d"});
+  b.node("Pow", {"d", "two"}, {"sq"});
+  b.node("ReduceMean", {"sq"}, {"var"});
+  b.node("Add", {"var", "eps"}, {"ve"});
+  b.node("Sqrt", {"ve"}, {"y"});
+  onnx_test::attr_ints(b.graph().mutable_node(0), "axes", {-1});
+  onnx_test::attr_ints(b.graph().mutable_node(3), "axes", {-1});
+  // x = 1, 2, 3, 6: mean 3, deviations -2 -1 0 3, variance 14 / 4.
+  expect_output(b, {Tensor::from_floats({1, 4}, {1, 2, 3, 6})}, DType::Float32, {1, 1}, {std::sqrt(3.5)});
 }
 
 }  // namespace

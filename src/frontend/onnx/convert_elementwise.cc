@@ -18,11 +18,29 @@ namespace {
 
 template <const char* Op>
 void convert_binary(NodeContext& n) {
+  n.set_output(0, n.call(Op, {n.input(0), n.input(1)}));
+}
+
+Expr cast(NodeContext& n, Expr x, DType to) {
+  if (x->type->tensor.dtype == to) return x;
+  return n.call("astype", {x}, {{"dtype", std::string(dtype_name(to))}});
+}
+
+// Pow's exponent may have another type than the base (opset 12+), and the
+// result has the base's type; kiln's power takes one dtype. A float
+// exponent is never rounded: with an integer base both compute in float32
+// and the result truncates to the base's type (4 ^ 0.5 = 2, like ONNX
+// Runtime), with a float16 base and a float32 exponent in float32. An
+// integer exponent is exact in the float base's type.
+void convert_pow(NodeContext& n) {
   Expr a = n.input(0), b = n.input(1);
-  // Pow (opset 12+) allows an exponent of another type; kiln wants one dtype.
-  if (std::string_view(Op) == "power" && b->type->tensor.dtype != a->type->tensor.dtype)
-    b = n.call("astype", {b}, {{"dtype", std::string(dtype_name(a->type->tensor.dtype))}});
-  n.set_output(0, n.call(Op, {a, b}));
+  DType base = a->type->tensor.dtype, exponent = b->type->tensor.dtype;
+  if (base == exponent || !is_float(exponent)) {
+    n.set_output(0, n.call("power", {a, cast(n, b, base)}));
+    return;
+  }
+  Expr power = n.call("power", {cast(n, a, DType::Float32), cast(n, b, DType::Float32)});
+  n.set_output(0, cast(n, power, base));
 }
 
 // Max, Min, Sum, Mean take any number of inputs.
@@ -233,7 +251,7 @@ void convert_cast(NodeContext& n) {
 
 void convert_cast_like(NodeContext& n) { cast_to(n, onnx_type_from_dtype(n.desc(1).dtype)); }
 
-constexpr char kAdd[] = "add", kSub[] = "subtract", kMul[] = "multiply", kDiv[] = "divide", kPow[] = "power",
+constexpr char kAdd[] = "add", kSub[] = "subtract", kMul[] = "multiply", kDiv[] = "divide",
                kMax[] = "maximum", kMin[] = "minimum";
 constexpr char kRelu[] = "nn.relu", kSigmoid[] = "sigmoid", kTanh[] = "tanh", kExp[] = "exp", kLog[] = "log",
                kSqrt[] = "sqrt", kAbs[] = "abs", kNeg[] = "negative", kErf[] = "erf", kFloor[] = "floor",
@@ -249,7 +267,7 @@ void add_elementwise_converters(ConverterTable& t) {
   t["Sub"] = {convert_binary<kSub>, {"subtract"}};
   t["Mul"] = {convert_binary<kMul>, {"multiply"}};
   t["Div"] = {convert_binary<kDiv>, {"divide"}};
-  t["Pow"] = {convert_binary<kPow>, {"power", "astype"}};
+  t["Pow"] = {convert_pow, {"power", "astype"}};
   t["Max"] = {convert_variadic<kMax>, {"maximum"}};
   t["Min"] = {convert_variadic<kMin>, {"minimum"}};
   t["Sum"] = {convert_variadic<kAdd>, {"add"}};
