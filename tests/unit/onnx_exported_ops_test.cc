@@ -224,5 +224,51 @@ TEST(OnnxExportedOps, SqrtOfReduceMeanOfPowLikeLayerNorm) {
   expect_output(b, {Tensor::from_floats({1, 4}, {1, 2, 3, 6})}, DType::Float32, {1, 1}, {std::sqrt(3.5)});
 }
 
+// ---------------------------------------------------------------- Expand
+
+TEST(OnnxExportedOps, ExpandShapeGraphInputIsAClearError) {
+  ModelBuilder b(13);
+  b.input("x", {3, 1});
+  b.input("shape", {2}, kInt64);
+  b.output("y", {3, 4});
+  b.node("Expand", {"x", "shape"}, {"y"}, "expand_by_input");
+  std::string msg = import_error(b);
+  expect_contains(msg, "Expand (opset 13) node 'expand_by_input': input 1 (shape) must be a constant");
+  expect_contains(msg, "it is the graph input 'shape', whose values are known only at run time");
+  expect_contains(msg, "make 'shape' a constant of the model (an initializer)");
+  expect_contains(msg, "--input-shape");
+}
+
+TEST(OnnxExportedOps, ExpandShapeComputedFromGraphInputValuesIsAClearError) {
+  ModelBuilder b(13);
+  b.input("x", {3, 1});
+  b.input("s", {2}, kInt64);
+  b.output("y", {3, 4});
+  b.initializer("one", Tensor::from_ints({1}, {1}));
+  b.node("Mul", {"s", "one"}, {"shape"});
+  b.node("Expand", {"x", "shape"}, {"y"}, "expand_computed");
+  std::string msg = import_error(b);
+  expect_contains(msg, "node 'expand_computed': input 1 (shape) must be a constant");
+  expect_contains(msg, "'shape' is computed from the values of graph inputs at run time");
+}
+
+TEST(OnnxExportedOps, ExpandShapeFromABoundInputShapeFolds) {
+  // expand(x, shape(y)) with y's shape symbolic until --input-shape binds it.
+  ModelBuilder b(13);
+  b.input("x", {3, 1});
+  b.input("y", {-1, -1});
+  b.output("z", {-1, -1});
+  b.node("Shape", {"y"}, {"s"});
+  b.node("Expand", {"x", "s"}, {"e"});
+  b.node("Add", {"e", "y"}, {"z"});
+  ImportOptions opts;
+  opts.input_shapes["y"] = {3, 2};
+  Module m = import_onnx_bytes(b.bytes(), "m.onnx", opts);
+  std::vector<Tensor> out = interpret(
+      m, "main",
+      {Tensor::from_floats({3, 1}, {1, 2, 3}), Tensor::from_floats({3, 2}, std::vector<float>(6, 10))});
+  EXPECT_EQ(values(out.at(0)), (std::vector<double>{11, 11, 12, 12, 13, 13}));
+}
+
 }  // namespace
 }  // namespace kiln

@@ -68,7 +68,8 @@ Expr NodeContext::input(size_t i) const {
   auto it = values_.find(name);
   if (it == values_.end())
     fail("input " + std::to_string(i) + " '" + name +
-         "' is not defined by any earlier node, initializer or graph input (nodes must be in topological order)");
+         "' is not defined by any earlier node, initializer or graph input (nodes must be in topological "
+         "order)");
   if (!it->second->type->is_tensor()) fail("input '" + name + "' is not a tensor");
   return it->second;
 }
@@ -82,19 +83,32 @@ std::optional<Tensor> NodeContext::constant(size_t i) const {
 
 Tensor NodeContext::require_constant(size_t i, const std::string& what) const {
   auto t = constant(i);
-  if (!t)
-    unsupported("input " + std::to_string(i) + " (" + what +
-                ") must be a constant: kiln needs static shapes; bind the model's input shapes "
-                "(--input-shape) so shape computations fold");
-  return *t;
+  if (t) return *t;
+  // Every call on constants folds and every input shape is bound by now, so
+  // a value that is not constant depends on the values of graph inputs.
+  const std::string& name = node_.input(static_cast<int>(i));
+  std::string head =
+      "input " + std::to_string(i) + " (" + what + ") must be a constant: kiln compiles static shapes";
+  if (g_.is_graph_input(name))
+    unsupported(
+        head + ", but it is the graph input '" + name + "', whose values are known only at run time; make '" +
+        name +
+        "' a constant of the model (an initializer), or compute it from input shapes (Shape) and bind "
+        "those with --input-shape");
+  unsupported(
+      head + ", but '" + name +
+      "' is computed from the values of graph inputs at run time; make it a constant of the model, or "
+      "compute it from input shapes (Shape) and bind those with --input-shape");
 }
 
 std::vector<int64_t> NodeContext::require_ints(size_t i, const std::string& what) const {
   Tensor t = require_constant(i, what);
   if (t.dtype() != DType::Int64 && t.dtype() != DType::Int32)
-    fail("input " + std::to_string(i) + " (" + what + ") must be int64, got " + std::string(dtype_name(t.dtype())));
+    fail("input " + std::to_string(i) + " (" + what + ") must be int64, got " +
+         std::string(dtype_name(t.dtype())));
   std::vector<int64_t> v(static_cast<size_t>(t.numel()));
-  for (int64_t k = 0; k < t.numel(); ++k) v[static_cast<size_t>(k)] = static_cast<int64_t>(t.get_as_double(k));
+  for (int64_t k = 0; k < t.numel(); ++k)
+    v[static_cast<size_t>(k)] = static_cast<int64_t>(t.get_as_double(k));
   if (t.dtype() == DType::Int64)
     for (int64_t k = 0; k < t.numel(); ++k) v[static_cast<size_t>(k)] = t.data<int64_t>()[k];
   return v;
@@ -108,12 +122,13 @@ const onnx::AttributeProto* NodeContext::find_attr(const std::string& name) cons
 
 static const char* attr_type_name(int t) {
   return onnx::AttributeProto_AttributeType_IsValid(t)
-             ? onnx::AttributeProto_AttributeType_Name(static_cast<onnx::AttributeProto_AttributeType>(t)).c_str()
+             ? onnx::AttributeProto_AttributeType_Name(static_cast<onnx::AttributeProto_AttributeType>(t))
+                   .c_str()
              : "?";
 }
 
-#define KILN_ATTR_EXPECT(a, T)                                                                  \
-  if ((a)->type() != onnx::AttributeProto_AttributeType_##T)                                    \
+#define KILN_ATTR_EXPECT(a, T)                               \
+  if ((a)->type() != onnx::AttributeProto_AttributeType_##T) \
   fail("attribute '" + (a)->name() + "' must be " #T ", got " + attr_type_name((a)->type()))
 
 int64_t NodeContext::attr_int(const std::string& name, int64_t def) const {

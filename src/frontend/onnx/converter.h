@@ -33,10 +33,16 @@ class GraphBuilder {
 
   std::vector<Binding>& bindings() { return bindings_; }
 
+  // The graph inputs that are parameters of @main (by ONNX name): their
+  // values are known only at run time.
+  void add_graph_input(const std::string& onnx_name) { graph_inputs_.insert(onnx_name); }
+  bool is_graph_input(const std::string& onnx_name) const { return graph_inputs_.count(onnx_name) != 0; }
+
  private:
   Expr bind(Expr value);
   std::vector<Binding> bindings_;
   std::set<std::string> used_names_;
+  std::set<std::string> graph_inputs_;
   std::string hint_ = "v";
 };
 
@@ -63,7 +69,8 @@ class NodeContext {
   // The input's value when it is a constant (an initializer, a Constant node
   // or a folded computation); nullopt otherwise.
   std::optional<Tensor> constant(size_t i) const;
-  // The same, as an error when it is not constant (`what` names the input).
+  // The same, as an error when it is not constant (`what` names the input):
+  // the error says whether the value is a graph input or computed from one.
   Tensor require_constant(size_t i, const std::string& what) const;
   std::vector<int64_t> require_ints(size_t i, const std::string& what) const;
 

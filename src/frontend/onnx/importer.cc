@@ -204,6 +204,7 @@ Module import_onnx_bytes(const std::string& bytes, const std::string& what, cons
         continue;
       }
       values[in.name()] = params[k++];
+      g.add_graph_input(in.name());
     }
   }
   for (const auto& init : graph.initializer()) {
