@@ -111,12 +111,16 @@ TEST(OnnxOpset, NativeOpsetsAreNotConverted) {
 }
 
 TEST(OnnxOpset, ConverterFailureIsReportedWithTheFile) {
-  // No adapter knows an operator that does not exist: the converter's
-  // message, naming the model.
+  // A valid opset-6 model the converter refuses: BatchNormalization in
+  // training mode (is_test 0) has no opset-7 form. Its message, naming the
+  // model.
   ModelBuilder b(6);
-  b.input("x", {2});
-  b.output("y", {2});
-  b.node("NoSuchOperator", {"x"}, {"y"});
+  b.input("x", {1, 1, 1, 2});
+  b.output("y", {1, 1, 1, 2});
+  for (const char* name : {"scale", "bias", "mean", "var"})
+    b.initializer(name, Tensor::from_floats({1}, {1}));
+  auto* n = b.node("BatchNormalization", {"x", "scale", "bias", "mean", "var"}, {"y"}, "bn_training");
+  attr_int(n, "is_test", 0);
   ImportOptions opts;
   std::ostringstream log;
   opts.log = &log;

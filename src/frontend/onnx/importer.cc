@@ -177,6 +177,9 @@ Module import_onnx_bytes(const std::string& bytes, const std::string& what, cons
                              "; kiln imports opsets " + std::to_string(kMinOpset) + " to " +
                              std::to_string(kMaxOpset) + " and converts opsets 1 to " +
                              std::to_string(newest) + " (the newest the installed ONNX library knows)");
+    // libonnx's converter reads the graph unchecked and can crash on a
+    // malformed one: ONNX's checker first.
+    run_checker(model, opset, what);
     int64_t target = opset < kMinOpset ? kMinOpset : kMaxOpset;
     model = convert_opset(model, opset, target, what);
     (opts.log ? *opts.log : std::cerr) << what << ": converted from opset " << opset << " to " << target
