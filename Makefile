@@ -3,7 +3,7 @@ BUILD ?= build
 CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKILN_WERROR=ON
 LAUNCHER := $(shell command -v ccache >/dev/null 2>&1 && echo -DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
 
-.PHONY: all setup build run test e2e fuzz bench clean
+.PHONY: all setup build run test e2e fuzz bench check-builds clean
 
 all: build
 
@@ -35,6 +35,11 @@ bench: setup $(BUILD)/build.ninja
 # Fuzzes the .kir parser for 60 s (libFuzzer + ASan + UBSan, in build-fuzz/).
 fuzz: setup
 	@scripts/fuzz.sh 60
+
+# The `kiln` target from a clean copy of the tree: CMake's default generator,
+# Release, and clang-19 with warnings as errors (slow: too long for CI).
+check-builds: setup
+	@scripts/check-builds.sh
 
 clean:
 	rm -rf $(BUILD)

@@ -5,6 +5,7 @@
 #include <mutex>
 
 #include "backends/registry.h"
+#include "ir/stable_sort.h"
 
 namespace kiln {
 
@@ -46,8 +47,8 @@ std::vector<const PatternEntry*> PatternRegistry::for_backends(
   for (const auto& e : entries_)
     if (std::find(backends.begin(), backends.end(), e.backend()) != backends.end()) out.push_back(&e);
   // stable_sort keeps registration order among equal priorities.
-  std::stable_sort(out.begin(), out.end(),
-                   [](const PatternEntry* a, const PatternEntry* b) { return a->priority > b->priority; });
+  kiln::stable_sort(out,
+                    [](const PatternEntry* a, const PatternEntry* b) { return a->priority > b->priority; });
   return out;
 }
 

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <functional>
 
+#include "ir/stable_sort.h"
 #include "kiln/runtime/error.h"
 #include "op/op.h"
 #include "op_test_util.h"
@@ -234,9 +235,8 @@ double naive_1d(const std::vector<double>& data, double x, const Attrs& a) {
   // The n padded indices nearest to x (ties to the smaller index), ascending.
   std::vector<int64_t> idx;
   for (int64_t i = -pad; i < in + pad; ++i) idx.push_back(i);
-  std::stable_sort(idx.begin(), idx.end(), [&](int64_t p, int64_t q) {
-    return std::fabs(x - double(p)) < std::fabs(x - double(q));
-  });
+  kiln::stable_sort(
+      idx, [&](int64_t p, int64_t q) { return std::fabs(x - double(p)) < std::fabs(x - double(q)); });
   idx.resize(static_cast<size_t>(n));
   std::sort(idx.begin(), idx.end());
   if (a.get_int("exclude_outside") && method != "nearest") {  // nearest has one tap to keep

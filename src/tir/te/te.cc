@@ -1,6 +1,7 @@
 // Tensor expressions: placeholders, computes, reductions.
 #include <algorithm>
 
+#include "ir/stable_sort.h"
 #include "tir/mutator.h"
 #include "tir/te/te.h"
 
@@ -122,8 +123,7 @@ Tensor compute(std::vector<int64_t> shape, const std::function<Reduction(const A
     return std::find(reads.order.begin(), reads.order.end(), x->buffer.get()) - reads.order.begin();
   };
   t->inputs = collect.inputs;
-  std::stable_sort(t->inputs.begin(), t->inputs.end(),
-                   [&](const Tensor& x, const Tensor& y) { return rank(x) < rank(y); });
+  kiln::stable_sort(t->inputs, [&](const Tensor& x, const Tensor& y) { return rank(x) < rank(y); });
   return t;
 }
 

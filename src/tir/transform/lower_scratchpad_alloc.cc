@@ -24,6 +24,7 @@
 //   evaluate call_extern<int32>("HexagonBackendFreeVTCM", %A_buf_data)
 #include <algorithm>
 
+#include "ir/stable_sort.h"
 #include "tir/mutator.h"
 #include "tir/transform/alloc_lowering.h"
 #include "tir/transform/passes.h"
@@ -155,8 +156,7 @@ std::vector<Placement> place(const std::vector<const BufferNode*>& buffers,
                " has a dynamic size; the plan needs constant sizes (turn the option off for it)");
     order.push_back({b, *bytes, 0, ranges.at(b)});
   }
-  std::stable_sort(order.begin(), order.end(),
-                   [](const Placement& x, const Placement& y) { return x.bytes > y.bytes; });
+  kiln::stable_sort(order, [](const Placement& x, const Placement& y) { return x.bytes > y.bytes; });
   std::vector<Placement> placed;
   for (Placement p : order) {
     int64_t offset = 0;
@@ -208,8 +208,7 @@ PrimFunc lower_with_static_plan(const PrimFunc& f) {
   int64_t total = 0, align = 1;
   std::string layout;
   std::vector<Placement> by_offset = plan;
-  std::stable_sort(by_offset.begin(), by_offset.end(),
-                   [](const Placement& x, const Placement& y) { return x.offset < y.offset; });
+  kiln::stable_sort(by_offset, [](const Placement& x, const Placement& y) { return x.offset < y.offset; });
   for (const Placement& p : by_offset) {
     total = std::max(total, p.offset + p.bytes);
     align = std::max(align, p.buffer->alignment);
