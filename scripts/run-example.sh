@@ -18,8 +18,8 @@ echo "== 1. reference interpreter: kiln run $model"
 "$kiln" run "$model" --random-inputs 0 --out "$out/reference"
 
 echo
-echo "== 2. partition for example_npu: kiln partition $model --backend example_npu --merge --explain"
-"$kiln" partition "$model" --backend example_npu --merge --explain --report "$out/partition.json" --dot "$out/partition.dot" |
+echo "== 2. partition for example_npu: kiln partition $model --backend example_npu --explain"
+"$kiln" partition "$model" --backend example_npu --explain --report "$out/partition.json" --dot "$out/partition.dot" |
   grep -E '^(@main|offload)'
 
 echo

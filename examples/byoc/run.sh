@@ -16,7 +16,7 @@ echo "== 1. the patterns example_npu registered"
 
 for model in matmul_relu conv2d_relu; do
   echo "== 2. partition $model and explain every decision"
-  "$KILN" partition "examples/$model.kir" --backend example_npu --merge --explain \
+  "$KILN" partition "examples/$model.kir" --backend example_npu --explain \
     --report "$OUT/$model.report.json" --dot "$OUT/$model.dot"
 
   echo "== 3+4. codegen and build one file"

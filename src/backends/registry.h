@@ -34,10 +34,15 @@ struct BackendArtifacts {
 using CodegenFn = std::function<BackendArtifacts(const Module& m, const std::vector<Function>& functions,
                                                  const CodegenOptions& options)>;
 
+// Throws kiln::Error naming an option key or value the backend does not take,
+// so a misspelt option fails before partitioning, whatever is offloaded.
+using CheckOptionsFn = std::function<void(const CodegenOptions& options)>;
+
 struct BackendCodegen {
   std::string backend;
   std::string description;
   CodegenFn codegen;
+  CheckOptionsFn check_options = {};  // unset: options are not checked before codegen
 };
 
 // Replaces an entry of the same backend.

@@ -91,8 +91,8 @@ TEST_F(ByocCli, CompileAndRunKmodComputesMatmulRelu) {
 
 TEST_F(ByocCli, PartitionExplainsReportsAndDraws) {
   std::string model = file("m.kir", kMiddle);
-  Result r = kiln_cmd("partition " + model + " --backend example_npu --merge --explain --report " +
-                      path("r.json") + " --dot " + path("g.dot"));
+  Result r = kiln_cmd("partition " + model + " --backend example_npu --explain --report " + path("r.json") +
+                      " --dot " + path("g.dot"));
   ASSERT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find("@main %h = exp: host: no pattern matched"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("@main %a = add: example_npu by example_npu.add in @example_npu_main_0"),

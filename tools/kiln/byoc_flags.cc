@@ -1,16 +1,31 @@
 // Backend and partitioning flags shared by partition, compile and run.
 #include "byoc_flags.h"
 
+#include <algorithm>
+
+#include "backends/registry.h"
+#include "pattern/registry.h"
+#include "validators.h"
+
 namespace kiln::cli {
 
-void BackendFlags::add_to(CLI::App* cmd, bool with_merge_flag) {
+std::string registered_backends() {
+  std::string names;
+  for (const auto& b : pattern_registry().backends()) names += (names.empty() ? "" : ", ") + b;
+  return names;
+}
+
+void BackendFlags::add_to(CLI::App* cmd) {
   cmd->add_option("--backend,-b", backends,
                   "Offload to this backend (repeatable; `kiln partition --list` names them)");
-  if (with_merge_flag) cmd->add_flag("--no-merge", no_merge, "Keep each pattern match as its own region");
+  cmd->add_flag("--no-merge", no_merge,
+                "Keep each pattern match as its own region (default: merge adjacent matches of one backend, "
+                "never into a cycle)");
   cmd->add_flag("--strict", strict, "Fail, listing the ops, when anything would fall back to the host");
   cmd->add_flag("--lift-constants", lift_constants, "Pass constants to offloaded functions as parameters");
   cmd->add_option("--min-region-size", min_region_size, "Regions with fewer ops stay on the host")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(kNonNegative);
   cmd->add_option("--option", options, "Codegen option backend.key=value (e.g. example_npu.l1=64K)");
   cmd->add_option("--input-shape", input_shapes,
                   "NAME=D0,D1,... static shape for an ONNX input with symbolic dimensions (repeatable)");
@@ -34,11 +49,24 @@ RunCodegenOptions BackendFlags::codegen_options() const {
       throw Error("--option expects backend.key=value, got '" + opt + "'");
     std::string key = opt.substr(0, eq), value = opt.substr(eq + 1);
     size_t dot = key.find('.');
-    if (dot == std::string::npos)
+    if (dot == std::string::npos) {
       o.global[key] = value;
-    else
-      o.backend[key.substr(0, dot)][key.substr(dot + 1)] = value;
+      continue;
+    }
+    // The keys are the backend's to check (below); a backend name that
+    // matches none would otherwise be ignored without a word.
+    std::string backend = key.substr(0, dot);
+    if (pattern_registry().for_backend(backend).empty())
+      throw Error("--option " + opt + ": unknown backend '" + backend +
+                  "' (registered: " + registered_backends() + ")");
+    if (std::find(backends.begin(), backends.end(), backend) == backends.end())
+      throw Error("--option " + opt + ": " + backend + " is not used (add --backend " + backend + ")");
+    o.backend[backend][key.substr(dot + 1)] = value;
   }
+  if (options.empty()) return o;
+  for (const auto& b : backends)
+    if (const BackendCodegen* c = find_backend_codegen(b); c && c->check_options)
+      c->check_options(o.for_backend(b));
   return o;
 }
 
@@ -70,6 +98,9 @@ driver::CompileOptions CompileFlags::options(const BackendFlags& backend, const 
 
 std::string compile_line(const driver::CompileSummary& s) { return "compile: " + s.str(); }
 
-std::string offload_line(const PartitionReport& report) { return "offload: " + report.summary(); }
+std::string offload_line(const PartitionReport& report, bool merged) {
+  return "offload: " + report.summary() +
+         (merged ? "; regions merged" : "; one region per match (--no-merge)");
+}
 
 }  // namespace kiln::cli

@@ -22,7 +22,7 @@ struct BackendFlags {
   std::vector<std::string> options;       // backend.key=value or key=value
   std::vector<std::string> input_shapes;  // NAME=D0,D1,... for ONNX inputs
 
-  void add_to(CLI::App* cmd, bool with_merge_flag);
+  void add_to(CLI::App* cmd);
   PartitionOptions partition_options() const;
   RunCodegenOptions codegen_options() const;
   ImportOptions import_options() const;
@@ -39,11 +39,15 @@ struct CompileFlags {
   driver::CompileOptions options(const BackendFlags& backend, const std::string& entry) const;
 };
 
+// "example_npu, ...": the backends `--backend` may name, for messages.
+std::string registered_backends();
+
 // "compile: compiled 412 of 412 host ops into 130 kernel calls (95 distinct); 0 ops on reference kernels"
 std::string compile_line(const driver::CompileSummary& s);
 
-// The one-line offload summary printed whenever a backend is used:
-// "offload: 2 of 3 ops offloaded in 1 region (example_npu: 2); 1 on the host"
-std::string offload_line(const PartitionReport& report);
+// The one-line offload summary printed whenever a backend is used, with the
+// merge setting (merged by default; --no-merge):
+// "offload: 2 of 3 ops offloaded in 1 region (example_npu: 2); 1 on the host; regions merged"
+std::string offload_line(const PartitionReport& report, bool merged);
 
 }  // namespace kiln::cli

@@ -26,7 +26,7 @@ void run(const CompileOpts& o) {
   Module m = load_model(o.model, o.flags.import_options());
   driver::CompileSummary summary;
   Executable exe = driver::compile_model(m, o.compile.options(o.flags, o.entry), &summary);
-  if (summary.offloaded) std::cout << offload_line(summary.report) << "\n";
+  if (summary.offloaded) std::cout << offload_line(summary.report, !o.flags.no_merge) << "\n";
   std::cout << compile_line(summary) << "\n";
   write_kmod(o.out, exe);
   std::string backends;
@@ -46,7 +46,7 @@ void add_compile_command(CLI::App& app) {
   cmd->add_option("model", o->model, "Model file (.kir or .onnx)")->required();
   cmd->add_option("--out,-o", o->out, "The .kmod file to write")->required();
   cmd->add_option("--entry", o->entry, "Entry function")->capture_default_str();
-  o->flags.add_to(cmd, true);
+  o->flags.add_to(cmd);
   o->compile.add_to(cmd);
   cmd->callback([o] { run(*o); });
 }

@@ -1,4 +1,4 @@
-// kiln partition MODEL --backend NAME [--merge] [--explain] [--report FILE.json] [--dot FILE.dot]
+// kiln partition MODEL --backend NAME [--no-merge] [--explain] [--report FILE.json] [--dot FILE.dot]
 #include <iostream>
 
 #include "byoc_flags.h"
@@ -14,7 +14,6 @@ namespace {
 struct PartitionOpts {
   std::string model;
   BackendFlags flags;
-  bool merge = false;
   bool explain = false;
   bool list = false;
   std::string report_path, dot_path, out_path;
@@ -35,11 +34,11 @@ void run(const PartitionOpts& o) {
   if (o.list) return list_patterns();
   if (o.model.empty()) throw Error("kiln partition: give a MODEL (or --list to see the registered patterns)");
   if (o.flags.backends.empty())
-    throw Error(
-        "kiln partition: name at least one --backend (registered: example_npu; --list shows them all)");
+    throw Error("kiln partition: name at least one --backend (registered: " + registered_backends() +
+                "; --list shows their patterns)");
   Module m = load_model(o.model, o.flags.import_options());
   PartitionReport report;
-  Module parted = partition_module(m, o.flags.partition_options(), o.merge, &report);
+  Module parted = partition_module(m, o.flags.partition_options(), !o.flags.no_merge, &report);
   std::string text = print_module(parted);
   if (o.out_path.empty())
     std::cout << text;
@@ -48,7 +47,7 @@ void run(const PartitionOpts& o) {
   if (o.explain) std::cout << "\n" << report.explain();
   if (!o.report_path.empty()) write_text_file(o.report_path, report.to_json());
   if (!o.dot_path.empty()) write_text_file(o.dot_path, report.to_dot(m));
-  std::cout << offload_line(report) << "\n";
+  std::cout << offload_line(report, !o.flags.no_merge) << "\n";
 }
 
 }  // namespace
@@ -57,8 +56,7 @@ void add_partition_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("partition", "Split a model between backends and the host, and explain why");
   auto o = std::make_shared<PartitionOpts>();
   cmd->add_option("model", o->model, "Model file (.kir or .onnx)");
-  o->flags.add_to(cmd, false);
-  cmd->add_flag("--merge", o->merge, "Merge adjacent matches of one backend into one region (never a cycle)");
+  o->flags.add_to(cmd);
   cmd->add_flag("--explain", o->explain, "One line per op: which backend and pattern took it, or why not");
   cmd->add_option("--report", o->report_path, "Write the decisions and a summary as JSON");
   cmd->add_option("--dot", o->dot_path, "Write the graph in Graphviz DOT, regions coloured by backend");

@@ -25,6 +25,7 @@
 #include "kiln/runtime/npy.h"
 #include "runtime/module_file.h"
 #include "runtime/profile.h"
+#include "validators.h"
 
 namespace kiln::cli {
 namespace {
@@ -170,8 +171,33 @@ void time_runs(VirtualMachine& vm, const std::vector<Tensor>& args, int64_t repe
   std::cout << buf << "\n";
 }
 
-// Runs on the VM: the executable's host program and its backends.
-std::vector<Tensor> run_on_vm(Executable exe, const RunOpts& o) {
+// "host kernel K" or "@f (backend), first divergent node n": one check in a message.
+std::string check_name(const RegionCheck& c) {
+  if (c.host_kernel) return "host kernel " + c.symbol;
+  std::string s = "@" + c.symbol + " (" + c.backend + ")";
+  if (!c.first_divergent_node.empty()) s += ", first divergent node " + c.first_divergent_node;
+  return s;
+}
+
+// "" when every check matched; otherwise the error `kiln run` ends with.
+std::string verify_failure(const std::vector<RegionCheck>& checks, const RunOpts& o) {
+  const RegionCheck* first = nullptr;
+  int failed = 0;
+  for (const auto& c : checks) {
+    if (c.ok) continue;
+    ++failed;
+    if (!first) first = &c;
+  }
+  if (!first) return "";
+  char tol[96];
+  std::snprintf(tol, sizeof tol, "max abs %.3g over atol %.3g + rtol %.3g", first->max_abs, o.atol, o.rtol);
+  return "--verify failed: " + std::to_string(failed) + " of " + std::to_string(checks.size()) +
+         " checks mismatch the reference kernels; first: " + check_name(*first) + " (" + tol + ")";
+}
+
+// Runs on the VM: the executable's host program and its backends. A failed
+// --verify check is left in *failure, for after the outputs are written.
+std::vector<Tensor> run_on_vm(Executable exe, const RunOpts& o, std::string* failure) {
   std::vector<Param> params;
   for (const auto& in : exe.host.inputs) params.push_back({in.name, in.desc});
   std::string name = exe.host.name;
@@ -203,6 +229,7 @@ std::vector<Tensor> run_on_vm(Executable exe, const RunOpts& o) {
               << " host kernel calls match the reference kernels"
               << (first_divergent.empty() ? "" : "; first divergent kernel: " + first_divergent) << "\n";
   if (o.verify && vm.checks().empty()) std::cout << "verify: nothing was offloaded or compiled\n";
+  *failure = verify_failure(vm.checks(), o);
   if (o.repeat > 0) time_runs(vm, args, o.repeat);
   return outs;
 }
@@ -266,6 +293,7 @@ tir::PrimFunc find_prim_entry(const Module& m, const std::string& entry) {
 
 void run(const RunOpts& o) {
   std::vector<Tensor> outs;
+  std::string failure;  // of --verify
   bool vm_flags = !o.dispatch_log.empty() || !o.profile.empty() || o.verify;
   if (is_kmod_file(o.model)) {
     if (!o.target.empty())
@@ -276,9 +304,12 @@ void run(const RunOpts& o) {
     if (!o.flags.input_shapes.empty())
       throw Error(o.model +
                   " is compiled already; its input shapes were fixed by `kiln compile` (drop --input-shape)");
+    if (!o.flags.options.empty())
+      throw Error(o.model +
+                  " is compiled already; its backend options were fixed by `kiln compile` (drop --option)");
     Executable exe = read_kmod(o.model);
     if (!exe.offload_summary.empty()) std::cout << "offload: " << exe.offload_summary << "\n";
-    outs = run_on_vm(std::move(exe), o);
+    outs = run_on_vm(std::move(exe), o, &failure);
   } else {
     Module m = load_model(o.model, o.flags.import_options());
     if (tir::PrimFunc prim = find_prim_entry(m, o.entry)) return run_prim(prim, o);
@@ -298,9 +329,9 @@ void run(const RunOpts& o) {
     } else {
       driver::CompileSummary summary;
       Executable exe = driver::compile_model(m, o.compile.options(o.flags, o.entry), &summary);
-      if (summary.offloaded) std::cout << offload_line(summary.report) << "\n";
+      if (summary.offloaded) std::cout << offload_line(summary.report, !o.flags.no_merge) << "\n";
       std::cout << compile_line(summary) << "\n";
-      outs = run_on_vm(std::move(exe), o);
+      outs = run_on_vm(std::move(exe), o, &failure);
     }
   }
   if (!o.out_dir.empty()) {
@@ -314,6 +345,7 @@ void run(const RunOpts& o) {
     if (outs[i].numel() <= o.print_limit) print_values(outs[i]);
     if (!o.out_dir.empty()) write_npy(o.out_dir + "/" + name + ".npy", outs[i]);
   }
+  if (!failure.empty()) throw Error(failure);
 }
 
 }  // namespace
@@ -324,31 +356,37 @@ void add_run_command(CLI::App& app) {
   auto o = std::make_shared<RunOpts>();
   cmd->add_option("model", o->model, "Model file (.kir, .onnx or a compiled .kmod)")->required();
   cmd->add_option("--input,-i", o->inputs, "NAME=FILE.npy for a parameter of the entry function");
-  cmd->add_option("--random-inputs", o->seed, "Fill inputs not given with random values from SEED");
+  cmd->add_option("--random-inputs", o->seed, "Fill inputs not given with random values from SEED")
+      ->check(kUnsigned64);
   cmd->add_option("--out,-o", o->out_dir, "Write DIR/output_0.npy, output_1.npy, ... (tuples flattened)");
   cmd->add_option("--entry", o->entry, "Function to run")->capture_default_str();
   cmd->add_option("--print-limit", o->print_limit, "Print the values of outputs with at most N elements")
-      ->capture_default_str();
-  o->flags.add_to(cmd, true);
+      ->capture_default_str()
+      ->check(kNonNegative);
+  o->flags.add_to(cmd);
   o->compile.add_to(cmd);
   cmd->add_flag("--interpret", o->interpret, "Run on the reference interpreter instead of compiling");
   cmd->add_option("--repeat", o->repeat,
                   "After the run, time N more runs (after a warm-up) and print the median and "
                   "minimum latency")
-      ->check(CLI::NonNegativeNumber);
+      ->check(kNonNegative);
   cmd->add_option("--dispatch-log", o->dispatch_log, "Write one JSON line per backend dispatch");
   cmd->add_option("--profile", o->profile, "Write a Chrome trace (Perfetto) with host and backend tracks");
   cmd->add_flag("--verify", o->verify,
                 "Also run every offloaded function on the reference kernels and compare");
-  cmd->add_option("--atol", o->atol, "--verify: absolute tolerance")->capture_default_str();
+  cmd->add_option("--atol", o->atol, "--verify: absolute tolerance")
+      ->capture_default_str()
+      ->check(kNonNegative);
   cmd->add_option("--rtol", o->rtol, "--verify: tolerance relative to the largest reference value")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(kNonNegative);
   cmd->add_option(
       "--target", o->target,
       "prim functions: llvm (the host, JIT) or hexagon-v66|v68|v69|v73 (under qemu-hexagon-static)");
   cmd->add_option("--link-lib", o->link_libs,
                   "prim functions: a library that may provide imports (repeatable)");
-  cmd->add_option("--vtcm-capacity", o->vtcm_capacity, "prim functions: VTCM bytes (default: the target's)");
+  cmd->add_option("--vtcm-capacity", o->vtcm_capacity, "prim functions: VTCM bytes (default: the target's)")
+      ->check(kUnsigned64);
   cmd->add_flag("--static-scratchpad-plan", o->static_scratchpad_plan,
                 "prim functions: one VTCM allocation per function");
   cmd->callback([o] { run(*o); });

@@ -1,12 +1,35 @@
 // The `kiln` command. Exit codes: 0 success, 1 a user error (bad model, bad
 // input file, ...: printed as `error: ...`), 2 bad usage of the command line.
 #include <iostream>
+#include <string>
 
 #include "commands.h"
 #include "kiln/runtime/error.h"
 
+namespace {
+
+// The first argument that is not a flag: the command (kiln's own flags,
+// --help and --version, take no values).
+const char* command_arg(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i)
+    if (argv[i][0] != '-') return argv[i];
+  return nullptr;
+}
+
+std::string command_names(CLI::App& app) {
+  std::string names;
+  for (const CLI::App* c : app.get_subcommands([](CLI::App*) { return true; }))
+    names += (names.empty() ? "" : ", ") + c->get_name();
+  return names;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   CLI::App app{"kiln: compile and run neural networks on accelerators and the host"};
+  // Usage errors read like every other error: "error: ...".
+  app.failure_message(
+      [](const CLI::App* a, const CLI::Error& e) { return "error: " + CLI::FailureMessage::simple(a, e); });
   app.require_subcommand(1);
   app.set_version_flag("--version", "kiln 0.1.0");
   kiln::cli::add_run_command(app);
@@ -18,6 +41,12 @@ int main(int argc, char** argv) {
   kiln::cli::add_compile_command(app);
   kiln::cli::add_build_command(app);
   kiln::cli::add_inspect_command(app);
+  // CLI11 reports an unknown command as "A subcommand is required".
+  if (const char* cmd = command_arg(argc, argv);
+      cmd && app.get_subcommands([&](CLI::App* c) { return c->check_name(cmd); }).empty()) {
+    std::cerr << "error: unknown command '" << cmd << "' (commands: " << command_names(app) << ")\n";
+    return 2;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -212,7 +212,8 @@ void register_example_npu(PatternRegistry& r) {
   add(r, "dequantize", is_op("dequantize", {annotate("input", wildcard())}), check_dtypes, 5,
       "dequantize int8 to float32 on the VECTOR engine");
   register_backend_codegen(
-      {"example_npu", "kiln.graph JSON for the example NPU emulator", example_npu_codegen});
+      {"example_npu", "kiln.graph JSON for the example NPU emulator", example_npu_codegen,
+       [](const CodegenOptions& options) { example_npu::device_from_options(options); }});
 }
 
 }  // namespace kiln
