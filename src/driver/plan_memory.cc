@@ -43,8 +43,11 @@ MemoryPlan plan_memory(const Graph& host) {
   }
   std::vector<size_t> order(values.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::stable_sort(order.begin(), order.end(),
-                   [&](size_t a, size_t b) { return values[a].bytes > values[b].bytes; });
+  // Largest first; ties in program order (the order is a position list, so
+  // std::sort with the position as tie-break is stable).
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return values[a].bytes != values[b].bytes ? values[a].bytes > values[b].bytes : a < b;
+  });
   MemoryPlan plan;
   std::vector<size_t> placed;
   for (size_t v : order) {
