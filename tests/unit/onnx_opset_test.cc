@@ -136,5 +136,19 @@ TEST(OnnxOpset, ConverterFailureIsReportedWithTheFile) {
   EXPECT_EQ(log.str(), "");
 }
 
+TEST(OnnxOpset, MalformedOldModelIsAnErrorNotACrash) {
+  // The converter reads the graph unchecked: a graph output no node computes
+  // crashed it (found by kiln_fuzz_onnx_import).
+  ModelBuilder b(1);
+  b.input("x", {3});
+  b.output("y", {3});
+  try {
+    import_onnx_bytes(b.bytes(), "old.onnx");
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.message(), "old.onnx: graph output 'y' is not computed by any node");
+  }
+}
+
 }  // namespace
 }  // namespace kiln

@@ -12,7 +12,8 @@
 //   =>  b1 = Unsqueeze(b, axes=[1]): (3, 1);  Add(a, b1, broadcast=1, axis=1)
 //
 // The converter reads ranks from value_info, so ONNX's shape inference runs
-// before it.
+// before it; it reads the graph unchecked, so the importer runs ONNX's
+// checker first and the graph outputs are checked here.
 #include "frontend/onnx/opset_upgrade.h"
 
 #include <iostream>
@@ -104,6 +105,19 @@ void unsqueeze_legacy_broadcast_operands(onnx::GraphProto& g) {
   *g.mutable_node() = std::move(nodes);
 }
 
+// ONNX's checker (run before) leaves this to the importer, but libonnx's
+// converter dereferences the producer of every graph output unchecked.
+void check_outputs_defined(const onnx::GraphProto& g, const std::string& what) {
+  std::set<std::string> defined;
+  for (const auto& in : g.input()) defined.insert(in.name());
+  for (const auto& init : g.initializer()) defined.insert(init.name());
+  for (const auto& n : g.node())
+    for (const auto& o : n.output()) defined.insert(o);
+  for (const auto& out : g.output())
+    if (!defined.count(out.name()))
+      throw Error(what + ": graph output '" + out.name() + "' is not computed by any node");
+}
+
 }  // namespace
 
 int64_t newest_known_opset() {
@@ -114,6 +128,7 @@ int64_t newest_known_opset() {
 
 onnx::ModelProto convert_opset(const onnx::ModelProto& model, int64_t opset, int64_t target,
                                const std::string& what) {
+  check_outputs_defined(model.graph(), what);
   onnx::ModelProto input = model;
   std::string failure;
   // The converter reports some failures on std::cerr and returns its input
