@@ -5,11 +5,21 @@
 // constants; select and if with a constant condition; loops of extent 0
 // (removed) and extent 1 (the variable becomes the loop's min). Floating-point
 // arithmetic is folded only for casts, since reassociating it changes
-// results. Requires a verified function; keeps it verified.
+// results. Integer division and remainder by a positive constant use the
+// ranges of the enclosing loops' variables: x / c is 0 and x mod c is x when
+// 0 <= x < c, and (x / a) / b is x / (a * b) when x >= 0 (a fused loop
+// over a batch of 1 leaves such terms in every index). Requires a verified
+// function; keeps it verified.
 //
 //   for %i from 0 extent 1 { %A[%i * 4 + 0] = %B[%i] }
 // becomes
 //   %A[0] = %B[0]
+//
+//   for %f from 0 extent 480 { %A[%f / 80 / 6 * 1000 + mod(%f, 80)] = ... }
+// becomes
+//   for %f from 0 extent 480 { %A[mod(%f, 80)] = ... }
+#include <unordered_map>
+
 #include "tir/mutator.h"
 #include "tir/parallel.h"
 #include "tir/transform/passes.h"
@@ -29,25 +39,38 @@ int64_t wrap(int64_t v, DataType t) {
 
 std::optional<int64_t> fold_int(BinaryOp op, int64_t a, int64_t b, DataType t) {
   switch (op) {
-    case BinaryOp::Add: return wrap(int64_t(uint64_t(a) + uint64_t(b)), t);
-    case BinaryOp::Sub: return wrap(int64_t(uint64_t(a) - uint64_t(b)), t);
-    case BinaryOp::Mul: return wrap(int64_t(uint64_t(a) * uint64_t(b)), t);
+    case BinaryOp::Add:
+      return wrap(int64_t(uint64_t(a) + uint64_t(b)), t);
+    case BinaryOp::Sub:
+      return wrap(int64_t(uint64_t(a) - uint64_t(b)), t);
+    case BinaryOp::Mul:
+      return wrap(int64_t(uint64_t(a) * uint64_t(b)), t);
     case BinaryOp::Div:
       if (b == 0 || (b == -1 && a == INT64_MIN)) return std::nullopt;  // left for run time
       return t.is_uint() ? int64_t(uint64_t(a) / uint64_t(b)) : a / b;
     case BinaryOp::Mod:
       if (b == 0 || b == -1) return std::nullopt;
       return t.is_uint() ? int64_t(uint64_t(a) % uint64_t(b)) : a % b;
-    case BinaryOp::Min: return t.is_uint() ? int64_t(std::min(uint64_t(a), uint64_t(b))) : std::min(a, b);
-    case BinaryOp::Max: return t.is_uint() ? int64_t(std::max(uint64_t(a), uint64_t(b))) : std::max(a, b);
-    case BinaryOp::EQ: return a == b;
-    case BinaryOp::NE: return a != b;
-    case BinaryOp::LT: return t.is_uint() ? uint64_t(a) < uint64_t(b) : a < b;
-    case BinaryOp::LE: return t.is_uint() ? uint64_t(a) <= uint64_t(b) : a <= b;
-    case BinaryOp::GT: return t.is_uint() ? uint64_t(a) > uint64_t(b) : a > b;
-    case BinaryOp::GE: return t.is_uint() ? uint64_t(a) >= uint64_t(b) : a >= b;
-    case BinaryOp::And: return a && b;
-    case BinaryOp::Or: return a || b;
+    case BinaryOp::Min:
+      return t.is_uint() ? int64_t(std::min(uint64_t(a), uint64_t(b))) : std::min(a, b);
+    case BinaryOp::Max:
+      return t.is_uint() ? int64_t(std::max(uint64_t(a), uint64_t(b))) : std::max(a, b);
+    case BinaryOp::EQ:
+      return a == b;
+    case BinaryOp::NE:
+      return a != b;
+    case BinaryOp::LT:
+      return t.is_uint() ? uint64_t(a) < uint64_t(b) : a < b;
+    case BinaryOp::LE:
+      return t.is_uint() ? uint64_t(a) <= uint64_t(b) : a <= b;
+    case BinaryOp::GT:
+      return t.is_uint() ? uint64_t(a) > uint64_t(b) : a > b;
+    case BinaryOp::GE:
+      return t.is_uint() ? uint64_t(a) >= uint64_t(b) : a >= b;
+    case BinaryOp::And:
+      return a && b;
+    case BinaryOp::Or:
+      return a || b;
   }
   return std::nullopt;
 }
@@ -56,13 +79,75 @@ bool is_scalar_int_like(const Expr& e) {
   return (e->dtype.is_integer() || e->dtype.is_bool()) && !e->dtype.is_vector();
 }
 
+// A closed interval of integer values.
+struct Range {
+  int64_t lo, hi;
+};
+
 class Simplifier : public Mutator {
  protected:
+  // The values a signed integer expression can take, from the enclosing
+  // loops' constant bounds; nullopt when unknown (or when bounds overflow).
+  std::optional<Range> range_of(const Expr& e) const {
+    if (!e->dtype.is_int() || e->dtype.is_vector()) return std::nullopt;
+    if (auto c = as_const_int(e)) return Range{*c, *c};
+    if (auto* v = as<VarNode>(e)) {
+      auto it = loop_ranges_.find(v);
+      if (it == loop_ranges_.end()) return std::nullopt;
+      return it->second;
+    }
+    auto* b = as<BinaryNode>(e);
+    if (!b) return std::nullopt;
+    auto ra = range_of(b->a), rb = range_of(b->b);
+    if (!ra || !rb) return std::nullopt;
+    constexpr int64_t kLimit = int64_t(1) << 30;  // far from int32 overflow
+    auto bounded = [&](Range r) -> std::optional<Range> {
+      if (r.lo < -kLimit || r.hi > kLimit) return std::nullopt;
+      return r;
+    };
+    switch (b->op) {
+      case BinaryOp::Add:
+        return bounded({ra->lo + rb->lo, ra->hi + rb->hi});
+      case BinaryOp::Sub:
+        return bounded({ra->lo - rb->hi, ra->hi - rb->lo});
+      case BinaryOp::Mul:
+        if (ra->lo < 0 || rb->lo < 0) return std::nullopt;
+        return bounded({ra->lo * rb->lo, ra->hi * rb->hi});
+      case BinaryOp::Div:
+        if (ra->lo < 0 || rb->lo <= 0) return std::nullopt;
+        return Range{ra->lo / rb->hi, ra->hi / rb->lo};
+      case BinaryOp::Mod:
+        if (ra->lo < 0 || rb->lo <= 0) return std::nullopt;
+        return Range{0, std::min(ra->hi, rb->hi - 1)};
+      default:
+        return std::nullopt;
+    }
+  }
+
+  // x / c and x mod c for a positive constant c and x in a known range.
+  std::optional<Expr> simplify_div_mod(BinaryOp op, const Expr& a, int64_t c, DataType t) const {
+    if (c <= 0 || !t.is_int() || t.is_vector()) return std::nullopt;
+    auto r = range_of(a);
+    if (!r || r->lo < 0) return std::nullopt;
+    if (r->hi < c) return op == BinaryOp::Div ? int_imm(0, t) : a;
+    if (op != BinaryOp::Div) return std::nullopt;
+    // (x / a) / c == x / (a * c) for x >= 0.
+    if (auto* inner = as<BinaryNode>(a); inner && inner->op == BinaryOp::Div)
+      if (auto ia = as_const_int(inner->b); ia && *ia > 0 && *ia <= (int64_t(1) << 30) / c)
+        return mutate_const(binary(BinaryOp::Div, inner->a, int_imm(*ia * c, t)));
+    return std::nullopt;
+  }
+
+  // Simplifies an expression built here once more (its parts are simplified).
+  Expr mutate_const(const Expr& e) const { return const_cast<Simplifier*>(this)->mutate(e); }
+
   Expr mutate_Binary(const Expr& e, const BinaryNode& n) override {
     Expr a = mutate(n.a), b = mutate(n.b);
     auto ca = as_const_int(a), cb = as_const_int(b);
     if (ca && cb && is_scalar_int_like(a))
       if (auto v = fold_int(n.op, *ca, *cb, a->dtype)) return int_imm(*v, n.dtype);
+    if ((n.op == BinaryOp::Div || n.op == BinaryOp::Mod) && cb)
+      if (auto s = simplify_div_mod(n.op, a, *cb, n.dtype)) return *s;
     if (a->dtype.is_integer()) {
       switch (n.op) {
         case BinaryOp::Add:
@@ -83,7 +168,8 @@ class Simplifier : public Mutator {
         case BinaryOp::Mod:
           if (cb == 1) return int_imm(0, n.dtype);
           break;
-        default: break;
+        default:
+          break;
       }
     }
     if (n.op == BinaryOp::And && a->dtype.is_bool()) {
@@ -144,10 +230,15 @@ class Simplifier : public Mutator {
     // and its failure check follows it (tir/parallel.h).
     bool keep_loop = n.for_kind == ForKind::Parallel && contains_return(n.body);
     if (is_const_int(ext, 1) && !keep_loop) return mutate(substitute(n.body, {{n.var.get(), mn}}));
+    auto lo = as_const_int(mn), count = as_const_int(ext);
+    if (lo && count) loop_ranges_[n.var.get()] = Range{*lo, *lo + *count - 1};
     Stmt body = mutate(n.body);
+    loop_ranges_.erase(n.var.get());
     if (mn == n.min && ext == n.extent && body == n.body) return s;
     return for_loop(n.var, mn, ext, n.for_kind, body);
   }
+
+  std::unordered_map<const VarNode*, Range> loop_ranges_;
 
   Stmt mutate_Seq(const Stmt& s, const SeqNode& n) override {
     // Rebuild through seq() so emptied statements disappear.
