@@ -6,7 +6,6 @@
 #include <llvm/Analysis/CGSCCPassManager.h>
 #include <llvm/Analysis/LoopAnalysisManager.h>
 #include <llvm/Analysis/ValueTracking.h>
-#include <llvm/ExecutionEngine/Orc/LLJIT.h>
 #include <llvm/IR/DiagnosticInfo.h>
 #include <llvm/IR/DiagnosticPrinter.h>
 #include <llvm/IR/IRBuilder.h>
@@ -33,11 +32,11 @@
 #include <fstream>
 #include <mutex>
 #include <sstream>
-#include <thread>
 #include <unordered_map>
 
 #include "codegen/codegen.h"
 #include "codegen/hexagon.h"
+#include "codegen/llvm_internal.h"
 #include "kiln/runtime/backend_api.h"
 #include "runtime/hexagon/harness.h"
 #include "runtime/host_code.h"
@@ -81,6 +80,8 @@ llvm::CodeGenOptLevel codegen_level(int opt_level) {
                           : llvm::CodeGenOptLevel::Default;
 }
 
+}  // namespace
+
 std::unique_ptr<llvm::TargetMachine> target_machine(const Target& t, int opt_level) {
   init_llvm();
   std::string triple = t.is_hexagon() ? t.triple : llvm::sys::getProcessTriple();
@@ -104,6 +105,8 @@ std::unique_ptr<llvm::TargetMachine> target_machine(const Target& t, int opt_lev
       target->createTargetMachine(triple, llvm::sys::getHostCPUName(), features, options, llvm::Reloc::PIC_,
                                   std::nullopt, codegen_level(opt_level)));
 }
+
+namespace {
 
 // ---------------------------------------------------------------- IR building
 
@@ -852,41 +855,11 @@ void throw_llvm_errors() {
   if (!t_llvm_errors.empty()) throw Error("LLVM reported errors while compiling:" + t_llvm_errors);
 }
 
-// Calls of runtime-ABI functions go through an exported pointer
-// `kiln_import_<symbol>` that the loader fills (runtime/host_code.h), so the
-// shared object has no undefined runtime symbols. Returns the symbols.
-std::vector<std::string> use_import_slots(llvm::Module& m) {
-  std::vector<std::string> imports;
-  std::vector<llvm::Function*> decls;
-  for (llvm::Function& f : m)
-    if (f.isDeclaration() && !f.isIntrinsic() && find_runtime_symbol(f.getName().str())) decls.push_back(&f);
-  llvm::IRBuilder<> b(m.getContext());
-  for (llvm::Function* f : decls) {
-    std::string name = f->getName().str();
-    imports.push_back(name);
-    // Weak: the parts of a model compiled in parallel each define the slots
-    // they use, and the linker keeps one of each.
-    auto* slot =
-        new llvm::GlobalVariable(m, b.getPtrTy(), false, llvm::GlobalValue::WeakAnyLinkage,
-                                 llvm::ConstantPointerNull::get(b.getPtrTy()), "kiln_import_" + name);
-    std::vector<llvm::CallInst*> calls;
-    for (llvm::User* u : f->users())
-      if (auto* call = llvm::dyn_cast<llvm::CallInst>(u)) calls.push_back(call);
-    for (llvm::CallInst* call : calls) {
-      b.SetInsertPoint(call);
-      call->setCalledOperand(b.CreateLoad(b.getPtrTy(), slot, name + ".slot"));
-    }
-    KILN_CHECK(f->use_empty(), "codegen: runtime function ", name, " is used other than by a call");
-    f->eraseFromParent();
-  }
-  std::sort(imports.begin(), imports.end());
-  return imports;
-}
+}  // namespace
 
 std::unique_ptr<llvm::Module> build_module(llvm::LLVMContext& ctx, const std::vector<tir::PrimFunc>& funcs,
                                            llvm::TargetMachine& tm, const CodegenOptions& options,
-                                           bool with_harness = false,
-                                           std::vector<std::string>* import_slots = nullptr) {
+                                           bool with_harness, std::vector<std::string>* import_slots) {
   const int opt_level = options.opt_level;
   quiet_optimization_failures(ctx);
   auto m = std::make_unique<llvm::Module>("kiln", ctx);
@@ -923,16 +896,14 @@ void emit_machine_code(llvm::Module& m, llvm::TargetMachine& tm, llvm::raw_pwrit
   throw_llvm_errors();
 }
 
-}  // namespace
-
-namespace {
-
 // The link check before codegen, by target.
 void check_target_imports(const std::vector<tir::PrimFunc>& funcs, const CodegenOptions& options) {
   if (!options.check_imports) return;
   if (options.target.is_hexagon()) return check_hexagon_imports(collect_imports(funcs), options.link_libs);
   check_imports(collect_imports(funcs), options.link_libs);
 }
+
+namespace {
 
 void write_object(const std::vector<tir::PrimFunc>& funcs, const CodegenOptions& options,
                   const std::string& path, bool with_harness) {
@@ -1001,151 +972,5 @@ void emit_to_file(const std::vector<tir::PrimFunc>& funcs, EmitKind kind, const 
                                 "run scripts/setup.sh, which installs lld-19");
   KILN_CHECK(r.exit_code == 0, "linking ", path, " with ld.lld-19 failed: ", r.err, r.out);
 }
-
-HostObject emit_host_shared_object(const std::vector<tir::PrimFunc>& funcs, const CodegenOptions& options) {
-  KILN_CHECK(!options.target.is_hexagon(), "host code is for the host target, not ", options.target.name);
-  check_target_imports(funcs, options);
-  HostObject out;
-  char dir_template[] = "/tmp/kiln-host-XXXXXX";
-  KILN_CHECK(mkdtemp(dir_template) != nullptr, "cannot create a temporary folder for the host code");
-  const std::string dir = dir_template;
-  // The functions are compiled in parts, one thread each (LLVM's contexts
-  // and target machines are per thread), and linked into one object.
-  size_t parts = std::max<size_t>(1, std::min<size_t>(std::thread::hardware_concurrency(), funcs.size() / 4));
-  std::vector<std::vector<tir::PrimFunc>> chunks(parts);
-  for (size_t i = 0; i < funcs.size(); ++i) chunks[i % parts].push_back(funcs[i]);
-  std::vector<std::string> objects(parts);
-  std::vector<std::vector<std::string>> imports(parts);
-  std::vector<std::exception_ptr> errors(parts);
-  std::string cpu;
-  auto compile_part = [&](size_t p) {
-    try {
-      auto tm = target_machine(options.target, options.opt_level);
-      llvm::LLVMContext ctx;
-      auto m = build_module(ctx, chunks[p], *tm, options, false, &imports[p]);
-      objects[p] = dir + "/kernels" + std::to_string(p) + ".o";
-      std::error_code ec;
-      llvm::raw_fd_ostream os(objects[p], ec, llvm::sys::fs::OF_None);
-      KILN_CHECK(!ec, "cannot write ", objects[p], ": ", ec.message());
-      emit_machine_code(*m, *tm, os, llvm::CodeGenFileType::ObjectFile);
-      if (p == 0) cpu = tm->getTargetCPU().str();
-    } catch (...) {
-      errors[p] = std::current_exception();
-    }
-  };
-  std::vector<std::thread> threads;
-  for (size_t p = 1; p < parts; ++p) threads.emplace_back(compile_part, p);
-  compile_part(0);
-  for (auto& t : threads) t.join();
-  const std::string so = dir + "/kernels.so";
-  auto cleanup = [&] {
-    for (const auto& o : objects)
-      if (!o.empty()) std::remove(o.c_str());
-    std::remove(so.c_str());
-    rmdir(dir.c_str());
-  };
-  for (const auto& e : errors)
-    if (e) {
-      cleanup();
-      std::rethrow_exception(e);
-    }
-  std::vector<std::string> argv = {"ld.lld-19", "-shared", "-o", so};
-  argv.insert(argv.end(), objects.begin(), objects.end());
-  ProcessResult r = run_process(argv, 120, "run scripts/setup.sh, which installs lld-19");
-  if (r.exit_code != 0) {
-    cleanup();
-    throw Error("linking the host code with ld.lld-19 failed: " + r.err + r.out);
-  }
-  {
-    std::ifstream in(so, std::ios::binary);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    out.bytes = ss.str();
-  }
-  cleanup();
-  for (const auto& part : imports) out.imports.insert(out.imports.end(), part.begin(), part.end());
-  std::sort(out.imports.begin(), out.imports.end());
-  out.imports.erase(std::unique(out.imports.begin(), out.imports.end()), out.imports.end());
-  out.cpu = cpu;
-  llvm::StringMap<bool> host = llvm::sys::getHostCPUFeatures();
-  for (const std::string& f : recorded_cpu_features())
-    if (auto it = host.find(f); it != host.end() && it->second) out.cpu_features.push_back(f);
-  return out;
-}
-
-std::string host_cpu_summary() {
-  llvm::StringMap<bool> host = llvm::sys::getHostCPUFeatures();
-  std::string s = llvm::sys::getHostCPUName().str() + ":";
-  for (const std::string& f : recorded_cpu_features())
-    if (auto it = host.find(f); it != host.end() && it->second) s += " " + f;
-  if (!host.lookup("avx512f")) s += " (no avx512f)";
-  return s;
-}
-
-// ---------------------------------------------------------------- JIT
-
-struct JitModule::Impl {
-  std::unique_ptr<llvm::orc::LLJIT> jit;
-  std::vector<Import> imports;
-};
-
-JitModule::JitModule(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
-JitModule::~JitModule() = default;
-
-std::unique_ptr<JitModule> JitModule::create(const std::vector<tir::PrimFunc>& funcs,
-                                             const CodegenOptions& options) {
-  if (options.target.is_hexagon())
-    throw Error("the JIT runs host code only; " + options.target.name +
-                " code runs under qemu-hexagon-static (kiln run --target " + options.target.name + ")");
-  auto impl = std::make_unique<Impl>();
-  impl->imports = collect_imports(funcs);
-  if (options.check_imports) check_imports(impl->imports, options.link_libs, "build");
-  // Load time: every import must resolve before any code runs, whatever the
-  // build did. Only resolved symbols are given to the JIT, so nothing can bind
-  // to a same-named symbol of the host process by accident.
-  std::vector<ResolvedImport> resolved = resolve_imports(impl->imports, options.link_libs);
-  check_imports(impl->imports, options.link_libs, "load");
-
-  auto tm = target_machine(options.target, options.opt_level);
-  auto ctx = std::make_unique<llvm::LLVMContext>();
-  auto m = build_module(*ctx, funcs, *tm, options);
-
-  auto jtmb = llvm::orc::JITTargetMachineBuilder::detectHost();
-  if (!jtmb) throw Error("cannot set up the JIT: " + llvm_error(jtmb.takeError()));
-  jtmb->setCPU(llvm::sys::getHostCPUName().str());
-  jtmb->setCodeGenOptLevel(llvm::CodeGenOptLevel::Aggressive);
-  auto jit = llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(std::move(*jtmb)).create();
-  if (!jit) throw Error("cannot create the JIT: " + llvm_error(jit.takeError()));
-  llvm::orc::SymbolMap symbols;
-  for (const ResolvedImport& r : resolved)
-    symbols[(*jit)->mangleAndIntern(r.import.symbol)] = {llvm::orc::ExecutorAddr::fromPtr(r.address),
-                                                         llvm::JITSymbolFlags::Exported};
-  if (auto err = (*jit)->getMainJITDylib().define(llvm::orc::absoluteSymbols(std::move(symbols))))
-    throw Error("cannot define runtime symbols in the JIT: " + llvm_error(std::move(err)));
-  if (auto err = (*jit)->addIRModule(llvm::orc::ThreadSafeModule(std::move(m), std::move(ctx))))
-    throw Error("cannot add the module to the JIT: " + llvm_error(std::move(err)));
-  impl->jit = std::move(*jit);
-  return std::unique_ptr<JitModule>(new JitModule(std::move(impl)));
-}
-
-int32_t JitModule::call(const std::string& name, const std::vector<void*>& args) {
-  auto addr = impl_->jit->lookup(name + "__packed");
-  if (!addr) {
-    llvm::consumeError(addr.takeError());
-    throw Error("the module has no prim function @" + name);
-  }
-  auto fn = addr->toPtr<int32_t (*)(void**)>();
-  std::vector<void*> a = args;
-  return fn(a.data());
-}
-
-void JitModule::run(const std::string& name, const std::vector<void*>& args) {
-  KilnBackendSetLastError("");
-  int32_t code = call(name, args);
-  if (code != 0)
-    throw Error("@" + name + " failed (code " + std::to_string(code) + "): " + KilnBackendGetLastError());
-}
-
-const std::vector<Import>& JitModule::imports() const { return impl_->imports; }
 
 }  // namespace kiln::codegen
