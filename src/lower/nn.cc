@@ -52,13 +52,29 @@ te::Tensor pad_hw(const te::Tensor& x, const Pad2d& p, const std::string& name) 
 
 // ---------------------------------------------------------------- conv2d
 
+// The attributes conv2d and conv2d_transpose share; nullopt when strides or
+// dilation do not have two values.
+struct ConvAttrs {
+  std::vector<int64_t> strides, dilation;
+  Pad2d pad;
+  int64_t groups;
+};
+
+std::optional<ConvAttrs> conv_attrs(const LowerContext& c) {
+  ConvAttrs a{c.attrs.get_ints("strides"), c.attrs.get_ints("dilation"), pad2d_attr(c.op, c.attrs),
+              c.attrs.get_int("groups")};
+  if (a.strides.size() != 2 || a.dilation.size() != 2) return std::nullopt;
+  return a;
+}
+
 Lowered conv2d(const LowerContext& c) {
   const te::Tensor &x = c.inputs[0], &w = c.inputs[1];
   const Shape &xs = c.in[0].shape, &ws = c.in[1].shape;
-  std::vector<int64_t> st = c.attrs.get_ints("strides"), dl = c.attrs.get_ints("dilation");
-  if (st.size() != 2 || dl.size() != 2) return unsupported("strides and dilation must have 2 values");
-  Pad2d pad = pad2d_attr(c.op, c.attrs);
-  int64_t groups = c.attrs.get_int("groups");
+  auto conv = conv_attrs(c);
+  if (!conv) return unsupported("strides and dilation must have 2 values");
+  const std::vector<int64_t>&st = conv->strides, &dl = conv->dilation;
+  const Pad2d pad = conv->pad;
+  const int64_t groups = conv->groups;
   int64_t cg = xs[1] / groups, og = ws[0] / groups;
   tir::DataType acc = acc_type(c);
   te::Tensor xp = pad_hw(x, pad, c.name);
@@ -88,10 +104,11 @@ Lowered conv2d(const LowerContext& c) {
 Lowered conv2d_transpose(const LowerContext& c) {
   const te::Tensor &x = c.inputs[0], &w = c.inputs[1];
   const Shape &xs = c.in[0].shape, &ws = c.in[1].shape;
-  std::vector<int64_t> st = c.attrs.get_ints("strides"), dl = c.attrs.get_ints("dilation");
-  if (st.size() != 2 || dl.size() != 2) return unsupported("strides and dilation must have 2 values");
-  Pad2d pad = pad2d_attr(c.op, c.attrs);
-  int64_t groups = c.attrs.get_int("groups");
+  auto conv = conv_attrs(c);
+  if (!conv) return unsupported("strides and dilation must have 2 values");
+  const std::vector<int64_t>&st = conv->strides, &dl = conv->dilation;
+  const Pad2d pad = conv->pad;
+  const int64_t groups = conv->groups;
   int64_t cg = xs[1] / groups, og = ws[1];
   tir::DataType acc = acc_type(c);
   te::IterVar rc = te::reduce_axis(cg, "rc"), ry = te::reduce_axis(ws[2], "ry"),
