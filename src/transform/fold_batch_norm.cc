@@ -31,6 +31,7 @@
 #include <unordered_map>
 
 #include "ir/visitor.h"
+#include "transform/fold_weights.h"
 #include "transform/pass.h"
 
 namespace kiln {
@@ -98,21 +99,6 @@ std::optional<int64_t> weight_channel_axis(const CallNode& c, int64_t bn_axis) {
   return std::nullopt;
 }
 
-// The values of a per-channel bias: a constant whose dims, right-aligned to
-// a result of rank `rank`, are all 1 except `channels` on `axis`.
-std::optional<std::vector<float>> channel_bias(const Tensor& t, int64_t rank, int64_t axis,
-                                               int64_t channels) {
-  int64_t offset = rank - t.ndim();
-  if (offset < 0) return std::nullopt;
-  for (int64_t a = 0; a < t.ndim(); ++a) {
-    int64_t d = t.shape()[static_cast<size_t>(a)];
-    if (d != 1 && !(a + offset == axis && d == channels)) return std::nullopt;
-  }
-  std::vector<float> v(static_cast<size_t>(channels));
-  for (int64_t k = 0; k < channels; ++k) v[static_cast<size_t>(k)] = t.data<float>()[t.numel() == 1 ? 0 : k];
-  return v;
-}
-
 std::vector<float> values_of(const Tensor& t) {
   return std::vector<float>(t.data<float>(), t.data<float>() + t.numel());
 }
@@ -125,17 +111,6 @@ struct Fold {
   Expr new_op;
   Expr new_bn;
 };
-
-// w scaled by scale[k] along `axis`.
-Tensor scale_along(const Tensor& w, int64_t axis, const std::vector<float>& scale) {
-  int64_t n = w.shape()[static_cast<size_t>(axis)], inner = 1;
-  for (size_t a = static_cast<size_t>(axis) + 1; a < w.shape().size(); ++a) inner *= w.shape()[a];
-  Tensor out = Tensor::empty(w.shape(), DType::Float32);
-  const float* src = w.data<float>();
-  float* dst = out.data<float>();
-  for (int64_t i = 0; i < w.numel(); ++i) dst[i] = src[i] * scale[static_cast<size_t>(i / inner % n)];
-  return out;
-}
 
 std::optional<Fold> plan_fold(const FunctionNode& f, const FunctionIndex& index, size_t bn_binding) {
   auto* bn = as<CallNode>(f.bindings[bn_binding].value);
@@ -162,7 +137,7 @@ std::optional<Fold> plan_fold(const FunctionNode& f, const FunctionIndex& index,
     const CallNode* op = nullptr;
     for (size_t k = 0; k < 2 && !op; ++k) {
       std::optional<Tensor> b = index.float_constant(producer->args[1 - k]);
-      std::optional<std::vector<float>> v = b ? channel_bias(*b, rank, axis, channels) : std::nullopt;
+      std::optional<std::vector<float>> v = b ? per_channel(*b, rank, axis, channels) : std::nullopt;
       if (!v) continue;
       op = index.single_use_call(producer->args[k], at);
       bias = *v;
@@ -211,13 +186,7 @@ Function fold_in_function(const Function& f) {
     replaced[fold.bn_binding] = fold.new_bn;
     if (fold.bias_binding) dropped[*fold.bias_binding] = true;
   }
-  std::vector<Binding> bindings;
-  for (size_t i = 0; i < f->bindings.size(); ++i) {
-    if (dropped[i]) continue;
-    const Binding& b = f->bindings[i];
-    bindings.push_back({b.var, replaced[i] ? replaced[i] : b.value});
-  }
-  return make_function(f->name, f->params, std::move(bindings), f->result, f->attrs);
+  return with_bindings(f, replaced, dropped);
 }
 
 }  // namespace

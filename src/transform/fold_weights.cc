@@ -1,0 +1,39 @@
+// Helpers of the weight-folding passes (fold_weights.h).
+#include "transform/fold_weights.h"
+
+namespace kiln {
+
+std::optional<std::vector<float>> per_channel(const Tensor& t, int64_t rank, int64_t axis, int64_t channels) {
+  int64_t offset = rank - t.ndim();
+  if (offset < 0) return std::nullopt;
+  for (int64_t a = 0; a < t.ndim(); ++a) {
+    int64_t d = t.shape()[static_cast<size_t>(a)];
+    if (d != 1 && !(a + offset == axis && d == channels)) return std::nullopt;
+  }
+  std::vector<float> v(static_cast<size_t>(channels));
+  for (int64_t k = 0; k < channels; ++k) v[static_cast<size_t>(k)] = t.data<float>()[t.numel() == 1 ? 0 : k];
+  return v;
+}
+
+Tensor scale_along(const Tensor& w, int64_t axis, const std::vector<float>& scale) {
+  int64_t n = w.shape()[static_cast<size_t>(axis)], inner = 1;
+  for (size_t a = static_cast<size_t>(axis) + 1; a < w.shape().size(); ++a) inner *= w.shape()[a];
+  Tensor out = Tensor::empty(w.shape(), DType::Float32);
+  const float* src = w.data<float>();
+  float* dst = out.data<float>();
+  for (int64_t i = 0; i < w.numel(); ++i) dst[i] = src[i] * scale[static_cast<size_t>(i / inner % n)];
+  return out;
+}
+
+Function with_bindings(const Function& f, const std::vector<Expr>& replaced,
+                       const std::vector<bool>& dropped) {
+  std::vector<Binding> bindings;
+  for (size_t i = 0; i < f->bindings.size(); ++i) {
+    if (dropped[i]) continue;
+    const Binding& b = f->bindings[i];
+    bindings.push_back({b.var, replaced[i] ? replaced[i] : b.value});
+  }
+  return make_function(f->name, f->params, std::move(bindings), f->result, f->attrs);
+}
+
+}  // namespace kiln
