@@ -212,6 +212,7 @@ PrimRunResult run_prim_function(const tir::PrimFunc& f, const std::map<std::stri
   tir::TirPassOptions pass_options;
   pass_options.scratchpad_capacity = capacity;
   pass_options.static_scratchpad_plan = options.static_scratchpad_plan;
+  if (!options.target.is_hexagon()) pass_options.vector_bytes = host_target().vector_bytes;
   tir::PrimFunc lowered = tir::lower_for_build(f, pass_options);
   if (options.target.is_hexagon()) return run_on_hexagon(lowered, args, params, options, capacity);
   return run_on_host(lowered, args, params, options, capacity);

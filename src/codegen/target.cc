@@ -23,7 +23,20 @@ constexpr HexagonVersion kHexagonVersions[] = {
 
 }  // namespace
 
-Target host_target() { return Target{}; }
+Target host_target() {
+  Target t;
+  // The widest vector registers the machine has (the features LLVM compiles
+  // for are the same ones).
+  t.vector_bytes = 16;
+#if defined(__x86_64__)
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f"))
+    t.vector_bytes = 64;
+  else if (__builtin_cpu_supports("avx"))
+    t.vector_bytes = 32;
+#endif
+  return t;
+}
 
 const std::vector<std::string>& known_target_names() {
   static const std::vector<std::string> names = [] {

@@ -26,7 +26,7 @@ struct Target {
   std::string cpu;            // empty for the host: the machine's CPU
   std::string features;       // LLVM feature string; empty for the host
   uint64_t vtcm_capacity = 4ull << 20;
-  int vector_bytes = 64;      // the widest vector register (HVX: 128)
+  int vector_bytes = 0;       // the widest vector register (HVX: 128); 0: unknown
 
   bool is_hexagon() const { return kind == Kind::Hexagon; }
 };

@@ -158,6 +158,7 @@ Executable compile_model(const Module& input, const CompileOptions& opts, Compil
 
   // 6. Tensor-IR passes, by name, each over every kernel.
   tir::TirPassOptions tir_opts;
+  tir_opts.vector_bytes = codegen::host_target().vector_bytes;
   std::vector<tir::PrimFunc> funcs = lowered.funcs;
   for (const std::string& pass : tir::tir_build_passes())
     funcs = stages.run(

@@ -49,15 +49,17 @@ int64_t largest_divisor_up_to(int64_t n, int64_t limit) {
 }
 
 // A column block of whole vectors (8 float32 lanes) when one divides the
-// extent, else the largest divisor: a block of 10 would be a vector and a
-// scalar tail in every step.
+// extent, else the largest divisor up to three vectors.
 int64_t column_block(int64_t n) {
   const int64_t lanes = vector_lanes(), limit = col_block_limit();
   for (int64_t d = limit; d >= lanes; d -= lanes)
     if (n % d == 0) return d;
   for (int64_t d = limit; d >= 8; d -= 8)
     if (n % d == 0) return d;
-  return largest_divisor_up_to(n, limit);
+  // No whole vectors divide it (a row of 20 or 10): up to three vectors,
+  // the last one partial (vectorize-loops splits it into whole registers
+  // and a shorter one).
+  return largest_divisor_up_to(n, 3 * lanes);
 }
 
 // The output covers the anchor, or a prefix of its columns (an anchor

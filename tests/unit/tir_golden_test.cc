@@ -6,6 +6,7 @@
 //   # PASSES: lower-scratchpad-alloc, simplify
 //   # CAPACITY: 262144          (optional: the target's scratchpad bytes)
 //   # STACK-LIMIT: 1024         (optional: lower-workspace-alloc's limit in bytes)
+//   # VECTOR-BYTES: 32          (optional: vectorize-loops' vector width)
 //   prim @f(...) { ... }
 //   # EXPECTED OUTPUT
 //   prim @f(...) { ... }
@@ -91,6 +92,8 @@ TEST_P(TirGolden, PassesGiveTheExpectedText) {
   if (header(input, "STATIC-PLAN") == "on") options.static_scratchpad_plan = true;
   if (std::string limit = header(input, "STACK-LIMIT"); !limit.empty())
     options.stack_limit_bytes = std::stoull(limit);
+  if (std::string bytes = header(input, "VECTOR-BYTES"); !bytes.empty())
+    options.vector_bytes = std::stoll(bytes);
   std::vector<std::string> passes;
   std::stringstream names(header(input, "PASSES"));
   for (std::string name; std::getline(names, name, ',');) passes.push_back(trim(name));
@@ -139,7 +142,8 @@ TEST(TirPasses, UnknownPassNameListsTheKnownOnes) {
     FAIL();
   } catch (const Error& e) {
     EXPECT_STREQ(e.what(), "unknown tensor-IR pass 'lower-vtcm' (known: flatten-buffers, simplify, "
-                           "verify-scratchpad-capacity, lower-scratchpad-alloc, lower-workspace-alloc)");
+                           "verify-scratchpad-capacity, lower-scratchpad-alloc, vectorize-loops, "
+                           "unroll-loops, lower-workspace-alloc)");
   }
 }
 

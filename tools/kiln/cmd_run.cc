@@ -230,7 +230,17 @@ std::vector<Tensor> run_on_vm(Executable exe, const RunOpts& o, std::string* fai
               << (first_divergent.empty() ? "" : "; first divergent kernel: " + first_divergent) << "\n";
   if (o.verify && vm.checks().empty()) std::cout << "verify: nothing was offloaded or compiled\n";
   *failure = verify_failure(vm.checks(), o);
-  if (o.repeat > 0) time_runs(vm, args, o.repeat);
+  if (o.repeat > 0) {
+    time_runs(vm, args, o.repeat);
+    // The trace of a warm run (the first one also pays for page faults and
+    // cold caches): one more run after the timed ones.
+    if (!o.profile.empty()) {
+      VirtualMachine::RunOptions warm;
+      warm.record_events = true;
+      vm.run(args, warm);
+      write_text_file(o.profile, chrome_trace(vm.events()));
+    }
+  }
   return outs;
 }
 
@@ -371,7 +381,8 @@ void add_run_command(CLI::App& app) {
                   "minimum latency")
       ->check(kNonNegative);
   cmd->add_option("--dispatch-log", o->dispatch_log, "Write one JSON line per backend dispatch");
-  cmd->add_option("--profile", o->profile, "Write a Chrome trace (Perfetto) with host and backend tracks");
+  cmd->add_option("--profile", o->profile,
+                  "Write a Chrome trace (Perfetto) with host and backend tracks (with --repeat: of a warm run)");
   cmd->add_flag("--verify", o->verify,
                 "Also run every offloaded function on the reference kernels and compare");
   cmd->add_option("--atol", o->atol, "--verify: absolute tolerance")

@@ -24,6 +24,9 @@ struct TirPassOptions {
   // lower-workspace-alloc: main-memory buffers larger than this (or of a
   // dynamic size) come from the runtime's workspace instead of the stack.
   uint64_t stack_limit_bytes = 64ull << 10;
+  // vectorize-loops: the target's vector register width in bytes (AVX2 32,
+  // AVX-512 64); 0 leaves vectorized loops to LLVM's loop vectorizer.
+  int64_t vector_bytes = 0;
 };
 
 // flatten-buffers: every buffer becomes one-dimensional; indices are
@@ -34,6 +37,15 @@ PrimFunc flatten_buffers(const PrimFunc& f);
 // loops whose condition or extent is a known constant.
 PrimFunc simplify(const PrimFunc& f);
 Expr simplify_expr(const Expr& e);
+
+// vectorize-loops: vectorized loops of a constant extent become vector
+// expressions (ramps, broadcasts, vector loads and stores) sized to
+// options.vector_bytes; loops it cannot rewrite keep their hint.
+PrimFunc vectorize_loops(const PrimFunc& f, const TirPassOptions& options = {});
+
+// unroll-loops: unrolled loops of a constant extent become copies of their
+// body with the variable replaced by each value.
+PrimFunc unroll_loops(const PrimFunc& f);
 
 // verify-scratchpad-capacity: the peak of live scratchpad bytes must fit the
 // capacity; the error lists the buffers live at the peak and their sizes.
@@ -57,7 +69,8 @@ PrimFunc run_tir_pass(const std::string& name, const PrimFunc& f, const TirPassO
 const std::vector<std::string>& tir_pass_names();
 
 // The build pipeline: capacity check, scratchpad lowering, workspace
-// lowering, flattening, simplification, verifying after each pass.
+// lowering, flattening, simplification, vectorization, unrolling and
+// simplification again, verifying after each pass.
 const std::vector<std::string>& tir_build_passes();
 PrimFunc lower_for_build(const PrimFunc& f, const TirPassOptions& options = {});
 

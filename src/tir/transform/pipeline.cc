@@ -21,6 +21,8 @@ const NamedPass kPasses[] = {
      }},
     {"lower-scratchpad-alloc",
      [](const PrimFunc& f, const TirPassOptions& o) { return lower_scratchpad_alloc(f, o); }},
+    {"vectorize-loops", [](const PrimFunc& f, const TirPassOptions& o) { return vectorize_loops(f, o); }},
+    {"unroll-loops", [](const PrimFunc& f, const TirPassOptions&) { return unroll_loops(f); }},
     {"lower-workspace-alloc",
      [](const PrimFunc& f, const TirPassOptions& o) { return lower_workspace_alloc(f, o); }},
 };
@@ -53,7 +55,8 @@ const std::vector<std::string>& tir_build_passes() {
   // lowering replaces them with calls. Flattening runs after the lowerings so
   // that byte sizes come from the buffer's declared shape.
   static const std::vector<std::string> names = {"verify-scratchpad-capacity", "lower-scratchpad-alloc",
-                                                 "lower-workspace-alloc", "flatten-buffers", "simplify"};
+                                                 "lower-workspace-alloc", "flatten-buffers", "simplify",
+                                                 "vectorize-loops",            "unroll-loops",    "simplify"};
   return names;
 }
 

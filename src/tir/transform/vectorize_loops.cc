@@ -1,0 +1,253 @@
+// vectorize-loops: a `vectorized` loop of a constant extent becomes vector
+// expressions, so the vector code does not depend on LLVM's loop vectorizer
+// (which gives up on some loops, a register tile among them, and leaves them
+// scalar).
+//
+// The loop variable becomes ramp(min, 1, lanes); expressions that do not
+// depend on it stay scalar and are broadcast where they meet a vector. An
+// index that is affine in the variable stays a ramp (a contiguous ramp is
+// one vector load or store; another stride is a gather or scatter, lane by
+// lane). A loop of up to four vector registers' lanes (a multiple of them)
+// becomes one vector statement; another becomes a loop over chunks of two
+// registers and a tail of whole registers and one shorter vector:
+//
+//   for %i from 0 extent 16 vectorized { %A[%j * 16 + %i] = %B[%i] * %c[%j] }
+// becomes
+//   %A[ramp(%j * 16, 1, 16)] = %B[ramp(0, 1, 16)] * broadcast(%c[%j], 16)
+//
+// Loops whose body is not a sequence of stores and lets over loads,
+// arithmetic, selects and pure intrinsics (an inner loop, a branch, an extern
+// call, a store to an index that does not depend on the variable) are left
+// as they are, with their hint for LLVM. So is every loop when the target's
+// vector length is 0 (Hexagon: HVX code comes from hand-written kernels).
+#include <optional>
+#include <unordered_map>
+
+#include "tir/mutator.h"
+#include "tir/transform/passes.h"
+
+namespace kiln::tir {
+
+namespace {
+
+// The widest element (bytes) the body loads or stores: it sets the lanes.
+class WidestElement : public Visitor {
+ public:
+  int64_t bytes = 1;
+
+ protected:
+  void visit_BufferLoad(const BufferLoadNode& n) override {
+    bytes = std::max(bytes, n.buffer->dtype.element().bytes());
+    Visitor::visit_BufferLoad(n);
+  }
+  void visit_BufferStore(const BufferStoreNode& n) override {
+    bytes = std::max(bytes, n.buffer->dtype.element().bytes());
+    Visitor::visit_BufferStore(n);
+  }
+};
+
+// Rewrites one loop body for `lanes` lanes; nullopt when it cannot.
+class LaneRewriter {
+ public:
+  LaneRewriter(const VarNode* var, Expr lanes_value, int lanes) : lanes_(lanes) {
+    vars_[var] = std::move(lanes_value);
+  }
+
+  std::optional<Stmt> stmt(const Stmt& s) {
+    switch (s->kind) {
+      case StmtKind::BufferStore: {
+        auto& n = static_cast<const BufferStoreNode&>(*s);
+        if (n.indices.size() != 1 || n.buffer->dtype.is_vector()) return std::nullopt;
+        auto index = expr(n.indices[0]);
+        auto value = index ? expr(n.value) : std::nullopt;
+        // A store to one place from every lane keeps the last lane's value:
+        // not a vector store.
+        if (!value || !(*index)->dtype.is_vector()) return std::nullopt;
+        return store(n.buffer, {*index}, widen(*value));
+      }
+      case StmtKind::Seq: {
+        std::vector<Stmt> out;
+        for (const Stmt& c : static_cast<const SeqNode&>(*s).stmts) {
+          auto v = stmt(c);
+          if (!v) return std::nullopt;
+          out.push_back(*v);
+        }
+        return seq(std::move(out));
+      }
+      case StmtKind::LetStmt: {
+        auto& n = static_cast<const LetStmtNode&>(*s);
+        auto value = expr(n.value);
+        if (!value) return std::nullopt;
+        Var v = n.var;
+        if ((*value)->dtype.is_vector()) {
+          v = make_var(n.var->name, (*value)->dtype);
+          vars_[n.var.get()] = v;
+        }
+        auto body = stmt(n.body);
+        if (!body) return std::nullopt;
+        return let_stmt(v, *value, *body);
+      }
+      default:
+        return std::nullopt;
+    }
+  }
+
+ private:
+  Expr widen(const Expr& e) const { return e->dtype.is_vector() ? e : broadcast(e, lanes_); }
+
+  static const RampNode* as_ramp(const Expr& e) { return as<RampNode>(e); }
+
+  // Integer a op b where either side may be a ramp: stays a ramp when affine.
+  std::optional<Expr> affine(BinaryOp op, const Expr& a, const Expr& b) const {
+    const RampNode* ra = as_ramp(a);
+    const RampNode* rb = as_ramp(b);
+    bool sa = !a->dtype.is_vector(), sb = !b->dtype.is_vector();
+    auto s = [](const Expr& e) { return simplify_expr(e); };
+    if (op == BinaryOp::Add || op == BinaryOp::Sub) {
+      if (ra && sb) return ramp(s(binary(op, ra->base, b)), ra->stride, lanes_);
+      if (sa && rb) {
+        Expr stride = op == BinaryOp::Add ? rb->stride : s(sub(int_imm(0, rb->stride->dtype), rb->stride));
+        return ramp(s(binary(op, a, rb->base)), stride, lanes_);
+      }
+      if (ra && rb) return ramp(s(binary(op, ra->base, rb->base)), s(binary(op, ra->stride, rb->stride)), lanes_);
+    }
+    if (op == BinaryOp::Mul) {
+      if (ra && sb) return ramp(s(mul(ra->base, b)), s(mul(ra->stride, b)), lanes_);
+      if (sa && rb) return ramp(s(mul(a, rb->base)), s(mul(a, rb->stride)), lanes_);
+    }
+    return std::nullopt;
+  }
+
+  std::optional<Expr> expr(const Expr& e) {
+    switch (e->kind) {
+      case ExprKind::IntImm:
+      case ExprKind::FloatImm:
+      case ExprKind::StringImm:
+        return e;
+      case ExprKind::Var: {
+        auto it = vars_.find(static_cast<const VarNode*>(e.get()));
+        return it == vars_.end() ? e : it->second;
+      }
+      case ExprKind::Binary: {
+        auto& n = static_cast<const BinaryNode&>(*e);
+        auto a = expr(n.a), b = a ? expr(n.b) : std::nullopt;
+        if (!b) return std::nullopt;
+        if (!(*a)->dtype.is_vector() && !(*b)->dtype.is_vector())
+          return *a == n.a && *b == n.b ? e : binary(n.op, *a, *b);
+        if (n.a->dtype.is_integer())
+          if (auto r = affine(n.op, *a, *b)) return r;
+        return binary(n.op, widen(*a), widen(*b));
+      }
+      case ExprKind::Not: {
+        auto a = expr(static_cast<const NotNode&>(*e).a);
+        if (!a) return std::nullopt;
+        return logical_not(*a);
+      }
+      case ExprKind::Cast: {
+        auto& n = static_cast<const CastNode&>(*e);
+        auto v = expr(n.value);
+        if (!v) return std::nullopt;
+        return cast(n.dtype.with_lanes((*v)->dtype.lanes), *v);
+      }
+      case ExprKind::Select: {
+        auto& n = static_cast<const SelectNode&>(*e);
+        auto c = expr(n.cond), t = c ? expr(n.true_value) : std::nullopt;
+        auto f = t ? expr(n.false_value) : std::nullopt;
+        if (!f) return std::nullopt;
+        if (!(*c)->dtype.is_vector() && !(*t)->dtype.is_vector() && !(*f)->dtype.is_vector())
+          return select(*c, *t, *f);
+        return select(widen(*c), widen(*t), widen(*f));
+      }
+      case ExprKind::BufferLoad: {
+        auto& n = static_cast<const BufferLoadNode&>(*e);
+        if (n.indices.size() != 1 || n.buffer->dtype.is_vector()) return std::nullopt;
+        auto index = expr(n.indices[0]);
+        if (!index) return std::nullopt;
+        return load(n.buffer, {*index});
+      }
+      case ExprKind::Call: {
+        auto& n = static_cast<const CallNode&>(*e);
+        if (n.call_kind != CallKind::Intrinsic) return std::nullopt;
+        auto intrinsic = intrinsic_from_name(n.name);
+        bool pure = intrinsic && *intrinsic != Intrinsic::ParallelStatus &&
+                    *intrinsic != Intrinsic::IsNull && *intrinsic != Intrinsic::AddressOffset &&
+                    *intrinsic != Intrinsic::Likely;
+        std::vector<Expr> args;
+        bool vector = false;
+        for (const Expr& a : n.args) {
+          auto v = expr(a);
+          if (!v) return std::nullopt;
+          vector = vector || (*v)->dtype.is_vector();
+          args.push_back(*v);
+        }
+        if (!vector) return call_intrinsic(*intrinsic, args);
+        if (!pure) return std::nullopt;
+        for (Expr& a : args) a = widen(a);
+        return call_intrinsic(*intrinsic, args);
+      }
+      case ExprKind::Ramp:
+      case ExprKind::Broadcast:
+        return std::nullopt;  // already vector code
+    }
+    return std::nullopt;
+  }
+
+  int lanes_;
+  std::unordered_map<const VarNode*, Expr> vars_;
+};
+
+class LoopVectorizer : public Mutator {
+ public:
+  explicit LoopVectorizer(int64_t vector_bytes) : vector_bytes_(vector_bytes) {}
+
+ protected:
+  Stmt mutate_For(const Stmt& s, const ForNode& n) override {
+    Stmt m = Mutator::mutate_For(s, n);
+    auto& f = static_cast<const ForNode&>(*m);
+    auto extent = as_const_int(f.extent);
+    if (f.for_kind != ForKind::Vectorized || !extent || *extent < 2) return m;
+    WidestElement widest;
+    widest.visit(f.body);
+    // Lanes of one vector register for the widest element.
+    const int64_t lanes = std::max<int64_t>(2, vector_bytes_ / widest.bytes);
+    auto body_at = [&](Expr first, int64_t n) -> std::optional<Stmt> {
+      if (n == 1) return substitute(f.body, {{f.var.get(), first}});
+      Expr step = int_imm(1, f.var->dtype);
+      return LaneRewriter(f.var.get(), ramp(simplify_expr(first), step, int(n)), int(n)).stmt(f.body);
+    };
+    // Up to four whole registers: one statement.
+    if (*extent % lanes == 0 && *extent <= 4 * lanes) return body_at(f.min, *extent).value_or(m);
+    // Otherwise chunks of two registers (one for short loops), then the rest
+    // in whole registers and one shorter vector, so every access but the
+    // last starts at a multiple of the register's lanes.
+    const int64_t chunk = *extent >= 2 * lanes ? 2 * lanes : lanes;
+    std::vector<Stmt> out;
+    if (*extent >= chunk) {
+      Var outer = make_var(f.var->name + "_chunk", f.var->dtype);
+      auto chunk_body = body_at(add(f.min, mul(outer, int_imm(chunk, f.var->dtype))), chunk);
+      if (!chunk_body) return m;
+      out.push_back(for_loop(outer, int_imm(0, f.var->dtype), int_imm(*extent / chunk, f.var->dtype),
+                             ForKind::Serial, *chunk_body));
+    }
+    for (int64_t done = *extent / chunk * chunk; done < *extent;) {
+      int64_t n = *extent - done >= lanes ? lanes : *extent - done;
+      auto piece = body_at(add(f.min, int_imm(done, f.var->dtype)), n);
+      if (!piece) return m;
+      out.push_back(*piece);
+      done += n;
+    }
+    return seq(std::move(out));
+  }
+
+ private:
+  int64_t vector_bytes_;
+};
+
+}  // namespace
+
+PrimFunc vectorize_loops(const PrimFunc& f, const TirPassOptions& options) {
+  if (options.vector_bytes <= 0) return f;
+  return LoopVectorizer(options.vector_bytes).mutate_function(f);
+}
+
+}  // namespace kiln::tir
