@@ -109,7 +109,8 @@ class LaneRewriter {
         Expr stride = op == BinaryOp::Add ? rb->stride : s(sub(int_imm(0, rb->stride->dtype), rb->stride));
         return ramp(s(binary(op, a, rb->base)), stride, lanes_);
       }
-      if (ra && rb) return ramp(s(binary(op, ra->base, rb->base)), s(binary(op, ra->stride, rb->stride)), lanes_);
+      if (ra && rb)
+        return ramp(s(binary(op, ra->base, rb->base)), s(binary(op, ra->stride, rb->stride)), lanes_);
     }
     if (op == BinaryOp::Mul) {
       if (ra && sb) return ramp(s(mul(ra->base, b)), s(mul(ra->stride, b)), lanes_);
@@ -169,9 +170,8 @@ class LaneRewriter {
         auto& n = static_cast<const CallNode&>(*e);
         if (n.call_kind != CallKind::Intrinsic) return std::nullopt;
         auto intrinsic = intrinsic_from_name(n.name);
-        bool pure = intrinsic && *intrinsic != Intrinsic::ParallelStatus &&
-                    *intrinsic != Intrinsic::IsNull && *intrinsic != Intrinsic::AddressOffset &&
-                    *intrinsic != Intrinsic::Likely;
+        bool pure = intrinsic && *intrinsic != Intrinsic::ParallelStatus && *intrinsic != Intrinsic::IsNull &&
+                    *intrinsic != Intrinsic::AddressOffset && *intrinsic != Intrinsic::Likely;
         std::vector<Expr> args;
         bool vector = false;
         for (const Expr& a : n.args) {
