@@ -12,6 +12,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libdnnl-dev libopenblas-dev
   qemu-user-static
+  python3-dev python3-numpy python3-pytest pybind11-dev python3-onnx
   nodejs
 )
 
