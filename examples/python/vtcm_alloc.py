@@ -65,11 +65,15 @@ def run(dtype, target, show):
                 print("  " + line)
         if not any("HexagonBackendAllocateVTCM" in line for line in calls):
             ok = fail("no call HexagonBackendAllocateVTCM in the assembly")
-    print("== imports and where each resolves")
-    for imp in built.imports:
-        print(f"  {imp['symbol']:28s} -> {imp['source']}{' ' + imp['library'] if imp['library'] else ''}")
-        if imp["source"] == "UNRESOLVED":
-            ok = fail(f"{imp['symbol']} does not resolve")
+    # The tensor IR's extern calls, then the object's undefined symbols (which
+    # add what LLVM calls itself, such as memcpy for the copies into VTCM).
+    for title, imports in (("the kernel's imports", built.imports),
+                           ("the object file's undefined symbols", built.object_imports())):
+        print(f"== {title} and where each resolves")
+        for imp in imports:
+            print(f"  {imp['symbol']:28s} -> {imp['source']}{' ' + imp['library'] if imp['library'] else ''}")
+            if imp["source"] == "UNRESOLVED":
+                ok = fail(f"{imp['symbol']} does not resolve")
 
     i = np.arange(N)
     a = (i % 64 - 32).astype(dtype)

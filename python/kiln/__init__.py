@@ -23,6 +23,8 @@ docs/python.md is the guide.
 """
 
 import atexit as _atexit
+import os as _os
+import tempfile as _tempfile
 
 import numpy as _np
 
@@ -58,7 +60,7 @@ __all__ = [
     "Backend", "BuiltFunction", "CallbackError", "CompileSummary", "Error", "Function", "IRModule", "Match",
     "MatchedExpr", "Module", "OffloadedFunction", "OpDecision", "ParseError", "PartitionReport", "Pattern",
     "PatternInfo", "PrimFunc", "RegionCheck", "UnsupportedError", "alternatives", "annotate", "asarray", "backends",
-    "build", "compile", "empty", "interpret", "is_constant", "is_op", "load", "lower", "optional_op", "parse",
+    "build", "compile", "empty", "inspect", "interpret", "is_constant", "is_op", "load", "lower", "optional_op", "parse",
     "parse_prim", "partition", "patterns", "register_backend", "register_pattern", "targets", "te",
     "unregister_backend", "wildcard",
 ]
@@ -255,8 +257,9 @@ class Function:
     host; linked with kiln's Hexagon runtime and run under qemu-hexagon-static
     for hexagon-*), read its assembly or LLVM IR, save objects."""
 
-    def __init__(self, built):
+    def __init__(self, built, link_libs=()):
         self._built = built
+        self._built_link_libs = list(link_libs)
         self.vtcm_pool = ""  # the VTCM pool's figures after the last run
         self.log = ""        # Hexagon: what the executable printed in the last run
 
@@ -282,6 +285,14 @@ class Function:
         """Writes ll, asm, obj, so (host) or exe (Hexagon), by `kind` or by the
         extension (.ll, .s, .o, .so, .elf)."""
         self._built.save(str(path), kind or "")
+
+    def object_imports(self):
+        """The undefined symbols of the object file as built (LLVM's own calls,
+        such as memcpy, included) and where each resolves."""
+        with _tempfile.TemporaryDirectory() as tmp:
+            path = _os.path.join(tmp, f"{self.name}.o")
+            self.save(path, "obj")
+            return inspect(path, self._built_link_libs)["imports"]
 
     def run(self, work_dir=None, timeout=300, **inputs):
         """Runs with inputs by parameter name; returns {name: array} of the
@@ -312,4 +323,12 @@ def build(func, target="llvm", link_libs=(), vtcm_capacity=None):
         if len(prims) != 1:
             raise Error(f"the module has {len(prims)} prim functions; pass one of module.prim_functions")
         func = prims[0]
-    return Function(_kiln.build(func, str(target), [str(p) for p in link_libs], vtcm_capacity))
+    libs = [str(p) for p in link_libs]
+    return Function(_kiln.build(func, str(target), libs, vtcm_capacity), libs)
+
+
+def inspect(path, link_libs=()):
+    """What `kiln inspect` shows of an object file or shared library: its
+    exports, and each import with where it resolves ("runtime ABI", "Hexagon
+    runtime", "C library", "library", or "UNRESOLVED")."""
+    return _kiln.inspect(str(path), [str(p) for p in link_libs])

@@ -39,12 +39,12 @@ struct ExprInfo {
   std::string kind;  // "var", "constant", "call", "tuple", "tuple_get_item"
   std::string name;  // var: its name; constant: its side-file name
   bool is_tensor = true;
-  Shape shape;        // tensors
-  std::string dtype;  // tensors
-  Tensor value;       // constants
-  std::string op;     // calls of ops
-  std::string callee; // calls of functions
-  Attrs attrs;        // calls
+  Shape shape;                 // tensors
+  std::string dtype;           // tensors
+  Tensor value;                // constants
+  std::string op;              // calls of ops
+  std::string callee;          // calls of functions
+  Attrs attrs;                 // calls
   std::vector<ExprInfo> args;  // calls: one level deep
 };
 
@@ -168,7 +168,8 @@ class PythonBackendRuntime : public BackendRuntime {
     const FunctionInfo& fn = *it->second;
     auto start = std::chrono::steady_clock::now();
     try {
-      call_python("backend " + name_ + ": run of " + symbol, [&] { run_python(it->second, inputs, outputs); });
+      call_python("backend " + name_ + ": run of " + symbol,
+                  [&] { run_python(it->second, inputs, outputs); });
     } catch (const Error& e) {
       return Status::error(e.what());
     }
@@ -179,7 +180,8 @@ class PythonBackendRuntime : public BackendRuntime {
       e.engine = "PYTHON";
       for (const auto& n : fn.graph.nodes) e.op += (e.op.empty() ? "" : "+") + n.op;
       if (!fn.graph.nodes.empty()) e.node = fn.graph.nodes.back().name;
-      e.duration_us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
+      e.duration_us =
+          std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
       events->push_back(std::move(e));
     }
     return Status::success();
@@ -196,7 +198,8 @@ class PythonBackendRuntime : public BackendRuntime {
     if (py::isinstance<py::array>(r)) {
       results.push_back(r);
     } else if (py::isinstance<py::sequence>(r) && !py::isinstance<py::str>(r)) {
-      for (auto item : py::reinterpret_borrow<py::sequence>(r)) results.push_back(py::reinterpret_borrow<py::object>(item));
+      for (auto item : py::reinterpret_borrow<py::sequence>(r))
+        results.push_back(py::reinterpret_borrow<py::object>(item));
     } else {
       throw Error("run returned " + std::string(py::str(py::type::of(r).attr("__name__"))) +
                   "; it returns the outputs as a numpy array or a list of them");
@@ -208,11 +211,12 @@ class PythonBackendRuntime : public BackendRuntime {
     for (size_t i = 0; i < outputs.size(); ++i) {
       py::array got = np.attr("asarray")(results[i]);
       Shape shape(got.shape(), got.shape() + got.ndim());
-      std::string expected = shape_str(outputs[i].shape()) + " " + std::string(dtype_name(outputs[i].dtype()));
+      std::string expected =
+          shape_str(outputs[i].shape()) + " " + std::string(dtype_name(outputs[i].dtype()));
       bool dtype_ok = got.dtype().attr("__eq__")(numpy_dtype(outputs[i].dtype())).cast<bool>();
       if (shape != outputs[i].shape() || !dtype_ok)
-        throw Error("output " + std::to_string(i) + " is " + shape_str(shape) + " " + dtype_text(got.dtype()) +
-                    ", expected " + expected);
+        throw Error("output " + std::to_string(i) + " is " + shape_str(shape) + " " +
+                    dtype_text(got.dtype()) + ", expected " + expected);
       np.attr("copyto")(to_numpy(outputs[i]), got);
     }
   }
@@ -314,8 +318,8 @@ void bind_backends(py::module_& m) {
                              })
       .def("__repr__", [](const ExprInfo& e) {
         std::string what = e.kind == "call" ? (e.op.empty() ? "@" + e.callee : e.op) : e.kind;
-        return "<MatchedExpr " + what + (e.name.empty() ? "" : " " + e.name) + " " + shape_str(e.shape) + " " +
-               e.dtype + ">";
+        return "<MatchedExpr " + what + (e.name.empty() ? "" : " " + e.name) + " " + shape_str(e.shape) +
+               " " + e.dtype + ">";
       });
   py::class_<MatchInfo>(m, "Match", "What a pattern matched: the op calls, inputs, constants, annotations.")
       .def_readonly("root", &MatchInfo::root)
@@ -347,7 +351,8 @@ void bind_backends(py::module_& m) {
         py::list out;
         if (backend.empty()) {
           for (const auto& b : pattern_registry().backends())
-            for (const PatternEntry* e : pattern_registry().for_backend(b)) out.append(pattern_entry_dict(*e));
+            for (const PatternEntry* e : pattern_registry().for_backend(b))
+              out.append(pattern_entry_dict(*e));
           return out;
         }
         auto entries = pattern_registry().for_backend(backend);
@@ -393,15 +398,15 @@ void bind_backends(py::module_& m) {
                    " has no run(function, inputs) method");
         bool is_class = py::isinstance<py::type>(runtime);
         auto ref = std::make_shared<PyRef>(std::move(runtime));
-        register_backend_codegen(BackendCodegen{
-            name, description,
-            [name](const Module& mod, const std::vector<Function>& fns, const CodegenOptions&) {
-              return python_backend_codegen(name, mod, fns);
-            }});
+        register_backend_codegen(
+            BackendCodegen{name, description,
+                           [name](const Module& mod, const std::vector<Function>& fns,
+                                  const CodegenOptions&) { return python_backend_codegen(name, mod, fns); }});
         register_backend_runtime(name, [name, ref, is_class]() -> std::unique_ptr<BackendRuntime> {
           if (!is_class) return std::make_unique<PythonBackendRuntime>(name, ref);
           // A class: one instance per loaded module.
-          py::object inst = call_python("backend " + name + ": creating its runtime", [&] { return ref->get()(); });
+          py::object inst =
+              call_python("backend " + name + ": creating its runtime", [&] { return ref->get()(); });
           return std::make_unique<PythonBackendRuntime>(name, std::make_shared<PyRef>(std::move(inst)));
         });
         python_backends().insert(name);
@@ -409,14 +414,15 @@ void bind_backends(py::module_& m) {
       py::arg("name"), py::arg("runtime"), py::arg("description"));
   m.def("unregister_backend", &unregister_python_backend, py::arg("name"),
         "Drops a Python backend's patterns, codegen and runtime.");
-  m.def("python_backends", [] { return std::vector<std::string>(python_backends().begin(), python_backends().end()); });
+  m.def("python_backends",
+        [] { return std::vector<std::string>(python_backends().begin(), python_backends().end()); });
   m.def("_unregister_python_backends", [] {
     std::vector<std::string> names(python_backends().begin(), python_backends().end());
     for (const auto& n : names) unregister_python_backend(n);
   });
 
-  py::class_<FunctionInfo, std::shared_ptr<FunctionInfo>>(m, "OffloadedFunction",
-                                                          "One offloaded function as a Python backend runs it.")
+  py::class_<FunctionInfo, std::shared_ptr<FunctionInfo>>(
+      m, "OffloadedFunction", "One offloaded function as a Python backend runs it.")
       .def_readonly("symbol", &FunctionInfo::symbol)
       .def_property_readonly("inputs",
                              [](const FunctionInfo& f) {
@@ -446,7 +452,8 @@ void bind_backends(py::module_& m) {
       .def_property_readonly("constants",
                              [](const FunctionInfo& f) {
                                py::dict out;
-                               for (const auto& [name, t] : f.constants) out[py::str(name)] = to_numpy(t, false);
+                               for (const auto& [name, t] : f.constants)
+                                 out[py::str(name)] = to_numpy(t, false);
                                return out;
                              })
       .def("to_json", [](const FunctionInfo& f) { return graph_to_json(f.graph); })

@@ -114,7 +114,8 @@ struct PrimFuncHandle {
 // checked against its type. `what` names the function in errors.
 std::vector<Tensor> gather_inputs(const std::string& what,
                                   const std::vector<std::pair<std::string, TensorDesc>>& params,
-                                  const py::tuple& args, const py::dict& kwargs, std::vector<py::object>& keep);
+                                  const py::tuple& args, const py::dict& kwargs,
+                                  std::vector<py::object>& keep);
 py::list to_numpy_list(const std::vector<Tensor>& ts);
 
 // ---------------------------------------------------------------- module parts

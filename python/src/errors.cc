@@ -113,8 +113,9 @@ void bind_errors(py::module_& m) {
   g_parse_error = make_class(m, "ParseError", g_error, "An error at a source location (.kir text, ...).");
   g_unsupported_error =
       make_class(m, "UnsupportedError", g_error, "The model uses something kiln cannot import.");
-  g_callback_error = make_class(m, "CallbackError", g_error,
-                                "A Python check or backend runtime raised; the original exception is __cause__.");
+  g_callback_error =
+      make_class(m, "CallbackError", g_error,
+                 "A Python check or backend runtime raised; the original exception is __cause__.");
   py::register_exception_translator([](std::exception_ptr p) {
     try {
       if (p) std::rethrow_exception(p);

@@ -1,6 +1,7 @@
 // Graph level: IR modules (load, parse, print, interpret), partitioning and
 // its report, and the model compile pipeline.
 #include <pybind11/functional.h>
+#include <pybind11/stl/filesystem.h>
 
 #include "backends/registry.h"
 #include "common.h"
@@ -35,7 +36,8 @@ py::list params_of(const FunctionNode& fn) {
   py::list out;
   for (const auto& p : fn.params) {
     if (!p->type->is_tensor())
-      throw Error("parameter %" + p->name + " of @" + fn.name + " is a tuple; only tensor inputs are supported");
+      throw Error("parameter %" + p->name + " of @" + fn.name +
+                  " is a tuple; only tensor inputs are supported");
     const TensorDesc& d = p->type->tensor;
     out.append(py::make_tuple(p->name, py::tuple(py::cast(d.shape)), std::string(dtype_name(d.dtype))));
   }
@@ -62,7 +64,8 @@ RunCodegenOptions codegen_options(const std::map<std::string, std::string>& opti
   }
   if (options.empty()) return o;
   for (const auto& b : backends)
-    if (const BackendCodegen* c = find_backend_codegen(b); c && c->check_options) c->check_options(o.for_backend(b));
+    if (const BackendCodegen* c = find_backend_codegen(b); c && c->check_options)
+      c->check_options(o.for_backend(b));
   return o;
 }
 
@@ -79,7 +82,8 @@ PartitionOptions partition_options(const std::vector<std::string>& backends, int
                                    bool strict, bool bind_constants,
                                    const std::map<std::string, std::string>& options) {
   check_backends(backends);
-  if (min_region_size < 0) throw Error("min_region_size must be 0 or more, got " + std::to_string(min_region_size));
+  if (min_region_size < 0)
+    throw Error("min_region_size must be 0 or more, got " + std::to_string(min_region_size));
   PartitionOptions o;
   o.backends = backends;
   o.min_region_size = min_region_size;
@@ -92,8 +96,10 @@ PartitionOptions partition_options(const std::vector<std::string>& backends, int
 }  // namespace
 
 // Shared with runtime.cc: named and positional inputs of a function.
-std::vector<Tensor> gather_inputs(const std::string& what, const std::vector<std::pair<std::string, TensorDesc>>& params,
-                                  const py::tuple& args, const py::dict& kwargs, std::vector<py::object>& keep) {
+std::vector<Tensor> gather_inputs(const std::string& what,
+                                  const std::vector<std::pair<std::string, TensorDesc>>& params,
+                                  const py::tuple& args, const py::dict& kwargs,
+                                  std::vector<py::object>& keep) {
   if (args.size() > params.size())
     throw Error(what + " takes " + std::to_string(params.size()) + " inputs, " + std::to_string(args.size()) +
                 " given");
@@ -116,8 +122,9 @@ std::vector<Tensor> gather_inputs(const std::string& what, const std::vector<std
   }
   for (size_t i = 0; i < params.size(); ++i)
     if (!given[i])
-      throw Error(what + ": no value for input '" + params[i].first + "' " + shape_str(params[i].second.shape) +
-                  " " + std::string(dtype_name(params[i].second.dtype)) + " (inputs: " + names + ")");
+      throw Error(what + ": no value for input '" + params[i].first + "' " +
+                  shape_str(params[i].second.shape) + " " + std::string(dtype_name(params[i].second.dtype)) +
+                  " (inputs: " + names + ")");
   return out;
 }
 
@@ -132,9 +139,12 @@ py::object executable_object(Executable exe);  // runtime.cc
 void bind_graph(py::module_& m) {
   py::class_<Module, ModulePtr>(m, "IRModule", "A module of graph (def) and tensor-level (prim) functions.")
       .def("__str__", [](const Module& mod) { return print_module(mod); })
-      .def("text", [](const Module& mod) { return print_module(mod); }, "The module as .kir text.")
-      .def("save", [](const Module& mod, const std::string& path) { save_module(mod, path); }, py::arg("path"),
-           "Writes PATH (.kir) and, when it has named constants, its .npz side file.")
+      .def(
+          "text", [](const Module& mod) { return print_module(mod); }, "The module as .kir text.")
+      .def(
+          "save",
+          [](const Module& mod, const std::filesystem::path& path) { save_module(mod, path.string()); },
+          py::arg("path"), "Writes PATH (.kir) and, when it has named constants, its .npz side file.")
       .def_property_readonly("functions",
                              [](const Module& mod) {
                                std::vector<std::string> names;
@@ -148,7 +158,8 @@ void bind_graph(py::module_& m) {
                                return out;
                              })
       .def(
-          "params", [](const Module& mod, const std::string& entry) { return params_of(entry_of(mod, entry)); },
+          "params",
+          [](const Module& mod, const std::string& entry) { return params_of(entry_of(mod, entry)); },
           py::arg("entry") = "main", "The entry's parameters: (name, shape, dtype) each.")
       .def(
           "function_attrs",
@@ -204,7 +215,8 @@ void bind_graph(py::module_& m) {
       .def_property_readonly("offloaded", &OpDecision::offloaded)
       .def("__repr__", [](const OpDecision& d) {
         return "<OpDecision %" + d.var + " " + d.op + ": " +
-               (d.offloaded() ? d.backend + " (" + d.pattern + ", @" + d.region + ")" : "host (" + d.reason + ")") +
+               (d.offloaded() ? d.backend + " (" + d.pattern + ", @" + d.region + ")"
+                              : "host (" + d.reason + ")") +
                ">";
       });
 
@@ -216,12 +228,13 @@ void bind_graph(py::module_& m) {
       .def("explain", &PartitionReport::explain)
       .def("to_json", &PartitionReport::to_json)
       .def("to_dot", &PartitionReport::to_dot, py::arg("original"))
-      .def("find",
-           [](PartitionReport& r, const std::string& var, const std::string& function) -> py::object {
-             OpDecision* d = r.find(function, var);
-             return d ? py::cast(*d) : py::none();
-           },
-           py::arg("var"), py::arg("function") = "main")
+      .def(
+          "find",
+          [](PartitionReport& r, const std::string& var, const std::string& function) -> py::object {
+            OpDecision* d = r.find(function, var);
+            return d ? py::cast(*d) : py::none();
+          },
+          py::arg("var"), py::arg("function") = "main")
       .def("__str__", &PartitionReport::explain);
 
   m.def(

@@ -8,13 +8,20 @@ namespace kiln::python {
 
 py::dtype numpy_dtype(DType t) {
   switch (t) {
-    case DType::Float32: return py::dtype::of<float>();
-    case DType::Float16: return py::dtype("float16");
-    case DType::Int8: return py::dtype::of<int8_t>();
-    case DType::UInt8: return py::dtype::of<uint8_t>();
-    case DType::Int32: return py::dtype::of<int32_t>();
-    case DType::Int64: return py::dtype::of<int64_t>();
-    case DType::Bool: return py::dtype::of<bool>();
+    case DType::Float32:
+      return py::dtype::of<float>();
+    case DType::Float16:
+      return py::dtype("float16");
+    case DType::Int8:
+      return py::dtype::of<int8_t>();
+    case DType::UInt8:
+      return py::dtype::of<uint8_t>();
+    case DType::Int32:
+      return py::dtype::of<int32_t>();
+    case DType::Int64:
+      return py::dtype::of<int64_t>();
+    case DType::Bool:
+      return py::dtype::of<bool>();
   }
   throw Error("internal error: a dtype outside the enum");
 }
@@ -23,8 +30,8 @@ std::string dtype_text(const py::dtype& d) { return d.attr("name").cast<std::str
 
 DType dtype_from_numpy(const py::dtype& d) {
   // Byte order and aliases are normalised by comparing the dtype objects.
-  for (DType t : {DType::Float32, DType::Float16, DType::Int8, DType::UInt8, DType::Int32, DType::Int64,
-                  DType::Bool})
+  for (DType t :
+       {DType::Float32, DType::Float16, DType::Int8, DType::UInt8, DType::Int32, DType::Int64, DType::Bool})
     if (d.is(numpy_dtype(t)) || d.attr("__eq__")(numpy_dtype(t)).cast<bool>()) return t;
   throw Error("numpy dtype " + dtype_text(d) +
               " is not a kiln element type (float32, float16, int8, uint8, int32, int64, bool)");
@@ -61,7 +68,8 @@ bool usable_in_place(const py::array& a) {
 
 Tensor from_numpy(const py::handle& obj, const std::string& what, std::vector<py::object>& keep) {
   if (!py::isinstance<py::array>(obj))
-    throw Error(what + ": expected a numpy array, got " + std::string(py::str(py::type::of(obj).attr("__name__"))));
+    throw Error(what + ": expected a numpy array, got " +
+                std::string(py::str(py::type::of(obj).attr("__name__"))));
   py::array a = py::reinterpret_borrow<py::array>(obj);
   DType dtype = dtype_from_numpy(a.dtype());
   Shape shape(a.shape(), a.shape() + a.ndim());

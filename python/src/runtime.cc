@@ -1,5 +1,7 @@
 // Compiled modules: a .kmod's Executable on the VM, run on numpy arrays.
+#include <atomic>
 #include <mutex>
+#include <thread>
 
 #include "common.h"
 #include "runtime/module_file.h"
@@ -15,6 +17,9 @@ namespace {
 struct CompiledModule {
   std::unique_ptr<VirtualMachine> vm;
   std::mutex mu;
+  // The thread running the VM, so a backend callback that runs the same
+  // module again is an error instead of waiting for itself.
+  std::atomic<std::thread::id> runner{};
   std::vector<DispatchEvent> events;
   std::vector<RegionCheck> checks;
 
@@ -60,7 +65,8 @@ std::string verify_failure(const std::vector<RegionCheck>& checks, double atol, 
     if (!first) first = &c;
   }
   if (!first) return "";
-  std::string where = first->host_kernel ? "host kernel " + first->symbol : "@" + first->symbol + " (" + first->backend + ")";
+  std::string where =
+      first->host_kernel ? "host kernel " + first->symbol : "@" + first->symbol + " (" + first->backend + ")";
   if (!first->first_divergent_node.empty()) where += ", first divergent node " + first->first_divergent_node;
   char tol[128];
   std::snprintf(tol, sizeof tol, "max abs %.3g over atol %.3g + rtol %.3g", first->max_abs, atol, rtol);
@@ -148,6 +154,10 @@ void bind_runtime(py::module_& m) {
           "run",
           [](CompiledModule& c, py::tuple args, py::dict kwargs, bool verify, double atol, double rtol,
              const std::string& profile, const std::string& dispatch_log) {
+            if (c.runner.load() == std::this_thread::get_id())
+              throw Error(
+                  "the module is running on this thread already (a backend callback cannot run the "
+                  "module that called it)");
             std::vector<py::object> keep;
             std::vector<Tensor> inputs = gather_inputs("the module", c.inputs(), args, kwargs, keep);
             std::vector<Tensor> outs;
@@ -155,6 +165,11 @@ void bind_runtime(py::module_& m) {
             {
               py::gil_scoped_release release;
               std::lock_guard<std::mutex> lock(c.mu);
+              struct Runner {
+                std::atomic<std::thread::id>& id;
+                explicit Runner(std::atomic<std::thread::id>& r) : id(r) { id = std::this_thread::get_id(); }
+                ~Runner() { id = std::thread::id(); }
+              } runner(c.runner);
               VirtualMachine::RunOptions ro;
               ro.record_events = true;
               ro.verify = verify;

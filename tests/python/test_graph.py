@@ -202,3 +202,21 @@ def test_unknown_backend_and_option():
 def test_unknown_entry():
     with pytest.raises(kiln.Error, match="no graph function @other"):
         kiln.interpret(kiln.parse(MATMUL_RELU), entry="other")
+
+
+def test_output_never_aliases_an_input():
+    mod = kiln.parse("def @main(%x: Tensor[(3), float32]) -> Tensor[(3), float32] {\n  return %x\n}\n")
+    x = kiln.asarray(np.array([1, 2, 3], np.float32))
+    (y,) = kiln.compile(mod).run(x)
+    assert np.array_equal(y, x) and not np.shares_memory(y, x)
+    y[0] = 10
+    assert x[0] == 1
+
+
+def test_save_and_load_kir(tmp_path, source_dir):
+    mod = kiln.load(source_dir / "examples/small_cnn/small_cnn.kir")
+    mod.save(tmp_path / "cnn.kir")
+    again = kiln.load(tmp_path / "cnn.kir")
+    assert str(again) == str(mod)
+    image = random((1, 3, 32, 32), 12)
+    assert np.array_equal(kiln.interpret(again, image)[0], kiln.interpret(mod, image)[0])

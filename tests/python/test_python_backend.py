@@ -176,3 +176,81 @@ def test_runs_from_many_threads(py_npu, small_cnn):
     assert not any(t.is_alive() for t in threads), "a run is stuck"
     for got, want in zip(results, wants):
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-6)
+
+
+RELU = """
+def @main(%x: Tensor[(4, 16), float32]) -> Tensor[(4, 16), float32] {
+  %y = nn.relu(%x)
+  return %y
+}
+"""
+
+
+class Recorder:
+    """Records where its inputs live; relu with numpy."""
+
+    def __init__(self):
+        self.addresses = []
+
+    def run(self, function, inputs):
+        self.addresses.append(inputs[0].ctypes.data)
+        assert not inputs[0].flags.writeable  # kiln's memory: read-only for the backend
+        return np.maximum(inputs[0], 0)
+
+
+def test_aligned_inputs_reach_the_backend_without_copies():
+    rec = Recorder()
+    with kiln.Backend("py_rec", rec) as b:
+        b.pattern("relu", kiln.is_op("nn.relu", kiln.wildcard()))
+        compiled = kiln.compile(kiln.parse(RELU), backends=["py_rec"])
+        x = kiln.empty((4, 16), "float32")
+        x[...] = random((4, 16), 40)
+        (y,) = compiled.run(x)
+        assert rec.addresses[-1] == x.ctypes.data  # the caller's memory itself
+        assert np.array_equal(y, np.maximum(x, 0))
+        # An unaligned view is copied once into aligned memory; same values.
+        raw = np.zeros(4 * 16 + 1, np.float32)
+        unaligned = raw[1:].reshape(4, 16)
+        unaligned[...] = x
+        (y2,) = compiled.run(unaligned)
+        assert rec.addresses[-1] % 64 == 0 and rec.addresses[-1] != unaligned.ctypes.data
+        assert np.array_equal(y2, y)
+
+
+def test_exception_in_runtime_init():
+    class BadInit:
+        def init(self, functions, options):
+            raise KeyError("no device")
+
+        def run(self, function, inputs):
+            return inputs
+
+    with kiln.Backend("py_badinit", BadInit) as b:
+        b.pattern("relu", kiln.is_op("nn.relu", kiln.wildcard()))
+        with pytest.raises(kiln.CallbackError, match="backend py_badinit: init raised KeyError") as info:
+            kiln.compile(kiln.parse(RELU), backends=["py_badinit"])
+        assert isinstance(info.value.__cause__, KeyError)
+
+
+def test_backend_running_its_own_module_is_an_error():
+    holder = {}
+
+    class Reentrant:
+        def run(self, function, inputs):
+            return holder["module"].run(np.array(inputs[0]))
+
+    with kiln.Backend("py_reenter", Reentrant()) as b:
+        b.pattern("relu", kiln.is_op("nn.relu", kiln.wildcard()))
+        holder["module"] = kiln.compile(kiln.parse(RELU), backends=["py_reenter"])
+        x = random((4, 16), 41)
+        with pytest.raises(kiln.CallbackError, match="running on this thread already"):
+            holder["module"].run(x)
+        holder["module"] = None
+
+
+def test_init_sees_every_function(py_npu, small_cnn):
+    npu, runtime = py_npu
+    kiln.compile(small_cnn, backends=["py_npu"])
+    assert runtime.functions  # init got the offloaded functions by symbol
+    fn = next(iter(runtime.functions.values()))
+    assert fn.symbol in runtime.functions and fn.nodes and fn.to_json().startswith("{")

@@ -177,3 +177,30 @@ def test_wrong_prim_inputs():
         f(np.zeros(N, np.int8))
     with pytest.raises(kiln.Error, match="A"):
         f(np.zeros(N, np.float32), np.zeros(N, np.int8))
+
+
+def test_set_scope_of_an_intermediate():
+    A = te.placeholder((256,), "int8", name="A")
+    B = te.compute((256,), lambda i: A[i] * 2, name="B")
+    C = te.compute((256,), lambda i: B[i] + 1, name="C")
+    s = te.create_schedule(C)
+    s[B].set_scope("global.vtcm")
+    f = kiln.lower(s, [A, C], name="scoped")
+    assert 'allocate %B: Buffer[(256), int8, scope="global.vtcm"' in str(f)
+    built = kiln.build(f)
+    a = (np.arange(256) % 100 - 50).astype(np.int8)
+    np.testing.assert_array_equal(built(a), (a * 2 + 1).astype(np.int8))
+    assert "high-water 256 B" in built.vtcm_pool
+
+
+def test_inspect_a_saved_object(tmp_path):
+    built = kiln.build(vtcm_add("int8"), target="hexagon-v68")
+    built.save(tmp_path / "k.o")
+    info = kiln.inspect(tmp_path / "k.o")
+    assert info["hexagon"]
+    assert "alloc_vtcm" in info["exports"]
+    sources = {i["symbol"]: i["source"] for i in info["imports"]}
+    assert sources["HexagonBackendAllocateVTCM"] == "runtime ABI"
+    assert sources.get("memcpy") == "Hexagon runtime"
+    with pytest.raises(kiln.Error, match="nothere"):
+        kiln.inspect(tmp_path / "nothere.o")
