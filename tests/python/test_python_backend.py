@@ -76,6 +76,10 @@ def test_kmod_with_python_backend(py_npu, small_cnn, tmp_path):
     (want,) = kiln.compile(small_cnn, backends=["py_npu"], path=path).run(image)
     (got,) = kiln.Module.load(path).run(image)
     assert np.array_equal(got, want)
+    # Without the backend registered, the .kmod cannot run: the error names it.
+    py_npu[0].unregister()
+    with pytest.raises(kiln.Error, match="py_npu"):
+        kiln.Module.load(path)
 
 
 def test_partition_unoptimized_module(py_npu, small_cnn):

@@ -204,3 +204,17 @@ def test_inspect_a_saved_object(tmp_path):
     assert sources.get("memcpy") == "Hexagon runtime"
     with pytest.raises(kiln.Error, match="nothere"):
         kiln.inspect(tmp_path / "nothere.o")
+
+
+def test_fuse_unroll_and_split_with_tail():
+    A = te.placeholder((6, 10), "float32", name="A")
+    C = te.compute((6, 10), lambda i, j: A[i, j] * 3.0 - 1.0, name="C")
+    s = te.create_schedule(C)
+    i, j = s[C].leaves
+    fused = s[C].fuse(i, j)
+    outer, inner = s[C].split(fused, 8, tail=True)  # 60 = 7 * 8 + 4
+    s[C].unroll(inner)
+    assert [(l[1], l[2]) for l in s[C].loops()] == [(8, "serial"), (8, "unrolled")]
+    f = kiln.lower(s, [A, C], name="fused")
+    a = np.arange(60, dtype=np.float32).reshape(6, 10)
+    np.testing.assert_array_equal(kiln.build(f)(a), a * 3 - 1)
