@@ -24,7 +24,9 @@ PyObject* g_unsupported_error = nullptr;
 PyObject* g_callback_error = nullptr;
 
 // Python exceptions raised in callbacks, waiting for the kiln::Error that
-// carries their message to reach Python. Touched with the GIL held only.
+// carries their message to reach Python. The message is the key because a
+// backend runtime's errors cross the VM as Status strings (the runtime
+// contract), so no exception object can travel with them. Touched with the GIL held only.
 // Errors that C++ handled without reaching Python leave their entry behind;
 // only the last few are kept.
 struct PendingException {
@@ -45,14 +47,21 @@ PyObject* make_class(py::module_& m, const char* name, PyObject* base, const cha
   return cls;
 }
 
+// Messages may quote bytes of the input (a parse error's context line from a
+// binary file): invalid UTF-8 is replaced rather than raising a decode error.
+py::object text(const std::string& s) {
+  return py::reinterpret_steal<py::object>(PyUnicode_DecodeUTF8(s.data(), py::ssize_t(s.size()), "replace"));
+}
+
 void raise(PyObject* cls, const kiln::Error& e) {
-  py::object inst = py::reinterpret_steal<py::object>(PyObject_CallFunction(cls, "s", e.what()));
+  py::object full = text(e.what());
+  py::object inst = py::reinterpret_steal<py::object>(PyObject_CallOneArg(cls, full.ptr()));
   if (!inst) return;  // the Python error raised by the call stands
-  inst.attr("message") = e.message();
-  inst.attr("file") = e.loc().file;
+  inst.attr("message") = text(e.message());
+  inst.attr("file") = text(e.loc().file);
   inst.attr("line") = e.loc().line;
   inst.attr("column") = e.loc().column;
-  inst.attr("context") = e.context();
+  inst.attr("context") = text(e.context());
   std::string what = e.what();
   auto& queue = pending();
   for (auto it = queue.begin(); it != queue.end(); ++it) {

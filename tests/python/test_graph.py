@@ -220,3 +220,29 @@ def test_save_and_load_kir(tmp_path, source_dir):
     assert str(again) == str(mod)
     image = random((1, 3, 32, 32), 12)
     assert np.array_equal(kiln.interpret(again, image)[0], kiln.interpret(mod, image)[0])
+
+
+def test_outputs_survive_later_runs(source_dir):
+    """Outputs are returned without a copy: they must not live in memory the
+    next run reuses (the VM's arena, a backend's buffers)."""
+    mod = kiln.load(source_dir / "examples/small_cnn/small_cnn.kir")
+    for backends in ([], ["example_npu"]):
+        compiled = kiln.compile(mod, backends=backends)
+        x1, x2 = random((1, 3, 32, 32), 60), random((1, 3, 32, 32), 61)
+        (y1,) = compiled.run(x1)
+        kept = y1.copy()
+        (y2,) = compiled.run(x2)
+        assert np.array_equal(y1, kept) and not np.array_equal(y1, y2)
+    mm = kiln.compile(kiln.parse(MATMUL_RELU), backends=["example_npu"])  # output straight from the NPU
+    (z1,) = mm.run(random((2, 4), 62), random((4, 8), 63))
+    kept = z1.copy()
+    mm.run(random((2, 4), 64), random((4, 8), 65))
+    assert np.array_equal(z1, kept)
+
+
+def test_binary_file_as_kir(tmp_path):
+    path = tmp_path / "garbage.kir"
+    path.write_bytes(bytes(range(256)) * 4)
+    with pytest.raises(kiln.Error) as info:
+        kiln.load(path)
+    assert "garbage.kir" in str(info.value)
