@@ -209,10 +209,11 @@ PrimRunResult run_prim_function(const tir::PrimFunc& f, const std::map<std::stri
   }
 
   const uint64_t capacity = options.vtcm_capacity.value_or(options.target.vtcm_capacity);
-  tir::TirPassOptions pass_options;
+  codegen::Target target = options.target;
+  if (!target.is_hexagon()) target.vector_bytes = host_target().vector_bytes;
+  tir::TirPassOptions pass_options = tir_pass_options(target);
   pass_options.scratchpad_capacity = capacity;
   pass_options.static_scratchpad_plan = options.static_scratchpad_plan;
-  if (!options.target.is_hexagon()) pass_options.vector_bytes = host_target().vector_bytes;
   tir::PrimFunc lowered = tir::lower_for_build(f, pass_options);
   if (options.target.is_hexagon()) return run_on_hexagon(lowered, args, params, options, capacity);
   return run_on_host(lowered, args, params, options, capacity);

@@ -47,6 +47,13 @@ const std::vector<std::string>& known_target_names() {
   return names;
 }
 
+tir::TirPassOptions tir_pass_options(const Target& t) {
+  tir::TirPassOptions o;
+  o.scratchpad_capacity = t.vtcm_capacity;
+  o.vector_bytes = t.is_hexagon() ? 0 : t.vector_bytes;
+  return o;
+}
+
 Target parse_target(const std::string& name) {
   if (name == "llvm" || name == "host") return host_target();
   for (const HexagonVersion& v : kHexagonVersions) {

@@ -16,6 +16,8 @@
 #include <string>
 #include <vector>
 
+#include "tir/transform/passes.h"
+
 namespace kiln::codegen {
 
 struct Target {
@@ -36,5 +38,10 @@ Target host_target();
 // "llvm" or "hexagon-vNN"; anything else is a kiln::Error listing the known names.
 Target parse_target(const std::string& name);
 const std::vector<std::string>& known_target_names();
+
+// The tensor-IR pass options a build for `t` uses: its scratchpad capacity
+// and, on the host, its vector width (Hexagon's HVX code comes from
+// hand-written kernels, so vectorize-loops leaves its loops alone).
+tir::TirPassOptions tir_pass_options(const Target& t);
 
 }  // namespace kiln::codegen

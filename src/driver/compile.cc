@@ -157,8 +157,7 @@ Executable compile_model(const Module& input, const CompileOptions& opts, Compil
   for (const auto& n : lowered.host.nodes) sum.kernels -= !n.callee.empty();
 
   // 6. Tensor-IR passes, by name, each over every kernel.
-  tir::TirPassOptions tir_opts;
-  tir_opts.vector_bytes = codegen::host_target().vector_bytes;
+  tir::TirPassOptions tir_opts = codegen::tir_pass_options(codegen::host_target());
   std::vector<tir::PrimFunc> funcs = lowered.funcs;
   for (const std::string& pass : tir::tir_build_passes())
     funcs = stages.run(

@@ -32,11 +32,14 @@ int64_t vector_lanes() {
   return 4;
 }
 
-// Up to 4 rows of two vectors of accumulators: 8 of the 16 AVX2 registers
-// (4 x 16 floats) or of the 32 AVX-512 ones (4 x 32). With 6 rows LLVM
-// spills the accumulators of conv tiles and assembles their input vectors
-// from scalars (seen on PP-OCR det's 96 -> 24 channel conv).
-constexpr int64_t kRowBlock = 4;
+// The vector registers: 16 with AVX2, 32 with AVX-512.
+int64_t vector_registers() { return vector_lanes() == 16 ? 32 : 16; }
+// Rows of accumulators: as many as the registers hold beside the operands
+// (one input vector per column register and a broadcast weight), up to 8:
+// 6 rows of two vectors with AVX2 (12 of 16 registers), 8 with AVX-512.
+int64_t row_block_limit(int64_t col_vectors) {
+  return std::min<int64_t>(8, (vector_registers() - col_vectors - 2) / col_vectors);
+}
 int64_t col_block_limit() { return 2 * vector_lanes(); }
 // Below this many multiply-adds a kernel runs on one thread: waking the pool
 // costs more than the work (tens of microseconds).
@@ -101,8 +104,9 @@ bool tile_anchor(te::Schedule& s, const AnchorTile& a, std::vector<const te::Sta
   }
   te::Stage& tile = *find_stage(s, tile_tensor);
   const auto& shape = a.tensor->shape;
-  int64_t rb = largest_divisor_up_to(shape[size_t(a.row_axis)], kRowBlock);
   int64_t cb = column_block(shape[size_t(a.col_axis)]);
+  const int64_t col_vectors = (cb + vector_lanes() - 1) / vector_lanes();
+  int64_t rb = largest_divisor_up_to(shape[size_t(a.row_axis)], row_block_limit(col_vectors));
   std::vector<tir::Var> axes;
   for (size_t k = 0; k < rank; ++k) axes.push_back(out->leaf(k));
   auto [ro, ri] = out->split(axes[size_t(a.row_axis)], rb);
@@ -113,28 +117,41 @@ bool tile_anchor(te::Schedule& s, const AnchorTile& a, std::vector<const te::Sta
   // each tile of columns of it is copied once into a contiguous panel and
   // read by every row tile. Otherwise (conv) row tiles are outer.
   bool pack = a.panel && rb < shape[size_t(a.row_axis)];
+  // Without packing (conv), the operand re-read from cache on every pass is
+  // the smaller one: row tiles innermost (the weights, rows x reduction,
+  // re-read per column tile) when they are smaller than the input (columns
+  // x the first reduce axis: output positions x input channels), else row
+  // tiles outermost (the input re-read per row tile).
+  int64_t rows = shape[size_t(a.row_axis)], columns = 1, reduction = 1;
+  for (size_t k = 0; k < rank; ++k)
+    if (k != size_t(a.row_axis)) columns *= shape[k];
+  for (const te::IterVar& r : a.tensor->reduction.axes) reduction *= r.extent;
+  const int64_t first_reduce = a.tensor->reduction.axes.empty() ? 1 : a.tensor->reduction.axes[0].extent;
+  const bool rows_inner = !pack && rows * reduction < columns * first_reduce;
   std::vector<tir::Var> order;
   for (size_t k = 0; k < rank; ++k) {
-    if (k == size_t(a.row_axis))
-      order.push_back(pack ? co : ro);
-    else if (k == size_t(a.col_axis))
+    if (k == size_t(a.row_axis)) {
+      if (!rows_inner) order.push_back(pack ? co : ro);
+    } else if (k == size_t(a.col_axis)) {
       order.push_back(pack ? ro : co);
-    else
+      if (rows_inner) order.push_back(ro);
+    } else {
       order.push_back(axes[k]);
+    }
   }
   order.push_back(ri);
   order.push_back(ci);
   out->reorder(order);
   out->unroll(ri);
   out->vectorize(ci);
-  const tir::Var tile_loop = pack ? ro : co;
+  const tir::Var tile_loop = pack || rows_inner ? ro : co;
   // The loops outside the tile loop run in parallel, fused into one; with
   // packing, the panel loop among them (each task packs its own panels).
   int64_t work = 1;
   for (int64_t d : shape) work *= d;
   for (const te::IterVar& r : a.tensor->reduction.axes) work *= r.extent;
   tir::Var outer = out->leaf(0);
-  const tir::Var stop = pack ? ro : co;
+  const tir::Var stop = tile_loop;
   while (out->leaves().size() > 1 && out->leaves()[1].var != stop)
     outer = out->fuse(outer, out->leaves()[1].var);
   if (work >= kParallelMinWork && outer != stop && out->leaves()[0].extent > 1) out->parallel(outer);

@@ -49,8 +49,7 @@ int run_build(const BuildOpts& o) {
   codegen::Target target = codegen::parse_target(o.target);
   if (o.vtcm_capacity) target.vtcm_capacity = *o.vtcm_capacity;
   codegen::EmitKind kind = codegen::parse_emit_kind(o.emit);
-  tir::TirPassOptions pass_options;
-  pass_options.scratchpad_capacity = target.vtcm_capacity;
+  tir::TirPassOptions pass_options = codegen::tir_pass_options(target);
   pass_options.static_scratchpad_plan = o.static_scratchpad_plan;
   auto funcs = read_prim_functions(o.input);
   for (auto& f : funcs) {

@@ -52,8 +52,7 @@ int run_inspect(const InspectOpts& o) {
     ss << in.rdbuf();
     Module m = parse_module(ss.str(), o.input);
     std::vector<tir::PrimFunc> funcs;
-    tir::TirPassOptions passes;
-    passes.scratchpad_capacity = target.vtcm_capacity;
+    tir::TirPassOptions passes = codegen::tir_pass_options(target);
     for (const auto& f : m.prim_functions) funcs.push_back(tir::lower_for_build(f, passes));
     for (const auto& f : funcs) exports.push_back(f->name);
     imports = codegen::collect_imports(funcs);

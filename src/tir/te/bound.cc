@@ -125,9 +125,9 @@ std::optional<Interval> bound_binary(const BinaryNode& n, const RangingVars& ran
   auto x = bound_of(n.a, ranging);
   auto y = bound_of(n.b, ranging);
   if (!x || !y) return std::nullopt;
-  auto y_const = y->lo.as_constant() && y->hi.as_constant() && *y->lo.as_constant() == *y->hi.as_constant()
-                     ? y->lo.as_constant()
-                     : std::nullopt;
+  // y's value when its interval is one constant.
+  std::optional<int64_t> y_const;
+  if (auto lo = y->lo.as_constant(), hi = y->hi.as_constant(); lo && hi && *lo == *hi) y_const = *lo;
   switch (n.op) {
     case BinaryOp::Add: return Interval{x->lo + y->lo, x->hi + y->hi};
     case BinaryOp::Sub: return Interval{x->lo - y->hi, x->hi - y->lo};

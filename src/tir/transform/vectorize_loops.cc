@@ -222,7 +222,11 @@ class LoopVectorizer : public Mutator {
     // last starts at a multiple of the register's lanes.
     const int64_t chunk = *extent >= 2 * lanes ? 2 * lanes : lanes;
     std::vector<Stmt> out;
-    if (*extent >= chunk) {
+    if (*extent / chunk == 1) {
+      auto once = body_at(f.min, chunk);
+      if (!once) return m;
+      out.push_back(*once);
+    } else if (*extent >= chunk) {
       Var outer = make_var(f.var->name + "_chunk", f.var->dtype);
       auto chunk_body = body_at(add(f.min, mul(outer, int_imm(chunk, f.var->dtype))), chunk);
       if (!chunk_body) return m;
