@@ -250,6 +250,7 @@ void check_python_backend_name(const std::string& name) {
 }
 
 void unregister_python_backend(const std::string& name) {
+  CompilerLock lock;
   KILN_CHECK(python_backends().count(name), "no Python backend ", name, " is registered");
   pattern_registry().remove_backend(name);
   remove_backend_codegen(name);
@@ -374,10 +375,6 @@ void bind_backends(py::module_& m) {
         size_t dot = name.find('.');
         KILN_CHECK(dot != std::string::npos && dot > 0 && dot + 1 < name.size(),
                    "a pattern name is <backend>.<pattern>, got '", name, "'");
-        std::string backend = name.substr(0, dot);
-        check_python_backend_name(backend);
-        KILN_CHECK(python_backends().count(backend), "register the backend ", backend,
-                   " first (kiln.register_backend)");
         KILN_CHECK(check.is_none() || PyCallable_Check(check.ptr()), "the check of ", name,
                    " is not callable");
         PatternEntry e;
@@ -386,6 +383,11 @@ void bind_backends(py::module_& m) {
         if (!check.is_none()) e.check = python_check(name, std::move(check));
         e.priority = priority;
         e.description = description;
+        CompilerLock lock;  // after `e`: released (GIL back) before `e` and its check go
+        std::string backend = name.substr(0, dot);
+        check_python_backend_name(backend);
+        KILN_CHECK(python_backends().count(backend), "register the backend ", backend,
+                   " first (kiln.register_backend)");
         pattern_registry().add(std::move(e));
       },
       py::arg("name"), py::arg("pattern"), py::arg("check"), py::arg("priority"), py::arg("description"));
@@ -393,11 +395,12 @@ void bind_backends(py::module_& m) {
   m.def(
       "register_backend",
       [](const std::string& name, py::object runtime, const std::string& description) {
-        check_python_backend_name(name);
         KILN_CHECK(py::hasattr(runtime, "run"), "the runtime of backend ", name,
                    " has no run(function, inputs) method");
         bool is_class = py::isinstance<py::type>(runtime);
         auto ref = std::make_shared<PyRef>(std::move(runtime));
+        CompilerLock lock;
+        check_python_backend_name(name);
         register_backend_codegen(
             BackendCodegen{name, description,
                            [name](const Module& mod, const std::vector<Function>& fns,

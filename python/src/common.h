@@ -5,7 +5,8 @@
 // GIL rules, in one place:
 //   - every binding that runs kiln code which may take long or call back into
 //     Python (import, partition, compile, VM creation and runs, lowering,
-//     builds, prim runs) releases the GIL while kiln runs;
+//     builds, prim runs) releases the GIL while kiln runs (CompilerLock, or
+//     a module's own lock for VM runs);
 //   - every call back into Python (a check, a backend runtime) takes the GIL
 //     first (PyCall), so it works from any thread kiln runs it on, and a
 //     Python exception there becomes a kiln::Error that names the callback;
@@ -19,6 +20,7 @@
 
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -60,6 +62,23 @@ Tensor from_numpy_as(const py::handle& obj, const TensorDesc& want, const std::s
 // Attrs <-> dict.
 py::dict attrs_to_dict(const Attrs& attrs);
 Attrs attrs_from_dict(const py::dict& d);
+
+// ---------------------------------------------------------------- threads
+
+// Releases the GIL, then takes the lock that serialises kiln's compiler
+// (registries, import, partitioning, codegen) between Python threads. In
+// this order, always: no thread waits for the lock while holding the GIL,
+// so callbacks of the thread that holds it always get the GIL. Recursive, so
+// a Python check that calls kiln again on its own thread goes through.
+class CompilerLock {
+ public:
+  CompilerLock() : lock_(mutex()) {}
+
+ private:
+  static std::recursive_mutex& mutex();
+  py::gil_scoped_release release_;  // first: released before the lock is taken
+  std::unique_lock<std::recursive_mutex> lock_;
+};
 
 // ---------------------------------------------------------------- Python objects held by C++
 

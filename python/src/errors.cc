@@ -107,6 +107,11 @@ std::string record_callback_exception(py::error_already_set& e, const std::strin
   return message;
 }
 
+std::recursive_mutex& CompilerLock::mutex() {
+  static auto* m = new std::recursive_mutex();  // leaked: used until the process ends
+  return *m;
+}
+
 PyRef::~PyRef() {
   if (!Py_IsInitialized()) {
     obj_.release();  // the interpreter is gone: nothing left to release it to

@@ -178,7 +178,7 @@ void bind_graph(py::module_& m) {
             std::vector<Tensor> inputs = gather_inputs("@" + entry, params, args, kwargs, keep);
             std::vector<Tensor> outs;
             {
-              py::gil_scoped_release release;
+              CompilerLock lock;
               outs = interpret(mod, entry, inputs);
             }
             return to_numpy_list(outs);
@@ -189,14 +189,14 @@ void bind_graph(py::module_& m) {
       "load",
       [](const std::string& path, const std::map<std::string, std::vector<int64_t>>& input_shapes) {
         ImportOptions o = import_options(input_shapes);
-        py::gil_scoped_release release;
+        CompilerLock lock;
         return std::make_shared<Module>(load_model(path, o));
       },
       py::arg("path"), py::arg("input_shapes") = std::map<std::string, std::vector<int64_t>>{});
   m.def(
       "parse",
       [](const std::string& text, const std::string& filename) {
-        py::gil_scoped_release release;
+        CompilerLock lock;
         Module mod = parse_module(text, filename);
         verify_module(mod);
         return std::make_shared<Module>(std::move(mod));
@@ -245,7 +245,7 @@ void bind_graph(py::module_& m) {
         PartitionReport report;
         Module parted;
         {
-          py::gil_scoped_release release;
+          CompilerLock lock;
           parted = partition_module(mod, o, merge, &report);
         }
         return py::make_tuple(std::make_shared<Module>(std::move(parted)), report);
@@ -282,7 +282,7 @@ void bind_graph(py::module_& m) {
         driver::CompileSummary summary;
         Executable exe;
         {
-          py::gil_scoped_release release;
+          CompilerLock lock;
           exe = driver::compile_model(mod, o, &summary);
         }
         return py::make_tuple(executable_object(std::move(exe)), summary);

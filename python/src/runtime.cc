@@ -33,7 +33,7 @@ using CompiledPtr = std::shared_ptr<CompiledModule>;
 
 CompiledPtr make_compiled(Executable exe) {
   auto c = std::make_shared<CompiledModule>();
-  py::gil_scoped_release release;  // backend runtimes' init may call into Python
+  CompilerLock lock;  // backend runtimes are looked up and created; their init may call into Python
   c->vm = std::make_unique<VirtualMachine>(std::move(exe));
   return c;
 }

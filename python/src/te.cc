@@ -482,7 +482,7 @@ void bind_te(py::module_& root) {
           "lower_for_build",
           [](const PrimFuncHandle& f, const std::string& target, std::optional<uint64_t> vtcm) {
             codegen::Target t = target_of(target, vtcm);
-            py::gil_scoped_release release;
+            CompilerLock lock;
             return PrimFuncHandle{tir::lower_for_build(f.func, pass_options(t))};
           },
           py::arg("target") = "llvm", py::arg("vtcm_capacity") = std::nullopt,
@@ -526,7 +526,7 @@ void bind_te(py::module_& root) {
             codegen::EmitKind k = codegen::parse_emit_kind(kind);
             if (k != codegen::EmitKind::LLVMIR && k != codegen::EmitKind::Assembly)
               throw Error("get_source gives text (ll or asm); save() writes " + kind + " files");
-            py::gil_scoped_release release;
+            CompilerLock lock;
             return codegen::emit_text({b.lowered}, k, b.codegen_options());
           },
           py::arg("kind") = "asm")
@@ -534,7 +534,7 @@ void bind_te(py::module_& root) {
           "save",
           [](const BuiltFunction& b, const std::string& path, const std::string& kind) {
             codegen::EmitKind k = emit_kind_for(path, kind);
-            py::gil_scoped_release release;
+            CompilerLock lock;
             codegen::emit_to_file({b.lowered}, k, path, b.codegen_options());
           },
           py::arg("path"), py::arg("kind") = "")
@@ -568,7 +568,7 @@ void bind_te(py::module_& root) {
             ro.timeout_seconds = timeout;
             codegen::PrimRunResult r;
             {
-              py::gil_scoped_release release;
+              CompilerLock lock;
               r = codegen::run_prim_function(b.func, ins, ro);
             }
             py::dict outs;
@@ -585,7 +585,7 @@ void bind_te(py::module_& root) {
         b->func = f.func;
         b->target = target_of(target, vtcm);
         b->link_libs = link_libs;
-        py::gil_scoped_release release;
+        CompilerLock lock;
         b->lowered = tir::lower_for_build(f.func, pass_options(b->target));
         // An import nothing provides is an error here, naming it, not at run time.
         auto imports = codegen::collect_imports({b->lowered});

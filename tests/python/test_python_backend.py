@@ -258,3 +258,39 @@ def test_init_sees_every_function(py_npu, small_cnn):
     assert runtime.functions  # init got the offloaded functions by symbol
     fn = next(iter(runtime.functions.values()))
     assert fn.symbol in runtime.functions and fn.nodes and fn.to_json().startswith("{")
+
+
+def test_compiles_from_many_threads_with_python_checks(small_cnn):
+    """Compiles in several Python threads, each calling Python checks (one of
+    which calls kiln itself), while another thread registers patterns."""
+    def reentrant_check(match, options):
+        kiln.parse(RELU)  # kiln from inside a check: the compiler lock is recursive
+        return None
+
+    with kiln.Backend("py_mt", NumpyNpu()) as b:
+        b.pattern("dense", kiln.is_op("nn.dense", kiln.wildcard(), kiln.is_constant()), check=reentrant_check)
+        image = random((1, 3, 32, 32), 70)
+        (want,) = kiln.interpret(small_cnn, image)
+        errors, results = [], []
+
+        def compile_and_run():
+            try:
+                results.append(kiln.compile(small_cnn, backends=["py_mt"]).run(image)[0])
+            except Exception as e:  # reported below
+                errors.append(e)
+
+        def register():
+            for i in range(20):
+                b.pattern(f"relu{i}", kiln.is_op("nn.relu", kiln.wildcard()), check=lambda m, o: "not today",
+                          priority=1)
+
+        threads = [threading.Thread(target=compile_and_run) for _ in range(3)] + [threading.Thread(target=register)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=120)
+        assert not any(t.is_alive() for t in threads), "a compile is stuck"
+        assert not errors, errors
+        assert len(results) == 3
+        for got in results:
+            np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-6)
