@@ -139,6 +139,14 @@ py::object executable_object(Executable exe);  // runtime.cc
 void bind_graph(py::module_& m) {
   py::class_<Module, ModulePtr>(m, "IRModule", "A module of graph (def) and tensor-level (prim) functions.")
       .def("__str__", [](const Module& mod) { return print_module(mod); })
+      .def("__repr__",
+           [](const Module& mod) {
+             std::string names;
+             for (const auto& f : mod.functions) names += (names.empty() ? "@" : ", @") + f->name;
+             for (const auto& f : mod.prim_functions)
+               names += (names.empty() ? "prim @" : ", prim @") + f->name;
+             return "<kiln.IRModule " + (names.empty() ? std::string("(empty)") : names) + ">";
+           })
       .def(
           "text", [](const Module& mod) { return print_module(mod); }, "The module as .kir text.")
       .def(
