@@ -4,6 +4,8 @@
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/Module.h>
+#include <llvm/MC/MCSubtargetInfo.h>
+#include <llvm/MC/TargetRegistry.h>
 #include <llvm/Support/FileSystem.h>
 #include <llvm/Support/raw_ostream.h>
 #include <llvm/Target/TargetMachine.h>
@@ -120,10 +122,40 @@ HostObject emit_host_shared_object(const std::vector<tir::PrimFunc>& funcs, cons
   std::sort(out.imports.begin(), out.imports.end());
   out.imports.erase(std::unique(out.imports.begin(), out.imports.end()), out.imports.end());
   out.cpu = cpu;
-  llvm::StringMap<bool> host = llvm::sys::getHostCPUFeatures();
-  for (const std::string& f : recorded_cpu_features())
-    if (auto it = host.find(f); it != host.end() && it->second) out.cpu_features.push_back(f);
+  out.cpu_features = target_cpu_features(options.target);
   return out;
+}
+
+std::vector<std::string> target_cpu_features(const Target& t) {
+  std::vector<std::string> out;
+  if (t.cpu.empty()) {
+    llvm::StringMap<bool> host = llvm::sys::getHostCPUFeatures();
+    for (const std::string& f : recorded_cpu_features())
+      if (auto it = host.find(f); it != host.end() && it->second) out.push_back(f);
+    return out;
+  }
+  init_llvm();
+  const std::string triple = llvm::sys::getProcessTriple();
+  std::string err;
+  const llvm::Target* target = llvm::TargetRegistry::lookupTarget(triple, err);
+  KILN_CHECK(target, "LLVM has no target for ", triple, ": ", err);
+  // The name is checked on a generic subtarget first (LLVM warns on stderr
+  // when it is asked for a subtarget of a CPU it does not know).
+  std::unique_ptr<llvm::MCSubtargetInfo> generic(target->createMCSubtargetInfo(triple, "", ""));
+  std::unique_ptr<llvm::MCSubtargetInfo> sti;
+  if (generic && generic->isCPUStringValid(t.cpu))
+    sti.reset(target->createMCSubtargetInfo(triple, t.cpu, t.features));
+  if (!sti)
+    throw Error("--target '" + t.name + "': LLVM does not know the CPU '" + t.cpu +
+                "' (x86-64 names: x86-64, x86-64-v2, x86-64-v3, x86-64-v4, haswell, skylake-avx512, "
+                "icelake-server, znver2, znver3, znver4, ...)");
+  for (const std::string& f : recorded_cpu_features())
+    if (sti->checkFeatures("+" + f)) out.push_back(f);
+  return out;
+}
+
+std::string target_cpu_name(const Target& t) {
+  return t.cpu.empty() ? llvm::sys::getHostCPUName().str() : t.cpu;
 }
 
 std::string host_cpu_summary() {

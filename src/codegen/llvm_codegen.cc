@@ -46,8 +46,6 @@
 
 namespace kiln::codegen {
 
-namespace {
-
 using tir::DataType;
 
 void init_llvm() {
@@ -74,6 +72,8 @@ void init_llvm() {
   });
 }
 
+namespace {
+
 llvm::CodeGenOptLevel codegen_level(int opt_level) {
   return opt_level >= 3   ? llvm::CodeGenOptLevel::Aggressive
          : opt_level == 0 ? llvm::CodeGenOptLevel::None
@@ -98,12 +98,15 @@ std::unique_ptr<llvm::TargetMachine> target_machine(const Target& t, int opt_lev
   // rounding instead of two (closer to the exact result, not further) and
   // twice the arithmetic per cycle in conv and matmul inner loops.
   options.AllowFPOpFusion = llvm::FPOpFusion::Fast;
-  std::string features;
-  for (const auto& f : llvm::sys::getHostCPUFeatures())
-    features += (features.empty() ? "" : ",") + std::string(f.second ? "+" : "-") + f.first().str();
-  return std::unique_ptr<llvm::TargetMachine>(
-      target->createTargetMachine(triple, llvm::sys::getHostCPUName(), features, options, llvm::Reloc::PIC_,
-                                  std::nullopt, codegen_level(opt_level)));
+  // The machine's CPU and features, or a named CPU (-mcpu) with its own.
+  std::string cpu = t.cpu, features = t.features;
+  if (cpu.empty()) {
+    cpu = llvm::sys::getHostCPUName().str();
+    for (const auto& f : llvm::sys::getHostCPUFeatures())
+      features += (features.empty() ? "" : ",") + std::string(f.second ? "+" : "-") + f.first().str();
+  }
+  return std::unique_ptr<llvm::TargetMachine>(target->createTargetMachine(
+      triple, cpu, features, options, llvm::Reloc::PIC_, std::nullopt, codegen_level(opt_level)));
 }
 
 namespace {

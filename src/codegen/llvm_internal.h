@@ -15,6 +15,8 @@
 
 namespace kiln::codegen {
 
+// Registers LLVM's native and Hexagon targets, once.
+void init_llvm();
 // A target machine for `t` (the host: this CPU and its features).
 std::unique_ptr<llvm::TargetMachine> target_machine(const Target& t, int opt_level);
 // The LLVM module of `funcs`, verified and optimized. With `import_slots`,

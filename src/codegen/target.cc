@@ -1,6 +1,9 @@
 #include "codegen/target.h"
 
+#include <algorithm>
+
 #include "kiln/runtime/error.h"
+#include "schedule/schedule.h"
 
 namespace kiln::codegen {
 
@@ -25,17 +28,12 @@ constexpr HexagonVersion kHexagonVersions[] = {
 
 Target host_target() {
   Target t;
-  // The widest vector registers the machine has (the features LLVM compiles
-  // for are the same ones).
-  t.vector_bytes = 16;
-#if defined(__x86_64__)
-  __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx512f"))
-    t.vector_bytes = 64;
-  else if (__builtin_cpu_supports("avx"))
-    t.vector_bytes = 32;
-#endif
+  t.vector_bytes = schedule::host_cpu_target().vector_bytes;
   return t;
+}
+
+schedule::CpuTarget schedule_target(const Target& t) {
+  return {t.vector_bytes, t.vector_bytes >= 64 ? 32 : 16};
 }
 
 const std::vector<std::string>& known_target_names() {
@@ -56,6 +54,18 @@ tir::TirPassOptions tir_pass_options(const Target& t) {
 
 Target parse_target(const std::string& name) {
   if (name == "llvm" || name == "host") return host_target();
+  const std::string mcpu = "llvm -mcpu=";
+  if (name.rfind(mcpu, 0) == 0) {
+    Target t;
+    t.name = name;
+    t.cpu = name.substr(mcpu.size());
+    if (t.cpu.empty() || t.cpu.find(' ') != std::string::npos)
+      throw Error("--target '" + name + "': -mcpu takes one CPU name (e.g. llvm -mcpu=x86-64-v3)");
+    std::vector<std::string> features = target_cpu_features(t);  // checks the name
+    auto has = [&](const char* f) { return std::find(features.begin(), features.end(), f) != features.end(); };
+    t.vector_bytes = has("avx512f") ? 64 : has("avx") ? 32 : 16;
+    return t;
+  }
   for (const HexagonVersion& v : kHexagonVersions) {
     if (name != v.name) continue;
     Target t;
@@ -72,7 +82,7 @@ Target parse_target(const std::string& name) {
   }
   std::string known;
   for (const std::string& n : known_target_names()) known += (known.empty() ? "" : ", ") + n;
-  throw Error("unknown --target '" + name + "' (known: " + known + ")");
+  throw Error("unknown --target '" + name + "' (known: " + known + ", and llvm -mcpu=CPU)");
 }
 
 }  // namespace kiln::codegen

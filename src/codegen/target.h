@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "schedule/schedule.h"
 #include "tir/transform/passes.h"
 
 namespace kiln::codegen {
@@ -25,8 +26,8 @@ struct Target {
   Kind kind = Kind::Host;
   std::string name = "llvm";  // as written after --target
   std::string triple;         // empty for the host: the process's own triple
-  std::string cpu;            // empty for the host: the machine's CPU
-  std::string features;       // LLVM feature string; empty for the host
+  std::string cpu;            // host: empty for the machine's CPU, or -mcpu's name
+  std::string features;       // LLVM feature string; empty for the host (the CPU's own)
   uint64_t vtcm_capacity = 4ull << 20;
   int vector_bytes = 0;       // the widest vector register (HVX: 128); 0: unknown
 
@@ -35,8 +36,18 @@ struct Target {
 
 // The host CPU.
 Target host_target();
-// "llvm" or "hexagon-vNN"; anything else is a kiln::Error listing the known names.
+// "llvm" (the host CPU), "llvm -mcpu=NAME" (an x86-64 CPU as LLVM names it:
+// x86-64-v3, skylake-avx512, znver3, ...) or "hexagon-vNN"; anything else
+// is a kiln::Error listing the known names.
 Target parse_target(const std::string& name);
+// The features a host target's code may use, as the runtime records and
+// checks them (sse4.2 avx avx2 fma f16c avx512f ...): the named CPU's, or the
+// machine's when the target names none. In src/codegen's LLVM half.
+std::vector<std::string> target_cpu_features(const Target& t);
+// The name LLVM gives the target's CPU (the machine's when it names none).
+std::string target_cpu_name(const Target& t);
+// What the default schedules need to know of it.
+schedule::CpuTarget schedule_target(const Target& t);
 const std::vector<std::string>& known_target_names();
 
 // The tensor-IR pass options a build for `t` uses: its scratchpad capacity

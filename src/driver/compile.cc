@@ -92,6 +92,7 @@ std::string CompileSummary::str() const {
   if (!cpu.empty()) {
     os << "; for " << cpu << " (";
     for (size_t i = 0; i < cpu_features.size(); ++i) os << (i ? " " : "") << cpu_features[i];
+    if (cpu_features.empty()) os << "none of sse4.2 avx avx2 fma avx512f";
     os << ")";
   }
   if (arena_bytes > 0)
@@ -150,14 +151,14 @@ Executable compile_model(const Module& input, const CompileOptions& opts, Compil
 
   // 5. Lower and schedule each kernel.
   LoweredKernels lowered = stages.run(
-      "lower-and-schedule", [&] { return lower_planned_kernels(exe.host, plan); },
+      "lower-and-schedule", [&] { return lower_planned_kernels(exe.host, plan, codegen::schedule_target(opts.target)); },
       [](const LoweredKernels& r) { return print_host_program(r.host) + print_funcs(r.funcs); });
   sum.distinct_kernels = int(lowered.funcs.size());
   sum.kernels = int(lowered.host.nodes.size()) - count_op_nodes(lowered.host);
   for (const auto& n : lowered.host.nodes) sum.kernels -= !n.callee.empty();
 
   // 6. Tensor-IR passes, by name, each over every kernel.
-  tir::TirPassOptions tir_opts = codegen::tir_pass_options(codegen::host_target());
+  tir::TirPassOptions tir_opts = codegen::tir_pass_options(opts.target);
   std::vector<tir::PrimFunc> funcs = lowered.funcs;
   for (const std::string& pass : tir::tir_build_passes())
     funcs = stages.run(
@@ -171,7 +172,9 @@ Executable compile_model(const Module& input, const CompileOptions& opts, Compil
 
   // 7. LLVM: one shared object for the host CPU.
   if (!funcs.empty()) {
-    codegen::HostObject obj = stages.run("llvm", [&] { return codegen::emit_host_shared_object(funcs); });
+    codegen::CodegenOptions cg;
+    cg.target = opts.target;
+    codegen::HostObject obj = stages.run("llvm", [&] { return codegen::emit_host_shared_object(funcs, cg); });
     exe.host_code.cpu = obj.cpu;
     exe.host_code.cpu_features = obj.cpu_features;
     exe.host_code.imports = obj.imports;

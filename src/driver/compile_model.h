@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "codegen/target.h"
 #include "runtime/vm.h"
 #include "transform/partition.h"
 
@@ -32,6 +33,9 @@ struct CompileOptions {
   PartitionOptions partition;
   bool merge = true;
   RunCodegenOptions codegen;
+  // The CPU the host code is compiled for (`--target llvm -mcpu=...`): the
+  // machine's by default.
+  codegen::Target target = codegen::host_target();
   // Ops left on their reference kernels are an error naming them.
   bool strict_compile = false;
   // Compile host ops at all (false: every host op on its reference kernel).

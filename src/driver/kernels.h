@@ -27,6 +27,7 @@
 #include "lower/lower.h"
 #include "runtime/graph.h"
 #include "runtime/host_code.h"
+#include "schedule/schedule.h"
 #include "runtime/vm.h"
 
 namespace kiln::driver {
@@ -52,7 +53,9 @@ struct LoweredKernels {
   std::vector<tir::PrimFunc> funcs;  // their prim functions, as lowered (before the build passes)
 };
 
-LoweredKernels lower_planned_kernels(const Graph& host, const KernelPlan& plan);
+// Scheduled for `cpu`.
+LoweredKernels lower_planned_kernels(const Graph& host, const KernelPlan& plan,
+                                     const schedule::CpuTarget& cpu);
 
 // The arena of the program's intermediate values (plan_memory.cc).
 MemoryPlan plan_memory(const Graph& host);

@@ -25,7 +25,8 @@ std::string kernel_key(const lower::KernelSpec& spec) {
 
 }  // namespace
 
-LoweredKernels lower_planned_kernels(const Graph& host, const KernelPlan& plan) {
+LoweredKernels lower_planned_kernels(const Graph& host, const KernelPlan& plan,
+                                     const schedule::CpuTarget& cpu) {
   LoweredKernels out;
   out.host = host;
   out.host.nodes.clear();
@@ -51,7 +52,7 @@ LoweredKernels lower_planned_kernels(const Graph& host, const KernelPlan& plan) 
       taken.insert(symbol);
       spec.name = symbol;
       std::string why;
-      auto f = lower::lower_kernel(spec, &why);
+      auto f = lower::lower_kernel(spec, &why, cpu);
       KILN_CHECK(f.has_value(), "lowering kernel ", symbol, ": ", why);
       out.funcs.push_back(*f);
       HostKernel hk;

@@ -126,7 +126,9 @@ struct KernelSpec {
 // The scheduled and lowered prim function of `spec`, or the reason one of
 // its ops cannot be lowered (`why`). Intermediate injective results are
 // computed inline in their readers; other intermediates get a buffer.
-std::optional<tir::PrimFunc> lower_kernel(const KernelSpec& spec, std::string* why = nullptr);
+// Scheduled for `cpu`.
+std::optional<tir::PrimFunc> lower_kernel(const KernelSpec& spec, std::string* why = nullptr,
+                                          const schedule::CpuTarget& cpu = schedule::host_cpu_target());
 
 // Whether one op instance can be lowered; the reason when it cannot.
 std::optional<std::string> why_not_lowered(const std::string& op, const std::vector<TensorDesc>& in,

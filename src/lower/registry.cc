@@ -155,7 +155,8 @@ std::string tensor_name(const std::string& op, int index) {
 
 }  // namespace
 
-std::optional<tir::PrimFunc> lower_kernel(const KernelSpec& spec, std::string* why) {
+std::optional<tir::PrimFunc> lower_kernel(const KernelSpec& spec, std::string* why,
+                                          const schedule::CpuTarget& cpu) {
   std::string reason;
   std::vector<te::Tensor> params;
   if (!is_float_or_int_dtypes(spec.params, &reason)) {
@@ -217,7 +218,7 @@ std::optional<tir::PrimFunc> lower_kernel(const KernelSpec& spec, std::string* w
         !materialized.count(&t))
       st->compute_inline();
   }
-  schedule::apply_default_schedule(s, anchors);
+  schedule::apply_default_schedule(s, anchors, cpu);
   std::vector<te::Tensor> args = params;
   args.insert(args.end(), outputs.begin(), outputs.end());
   return te::lower(s, args, spec.name);

@@ -67,9 +67,21 @@ void vectorize_inner(te::Stage& st) {
 
 }  // namespace
 
-void apply_default_schedule(te::Schedule& s, const std::vector<AnchorTile>& anchors) {
+CpuTarget host_cpu_target() {
+  CpuTarget t{16, 16};
+#if defined(__x86_64__)
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f"))
+    t = {64, 32};
+  else if (__builtin_cpu_supports("avx"))
+    t = {32, 16};
+#endif
+  return t;
+}
+
+void apply_default_schedule(te::Schedule& s, const std::vector<AnchorTile>& anchors, const CpuTarget& cpu) {
   std::vector<const te::Stage*> done;
-  for (const AnchorTile& a : anchors) tile_anchor(s, a, done);
+  for (const AnchorTile& a : anchors) tile_anchor(s, a, cpu, done);
   for (const auto& stage : s.stages()) {
     te::Stage& st = *stage;
     if (st.tensor()->is_placeholder() || st.inlined()) continue;

@@ -13,10 +13,21 @@
 
 namespace kiln::schedule {
 
+// The CPU a schedule is for: the width and number of its vector registers
+// (AVX-512: 64 bytes, 32 registers; AVX2: 32, 16; SSE: 16, 16). The
+// compile pipeline takes it from its target (codegen::Target).
+struct CpuTarget {
+  int vector_bytes = 32;
+  int vector_registers = 16;
+  int64_t float32_lanes() const { return vector_bytes / 4; }
+};
+// The machine's own.
+CpuTarget host_cpu_target();
+
 // A reduction whose output is computed in register tiles: `row_axis` (conv:
 // output channels, matmul: rows) and `col_axis` (conv: output columns,
 // matmul: columns, contiguous in memory) are split into a small block each
-// (up to 4 rows by two vectors of the host CPU: 16 columns with AVX2, 32
+// (rows as the registers allow, by two vectors: 16 columns with AVX2, 32
 // with AVX-512);
 // the block of accumulators is a local buffer computed at the tile loop of
 // the kernel's output (tile_schedule.cc), with its row loop unrolled and its
@@ -36,10 +47,12 @@ struct AnchorTile {
 // Register-tiles `a` when the schedule's only output is `a` or an
 // elementwise epilogue of its shape; false (schedule unchanged) otherwise.
 // The tiled stages are marked done in `done`.
-bool tile_anchor(tir::te::Schedule& s, const AnchorTile& a, std::vector<const tir::te::Stage*>& done);
+bool tile_anchor(tir::te::Schedule& s, const AnchorTile& a, const CpuTarget& cpu,
+                 std::vector<const tir::te::Stage*>& done);
 
 // Schedules every computed (not inlined) stage of `s`: anchors in register
 // tiles where they can be, everything else by the rules above.
-void apply_default_schedule(tir::te::Schedule& s, const std::vector<AnchorTile>& anchors = {});
+void apply_default_schedule(tir::te::Schedule& s, const std::vector<AnchorTile>& anchors,
+                            const CpuTarget& cpu);
 
 }  // namespace kiln::schedule

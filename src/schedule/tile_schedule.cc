@@ -21,26 +21,12 @@ namespace {
 
 namespace te = tir::te;
 
-// float32 lanes of the widest vector the host CPU has (the schedule is for
-// the host; src/codegen compiles for the same CPU).
-int64_t vector_lanes() {
-#if defined(__x86_64__)
-  __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx512f")) return 16;
-  if (__builtin_cpu_supports("avx")) return 8;
-#endif
-  return 4;
-}
-
-// The vector registers: 16 with AVX2, 32 with AVX-512.
-int64_t vector_registers() { return vector_lanes() == 16 ? 32 : 16; }
 // Rows of accumulators: as many as the registers hold beside the operands
 // (one input vector per column register and a broadcast weight), up to 8:
 // 6 rows of two vectors with AVX2 (12 of 16 registers), 8 with AVX-512.
-int64_t row_block_limit(int64_t col_vectors) {
-  return std::min<int64_t>(8, (vector_registers() - col_vectors - 2) / col_vectors);
+int64_t row_block_limit(const CpuTarget& cpu, int64_t col_vectors) {
+  return std::min<int64_t>(8, (cpu.vector_registers - col_vectors - 2) / col_vectors);
 }
-int64_t col_block_limit() { return 2 * vector_lanes(); }
 // Below this many multiply-adds a kernel runs on one thread: waking the pool
 // costs more than the work (tens of microseconds).
 constexpr int64_t kParallelMinWork = 1 << 18;
@@ -53,8 +39,8 @@ int64_t largest_divisor_up_to(int64_t n, int64_t limit) {
 
 // A column block of whole vectors (8 float32 lanes) when one divides the
 // extent, else the largest divisor up to three vectors.
-int64_t column_block(int64_t n) {
-  const int64_t lanes = vector_lanes(), limit = col_block_limit();
+int64_t column_block(const CpuTarget& cpu, int64_t n) {
+  const int64_t lanes = cpu.float32_lanes(), limit = 2 * lanes;
   for (int64_t d = limit; d >= lanes; d -= lanes)
     if (n % d == 0) return d;
   for (int64_t d = limit; d >= 8; d -= 8)
@@ -82,7 +68,8 @@ te::Stage* find_stage(te::Schedule& s, const te::Tensor& t) {
 
 }  // namespace
 
-bool tile_anchor(te::Schedule& s, const AnchorTile& a, std::vector<const te::Stage*>& done) {
+bool tile_anchor(te::Schedule& s, const AnchorTile& a, const CpuTarget& cpu,
+                 std::vector<const te::Stage*>& done) {
   te::Stage* anchor = find_stage(s, a.tensor);
   if (!anchor || anchor->inlined() || a.tensor->reduction.kind == te::ReduceKind::None) return false;
   size_t rank = a.tensor->shape.size();
@@ -104,9 +91,9 @@ bool tile_anchor(te::Schedule& s, const AnchorTile& a, std::vector<const te::Sta
   }
   te::Stage& tile = *find_stage(s, tile_tensor);
   const auto& shape = a.tensor->shape;
-  int64_t cb = column_block(shape[size_t(a.col_axis)]);
-  const int64_t col_vectors = (cb + vector_lanes() - 1) / vector_lanes();
-  int64_t rb = largest_divisor_up_to(shape[size_t(a.row_axis)], row_block_limit(col_vectors));
+  int64_t cb = column_block(cpu, shape[size_t(a.col_axis)]);
+  const int64_t col_vectors = (cb + cpu.float32_lanes() - 1) / cpu.float32_lanes();
+  int64_t rb = largest_divisor_up_to(shape[size_t(a.row_axis)], row_block_limit(cpu, col_vectors));
   std::vector<tir::Var> axes;
   for (size_t k = 0; k < rank; ++k) axes.push_back(out->leaf(k));
   auto [ro, ri] = out->split(axes[size_t(a.row_axis)], rb);

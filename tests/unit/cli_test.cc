@@ -325,6 +325,51 @@ TEST_F(CliCompile, CompiledModuleRunsTimedAndPrintsEveryStage) {
   EXPECT_EQ(bad.code, 2) << bad.out;
 }
 
+// Host code for a named CPU: x86-64-v3 (AVX2 + FMA) and the baseline x86-64
+// (no AVX) run here and match the reference kernels; the summary and the
+// artifact record the CPU and its features; AVX-512 code is refused at load
+// time on a machine without it; unknown CPUs and Hexagon are errors.
+TEST_F(CliCompile, TargetNamesTheCpuOfTheHostCode) {
+  std::string model = file("m.kir", kMatmulRelu);
+  struct Case {
+    const char* cpu;
+    const char* summary;
+  };
+  for (Case c : {Case{"x86-64-v3", "for x86-64-v3 (sse4.2 avx avx2 fma f16c)"},
+                 Case{"x86-64", "for x86-64 (none of sse4.2 avx avx2 fma avx512f)"}}) {
+    std::string kmod = (dir_ / (std::string(c.cpu) + ".kmod")).string();
+    testing::CliResult r =
+        testing::kiln_cmd("compile " + model + " -o " + kmod + " --target 'llvm -mcpu=" + c.cpu + "'");
+    ASSERT_EQ(r.code, 0) << r.out;
+    EXPECT_NE(r.out.find(c.summary), std::string::npos) << r.out;
+    // Checked against the reference kernels (FMA rounds differently from
+    // the interpreter in the last digit).
+    testing::CliResult run = testing::kiln_cmd("run " + kmod + " --random-inputs 3 --verify");
+    ASSERT_EQ(run.code, 0) << run.out;
+    EXPECT_NE(run.out.find("verify: 1 of 1 host kernel calls match"), std::string::npos) << run.out;
+  }
+  testing::CliResult avx512 =
+      testing::kiln_cmd("run " + model + " --random-inputs 3 --verify --target 'llvm -mcpu=skylake-avx512'");
+  EXPECT_NE(avx512.out.find("for skylake-avx512 (sse4.2 avx avx2 fma f16c avx512f"), std::string::npos)
+      << avx512.out;
+  if (__builtin_cpu_supports("avx512f")) {
+    EXPECT_EQ(avx512.code, 0) << avx512.out;
+    EXPECT_NE(avx512.out.find("verify: 1 of 1 host kernel calls match"), std::string::npos) << avx512.out;
+  } else {
+    EXPECT_EQ(avx512.code, 1) << avx512.out;
+    EXPECT_NE(avx512.out.find("compiled for CPU skylake-avx512, which has avx512f"), std::string::npos)
+        << avx512.out;
+  }
+  testing::CliResult bogus = testing::kiln_cmd("compile " + model + " -o " + (dir_ / "b.kmod").string() +
+                                               " --target 'llvm -mcpu=bogus'");
+  EXPECT_EQ(bogus.code, 1) << bogus.out;
+  EXPECT_NE(bogus.out.find("LLVM does not know the CPU 'bogus'"), std::string::npos) << bogus.out;
+  EXPECT_EQ(bogus.out.find("not a recognized processor"), std::string::npos) << bogus.out;
+  testing::CliResult dsp = testing::kiln_cmd("run " + model + " --random-inputs 3 --target hexagon-v68");
+  EXPECT_EQ(dsp.code, 1) << dsp.out;
+  EXPECT_NE(dsp.out.find("a model's host code runs on this machine"), std::string::npos) << dsp.out;
+}
+
 TEST_F(CliCompile, OptRunsTensorIrPassesByName) {
   testing::CliResult r =
       testing::kiln_cmd(std::string("opt ") + KILN_SOURCE_DIR +

@@ -164,7 +164,7 @@ TEST_F(HexagonCli, Errors) {
                "@alloc_vtcm has no parameter %Z");
   expect_error("run " + file("g.kir", "def @main(%x: Tensor[(2), float32]) -> Tensor[(2), float32] {\n  return %x\n}\n") +
                    " --target hexagon-v68",
-               "--target compiles prim functions");
+               "a model's host code runs on this machine (llvm or llvm -mcpu=NAME); offload regions with --backend");
 }
 
 }  // namespace

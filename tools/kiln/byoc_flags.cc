@@ -76,7 +76,11 @@ ImportOptions BackendFlags::import_options() const {
   return o;
 }
 
-void CompileFlags::add_to(CLI::App* cmd) {
+void CompileFlags::add_to(CLI::App* cmd, bool with_target) {
+  if (with_target)
+    cmd->add_option("--target", target,
+                    "The CPU of the host code: llvm (this machine's, the default) or llvm -mcpu=NAME "
+                    "(x86-64-v3, skylake-avx512, znver3, ...)");
   cmd->add_flag("--strict-compile", strict_compile,
                 "Fail, naming them, when host ops would run on reference kernels instead of compiled code");
   cmd->add_flag("--print-after-all", print_after_all,
@@ -93,6 +97,12 @@ driver::CompileOptions CompileFlags::options(const BackendFlags& backend, const 
   o.strict_compile = strict_compile;
   o.print_after_all = print_after_all;
   o.time_passes = time_passes;
+  if (!target.empty()) {
+    o.target = codegen::parse_target(target);
+    if (o.target.is_hexagon())
+      throw Error("--target " + target + ": a model's host code runs on this machine (llvm or llvm -mcpu=NAME); "
+                  "offload regions with --backend");
+  }
   return o;
 }
 

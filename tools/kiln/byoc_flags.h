@@ -33,8 +33,11 @@ struct CompileFlags {
   bool strict_compile = false;
   bool print_after_all = false;
   bool time_passes = false;
+  std::string target;  // "" (the machine's CPU) or "llvm -mcpu=NAME"
 
-  void add_to(CLI::App* cmd);
+  // With `with_target`, also --target (`kiln run` has its own, shared with
+  // prim functions, and sets `target` itself).
+  void add_to(CLI::App* cmd, bool with_target = true);
   // The pipeline's options for these flags and the backend flags.
   driver::CompileOptions options(const BackendFlags& backend, const std::string& entry) const;
 };

@@ -325,9 +325,6 @@ void run(const RunOpts& o) {
     if (tir::PrimFunc prim = find_prim_entry(m, o.entry)) return run_prim(prim, o);
     const FunctionNode* fn = m.find(o.entry);
     if (!fn) throw Error(o.model + ": no function @" + o.entry + " to run (use --entry NAME)");
-    if (!o.target.empty())
-      throw Error("--target compiles prim functions; @" + o.entry +
-                  " is a graph function (offload graph functions with --backend)");
     check_vm_flags(o, !o.flags.backends.empty());
     if (o.interpret) {
       if (!o.flags.backends.empty() || vm_flags || o.repeat > 0)
@@ -338,7 +335,9 @@ void run(const RunOpts& o) {
       outs = interpret(m, o.entry, args);
     } else {
       driver::CompileSummary summary;
-      Executable exe = driver::compile_model(m, o.compile.options(o.flags, o.entry), &summary);
+      CompileFlags compile = o.compile;
+      compile.target = o.target;
+      Executable exe = driver::compile_model(m, compile.options(o.flags, o.entry), &summary);
       if (summary.offloaded) std::cout << offload_line(summary.report, !o.flags.no_merge) << "\n";
       std::cout << compile_line(summary) << "\n";
       outs = run_on_vm(std::move(exe), o, &failure);
@@ -374,7 +373,7 @@ void add_run_command(CLI::App& app) {
       ->capture_default_str()
       ->check(kNonNegative);
   o->flags.add_to(cmd);
-  o->compile.add_to(cmd);
+  o->compile.add_to(cmd, false);
   cmd->add_flag("--interpret", o->interpret, "Run on the reference interpreter instead of compiling");
   cmd->add_option("--repeat", o->repeat,
                   "After the run, time N more runs (after a warm-up) and print the median and "
@@ -393,7 +392,8 @@ void add_run_command(CLI::App& app) {
       ->check(kNonNegative);
   cmd->add_option(
       "--target", o->target,
-      "prim functions: llvm (the host, JIT) or hexagon-v66|v68|v69|v73 (under qemu-hexagon-static)");
+      "llvm (this machine's CPU, the default), llvm -mcpu=NAME (another x86-64 CPU: the host code of a "
+      "model), or, for prim functions, hexagon-v66|v68|v69|v73 (under qemu-hexagon-static)");
   cmd->add_option("--link-lib", o->link_libs,
                   "prim functions: a library that may provide imports (repeatable)");
   cmd->add_option("--vtcm-capacity", o->vtcm_capacity, "prim functions: VTCM bytes (default: the target's)")
