@@ -294,3 +294,22 @@ def test_compiles_from_many_threads_with_python_checks(small_cnn):
         assert len(results) == 3
         for got in results:
             np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-6)
+
+
+def test_checks_see_the_backend_options(py_npu, small_cnn):
+    npu, _ = py_npu
+    seen = []
+
+    def units_limit(match, options):
+        seen.append(dict(options))
+        units = match.find_call("nn.dense").shape[-1]
+        limit = int(options.get("max_units", "1000"))
+        return None if units <= limit else f"{units} units over max_units={limit}"
+
+    npu.pattern("dense", kiln.is_op("nn.dense", kiln.wildcard(), kiln.is_constant()), check=units_limit, priority=10)
+    _, report = kiln.partition(small_cnn, backends=["py_npu"], options={"py_npu.max_units": "4"})
+    assert {"max_units": "4"} in seen
+    dense = next(d for d in report.ops if d.op == "nn.dense")
+    assert not dense.offloaded and "10 units over max_units=4" in dense.reason
+    _, report = kiln.partition(small_cnn, backends=["py_npu"], options={"max_units": "16"})  # for every backend
+    assert next(d for d in report.ops if d.op == "nn.dense").offloaded
