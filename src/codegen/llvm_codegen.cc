@@ -311,6 +311,59 @@ class FunctionBuilder {
     return t.is_bool() ? b_.CreateZExt(v, memory_type(t)) : v;
   }
 
+  // A vector index as one scalar plus a constant offset per lane, when its
+  // form shows one: broadcasts, ramps of a constant stride, their sums and
+  // multiples, and / or mod by a constant of offsets with no scalar part.
+  struct LanePattern {
+    tir::Expr scalar;
+    std::vector<int64_t> offsets;
+  };
+  static std::optional<LanePattern> lane_pattern(const tir::Expr& e) {
+    const int lanes = e->dtype.lanes;
+    if (auto* b = tir::as<tir::BroadcastNode>(e))
+      return LanePattern{b->value, std::vector<int64_t>(size_t(lanes), 0)};
+    if (auto* r = tir::as<tir::RampNode>(e)) {
+      auto stride = tir::as_const_int(r->stride);
+      if (!stride) return std::nullopt;
+      LanePattern p{r->base, {}};
+      for (int l = 0; l < lanes; ++l) p.offsets.push_back(l * *stride);
+      return p;
+    }
+    auto* bin = tir::as<tir::BinaryNode>(e);
+    if (!bin || !e->dtype.is_integer()) return std::nullopt;
+    auto constant = [](const tir::Expr& x) -> std::optional<int64_t> {
+      auto* b = tir::as<tir::BroadcastNode>(x);
+      return b ? tir::as_const_int(b->value) : std::nullopt;
+    };
+    using tir::BinaryOp;
+    if (bin->op == BinaryOp::Add || bin->op == BinaryOp::Sub) {
+      auto a = lane_pattern(bin->a), b = a ? lane_pattern(bin->b) : std::nullopt;
+      if (!b) return std::nullopt;
+      LanePattern p{tir::binary(bin->op, a->scalar, b->scalar), a->offsets};
+      for (size_t l = 0; l < p.offsets.size(); ++l)
+        p.offsets[l] += bin->op == BinaryOp::Add ? b->offsets[l] : -b->offsets[l];
+      return p;
+    }
+    auto c = constant(bin->b);
+    if (!c) return std::nullopt;
+    auto a = lane_pattern(bin->a);
+    if (!a) return std::nullopt;
+    if (bin->op == BinaryOp::Mul) {
+      LanePattern p{tir::mul(a->scalar, tir::int_imm(*c, a->scalar->dtype)), a->offsets};
+      for (int64_t& o : p.offsets) o *= *c;
+      return p;
+    }
+    if ((bin->op == BinaryOp::Div || bin->op == BinaryOp::Mod) && *c > 0 && tir::is_const_int(a->scalar, 0)) {
+      LanePattern p = *a;
+      for (int64_t& o : p.offsets) {
+        if (o < 0) return std::nullopt;
+        o = bin->op == BinaryOp::Div ? o / *c : o % *c;
+      }
+      return p;
+    }
+    return std::nullopt;
+  }
+
   llvm::Value* load(const tir::BufferLoadNode& n) {
     const tir::Expr& index = flat_index(n.buffer, n.indices);
     llvm::Value* base = buffer_base(n.buffer);
@@ -322,6 +375,25 @@ class FunctionBuilder {
     if (auto* r = dense_ramp(index)) {
       llvm::Value* p = b_.CreateInBoundsGEP(elem, base, expr(r->base));
       return to_register(b_.CreateAlignedLoad(memory_type(n.dtype), p, elem_align(*n.buffer)), n.dtype);
+    }
+    // Lanes at constant offsets from one scalar index (a strided conv's
+    // input, a transposed conv's repeated input and weights): one load of
+    // the span from the lowest to the highest lane, then the lanes picked
+    // from it. The span ends at a lane's element, so it reads nothing the
+    // lanes would not pass over.
+    if (auto pattern = lane_pattern(index)) {
+      auto [lo, hi] = std::minmax_element(pattern->offsets.begin(), pattern->offsets.end());
+      const int64_t span = *hi - *lo + 1;
+      if (span <= 4 * int64_t(pattern->offsets.size())) {
+        llvm::Value* start = b_.CreateAdd(expr(pattern->scalar),
+                                          llvm::ConstantInt::get(scalar_type(pattern->scalar->dtype), *lo));
+        llvm::Value* p = b_.CreateInBoundsGEP(elem, base, start);
+        auto* span_ty = llvm::FixedVectorType::get(elem, unsigned(span));
+        llvm::Value* wide = b_.CreateAlignedLoad(span_ty, p, elem_align(*n.buffer));
+        llvm::SmallVector<int, 64> pick;
+        for (int64_t o : pattern->offsets) pick.push_back(int(o - *lo));
+        return to_register(b_.CreateShuffleVector(wide, pick), n.dtype);
+      }
     }
     // A gather, one lane at a time.
     llvm::Value* idx = expr(index);

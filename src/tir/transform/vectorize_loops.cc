@@ -22,6 +22,7 @@
 // vector length is 0 (Hexagon: HVX code comes from hand-written kernels).
 #include <optional>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "tir/mutator.h"
 #include "tir/transform/passes.h"
@@ -46,10 +47,56 @@ class WidestElement : public Visitor {
   }
 };
 
+// Variables of loops that start at a constant >= 0: never negative.
+class NonNegativeVars : public Visitor {
+ public:
+  std::unordered_set<const VarNode*> vars;
+
+ protected:
+  void visit_For(const ForNode& n) override {
+    if (auto m = as_const_int(n.min); m && *m >= 0) vars.insert(n.var.get());
+    Visitor::visit_For(n);
+  }
+};
+
+using VarSet = std::unordered_set<const VarNode*>;
+
+// Whether e >= 0 follows from its form (loop variables of `vars`, constants,
+// and +, *, /, mod of such).
+bool non_negative(const Expr& e, const VarSet& vars) {
+  if (auto c = as_const_int(e)) return *c >= 0;
+  if (auto* v = as<VarNode>(e)) return vars.count(v) > 0;
+  if (auto* b = as<BinaryNode>(e)) {
+    switch (b->op) {
+      case BinaryOp::Add:
+      case BinaryOp::Mul:
+      case BinaryOp::Div:
+      case BinaryOp::Mod:
+      case BinaryOp::Min:
+      case BinaryOp::Max:
+        return non_negative(b->a, vars) && non_negative(b->b, vars);
+      default:
+        return false;
+    }
+  }
+  return false;
+}
+
+// Whether e is a multiple of c > 0 by its form.
+bool multiple_of(const Expr& e, int64_t c) {
+  if (auto k = as_const_int(e)) return *k % c == 0;
+  if (auto* b = as<BinaryNode>(e)) {
+    if (b->op == BinaryOp::Mul) return multiple_of(b->a, c) || multiple_of(b->b, c);
+    if (b->op == BinaryOp::Add || b->op == BinaryOp::Sub) return multiple_of(b->a, c) && multiple_of(b->b, c);
+  }
+  return false;
+}
+
 // Rewrites one loop body for `lanes` lanes; nullopt when it cannot.
 class LaneRewriter {
  public:
-  LaneRewriter(const VarNode* var, Expr lanes_value, int lanes) : lanes_(lanes) {
+  LaneRewriter(const VarNode* var, Expr lanes_value, int lanes, const VarSet& non_negative)
+      : lanes_(lanes), non_negative_(non_negative) {
     vars_[var] = std::move(lanes_value);
   }
 
@@ -119,6 +166,24 @@ class LaneRewriter {
     return std::nullopt;
   }
 
+  // ramp(b, s, n) / c and mod(ramp(b, s, n), c), b a non-negative multiple
+  // of c and s >= 0: the scalar part apart from a pattern of constants per
+  // lane (each lane b + l * s is non-negative, so truncation is floor):
+  //   broadcast(b / c) + ramp(0, s, n) / c   and   mod(ramp(0, s, n), c)
+  // (a transposed conv's input and weight indices). Codegen loads such an
+  // index as one contiguous span and picks the lanes from it.
+  std::optional<Expr> split_lanes(BinaryOp op, const Expr& a, const Expr& b) const {
+    const RampNode* r = as_ramp(a);
+    auto c = as_const_int(b);
+    auto stride = r ? as_const_int(r->stride) : std::nullopt;
+    if (!r || !c || *c <= 0 || !stride || *stride < 0 || (op != BinaryOp::Div && op != BinaryOp::Mod))
+      return std::nullopt;
+    if (!multiple_of(r->base, *c) || !non_negative(r->base, non_negative_)) return std::nullopt;
+    Expr pattern = binary(op, ramp(int_imm(0, r->base->dtype), r->stride, lanes_), broadcast(b, lanes_));
+    if (op == BinaryOp::Mod) return pattern;
+    return add(broadcast(simplify_expr(div(r->base, b)), lanes_), pattern);
+  }
+
   std::optional<Expr> expr(const Expr& e) {
     switch (e->kind) {
       case ExprKind::IntImm:
@@ -135,8 +200,10 @@ class LaneRewriter {
         if (!b) return std::nullopt;
         if (!(*a)->dtype.is_vector() && !(*b)->dtype.is_vector())
           return *a == n.a && *b == n.b ? e : binary(n.op, *a, *b);
-        if (n.a->dtype.is_integer())
+        if (n.a->dtype.is_integer()) {
           if (auto r = affine(n.op, *a, *b)) return r;
+          if (auto r = split_lanes(n.op, *a, *b)) return r;
+        }
         return binary(n.op, widen(*a), widen(*b));
       }
       case ExprKind::Not: {
@@ -193,12 +260,14 @@ class LaneRewriter {
   }
 
   int lanes_;
+  const VarSet& non_negative_;
   std::unordered_map<const VarNode*, Expr> vars_;
 };
 
 class LoopVectorizer : public Mutator {
  public:
-  explicit LoopVectorizer(int64_t vector_bytes) : vector_bytes_(vector_bytes) {}
+  LoopVectorizer(int64_t vector_bytes, VarSet non_negative)
+      : vector_bytes_(vector_bytes), non_negative_(std::move(non_negative)) {}
 
  protected:
   Stmt mutate_For(const Stmt& s, const ForNode& n) override {
@@ -213,7 +282,8 @@ class LoopVectorizer : public Mutator {
     auto body_at = [&](Expr first, int64_t n) -> std::optional<Stmt> {
       if (n == 1) return substitute(f.body, {{f.var.get(), first}});
       Expr step = int_imm(1, f.var->dtype);
-      return LaneRewriter(f.var.get(), ramp(simplify_expr(first), step, int(n)), int(n)).stmt(f.body);
+      return LaneRewriter(f.var.get(), ramp(simplify_expr(first), step, int(n)), int(n), non_negative_)
+          .stmt(f.body);
     };
     // Up to four whole registers: one statement.
     if (*extent % lanes == 0 && *extent <= 4 * lanes) return body_at(f.min, *extent).value_or(m);
@@ -228,6 +298,7 @@ class LoopVectorizer : public Mutator {
       out.push_back(*once);
     } else if (*extent >= chunk) {
       Var outer = make_var(f.var->name + "_chunk", f.var->dtype);
+      non_negative_.insert(outer.get());
       auto chunk_body = body_at(add(f.min, mul(outer, int_imm(chunk, f.var->dtype))), chunk);
       if (!chunk_body) return m;
       out.push_back(for_loop(outer, int_imm(0, f.var->dtype), int_imm(*extent / chunk, f.var->dtype),
@@ -245,13 +316,16 @@ class LoopVectorizer : public Mutator {
 
  private:
   int64_t vector_bytes_;
+  VarSet non_negative_;
 };
 
 }  // namespace
 
 PrimFunc vectorize_loops(const PrimFunc& f, const TirPassOptions& options) {
   if (options.vector_bytes <= 0) return f;
-  return LoopVectorizer(options.vector_bytes).mutate_function(f);
+  NonNegativeVars loops;
+  loops.visit(f->body);
+  return LoopVectorizer(options.vector_bytes, std::move(loops.vars)).mutate_function(f);
 }
 
 }  // namespace kiln::tir
