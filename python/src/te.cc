@@ -154,12 +154,6 @@ struct BuiltFunction {
   }
 };
 
-tir::TirPassOptions pass_options(const codegen::Target& target) {
-  tir::TirPassOptions o;
-  o.scratchpad_capacity = target.vtcm_capacity;
-  if (!target.is_hexagon()) o.vector_bytes = codegen::host_target().vector_bytes;
-  return o;
-}
 
 codegen::Target target_of(const std::string& name, std::optional<uint64_t> vtcm_capacity) {
   codegen::Target t = codegen::parse_target(name);
@@ -483,7 +477,7 @@ void bind_te(py::module_& root) {
           [](const PrimFuncHandle& f, const std::string& target, std::optional<uint64_t> vtcm) {
             codegen::Target t = target_of(target, vtcm);
             CompilerLock lock;
-            return PrimFuncHandle{tir::lower_for_build(f.func, pass_options(t))};
+            return PrimFuncHandle{tir::lower_for_build(f.func, codegen::tir_pass_options(t))};
           },
           py::arg("target") = "llvm", py::arg("vtcm_capacity") = std::nullopt,
           "The function after the build passes (capacity check, scratchpad and workspace lowering, ...).")
@@ -586,7 +580,7 @@ void bind_te(py::module_& root) {
         b->target = target_of(target, vtcm);
         b->link_libs = link_libs;
         CompilerLock lock;
-        b->lowered = tir::lower_for_build(f.func, pass_options(b->target));
+        b->lowered = tir::lower_for_build(f.func, codegen::tir_pass_options(b->target));
         // An import nothing provides is an error here, naming it, not at run time.
         auto imports = codegen::collect_imports({b->lowered});
         if (b->target.is_hexagon())
