@@ -425,6 +425,39 @@ class FunctionBuilder {
     }
   }
 
+  // exp of each float32 lane, inline, so it stays in vector registers (LLVM
+  // lowers a vector llvm.exp to one expf call per lane): x = k ln 2 + r with
+  // k = round(x / ln 2) and |r| <= ln 2 / 2 (ln 2 in two parts, so r is
+  // exact), e^r by the degree-6 minimax polynomial of the Cephes library
+  // (within 2 ulp), times 2^k built in the exponent bits as two halves so
+  // each stays a normal number. x is clamped to [-104, 89] first (e^x is 0
+  // below, infinite above, and the product rounds to those); NaN stays NaN.
+  llvm::Value* vector_exp_f32(llvm::Value* x) {
+    auto* vt = llvm::cast<llvm::FixedVectorType>(x->getType());
+    auto f = [&](double v) { return llvm::ConstantFP::get(vt, v); };
+    auto* it = llvm::FixedVectorType::get(b_.getInt32Ty(), vt->getNumElements());
+    llvm::Value* c = b_.CreateBinaryIntrinsic(llvm::Intrinsic::maxnum, x, f(-104.0));
+    c = b_.CreateBinaryIntrinsic(llvm::Intrinsic::minnum, c, f(89.0));
+    llvm::Value* k = b_.CreateUnaryIntrinsic(llvm::Intrinsic::roundeven, b_.CreateFMul(c, f(1.44269504088896341)));
+    auto fma = [&](llvm::Value* a, llvm::Value* m, llvm::Value* add) {
+      return b_.CreateIntrinsic(llvm::Intrinsic::fma, {vt}, {a, m, add});
+    };
+    llvm::Value* r = fma(k, f(-0.693359375), c);
+    r = fma(k, f(2.12194440e-4), r);
+    llvm::Value* p = f(1.9875691500e-4);
+    for (double coef : {1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2, 1.6666665459e-1, 5.0000001201e-1})
+      p = fma(p, r, f(coef));
+    p = fma(p, b_.CreateFMul(r, r), b_.CreateFAdd(r, f(1.0)));
+    llvm::Value* ki = b_.CreateFPToSI(k, it);
+    llvm::Value* half = b_.CreateAShr(ki, llvm::ConstantInt::get(it, 1));
+    auto pow2 = [&](llvm::Value* e) {
+      llvm::Value* bits = b_.CreateShl(b_.CreateAdd(e, llvm::ConstantInt::get(it, 127)), llvm::ConstantInt::get(it, 23));
+      return b_.CreateBitCast(bits, vt);
+    };
+    llvm::Value* y = b_.CreateFMul(b_.CreateFMul(p, pow2(half)), pow2(b_.CreateSub(ki, half)));
+    return b_.CreateSelect(b_.CreateFCmpUNO(x, x), x, y);
+  }
+
   // A C math function (tanhf, erff) applied to each lane of v.
   llvm::Value* libm_call(DataType elem, const std::string& base, llvm::Value* v) {
     llvm::Type* et = type(elem);
@@ -477,6 +510,7 @@ class FunctionBuilder {
       case tir::Intrinsic::Sqrt:
         return b_.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, args[0]);
       case tir::Intrinsic::Exp:
+        if (t.is_vector() && t.is_float() && t.bits == 32) return vector_exp_f32(args[0]);
         return b_.CreateUnaryIntrinsic(llvm::Intrinsic::exp, args[0]);
       case tir::Intrinsic::Log:
         return b_.CreateUnaryIntrinsic(llvm::Intrinsic::log, args[0]);
