@@ -131,6 +131,9 @@ Lowered min(const LowerContext& c) { return max_or_min(c, true); }
 
 // ---------------------------------------------------------------- softmax
 
+// Partial maxima and sums of a long last axis: two float32 AVX-512 vectors.
+constexpr int64_t kSoftmaxPartials = 16;
+
 Lowered softmax_impl(const LowerContext& c, bool log) {
   const te::Tensor& x = c.inputs[0];
   tir::DataType t = x->dtype;
@@ -147,16 +150,73 @@ Lowered softmax_impl(const LowerContext& c, bool log) {
     idx[axis] = r;
     return idx;
   };
-  te::Tensor m = te::compute(
-      rs, [&](const te::Axes& i) -> te::Reduction { return te::max((*x)(along(i, ra.var)), {ra}); },
-      c.name + "_max");
-  te::Tensor s = te::compute(
-      rs,
-      [&](const te::Axes& i) -> te::Reduction {
-        Expr d = tir::sub((*x)(along(i, rb.var)), (*m)(i));
-        return te::sum(tir::cast(f64, tir::call_intrinsic(tir::Intrinsic::Exp, {d})), {rb});
-      },
-      c.name + "_sum");
+  te::Tensor m, s;
+  const int64_t L = xs[axis];
+  if (axis + 1 == xs.size() && L >= 4 * kSoftmaxPartials) {
+    // A long last axis (a classifier's 6625 classes): kSoftmaxPartials
+    // partial maxima and sums, each over every kSoftmaxPartials-th element,
+    // so the loops over the axis run on vectors of partials; then the
+    // partials are reduced. Lanes past the end read a clamped index and
+    // contribute -inf to the maximum and 0 to the sum.
+    const int64_t P = kSoftmaxPartials, steps = (L + P - 1) / P;
+    Shape ps = rs;
+    ps.back() = P;
+    te::IterVar ro = te::reduce_axis(steps, "ro"), so = te::reduce_axis(steps, "so");
+    te::IterVar rp = te::reduce_axis(P, "rp"), sp = te::reduce_axis(P, "sp");
+    auto lane = [&](const te::Axes& i, const Expr& step, auto&& value, double pad) {
+      Expr at = tir::add(tir::mul(step, tir::int_imm(P)), i.back());
+      std::vector<Expr> idx(i.begin(), i.end());
+      idx.back() = clamp_index(at, L);
+      Expr v = value(idx);
+      return tir::select(tir::lt(at, tir::int_imm(L)), v, constant(pad, v->dtype));
+    };
+    auto load = [&](const std::vector<Expr>& idx) { return (*x)(idx); };
+    te::Tensor pm = te::compute(
+        ps,
+        [&](const te::Axes& i) -> te::Reduction {
+          return te::max(lane(i, ro.var, load, -std::numeric_limits<double>::infinity()), {ro});
+        },
+        c.name + "_partial_max");
+    m = te::compute(
+        rs,
+        [&](const te::Axes& i) -> te::Reduction {
+          std::vector<Expr> idx(i.begin(), i.end());
+          idx.back() = rp.var;
+          return te::max((*pm)(idx), {rp});
+        },
+        c.name + "_max");
+    te::Tensor psum = te::compute(
+        ps,
+        [&](const te::Axes& i) -> te::Reduction {
+          std::vector<Expr> mi(i.begin(), i.end());
+          mi.back() = tir::int_imm(0);
+          auto term = [&](const std::vector<Expr>& idx) {
+            Expr d = tir::sub((*x)(idx), (*m)(mi));
+            return tir::cast(f64, tir::call_intrinsic(tir::Intrinsic::Exp, {d}));
+          };
+          return te::sum(lane(i, so.var, term, 0.0), {so});
+        },
+        c.name + "_partial_sum");
+    s = te::compute(
+        rs,
+        [&](const te::Axes& i) -> te::Reduction {
+          std::vector<Expr> idx(i.begin(), i.end());
+          idx.back() = sp.var;
+          return te::sum((*psum)(idx), {sp});
+        },
+        c.name + "_sum");
+  } else {
+    m = te::compute(
+        rs, [&](const te::Axes& i) -> te::Reduction { return te::max((*x)(along(i, ra.var)), {ra}); },
+        c.name + "_max");
+    s = te::compute(
+        rs,
+        [&](const te::Axes& i) -> te::Reduction {
+          Expr d = tir::sub((*x)(along(i, rb.var)), (*m)(i));
+          return te::sum(tir::cast(f64, tir::call_intrinsic(tir::Intrinsic::Exp, {d})), {rb});
+        },
+        c.name + "_sum");
+  }
   te::Tensor y = te::compute(
       xs,
       [&](const te::Axes& i) {
