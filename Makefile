@@ -27,10 +27,13 @@ e2e: build
 	@tests/e2e/ppocr.sh $(BUILD) --bench
 
 # kiln's scheduled float32 matmul (1024^3) against oneDNN sgemm, on one thread
-# and on all threads (the bench sets both sides' thread counts itself).
+# and on all threads (the bench sets both sides' thread counts itself); then
+# PP-OCR's conv shapes (3x3, pointwise, depthwise, strided) against oneDNN's
+# convolution on one thread.
 bench: setup $(BUILD)/build.ninja
-	@ninja -C $(BUILD) kiln_bench_matmul
+	@ninja -C $(BUILD) kiln_bench_matmul kiln_bench_conv
 	@$(BUILD)/kiln_bench_matmul
+	@$(BUILD)/kiln_bench_conv
 
 # Fuzzes the .kir parser for 60 s (libFuzzer + ASan + UBSan, in build-fuzz/).
 fuzz: setup

@@ -10,7 +10,6 @@
 // library loads unless omp_set_num_threads changes it; the bench calls that
 // (found at run time, so the bench does not link OpenMP itself) before each
 // measurement, and kiln's own pool is sized with set_parallel_num_threads.
-#include <dlfcn.h>
 #include <oneapi/dnnl/dnnl.h>
 
 #include <algorithm>
@@ -21,6 +20,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench_util.h"
 #include "codegen/codegen.h"
 #include "lower/lower.h"
 #include "runtime/thread_pool.h"
@@ -28,6 +28,8 @@
 #include "tir/transform/passes.h"
 
 using namespace kiln;
+using kiln::bench::best_seconds;
+using kiln::bench::set_dnnl_threads;
 namespace te = kiln::tir::te;
 
 namespace {
@@ -75,26 +77,6 @@ tir::PrimFunc scheduled_matmul(bool parallel) {
   panel.compute_at(c, jo);
   panel.vectorize(panel.leaf(1));
   return te::lower(s, {A, B, C}, parallel ? "matmul_parallel" : "matmul");
-}
-
-// oneDNN's thread count, through the OpenMP runtime it was built with.
-void set_dnnl_threads(int threads) {
-  using SetThreads = void (*)(int);
-  auto set = reinterpret_cast<SetThreads>(dlsym(RTLD_DEFAULT, "omp_set_num_threads"));
-  if (!set)
-    throw Error("oneDNN's OpenMP runtime (omp_set_num_threads) is not loaded; cannot set its threads");
-  set(threads);
-}
-
-template <typename F>
-double best_seconds(F&& f, int reps) {
-  double best = 1e30;
-  for (int r = 0; r < reps; ++r) {
-    auto t0 = std::chrono::steady_clock::now();
-    f();
-    best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-  }
-  return best;
 }
 
 struct Ratio {

@@ -1,0 +1,153 @@
+// Conv shapes of PP-OCR (a 3x3 conv, pointwise convs, depthwise convs, the
+// strided first conv): the nn.conv2d op as a compiled model gets it (its
+// tensor-expression definition with the default schedule for this CPU, no
+// tuning) against oneDNN's convolution in the same run, on one thread.
+// oneDNN picks its own (blocked) layouts; only the convolution itself is
+// timed, not the reorders into them, so the ratio is against oneDNN's best.
+//
+//   make bench
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include <cmath>
+#include <cstdio>
+#include <vector>
+
+#include "bench_util.h"
+#include "codegen/codegen.h"
+#include "lower/lower.h"
+#include "runtime/thread_pool.h"
+#include "tir/transform/passes.h"
+
+using namespace kiln;
+
+namespace {
+
+struct ConvShape {
+  const char* what;
+  int64_t in_channels, out_channels, height, width, kernel, stride, groups;
+  int64_t out_height() const { return (height + 2 * (kernel / 2) - kernel) / stride + 1; }
+  int64_t out_width() const { return (width + 2 * (kernel / 2) - kernel) / stride + 1; }
+  double flops() const {
+    return 2.0 * double(out_channels * out_height() * out_width()) * double(in_channels / groups) *
+           double(kernel * kernel);
+  }
+};
+
+const ConvShape kShapes[] = {
+    {"det 3x3 96->24 80x80", 96, 24, 80, 80, 3, 1, 1},
+    {"det first 3x3/2 3->16 320x320", 3, 16, 320, 320, 3, 2, 1},
+    {"det 1x1 16->32 160x160", 16, 32, 160, 160, 1, 1, 1},
+    {"rec 1x1 480->480 6x80", 480, 480, 6, 80, 1, 1, 1},
+    {"det 1x1 384->384 10x10", 384, 384, 10, 10, 1, 1, 1},
+    {"rec depthwise 3x3 240 12x80", 240, 240, 12, 80, 3, 1, 240},
+    {"det depthwise 3x3/2 32 160x160", 32, 32, 160, 160, 3, 2, 32},
+};
+
+tir::PrimFunc kiln_conv(const ConvShape& c, const std::string& name) {
+  const int64_t pad = c.kernel / 2;
+  TensorDesc x{{1, c.in_channels, c.height, c.width}, DType::Float32};
+  TensorDesc w{{c.out_channels, c.in_channels / c.groups, c.kernel, c.kernel}, DType::Float32};
+  TensorDesc y{{1, c.out_channels, c.out_height(), c.out_width()}, DType::Float32};
+  Attrs attrs{{"strides", std::vector<int64_t>{c.stride, c.stride}},
+              {"padding", std::vector<int64_t>{pad, pad, pad, pad}},
+              {"groups", c.groups}};
+  lower::KernelSpec spec;
+  spec.name = name;
+  spec.params = {x, w};
+  spec.ops.push_back(
+      {"nn.conv2d", normalize_attrs(*find_op("nn.conv2d"), attrs), {x, w}, {y}, {{0, -1, 0}, {1, -1, 0}}});
+  spec.outputs = {{0, 0}};
+  std::string why;
+  auto f = lower::lower_kernel(spec, &why);
+  if (!f) throw Error("nn.conv2d is not lowered: " + why);
+  return *f;
+}
+
+// oneDNN's convolution of `c` on user buffers in NCHW / OIHW.
+struct DnnlConv {
+  dnnl::engine engine{dnnl::engine::kind::cpu, 0};
+  dnnl::stream stream{engine};
+  dnnl::memory src, weights, dst, user_dst;
+  dnnl::convolution_forward conv;
+
+  DnnlConv(const ConvShape& c, float* x, float* w, float* y) {
+    using dnnl::memory;
+    using tag = memory::format_tag;
+    const memory::dim pad = c.kernel / 2;
+    memory::dims src_dims{1, c.in_channels, c.height, c.width};
+    memory::dims dst_dims{1, c.out_channels, c.out_height(), c.out_width()};
+    memory::dims w_dims = c.groups == 1 ? memory::dims{c.out_channels, c.in_channels, c.kernel, c.kernel}
+                                        : memory::dims{c.groups, c.out_channels / c.groups,
+                                                       c.in_channels / c.groups, c.kernel, c.kernel};
+    auto any = [](const memory::dims& d) { return memory::desc(d, memory::data_type::f32, tag::any); };
+    dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_inference,
+                                         dnnl::algorithm::convolution_direct, any(src_dims), any(w_dims),
+                                         any(dst_dims), {c.stride, c.stride}, {pad, pad}, {pad, pad});
+    dnnl::convolution_forward::primitive_desc pd(desc, engine);
+    memory user_src({src_dims, memory::data_type::f32, tag::nchw}, engine, x);
+    memory user_w({w_dims, memory::data_type::f32, c.groups == 1 ? tag::oihw : tag::goihw}, engine, w);
+    user_dst = memory({dst_dims, memory::data_type::f32, tag::nchw}, engine, y);
+    src = memory(pd.src_desc(), engine);
+    weights = memory(pd.weights_desc(), engine);
+    dst = memory(pd.dst_desc(), engine);
+    dnnl::reorder(user_src, src).execute(stream, user_src, src);
+    dnnl::reorder(user_w, weights).execute(stream, user_w, weights);
+    stream.wait();
+    conv = dnnl::convolution_forward(pd);
+  }
+  void run() {
+    conv.execute(stream, {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DST, dst}});
+    stream.wait();
+  }
+  void read_output() {
+    dnnl::reorder(dst, user_dst).execute(stream, dst, user_dst);
+    stream.wait();
+  }
+};
+
+}  // namespace
+
+int main() try {
+  std::printf("CPU: %s\n", codegen::host_cpu_summary().c_str());
+  std::vector<tir::PrimFunc> funcs;
+  for (size_t i = 0; i < std::size(kShapes); ++i)
+    funcs.push_back(tir::lower_for_build(kiln_conv(kShapes[i], "conv" + std::to_string(i)),
+                                         codegen::tir_pass_options(codegen::host_target())));
+  auto jit = codegen::JitModule::create(funcs);
+  set_parallel_num_threads(1);
+  bench::set_dnnl_threads(1);
+  std::printf("%-34s %10s %10s %8s %8s %7s\n", "conv (one thread)", "kiln ms", "oneDNN ms", "kiln GF",
+              "oneDNN", "ratio");
+  for (size_t i = 0; i < std::size(kShapes); ++i) {
+    const ConvShape& c = kShapes[i];
+    std::vector<float> x(size_t(c.in_channels * c.height * c.width)),
+        w(size_t(c.out_channels * (c.in_channels / c.groups) * c.kernel * c.kernel)),
+        y_kiln(size_t(c.out_channels * c.out_height() * c.out_width())), y_dnnl(y_kiln.size());
+    for (size_t k = 0; k < x.size(); ++k) x[k] = float(int(k % 23) - 11) * 0.0625f;
+    for (size_t k = 0; k < w.size(); ++k) w[k] = float(int(k % 17) - 8) * 0.03125f;
+    DnnlConv dnnl(c, x.data(), w.data(), y_dnnl.data());
+    const std::string name = "conv" + std::to_string(i);
+    auto run_kiln = [&] { jit->run(name, {x.data(), w.data(), y_kiln.data()}); };
+    run_kiln();
+    dnnl.run();
+    dnnl.read_output();
+    double max_err = 0;
+    for (size_t k = 0; k < y_kiln.size(); ++k)
+      max_err = std::max(max_err, double(std::fabs(y_kiln[k] - y_dnnl[k])));
+    if (max_err > 1e-3)
+      throw Error(std::string(c.what) + ": kiln and oneDNN differ by " + std::to_string(max_err));
+    double tk = 1e30, td = 1e30;
+    const int reps = c.flops() > 1e8 ? 5 : 20;
+    for (int round = 0; round < 3; ++round) {
+      tk = std::min(tk, bench::best_seconds(run_kiln, reps));
+      td = std::min(td, bench::best_seconds([&] { dnnl.run(); }, reps));
+    }
+    std::printf("%-34s %10.3f %10.3f %8.1f %8.1f %6.2fx\n", c.what, tk * 1e3, td * 1e3, c.flops() / tk * 1e-9,
+                c.flops() / td * 1e-9, td / tk);
+  }
+  std::printf("ratio: oneDNN time / kiln time (above 1: kiln is faster)\n");
+  return 0;
+} catch (const std::exception& e) {
+  std::fprintf(stderr, "conv_bench: %s\n", e.what());
+  return 1;
+}
