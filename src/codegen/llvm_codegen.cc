@@ -311,59 +311,6 @@ class FunctionBuilder {
     return t.is_bool() ? b_.CreateZExt(v, memory_type(t)) : v;
   }
 
-  // A vector index as one scalar plus a constant offset per lane, when its
-  // form shows one: broadcasts, ramps of a constant stride, their sums and
-  // multiples, and / or mod by a constant of offsets with no scalar part.
-  struct LanePattern {
-    tir::Expr scalar;
-    std::vector<int64_t> offsets;
-  };
-  static std::optional<LanePattern> lane_pattern(const tir::Expr& e) {
-    const int lanes = e->dtype.lanes;
-    if (auto* b = tir::as<tir::BroadcastNode>(e))
-      return LanePattern{b->value, std::vector<int64_t>(size_t(lanes), 0)};
-    if (auto* r = tir::as<tir::RampNode>(e)) {
-      auto stride = tir::as_const_int(r->stride);
-      if (!stride) return std::nullopt;
-      LanePattern p{r->base, {}};
-      for (int l = 0; l < lanes; ++l) p.offsets.push_back(l * *stride);
-      return p;
-    }
-    auto* bin = tir::as<tir::BinaryNode>(e);
-    if (!bin || !e->dtype.is_integer()) return std::nullopt;
-    auto constant = [](const tir::Expr& x) -> std::optional<int64_t> {
-      auto* b = tir::as<tir::BroadcastNode>(x);
-      return b ? tir::as_const_int(b->value) : std::nullopt;
-    };
-    using tir::BinaryOp;
-    if (bin->op == BinaryOp::Add || bin->op == BinaryOp::Sub) {
-      auto a = lane_pattern(bin->a), b = a ? lane_pattern(bin->b) : std::nullopt;
-      if (!b) return std::nullopt;
-      LanePattern p{tir::binary(bin->op, a->scalar, b->scalar), a->offsets};
-      for (size_t l = 0; l < p.offsets.size(); ++l)
-        p.offsets[l] += bin->op == BinaryOp::Add ? b->offsets[l] : -b->offsets[l];
-      return p;
-    }
-    auto c = constant(bin->b);
-    if (!c) return std::nullopt;
-    auto a = lane_pattern(bin->a);
-    if (!a) return std::nullopt;
-    if (bin->op == BinaryOp::Mul) {
-      LanePattern p{tir::mul(a->scalar, tir::int_imm(*c, a->scalar->dtype)), a->offsets};
-      for (int64_t& o : p.offsets) o *= *c;
-      return p;
-    }
-    if ((bin->op == BinaryOp::Div || bin->op == BinaryOp::Mod) && *c > 0 && tir::is_const_int(a->scalar, 0)) {
-      LanePattern p = *a;
-      for (int64_t& o : p.offsets) {
-        if (o < 0) return std::nullopt;
-        o = bin->op == BinaryOp::Div ? o / *c : o % *c;
-      }
-      return p;
-    }
-    return std::nullopt;
-  }
-
   llvm::Value* load(const tir::BufferLoadNode& n) {
     const tir::Expr& index = flat_index(n.buffer, n.indices);
     llvm::Value* base = buffer_base(n.buffer);
@@ -425,39 +372,6 @@ class FunctionBuilder {
     }
   }
 
-  // exp of each float32 lane, inline, so it stays in vector registers (LLVM
-  // lowers a vector llvm.exp to one expf call per lane): x = k ln 2 + r with
-  // k = round(x / ln 2) and |r| <= ln 2 / 2 (ln 2 in two parts, so r is
-  // exact), e^r by the degree-6 minimax polynomial of the Cephes library
-  // (within 2 ulp), times 2^k built in the exponent bits as two halves so
-  // each stays a normal number. x is clamped to [-104, 89] first (e^x is 0
-  // below, infinite above, and the product rounds to those); NaN stays NaN.
-  llvm::Value* vector_exp_f32(llvm::Value* x) {
-    auto* vt = llvm::cast<llvm::FixedVectorType>(x->getType());
-    auto f = [&](double v) { return llvm::ConstantFP::get(vt, v); };
-    auto* it = llvm::FixedVectorType::get(b_.getInt32Ty(), vt->getNumElements());
-    llvm::Value* c = b_.CreateBinaryIntrinsic(llvm::Intrinsic::maxnum, x, f(-104.0));
-    c = b_.CreateBinaryIntrinsic(llvm::Intrinsic::minnum, c, f(89.0));
-    llvm::Value* k = b_.CreateUnaryIntrinsic(llvm::Intrinsic::roundeven, b_.CreateFMul(c, f(1.44269504088896341)));
-    auto fma = [&](llvm::Value* a, llvm::Value* m, llvm::Value* add) {
-      return b_.CreateIntrinsic(llvm::Intrinsic::fma, {vt}, {a, m, add});
-    };
-    llvm::Value* r = fma(k, f(-0.693359375), c);
-    r = fma(k, f(2.12194440e-4), r);
-    llvm::Value* p = f(1.9875691500e-4);
-    for (double coef : {1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2, 1.6666665459e-1, 5.0000001201e-1})
-      p = fma(p, r, f(coef));
-    p = fma(p, b_.CreateFMul(r, r), b_.CreateFAdd(r, f(1.0)));
-    llvm::Value* ki = b_.CreateFPToSI(k, it);
-    llvm::Value* half = b_.CreateAShr(ki, llvm::ConstantInt::get(it, 1));
-    auto pow2 = [&](llvm::Value* e) {
-      llvm::Value* bits = b_.CreateShl(b_.CreateAdd(e, llvm::ConstantInt::get(it, 127)), llvm::ConstantInt::get(it, 23));
-      return b_.CreateBitCast(bits, vt);
-    };
-    llvm::Value* y = b_.CreateFMul(b_.CreateFMul(p, pow2(half)), pow2(b_.CreateSub(ki, half)));
-    return b_.CreateSelect(b_.CreateFCmpUNO(x, x), x, y);
-  }
-
   // A C math function (tanhf, erff) applied to each lane of v.
   llvm::Value* libm_call(DataType elem, const std::string& base, llvm::Value* v) {
     llvm::Type* et = type(elem);
@@ -510,7 +424,7 @@ class FunctionBuilder {
       case tir::Intrinsic::Sqrt:
         return b_.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, args[0]);
       case tir::Intrinsic::Exp:
-        if (t.is_vector() && t.is_float() && t.bits == 32) return vector_exp_f32(args[0]);
+        if (t.is_vector() && t.is_float() && t.bits == 32) return vector_exp_f32(b_, args[0]);
         return b_.CreateUnaryIntrinsic(llvm::Intrinsic::exp, args[0]);
       case tir::Intrinsic::Log:
         return b_.CreateUnaryIntrinsic(llvm::Intrinsic::log, args[0]);

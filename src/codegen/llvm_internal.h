@@ -1,6 +1,7 @@
 // What the LLVM codegen's files share (src/codegen only; includes LLVM).
 #pragma once
 
+#include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/Module.h>
 #include <llvm/Support/Error.h>
@@ -8,6 +9,7 @@
 #include <llvm/Target/TargetMachine.h>
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -33,6 +35,23 @@ std::vector<std::string> use_import_slots(llvm::Module& m);
 void emit_machine_code(llvm::Module& m, llvm::TargetMachine& tm, llvm::raw_pwrite_stream& out,
                        llvm::CodeGenFileType type);
 std::string llvm_error(llvm::Error e);
+// A vector index as one scalar plus a constant offset per lane, when its
+// form shows one: broadcasts, ramps of a constant stride, their sums and
+// multiples, and / or mod by a constant of offsets with no scalar part
+// (vector_ops.cc). A load reads such lanes as one span and a shuffle.
+struct LanePattern {
+  tir::Expr scalar;
+  std::vector<int64_t> offsets;
+};
+std::optional<LanePattern> lane_pattern(const tir::Expr& e);
+// exp of each float32 lane, inline, so it stays in vector registers (LLVM
+// lowers a vector llvm.exp to one expf call per lane): x = k ln 2 + r with
+// k = round(x / ln 2) and |r| <= ln 2 / 2 (ln 2 in two parts, so r is
+// exact), e^r by the degree-6 minimax polynomial of the Cephes library
+// (within 2 ulp), times 2^k built in the exponent bits as two halves so
+// each stays a normal number. x is clamped to [-104, 89] first (e^x is 0
+// below, infinite above, and the product rounds to those); NaN stays NaN.
+llvm::Value* vector_exp_f32(llvm::IRBuilder<>& b, llvm::Value* x);
 // The link check before codegen, by target.
 void check_target_imports(const std::vector<tir::PrimFunc>& funcs, const CodegenOptions& options);
 

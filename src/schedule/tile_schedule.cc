@@ -1,17 +1,21 @@
 // Register tiles for reductions that produce a matrix-like output (conv2d,
 // dense, matmul): see AnchorTile in schedule.h.
 //
-// For conv2d y[n, oc, oh, ow] with an epilogue stage out (bias, activation):
+// For conv2d y[n, oc, oh, ow] with an epilogue stage out (bias, activation),
+// output channels outermost (the input re-read per row tile):
 //
 //   out:  n | oc_o | oh  (fused, parallel) | ow_o | oc_i (unrolled) | ow_i (vectorized)
 //   y:    computed at ow_o: a local buffer of (1, RB, 1, CB) accumulators,
 //         loops rc | ry | rx | oc_i (unrolled) | ow_i (vectorized)
 //
-// Per reduction step the tile reads CB consecutive inputs and RB weights and
-// does RB x CB multiply-adds into registers; the output is written once,
-// with the epilogue applied. The blocks are the largest divisors of the
-// extents up to kRowBlock and kColBlock, so every shape tiles without a
-// remainder loop.
+// or innermost (n | oh | ow_o fused and parallel, then oc_o, the tile at
+// oc_o; the weights re-read per column tile), whichever moves fewer bytes
+// from beyond L2. Per reduction step the tile reads CB consecutive inputs
+// and RB weights and does RB x CB multiply-adds into registers; the output
+// is written once, with the epilogue applied. RB is the largest divisor of
+// the rows that the target's registers hold, CB whole vectors where they
+// divide the columns (else up to three vectors, the last partial), so every
+// shape tiles without a remainder loop.
 #include <algorithm>
 
 #include "schedule/schedule.h"

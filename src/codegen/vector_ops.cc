@@ -1,0 +1,84 @@
+// Vector idioms the LLVM codegen emits (declared in codegen/llvm_internal.h):
+// lanes at constant offsets from one index, read as one span; exp of float32
+// vectors computed inline.
+#include <llvm/IR/IRBuilder.h>
+
+#include "codegen/llvm_internal.h"
+
+namespace kiln::codegen {
+
+std::optional<LanePattern> lane_pattern(const tir::Expr& e) {
+  const int lanes = e->dtype.lanes;
+  if (auto* b = tir::as<tir::BroadcastNode>(e))
+    return LanePattern{b->value, std::vector<int64_t>(size_t(lanes), 0)};
+  if (auto* r = tir::as<tir::RampNode>(e)) {
+    auto stride = tir::as_const_int(r->stride);
+    if (!stride) return std::nullopt;
+    LanePattern p{r->base, {}};
+    for (int l = 0; l < lanes; ++l) p.offsets.push_back(l * *stride);
+    return p;
+  }
+  auto* bin = tir::as<tir::BinaryNode>(e);
+  if (!bin || !e->dtype.is_integer()) return std::nullopt;
+  auto constant = [](const tir::Expr& x) -> std::optional<int64_t> {
+    auto* b = tir::as<tir::BroadcastNode>(x);
+    return b ? tir::as_const_int(b->value) : std::nullopt;
+  };
+  using tir::BinaryOp;
+  if (bin->op == BinaryOp::Add || bin->op == BinaryOp::Sub) {
+    auto a = lane_pattern(bin->a), b = a ? lane_pattern(bin->b) : std::nullopt;
+    if (!b) return std::nullopt;
+    LanePattern p{tir::binary(bin->op, a->scalar, b->scalar), a->offsets};
+    for (size_t l = 0; l < p.offsets.size(); ++l)
+      p.offsets[l] += bin->op == BinaryOp::Add ? b->offsets[l] : -b->offsets[l];
+    return p;
+  }
+  auto c = constant(bin->b);
+  if (!c) return std::nullopt;
+  auto a = lane_pattern(bin->a);
+  if (!a) return std::nullopt;
+  if (bin->op == BinaryOp::Mul) {
+    LanePattern p{tir::mul(a->scalar, tir::int_imm(*c, a->scalar->dtype)), a->offsets};
+    for (int64_t& o : p.offsets) o *= *c;
+    return p;
+  }
+  if ((bin->op == BinaryOp::Div || bin->op == BinaryOp::Mod) && *c > 0 && tir::is_const_int(a->scalar, 0)) {
+    LanePattern p = *a;
+    for (int64_t& o : p.offsets) {
+      if (o < 0) return std::nullopt;
+      o = bin->op == BinaryOp::Div ? o / *c : o % *c;
+    }
+    return p;
+  }
+  return std::nullopt;
+}
+
+llvm::Value* vector_exp_f32(llvm::IRBuilder<>& b, llvm::Value* x) {
+  auto* vt = llvm::cast<llvm::FixedVectorType>(x->getType());
+  auto f = [&](double v) { return llvm::ConstantFP::get(vt, v); };
+  auto* it = llvm::FixedVectorType::get(b.getInt32Ty(), vt->getNumElements());
+  llvm::Value* c = b.CreateBinaryIntrinsic(llvm::Intrinsic::maxnum, x, f(-104.0));
+  c = b.CreateBinaryIntrinsic(llvm::Intrinsic::minnum, c, f(89.0));
+  llvm::Value* k =
+      b.CreateUnaryIntrinsic(llvm::Intrinsic::roundeven, b.CreateFMul(c, f(1.44269504088896341)));
+  auto fma = [&](llvm::Value* a, llvm::Value* m, llvm::Value* add) {
+    return b.CreateIntrinsic(llvm::Intrinsic::fma, {vt}, {a, m, add});
+  };
+  llvm::Value* r = fma(k, f(-0.693359375), c);
+  r = fma(k, f(2.12194440e-4), r);
+  llvm::Value* p = f(1.9875691500e-4);
+  for (double coef : {1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2, 1.6666665459e-1, 5.0000001201e-1})
+    p = fma(p, r, f(coef));
+  p = fma(p, b.CreateFMul(r, r), b.CreateFAdd(r, f(1.0)));
+  llvm::Value* ki = b.CreateFPToSI(k, it);
+  llvm::Value* half = b.CreateAShr(ki, llvm::ConstantInt::get(it, 1));
+  auto pow2 = [&](llvm::Value* e) {
+    llvm::Value* bits =
+        b.CreateShl(b.CreateAdd(e, llvm::ConstantInt::get(it, 127)), llvm::ConstantInt::get(it, 23));
+    return b.CreateBitCast(bits, vt);
+  };
+  llvm::Value* y = b.CreateFMul(b.CreateFMul(p, pow2(half)), pow2(b.CreateSub(ki, half)));
+  return b.CreateSelect(b.CreateFCmpUNO(x, x), x, y);
+}
+
+}  // namespace kiln::codegen
