@@ -49,23 +49,9 @@ py::list params_of(const FunctionNode& fn) {
 RunCodegenOptions codegen_options(const std::map<std::string, std::string>& options,
                                   const std::vector<std::string>& backends) {
   RunCodegenOptions o;
-  for (const auto& [key, value] : options) {
-    size_t dot = key.find('.');
-    if (dot == std::string::npos) {
-      o.global[key] = value;
-      continue;
-    }
-    std::string backend = key.substr(0, dot);
-    if (pattern_registry().for_backend(backend).empty())
-      throw Error("option " + key + ": unknown backend '" + backend + "'");
-    if (std::find(backends.begin(), backends.end(), backend) == backends.end())
-      throw Error("option " + key + ": " + backend + " is not one of the backends given");
-    o.backend[backend][key.substr(dot + 1)] = value;
-  }
-  if (options.empty()) return o;
-  for (const auto& b : backends)
-    if (const BackendCodegen* c = find_backend_codegen(b); c && c->check_options)
-      c->check_options(o.for_backend(b));
+  for (const auto& [key, value] : options)
+    add_codegen_option(o, key, value, backends, "option " + key, "is not one of the backends given");
+  if (!options.empty()) check_codegen_options(o, backends);
   return o;
 }
 

@@ -50,6 +50,21 @@ void register_backend_codegen(BackendCodegen codegen);
 const BackendCodegen* find_backend_codegen(const std::string& backend);
 void remove_backend_codegen(const std::string& backend);
 
+struct RunCodegenOptions;  // transform/partition.h
+
+// One codegen option as `kiln --option` and the Python API give it: `key`
+// ("name" for every backend, "backend.name" for one of `backends`) set to
+// `value` in `o`. `flag` names the option in errors ("--option x.l1=8K");
+// `not_given` says what to do when the backend is not one of `backends`.
+// A backend name that matches no registered backend is an error listing them.
+void add_codegen_option(RunCodegenOptions& o, const std::string& key, const std::string& value,
+                        const std::vector<std::string>& backends, const std::string& flag,
+                        const std::string& not_given);
+// Each of `backends`' own check of its options (check_options).
+void check_codegen_options(const RunCodegenOptions& o, const std::vector<std::string>& backends);
+// "example_npu, ...": the registered backends, for messages.
+std::string registered_backends();
+
 // Registers the built-in backends' patterns and codegens (example_npu).
 void register_all_backends(PatternRegistry& patterns);
 

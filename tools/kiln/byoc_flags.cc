@@ -9,12 +9,6 @@
 
 namespace kiln::cli {
 
-std::string registered_backends() {
-  std::string names;
-  for (const auto& b : pattern_registry().backends()) names += (names.empty() ? "" : ", ") + b;
-  return names;
-}
-
 void BackendFlags::add_to(CLI::App* cmd) {
   cmd->add_option("--backend,-b", backends,
                   "Offload to this backend (repeatable; `kiln partition --list` names them)");
@@ -47,26 +41,10 @@ RunCodegenOptions BackendFlags::codegen_options() const {
     size_t eq = opt.find('=');
     if (eq == std::string::npos || eq == 0)
       throw Error("--option expects backend.key=value, got '" + opt + "'");
-    std::string key = opt.substr(0, eq), value = opt.substr(eq + 1);
-    size_t dot = key.find('.');
-    if (dot == std::string::npos) {
-      o.global[key] = value;
-      continue;
-    }
-    // The keys are the backend's to check (below); a backend name that
-    // matches none would otherwise be ignored without a word.
-    std::string backend = key.substr(0, dot);
-    if (pattern_registry().for_backend(backend).empty())
-      throw Error("--option " + opt + ": unknown backend '" + backend +
-                  "' (registered: " + registered_backends() + ")");
-    if (std::find(backends.begin(), backends.end(), backend) == backends.end())
-      throw Error("--option " + opt + ": " + backend + " is not used (add --backend " + backend + ")");
-    o.backend[backend][key.substr(dot + 1)] = value;
+    add_codegen_option(o, opt.substr(0, eq), opt.substr(eq + 1), backends, "--option " + opt,
+                       "is not used (add --backend " + opt.substr(0, opt.find('.')) + ")");
   }
-  if (options.empty()) return o;
-  for (const auto& b : backends)
-    if (const BackendCodegen* c = find_backend_codegen(b); c && c->check_options)
-      c->check_options(o.for_backend(b));
+  if (!options.empty()) check_codegen_options(o, backends);
   return o;
 }
 

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/registry.h"  // registered_backends()
 #include "driver/compile_model.h"
 #include "frontend/onnx/importer.h"
 #include "transform/partition.h"
@@ -42,8 +43,6 @@ struct CompileFlags {
   driver::CompileOptions options(const BackendFlags& backend, const std::string& entry) const;
 };
 
-// "example_npu, ...": the backends `--backend` may name, for messages.
-std::string registered_backends();
 
 // "compile: compiled 412 of 412 host ops into 130 kernel calls (95 distinct); 0 ops on reference kernels"
 std::string compile_line(const driver::CompileSummary& s);
