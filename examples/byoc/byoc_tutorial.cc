@@ -67,9 +67,10 @@ bool run_model(const std::string& path, const std::string& expected_pattern) {
   for (const auto& p : m.find("main")->params) inputs.push_back(ramp(p->type->tensor.shape, 0.25));
   VirtualMachine::RunOptions ro;
   ro.record_events = true;
-  std::vector<Tensor> got = vm.run(inputs, ro);
+  RunResult run = vm.run(inputs, ro);
+  const std::vector<Tensor>& got = run.outputs;
   std::vector<Tensor> want = interpret(m, "main", inputs);
-  for (const auto& e : vm.events())
+  for (const auto& e : run.events)
     if (e.backend != "host") std::cout << "dispatch: " << e.to_json() << "\n";
   double max_err = 0;
   for (int64_t i = 0; i < want[0].numel(); ++i)

@@ -29,10 +29,10 @@ int main(int argc, char** argv) {
     kiln::VirtualMachine vm(std::move(exe));
     kiln::VirtualMachine::RunOptions opts;
     opts.record_events = true;
-    std::vector<kiln::Tensor> outputs = vm.run(inputs, opts);
-    for (size_t i = 0; i < outputs.size(); ++i)
-      std::cout << "output_" << i << ": " << kiln::tensor_summary(outputs[i]) << "\n";
-    std::cout << kiln::dispatch_log(vm.events());
+    kiln::RunResult result = vm.run(inputs, opts);
+    for (size_t i = 0; i < result.outputs.size(); ++i)
+      std::cout << "output_" << i << ": " << kiln::tensor_summary(result.outputs[i]) << "\n";
+    std::cout << kiln::dispatch_log(result.events);
     return 0;
   } catch (const kiln::Error& e) {
     std::cerr << "error: " << e.what() << "\n";

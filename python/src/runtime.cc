@@ -11,9 +11,10 @@
 namespace kiln::python {
 namespace {
 
-// One VM; runs are serialised (the VM keeps the events and checks of the last
-// run). The GIL is released before the lock is taken, so a run waiting here
-// never blocks a callback of the run in progress.
+// One VM; runs are serialised (the module keeps the events and checks of the
+// last run, and a Python backend's runtime may not allow concurrent runs).
+// The GIL is released before the lock is taken, so a run waiting here never
+// blocks a callback of the run in progress.
 struct CompiledModule {
   std::unique_ptr<VirtualMachine> vm;
   std::mutex mu;
@@ -174,10 +175,11 @@ void bind_runtime(py::module_& m) {
               ro.record_events = true;
               ro.verify = verify;
               ro.tolerance = {atol, rtol};
-              outs = c.vm->run(inputs, ro);
+              RunResult run = c.vm->run(inputs, ro);
+              outs = std::move(run.outputs);
               for (auto& t : outs) t = own_output(t, inputs, c.vm->executable());
-              c.events = c.vm->events();
-              c.checks = c.vm->checks();
+              c.events = std::move(run.events);
+              c.checks = std::move(run.checks);
               if (!profile.empty()) write_text_file(profile, chrome_trace(c.events));
               if (!dispatch_log.empty()) write_text_file(dispatch_log, kiln::dispatch_log(c.events));
               if (verify) failure = verify_failure(c.checks, atol, rtol);

@@ -49,7 +49,7 @@ VirtualMachine::VirtualMachine(Executable exe) : exe_(std::move(exe)) {
     if (!s.ok()) throw Error("backend " + part.backend + ": init failed: " + s.message);
     runtimes_[part.backend] = std::move(rt);
   }
-  if (exe_.memory.arena_bytes > 0) arena_ = Tensor::empty({exe_.memory.arena_bytes}, DType::UInt8);
+  if (exe_.memory.arena_bytes > 0) free_arenas_.push_back(Tensor::empty({exe_.memory.arena_bytes}, DType::UInt8));
   if (!exe_.host_code.empty()) {
     host_code_ = LoadedHostCode::load(exe_.host_code, "module");
     for (const auto& k : exe_.host_code.kernels) kernels_[k.symbol] = {host_code_->find(k.symbol), &k};
@@ -88,7 +88,8 @@ double max_abs_value(const std::vector<Tensor>& ts) {
 }  // namespace
 
 void VirtualMachine::run_kernel(const GraphNode& node, const std::vector<Tensor>& inputs,
-                                std::vector<Tensor>& outputs, const RunOptions& opts, double start_us) {
+                                std::vector<Tensor>& outputs, const RunOptions& opts, double start_us,
+                                RunResult& result) const {
   const auto& [fn, kernel] = kernels_.at(node.kernel);
   std::vector<void*> args;
   for (const auto& t : inputs) args.push_back(const_cast<void*>(t.raw()));
@@ -109,7 +110,7 @@ void VirtualMachine::run_kernel(const GraphNode& node, const std::vector<Tensor>
     e.fused = kernel->ops.nodes.size() > 1;
     e.start_us = start_us;
     e.duration_us = us;
-    events_.push_back(std::move(e));
+    result.events.push_back(std::move(e));
   }
   if (!opts.verify) return;
   std::vector<Tensor> want = execute_graph(kernel->ops, inputs, exe_.constants);
@@ -119,21 +120,22 @@ void VirtualMachine::run_kernel(const GraphNode& node, const std::vector<Tensor>
   c.host_kernel = true;
   for (size_t i = 0; i < want.size(); ++i) compare(outputs[i], want[i], c.max_abs, c.max_rel);
   c.ok = !(c.max_abs > opts.tolerance.atol + opts.tolerance.rtol * max_abs_value(want));
-  checks_.push_back(c);
+  result.checks.push_back(c);
 }
 
 void VirtualMachine::dispatch(const GraphNode& node, const std::vector<Tensor>& inputs,
-                              std::vector<Tensor>& outputs, const RunOptions& opts) {
+                              std::vector<Tensor>& outputs, const RunOptions& opts, RunResult& result) const {
   const auto& [backend, graph] = symbols_.at(node.callee);
   BackendRuntime& rt = *runtimes_.at(backend);
   std::vector<std::pair<std::string, Tensor>> node_values;
   NodeObserver observer;
   if (opts.verify)
     observer = [&](const std::string& name, const Tensor& v) { node_values.push_back({name, v.clone()}); };
-  size_t first_event = events_.size();
-  Status s = rt.run(node.callee, inputs, outputs, opts.record_events ? &events_ : nullptr, observer);
+  std::vector<DispatchEvent>& events = result.events;
+  size_t first_event = events.size();
+  Status s = rt.run(node.callee, inputs, outputs, opts.record_events ? &events : nullptr, observer);
   if (!s.ok()) throw Error("backend " + backend + " failed in " + node.callee + ": " + s.message);
-  for (size_t i = first_event; i < events_.size(); ++i) events_[i].function = node.callee;
+  for (size_t i = first_event; i < events.size(); ++i) events[i].function = node.callee;
   if (!opts.verify) return;
   // Reference: the same graph on the reference kernels, node by node.
   std::map<std::string, Tensor> reference_nodes;
@@ -166,29 +168,54 @@ void VirtualMachine::dispatch(const GraphNode& node, const std::vector<Tensor>& 
       }
     }
   }
-  checks_.push_back(c);
+  result.checks.push_back(c);
 }
 
-std::vector<Tensor> VirtualMachine::run(const std::vector<Tensor>& inputs, const RunOptions& opts) {
-  events_.clear();
-  checks_.clear();
+Tensor VirtualMachine::acquire_arena() const {
+  if (exe_.memory.arena_bytes <= 0) return Tensor();
+  {
+    std::lock_guard<std::mutex> lock(arena_mu_);
+    if (!free_arenas_.empty()) {
+      Tensor arena = std::move(free_arenas_.back());
+      free_arenas_.pop_back();
+      return arena;
+    }
+  }
+  return Tensor::empty({exe_.memory.arena_bytes}, DType::UInt8);
+}
+
+void VirtualMachine::release_arena(Tensor arena) const {
+  if (!arena.defined()) return;
+  std::lock_guard<std::mutex> lock(arena_mu_);
+  free_arenas_.push_back(std::move(arena));
+}
+
+RunResult VirtualMachine::run(const std::vector<Tensor>& inputs, const RunOptions& opts) const {
+  RunResult result;
   GraphRunHooks hooks;
   hooks.callee = [&](const GraphNode& n, const std::vector<Tensor>& ins, std::vector<Tensor>& outs) {
     double t0 = microseconds_since(hooks.start);
-    if (!n.kernel.empty()) return run_kernel(n, ins, outs, opts, t0);
-    size_t first = events_.size();
-    dispatch(n, ins, outs, opts);
+    if (!n.kernel.empty()) return run_kernel(n, ins, outs, opts, t0, result);
+    size_t first = result.events.size();
+    dispatch(n, ins, outs, opts, result);
     // Backend times are relative to their own start; place them in the run.
-    for (size_t i = first; i < events_.size(); ++i) events_[i].start_us += t0;
+    for (size_t i = first; i < result.events.size(); ++i) result.events[i].start_us += t0;
   };
-  if (opts.record_events) hooks.events = &events_;
-  if (arena_.defined())
-    hooks.allocate = [this](const GraphValue& v) {
+  if (opts.record_events) hooks.events = &result.events;
+  // The arena is this run's until it ends (also when it ends with an error).
+  struct ArenaLease {
+    const VirtualMachine& vm;
+    Tensor arena;
+    ~ArenaLease() { vm.release_arena(std::move(arena)); }
+  } lease{*this, acquire_arena()};
+  if (lease.arena.defined())
+    hooks.allocate = [this, &lease](const GraphValue& v) {
       auto it = exe_.memory.offsets.find(v.name);
       if (it == exe_.memory.offsets.end()) return Tensor();
-      return Tensor::wrap(static_cast<uint8_t*>(arena_.raw()) + it->second, v.desc.shape, v.desc.dtype);
+      return Tensor::wrap(static_cast<uint8_t*>(lease.arena.raw()) + it->second, v.desc.shape, v.desc.dtype);
     };
-  return execute_graph(exe_.host, inputs, exe_.constants, hooks);
+  result.outputs = execute_graph(exe_.host, inputs, exe_.constants, hooks);
+  return result;
 }
 
 }  // namespace kiln

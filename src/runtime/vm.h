@@ -5,11 +5,15 @@
 // kernels (ops the compiler did not lower) and whose callee nodes dispatch,
 // by global symbol, to the backend runtime that owns the symbol. Backend
 // runtimes are created and initialised once, when the VM is made; run() may
-// be called many times. The VM never includes the compiler (src/ir).
+// be called many times, from several threads at once: everything a run
+// mutates (its events, its --verify checks, the arena of its intermediate
+// values) belongs to that run, and the VM is only read. The VM never includes
+// the compiler (src/ir).
 #pragma once
 
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -64,6 +68,13 @@ struct RegionCheck {
   std::string str() const;  // one line for `kiln run --verify`
 };
 
+// What one run produced.
+struct RunResult {
+  std::vector<Tensor> outputs;
+  std::vector<DispatchEvent> events;  // with RunOptions::record_events
+  std::vector<RegionCheck> checks;    // with RunOptions::verify
+};
+
 class VirtualMachine {
  public:
   // Creates and initialises every backend runtime; throws kiln::Error naming
@@ -76,28 +87,34 @@ class VirtualMachine {
     bool verify = false;
     VerifyOptions tolerance;
   };
-  std::vector<Tensor> run(const std::vector<Tensor>& inputs, const RunOptions& opts);
-  std::vector<Tensor> run(const std::vector<Tensor>& inputs) { return run(inputs, RunOptions{}); }
+  // Safe to call concurrently on one VM (backend runtimes must allow it too:
+  // kiln/runtime/backend.h).
+  RunResult run(const std::vector<Tensor>& inputs, const RunOptions& opts) const;
+  std::vector<Tensor> run(const std::vector<Tensor>& inputs) const {
+    return run(inputs, RunOptions{}).outputs;
+  }
 
-  // Events and checks of the last run.
-  const std::vector<DispatchEvent>& events() const { return events_; }
-  const std::vector<RegionCheck>& checks() const { return checks_; }
   const Executable& executable() const { return exe_; }
 
  private:
   void dispatch(const GraphNode& node, const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs,
-                const RunOptions& opts);
+                const RunOptions& opts, RunResult& result) const;
   void run_kernel(const GraphNode& node, const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs,
-                  const RunOptions& opts, double start_us);
+                  const RunOptions& opts, double start_us, RunResult& result) const;
+  // An arena for one run: a free one, or a new one when every arena is in use
+  // by a concurrent run; given back when the run ends.
+  Tensor acquire_arena() const;
+  void release_arena(Tensor arena) const;
 
   Executable exe_;
   std::map<std::string, std::unique_ptr<BackendRuntime>> runtimes_;  // by backend
   std::map<std::string, std::pair<std::string, Graph>> symbols_;  // symbol -> (backend, graph for --verify)
   std::unique_ptr<LoadedHostCode> host_code_;
-  Tensor arena_;  // exe_.memory.arena_bytes, allocated once
   std::map<std::string, std::pair<LoadedHostCode::KernelFn, const HostKernel*>> kernels_;
-  std::vector<DispatchEvent> events_;
-  std::vector<RegionCheck> checks_;
+  // Arenas (exe_.memory.arena_bytes each) not in use by a run: as many as
+  // runs have overlapped, one when runs are sequential.
+  mutable std::mutex arena_mu_;
+  mutable std::vector<Tensor> free_arenas_;
 };
 
 }  // namespace kiln

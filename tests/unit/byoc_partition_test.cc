@@ -59,14 +59,15 @@ void expect_matches_reference(const Module& m, const Module& parted, const std::
   VirtualMachine vm(build_executable(parted));
   VirtualMachine::RunOptions ro;
   ro.verify = true;
-  std::vector<Tensor> got = vm.run(inputs, ro);
+  RunResult run = vm.run(inputs, ro);
+  const std::vector<Tensor>& got = run.outputs;
   std::vector<Tensor> want = interpret(m, "main", inputs);
   ASSERT_EQ(got.size(), want.size());
   for (size_t k = 0; k < want.size(); ++k)
     for (int64_t i = 0; i < want[k].numel(); ++i)
       ASSERT_NEAR(got[k].get_as_double(i), want[k].get_as_double(i),
                   1e-5 * (1 + std::fabs(want[k].get_as_double(i))));
-  for (const auto& c : vm.checks()) EXPECT_TRUE(c.ok) << c.str();
+  for (const auto& c : run.checks) EXPECT_TRUE(c.ok) << c.str();
 }
 
 TEST(ByocPartition, BundledCnnPartitionsRunsAndMatches) {

@@ -148,20 +148,21 @@ TEST_F(TwoBackends, OneModelTwoBackendsAndTheHost) {
   VirtualMachine::RunOptions ro;
   ro.record_events = true;
   ro.verify = true;
-  std::vector<Tensor> got = vm.run({x, w}, ro);
+  RunResult run = vm.run({x, w}, ro);
+  const std::vector<Tensor>& got = run.outputs;
   std::vector<Tensor> want = interpret(m, "main", {x, w});
   for (int64_t i = 0; i < want[0].numel(); ++i)
     EXPECT_NEAR(got[0].get_as_double(i), want[0].get_as_double(i), 1e-6);
   std::set<std::string> tracks;
-  for (const auto& e : vm.events()) tracks.insert(e.backend);
+  for (const auto& e : run.events) tracks.insert(e.backend);
   EXPECT_EQ(tracks, (std::set<std::string>{"example_npu", "host", "tiny_add"}));
-  ASSERT_EQ(vm.checks().size(), 3u);
-  for (const auto& c : vm.checks()) EXPECT_TRUE(c.ok) << c.str();
+  ASSERT_EQ(run.checks.size(), 3u);
+  for (const auto& c : run.checks) EXPECT_TRUE(c.ok) << c.str();
   // The trace has one track per backend plus the host.
-  std::string trace = chrome_trace(vm.events());
+  std::string trace = chrome_trace(run.events);
   EXPECT_NE(trace.find("\"name\": \"tiny_add\""), std::string::npos);
   EXPECT_NE(trace.find("\"name\": \"host\""), std::string::npos);
-  std::string log = dispatch_log(vm.events());
+  std::string log = dispatch_log(run.events);
   EXPECT_EQ(std::count(log.begin(), log.end(), '\n'), 3);
 }
 
@@ -175,9 +176,9 @@ TEST_F(TwoBackends, VerifyFindsTheFirstDivergentNode) {
   VirtualMachine vm(build_executable(parted, "main", cg));
   VirtualMachine::RunOptions ro;
   ro.verify = true;
-  vm.run({ramp({2, 4}, 0, 1), ramp({4, 4}, 0, 0.5f)}, ro);
+  RunResult run = vm.run({ramp({2, 4}, 0, 1), ramp({4, 4}, 0, 0.5f)}, ro);
   const RegionCheck* bad = nullptr;
-  for (const auto& c : vm.checks())
+  for (const auto& c : run.checks)
     if (!c.ok) bad = &c;
   ASSERT_NE(bad, nullptr);
   EXPECT_EQ(bad->backend, "tiny_add");

@@ -157,11 +157,11 @@ TEST(CompileModel, VerifyChecksEveryKernelAndTheProfileHasOneEventEach) {
   VirtualMachine::RunOptions ro;
   ro.verify = true;
   ro.record_events = true;
-  vm.run(random_args(*m.find("main"), 9), ro);
-  ASSERT_EQ(vm.checks().size(), calls);
-  for (const auto& c : vm.checks()) EXPECT_TRUE(c.ok && c.host_kernel) << c.str();
+  RunResult run = vm.run(random_args(*m.find("main"), 9), ro);
+  ASSERT_EQ(run.checks.size(), calls);
+  for (const auto& c : run.checks) EXPECT_TRUE(c.ok && c.host_kernel) << c.str();
   size_t host_events = 0;
-  for (const auto& e : vm.events()) host_events += e.backend == "host";
+  for (const auto& e : run.events) host_events += e.backend == "host";
   EXPECT_EQ(host_events, calls);
 }
 

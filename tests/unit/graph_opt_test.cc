@@ -238,9 +238,10 @@ TEST(GraphOpt, ConvBiasScaleShiftHardSwishIsOneNpuDispatch) {
   Tensor x = random_tensor(x_shape, rng, -2, 2);
   VirtualMachine::RunOptions ro;
   ro.record_events = true;
-  std::vector<Tensor> got = vm.run({x}, ro);
+  RunResult run = vm.run({x}, ro);
+  const std::vector<Tensor>& got = run.outputs;
   std::vector<std::string> ops;
-  for (const auto& e : vm.events()) ops.push_back(e.op);
+  for (const auto& e : run.events) ops.push_back(e.op);
   EXPECT_EQ(ops, std::vector<std::string>{"nn.conv2d+add+nn.hard_swish"});
   std::vector<Tensor> want = interpret(before, "main", {x});
   EXPECT_LE(max_relative_error(got[0], want[0]), 1e-5);
@@ -299,9 +300,10 @@ TEST(GraphOpt, ConvBatchNormHardSwishIsOneNpuDispatch) {
   Tensor x = random_tensor({1, 4, 9, 9}, rng, -2, 2);
   VirtualMachine::RunOptions ro;
   ro.record_events = true;
-  std::vector<Tensor> got = vm.run({x}, ro);
+  RunResult run = vm.run({x}, ro);
+  const std::vector<Tensor>& got = run.outputs;
   std::vector<std::string> ops;
-  for (const auto& e : vm.events()) ops.push_back(e.op);
+  for (const auto& e : run.events) ops.push_back(e.op);
   EXPECT_EQ(ops, std::vector<std::string>{"nn.conv2d+add+nn.hard_swish"});
   std::vector<Tensor> want = interpret(onnx_form, "main", {x});
   EXPECT_LE(max_relative_error(got[0], want[0]), 1e-5);

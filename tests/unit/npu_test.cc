@@ -49,8 +49,9 @@ NpuRun run_both(const std::string& text, const CodegenOptions& device = {}, uint
     inputs.push_back(random_tensor(p->type->tensor.shape, p->type->tensor.dtype, seed++));
   VirtualMachine::RunOptions ro;
   ro.record_events = true;
-  r.got = vm.run(inputs, ro);
-  r.events = vm.events();
+  RunResult run = vm.run(inputs, ro);
+  r.got = run.outputs;
+  r.events = run.events;
   r.want = interpret(m, "main", inputs);
   return r;
 }
@@ -477,9 +478,9 @@ TEST(Npu, EveryRegisteredPatternExecutes) {
       inputs.back().set_from_double(i, std::fabs(inputs.back().get_as_double(i)) + 0.5);
     VirtualMachine::RunOptions ro;
     ro.record_events = true;
-    std::vector<Tensor> got = vm.run(inputs, ro);
+    RunResult run = vm.run(inputs, ro);
     std::vector<Tensor> want = interpret(m, "main", inputs);
-    NpuRun r{got, want, vm.events(), report};
+    NpuRun r{run.outputs, want, run.events, report};
     expect_close(r);
     bool tiled = false;
     for (const auto& e : r.events) tiled = tiled || e.tiles > 1;

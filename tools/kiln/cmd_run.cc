@@ -155,7 +155,7 @@ void print_values(const Tensor& t) {
 }
 
 // Median and minimum of `repeat` timed runs after one warm-up run.
-void time_runs(VirtualMachine& vm, const std::vector<Tensor>& args, int64_t repeat) {
+void time_runs(const VirtualMachine& vm, const std::vector<Tensor>& args, int64_t repeat) {
   std::vector<double> ms;
   vm.run(args);
   for (int64_t i = 0; i < repeat; ++i) {
@@ -200,19 +200,18 @@ std::string verify_failure(const std::vector<RegionCheck>& checks, const RunOpts
 std::vector<Tensor> run_on_vm(Executable exe, const RunOpts& o, std::string* failure) {
   std::vector<Param> params;
   for (const auto& in : exe.host.inputs) params.push_back({in.name, in.desc});
-  std::string name = exe.host.name;
+  std::vector<Tensor> args = gather_inputs(exe.host.name, params, o);
   VirtualMachine vm(std::move(exe));
-  std::vector<Tensor> args = gather_inputs(name, params, o);
   VirtualMachine::RunOptions ro;
   ro.record_events = !o.dispatch_log.empty() || !o.profile.empty();
   ro.verify = o.verify;
   ro.tolerance = {o.atol, o.rtol};
-  std::vector<Tensor> outs = vm.run(args, ro);
-  if (!o.dispatch_log.empty()) write_text_file(o.dispatch_log, dispatch_log(vm.events()));
-  if (!o.profile.empty()) write_text_file(o.profile, chrome_trace(vm.events()));
+  RunResult run = vm.run(args, ro);
+  if (!o.dispatch_log.empty()) write_text_file(o.dispatch_log, dispatch_log(run.events));
+  if (!o.profile.empty()) write_text_file(o.profile, chrome_trace(run.events));
   int kernels = 0, kernels_ok = 0;
   std::string first_divergent;
-  for (const auto& c : vm.checks()) {
+  for (const auto& c : run.checks) {
     if (!c.host_kernel) {
       std::cout << c.str() << "\n";
       continue;
@@ -228,8 +227,8 @@ std::vector<Tensor> run_on_vm(Executable exe, const RunOpts& o, std::string* fai
     std::cout << "verify: " << kernels_ok << " of " << kernels
               << " host kernel calls match the reference kernels"
               << (first_divergent.empty() ? "" : "; first divergent kernel: " + first_divergent) << "\n";
-  if (o.verify && vm.checks().empty()) std::cout << "verify: nothing was offloaded or compiled\n";
-  *failure = verify_failure(vm.checks(), o);
+  if (o.verify && run.checks.empty()) std::cout << "verify: nothing was offloaded or compiled\n";
+  *failure = verify_failure(run.checks, o);
   if (o.repeat > 0) {
     time_runs(vm, args, o.repeat);
     // The trace of a warm run (the first one also pays for page faults and
@@ -237,11 +236,10 @@ std::vector<Tensor> run_on_vm(Executable exe, const RunOpts& o, std::string* fai
     if (!o.profile.empty()) {
       VirtualMachine::RunOptions warm;
       warm.record_events = true;
-      vm.run(args, warm);
-      write_text_file(o.profile, chrome_trace(vm.events()));
+      write_text_file(o.profile, chrome_trace(vm.run(args, warm).events));
     }
   }
-  return outs;
+  return std::move(run.outputs);
 }
 
 void check_vm_flags(const RunOpts& o, bool on_vm) {

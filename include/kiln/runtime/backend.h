@@ -10,7 +10,9 @@
 //                                          by the caller; no copies).
 //
 // Rules: state is deterministic per run (nothing carried from one run to the
-// next, no memory that grows with the number of runs); each dispatch appends
+// next, no memory that grows with the number of runs); run() may be called
+// from several threads at once (one loaded module run concurrently), so it
+// keeps what it mutates in the call, not in members; each dispatch appends
 // one DispatchEvent (name, engine, bytes moved, modelled cycles); errors are
 // values (Status), never an abort, including an artifact of an unknown
 // version or a malformed one.

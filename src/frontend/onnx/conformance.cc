@@ -131,12 +131,13 @@ class ModelRunner {
     VirtualMachine::RunOptions ro;
     ro.verify = true;
     ro.tolerance = {opts_.atol, opts_.rtol};
+    RunResult run;
     try {
-      vm_->run(args, ro);
+      run = vm_->run(args, ro);
     } catch (const std::exception& e) {
       return std::string("(verify run failed: ") + e.what() + ")";
     }
-    for (const auto& c : vm_->checks())
+    for (const auto& c : run.checks)
       if (c.host_kernel && !c.ok) return c.symbol;
     return "";
   }
