@@ -4,6 +4,7 @@
 #include <thread>
 
 #include "common.h"
+#include "runtime/file_io.h"
 #include "runtime/module_file.h"
 #include "runtime/profile.h"
 #include "runtime/vm.h"
@@ -180,8 +181,8 @@ void bind_runtime(py::module_& m) {
               for (auto& t : outs) t = own_output(t, inputs, c.vm->executable());
               c.events = std::move(run.events);
               c.checks = std::move(run.checks);
-              if (!profile.empty()) write_text_file(profile, chrome_trace(c.events));
-              if (!dispatch_log.empty()) write_text_file(dispatch_log, kiln::dispatch_log(c.events));
+              if (!profile.empty()) write_file(profile, chrome_trace(c.events));
+              if (!dispatch_log.empty()) write_file(dispatch_log, kiln::dispatch_log(c.events));
               if (verify) failure = verify_failure(c.checks, atol, rtol);
             }
             if (!failure.empty()) throw Error(failure);

@@ -1,27 +1,17 @@
 // load_module / save_module: a .kir file plus its side file of named
 // constants (an .npz next to it, named by the module attribute `weights`).
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "ir/lexer.h"
 #include "ir/text.h"
 #include "ir/visitor.h"
 #include "kiln/runtime/npy.h"
+#include "runtime/file_io.h"
 
 namespace kiln {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string read_text_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error("cannot open '" + path + "' for reading");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) throw Error("cannot read '" + path + "'");
-  return ss.str();
-}
 
 // The `weights` module attribute, read ahead of the parse so that the side
 // file can be loaded first. Anything unusual is left for the parser to report.
@@ -86,10 +76,26 @@ class CollectNamed : public ExprVisitor {
   std::map<std::string, Tensor>& named_;
 };
 
+// Every constant written inline, for a destination with no folder to hold a
+// side file.
+class InlineConstants : public ExprMutator {
+ protected:
+  Expr mutate_Constant(const Expr& e, const ConstantNode& n) override {
+    return n.name.empty() ? e : make_constant(n.value, "");
+  }
+};
+
+// /dev/null, a pipe, a terminal: a side file cannot sit beside it.
+bool is_special_file(const std::string& path) {
+  std::error_code ec;
+  fs::file_status st = fs::status(path, ec);
+  return !ec && fs::exists(st) && !fs::is_regular_file(st) && !fs::is_directory(st);
+}
+
 }  // namespace
 
 Module load_module(const std::string& path) {
-  std::string text = read_text_file(path);
+  std::string text = read_file(path);
   std::string weights = weights_attr(text, path);
   fs::path side_path;
   bool required = !weights.empty();
@@ -119,6 +125,15 @@ Module load_module(const std::string& path) {
 }
 
 void save_module(const Module& m, const std::string& path, int64_t inline_limit) {
+  if (is_special_file(path)) {
+    Module out;
+    for (const auto& [key, value] : m.attrs.items())
+      if (key != "weights") out.attrs.set(key, value);
+    InlineConstants inliner;
+    for (const auto& f : m.functions) out.functions.push_back(inliner.mutate_function(f));
+    out.prim_functions = m.prim_functions;
+    return write_file(path, print_module(out));
+  }
   std::map<std::string, Tensor> named;
   // Existing names first, so that generated names avoid them.
   for (const auto& f : m.functions) CollectNamed(named).visit_function(*f);
@@ -136,12 +151,7 @@ void save_module(const Module& m, const std::string& path, int64_t inline_limit)
     out.attrs.set("weights", weights);
     write_npz(side_path.string(), named);
   }
-  std::string text = print_module(out);
-  std::ofstream file(path, std::ios::binary | std::ios::trunc);
-  if (!file) throw Error("cannot open '" + path + "' for writing");
-  file << text;
-  file.close();
-  if (!file) throw Error("cannot write '" + path + "'");
+  write_file(path, print_module(out));
 }
 
 }  // namespace kiln

@@ -77,12 +77,13 @@ std::vector<TensorDesc> reduce_infer(const std::vector<TensorDesc>& in, const At
   if (keepdims != 0 && keepdims != 1)
     throw Error(op + ": attribute 'keepdims' must be 0 or 1, got " + std::to_string(keepdims));
   std::vector<bool> mask = reduced_mask(op, x.shape, attrs);
-  int64_t count = 1;
-  for (size_t i = 0; i < x.shape.size(); ++i)
-    if (mask[i]) count *= x.shape[i];
+  // Whether a reduced axis is empty (not the product of the extents, which
+  // may overflow on a bad shape).
+  bool reduces_nothing = false;
+  for (size_t i = 0; i < x.shape.size(); ++i) reduces_nothing |= mask[i] && x.shape[i] == 0;
   bool no_identity = K == ReduceKind::Max || K == ReduceKind::Min ||
                      (K == ReduceKind::Mean && is_integer(x.dtype));
-  if (count == 0 && no_identity && shape_numel(reduced_shape(x.shape, mask, true)) > 0)
+  if (reduces_nothing && no_identity && shape_numel(reduced_shape(x.shape, mask, true)) > 0)
     throw Error(op + ": cannot reduce zero elements of " + desc_str(x) +
                 " (the reduction has no identity value)");
   return {{reduced_shape(x.shape, mask, keepdims != 0), x.dtype}};

@@ -6,6 +6,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "runtime/file_io.h"
+
 namespace kiln {
 
 using json = nlohmann::json;
@@ -172,10 +174,8 @@ Executable decode_kmod(const std::string& bytes, const std::string& what) {
       if (!dt) throw Error(what + ": constant " + name + " has an unknown dtype");
       Shape shape = jc.at("shape").get<Shape>();
       uint64_t offset = jc.at("offset").get<uint64_t>(), n = jc.at("bytes").get<uint64_t>();
-      for (int64_t d : shape)
-        if (d < 0) throw Error(what + ": constant " + name + " has a negative dimension");
-      if (n != static_cast<uint64_t>(shape_numel(shape) * dtype_bytes(*dt)) || offset > data.size() ||
-          n > data.size() - offset)
+      int64_t size = checked_tensor_bytes(shape, *dt, what + ": constant " + name);
+      if (n != static_cast<uint64_t>(size) || offset > data.size() || n > data.size() - offset)
         throw Error(what + ": constant " + name + " lies outside the data section");
       Tensor t = Tensor::empty(shape, *dt);
       std::memcpy(t.raw(), data.data() + offset, n);
@@ -189,7 +189,8 @@ Executable decode_kmod(const std::string& bytes, const std::string& what) {
       if (exe.memory.arena_bytes < 0) throw Error(what + ": the arena has a negative size");
       std::map<std::string, int64_t> bytes;
       for (const auto& n : exe.host.nodes)
-        for (const auto& o : n.outputs) bytes[o.name] = shape_numel(o.desc.shape) * dtype_bytes(o.desc.dtype);
+        for (const auto& o : n.outputs)
+          bytes[o.name] = checked_tensor_bytes(o.desc.shape, o.desc.dtype, what + ": value " + o.name);
       for (const auto& [name, offset] : exe.memory.offsets) {
         auto it = bytes.find(name);
         if (it == bytes.end() || offset < 0 || offset > exe.memory.arena_bytes ||
@@ -221,21 +222,13 @@ Executable decode_kmod(const std::string& bytes, const std::string& what) {
   }
 }
 
-void write_kmod(const std::string& path, const Executable& exe) {
-  std::ofstream out(path, std::ios::binary);
-  if (!out) throw Error("cannot write " + path);
+uint64_t write_kmod(const std::string& path, const Executable& exe) {
   std::string bytes = encode_kmod(exe);
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  if (!out) throw Error("cannot write " + path);
+  write_file(path, bytes);
+  return bytes.size();
 }
 
-Executable read_kmod(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error("cannot open " + path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return decode_kmod(ss.str(), path);
-}
+Executable read_kmod(const std::string& path) { return decode_kmod(read_file(path), path); }
 
 bool is_kmod_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

@@ -30,7 +30,8 @@ inline constexpr const char* kKilnVersion = "0.1.0";
 
 std::string encode_kmod(const Executable& exe);
 Executable decode_kmod(const std::string& bytes, const std::string& what);
-void write_kmod(const std::string& path, const Executable& exe);
+// Written atomically (runtime/file_io.h); returns the bytes written.
+uint64_t write_kmod(const std::string& path, const Executable& exe);
 Executable read_kmod(const std::string& path);
 // True when the file starts with the .kmod magic.
 bool is_kmod_file(const std::string& path);

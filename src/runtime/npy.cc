@@ -9,11 +9,10 @@
 // Only what kiln's tensors hold is accepted: little-endian (or one-byte)
 // f4 f2 i1 u1 i4 i8 b1 in C order. Everything else is an error naming the file.
 #include <cstring>
-#include <fstream>
-#include <sstream>
 
 #include "kiln/runtime/error.h"
 #include "kiln/runtime/npy.h"
+#include "runtime/file_io.h"
 
 namespace kiln {
 namespace {
@@ -190,13 +189,8 @@ Tensor decode_npy(const std::string& bytes, const std::string& what) {
   if (fortran)
     throw Error(what + ": Fortran-order arrays are not supported; save with C order "
                        "(numpy.ascontiguousarray)");
-  int64_t numel = 1;
-  for (int64_t d : shape) {
-    if (d != 0 && numel > (int64_t{1} << 50) / d) throw Error(what + ": shape " + shape_str(shape) + " is too large");
-    numel *= d;
-  }
   size_t data_start = header_start + header_len;
-  size_t nbytes = static_cast<size_t>(numel) * dtype_bytes(dtype);
+  size_t nbytes = static_cast<size_t>(checked_tensor_bytes(shape, dtype, what));
   size_t have = bytes.size() - data_start;
   if (have < nbytes)
     throw Error(what + ": truncated data: shape " + shape_str(shape) + " " +
@@ -236,21 +230,8 @@ std::string encode_npy(const Tensor& t) {
   return out;
 }
 
-Tensor read_npy(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error("cannot open '" + path + "' for reading");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return decode_npy(ss.str(), path);
-}
+Tensor read_npy(const std::string& path) { return decode_npy(read_file(path), path); }
 
-void write_npy(const std::string& path, const Tensor& t) {
-  std::string bytes = encode_npy(t);
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) throw Error("cannot open '" + path + "' for writing");
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  out.close();
-  if (!out) throw Error("cannot write '" + path + "'");
-}
+void write_npy(const std::string& path, const Tensor& t) { write_file(path, encode_npy(t)); }
 
 }  // namespace kiln

@@ -3,16 +3,21 @@
 // The reader walks the central directory (the authority on sizes: numpy
 // writes its local headers with zip64 placeholders), and takes stored and
 // deflated members, checking each CRC-32. Archives that need zip64 (over
-// 4 GiB or 65535 members) are refused with a clear error. The writer stores
-// members uncompressed.
+// 4 GiB or 65535 members) are refused with a clear error. Before anything is
+// inflated, the members' declared sizes together must stay within
+// max_file_bytes() and their data must not overlap (an overlapping zip bomb
+// reuses one deflate stream for many members); each member is inflated to
+// its declared size and no further, and its first bytes must be a .npy header
+// before the rest is inflated. The writer stores members uncompressed.
 #include <zlib.h>
 
+#include <algorithm>
 #include <cstring>
-#include <fstream>
-#include <sstream>
+#include <vector>
 
 #include "kiln/runtime/error.h"
 #include "kiln/runtime/npy.h"
+#include "runtime/file_io.h"
 
 namespace kiln {
 namespace {
@@ -47,22 +52,43 @@ class Bytes {
   const std::string& what_;
 };
 
+constexpr char kNpyMagic[] = "\x93NUMPY";
+constexpr size_t kNpyMagicLen = 6;
+
+// Member contents start with the .npy magic (checked before a large member is
+// inflated in full).
+void check_npy_start(const std::string& what, const std::string& name, std::string_view head) {
+  if (head.size() < kNpyMagicLen || head.compare(0, kNpyMagicLen, kNpyMagic) != 0)
+    throw Error(what + ": member '" + name + "' is not a .npy array (bad magic)");
+}
+
 std::string inflate_member(const std::string& what, const std::string& name, const char* src,
                            size_t src_len, size_t out_len) {
-  std::string out(out_len, '\0');
-  z_stream zs{};
-  if (inflateInit2(&zs, -MAX_WBITS) != Z_OK)
+  struct Stream {
+    z_stream zs{};
+    ~Stream() { inflateEnd(&zs); }
+  } s;
+  if (inflateInit2(&s.zs, -MAX_WBITS) != Z_OK)
     throw Error(what + ": cannot start zlib to inflate member '" + name + "'");
-  zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(src));
-  zs.avail_in = static_cast<uInt>(src_len);
-  zs.next_out = reinterpret_cast<Bytef*>(out.data());
-  zs.avail_out = static_cast<uInt>(out_len);
-  int rc = inflate(&zs, Z_FINISH);
-  size_t produced = zs.total_out;
-  inflateEnd(&zs);
-  if (rc != Z_STREAM_END || produced != out_len)
-    throw Error(what + ": member '" + name + "' is corrupt (deflate data does not inflate to " +
-                std::to_string(out_len) + " bytes)");
+  auto corrupt = [&] {
+    return Error(what + ": member '" + name + "' is corrupt (deflate data does not inflate to " +
+                 std::to_string(out_len) + " bytes)");
+  };
+  s.zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(src));
+  s.zs.avail_in = static_cast<uInt>(src_len);
+  // The head first, then (when it is an array) the rest, never past out_len.
+  std::string out(std::min<size_t>(out_len, kNpyMagicLen), '\0');
+  s.zs.next_out = reinterpret_cast<Bytef*>(out.data());
+  s.zs.avail_out = static_cast<uInt>(out.size());
+  int rc = inflate(&s.zs, Z_SYNC_FLUSH);
+  if (rc != Z_OK && rc != Z_STREAM_END && rc != Z_BUF_ERROR) throw corrupt();
+  if (s.zs.total_out < out.size()) throw corrupt();
+  check_npy_start(what, name, out);
+  out.resize(out_len);
+  s.zs.next_out = reinterpret_cast<Bytef*>(out.data() + s.zs.total_out);
+  s.zs.avail_out = static_cast<uInt>(out_len - s.zs.total_out);
+  if (rc != Z_STREAM_END) rc = inflate(&s.zs, Z_FINISH);
+  if (rc != Z_STREAM_END || s.zs.total_out != out_len) throw corrupt();
   return out;
 }
 
@@ -73,14 +99,6 @@ void put16(std::string& s, uint32_t v) {
 void put32(std::string& s, uint32_t v) {
   put16(s, v & 0xffff);
   put16(s, v >> 16);
-}
-
-std::string read_file_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error("cannot open '" + path + "' for reading");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
 }
 
 std::map<std::string, Tensor> decode_npz_bytes(const std::string& data, const std::string& what) {
@@ -109,7 +127,16 @@ std::map<std::string, Tensor> decode_npz_bytes(const std::string& data, const st
     throw Error(what + ": multi-disk zip archives are not supported");
   b.need(cd_offset, cd_size, "central directory");
 
-  std::map<std::string, Tensor> out;
+  // The members before anything is inflated: sizes within the limit, data
+  // that does not overlap.
+  struct Member {
+    std::string name;
+    uint16_t method;
+    uint32_t crc, csize, usize;
+    size_t data_at;
+  };
+  std::vector<Member> members;
+  uint64_t total = 0;
   size_t at = cd_offset;
   for (uint16_t i = 0; i < count; ++i) {
     b.need(at, kCentralSize, "central directory entry");
@@ -138,24 +165,42 @@ std::map<std::string, Tensor> decode_npz_bytes(const std::string& data, const st
       throw Error(what + ": corrupt zip archive (bad local header for member '" + name + "')");
     size_t data_at = local + kLocalSize + b.u16(local + 26) + b.u16(local + 28);
     b.need(data_at, csize, "member data");
-    std::string bytes;
-    if (method == 0) {
-      if (csize != usize)
-        throw Error(what + ": corrupt zip archive (stored member '" + name + "' has two sizes)");
-      bytes = data.substr(data_at, csize);
-    } else {
-      // Deflate expands at most ~1032:1; a larger claim is corrupt, not a reason to allocate.
-      if (usize > static_cast<uint64_t>(csize) * 1100 + 1024)
-        throw Error(what + ": member '" + name + "' is corrupt (claims " + std::to_string(usize) +
-                    " bytes from " + std::to_string(csize) + " compressed)");
-      bytes = inflate_member(what, name, data.data() + data_at, csize, usize);
-    }
+    if (method == 0 && csize != usize)
+      throw Error(what + ": corrupt zip archive (stored member '" + name + "' has two sizes)");
+    // Deflate expands at most ~1032:1; a larger claim is corrupt, not a reason to allocate.
+    if (method == 8 && usize > static_cast<uint64_t>(csize) * 1100 + 1024)
+      throw Error(what + ": member '" + name + "' is corrupt (claims " + std::to_string(usize) +
+                  " bytes from " + std::to_string(csize) + " compressed)");
+    total += usize;
+    members.push_back({name, method, crc, csize, usize, data_at});
+  }
+  uint64_t limit = max_file_bytes();
+  if (total > limit)
+    throw Error(what + ": the archive's arrays are " + bytes_str(total) +
+                " uncompressed, larger than the limit of " + bytes_str(limit) +
+                " (set KILN_MAX_FILE_BYTES to raise it)");
+  std::vector<const Member*> by_offset;
+  for (const auto& m : members) by_offset.push_back(&m);
+  std::sort(by_offset.begin(), by_offset.end(),
+            [](const Member* x, const Member* y) { return x->data_at < y->data_at; });
+  for (size_t i = 1; i < by_offset.size(); ++i)
+    if (by_offset[i - 1]->data_at + by_offset[i - 1]->csize > by_offset[i]->data_at &&
+        by_offset[i]->csize > 0)
+      throw Error(what + ": corrupt zip archive (members '" + by_offset[i - 1]->name + "' and '" +
+                  by_offset[i]->name + "' share data)");
+
+  std::map<std::string, Tensor> out;
+  for (const Member& m : members) {
+    const std::string& name = m.name;
+    // Directories and non-array members are not tensors.
+    if (name.empty() || name.back() == '/') continue;
+    uint32_t crc = m.crc;
+    std::string bytes = m.method == 0 ? data.substr(m.data_at, m.csize)
+                                      : inflate_member(what, name, data.data() + m.data_at, m.csize, m.usize);
     uint32_t actual = static_cast<uint32_t>(
         crc32(0L, reinterpret_cast<const Bytef*>(bytes.data()), static_cast<uInt>(bytes.size())));
     if (actual != crc)
       throw Error(what + ": member '" + name + "' fails its CRC-32 check (the file is corrupt)");
-    // Directories and non-array members are not tensors.
-    if (name.empty() || name.back() == '/') continue;
     std::string key = name;
     if (key.size() > 4 && key.compare(key.size() - 4, 4, ".npy") == 0) key.resize(key.size() - 4);
     if (out.count(key)) throw Error(what + ": member '" + name + "' appears twice");
@@ -167,7 +212,7 @@ std::map<std::string, Tensor> decode_npz_bytes(const std::string& data, const st
 }  // namespace
 
 std::map<std::string, Tensor> read_npz(const std::string& path) {
-  return decode_npz_bytes(read_file_bytes(path), path);
+  return decode_npz_bytes(read_file(path), path);
 }
 
 void write_npz(const std::string& path, const std::map<std::string, Tensor>& tensors) {
@@ -231,11 +276,7 @@ void write_npz(const std::string& path, const std::map<std::string, Tensor>& ten
   put32(archive, static_cast<uint32_t>(central.size()));
   put32(archive, cd_offset);
   put16(archive, 0);
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) throw Error("cannot open '" + path + "' for writing");
-  out.write(archive.data(), static_cast<std::streamsize>(archive.size()));
-  out.close();
-  if (!out) throw Error("cannot write '" + path + "'");
+  write_file(path, archive);
 }
 
 }  // namespace kiln

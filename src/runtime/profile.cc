@@ -1,7 +1,6 @@
 // Dispatch logs and Chrome traces.
 #include "runtime/profile.h"
 
-#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 
@@ -45,13 +44,6 @@ std::string chrome_trace(const std::vector<DispatchEvent>& events) {
                      {"args", args}});
   }
   return json{{"traceEvents", trace}, {"displayTimeUnit", "ns"}}.dump(1) + "\n";
-}
-
-void write_text_file(const std::string& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary);
-  if (!out) throw Error("cannot write " + path);
-  out << text;
-  if (!out) throw Error("cannot write " + path);
 }
 
 }  // namespace kiln

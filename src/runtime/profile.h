@@ -13,6 +13,5 @@ std::string dispatch_log(const std::vector<DispatchEvent>& events);
 // Chrome trace event format (opens in Perfetto / chrome://tracing): host ops
 // on one track, each backend on its own track, modelled cycles in the args.
 std::string chrome_trace(const std::vector<DispatchEvent>& events);
-void write_text_file(const std::string& path, const std::string& text);
 
 }  // namespace kiln

@@ -6,12 +6,38 @@
 #include <limits>
 
 #include "kiln/runtime/error.h"
+#include "runtime/file_io.h"
 
 namespace kiln {
 
 int64_t shape_numel(const Shape& shape) {
   int64_t n = 1;
-  for (int64_t d : shape) n *= d;
+  for (int64_t d : shape)
+    if (__builtin_mul_overflow(n, d, &n))
+      throw Error("tensor shape " + shape_str(shape) + " has more elements than 64 bits count");
+  return n;
+}
+
+uint64_t max_tensor_bytes() { return byte_limit_from_env("KILN_MAX_TENSOR_BYTES", uint64_t{16} << 30); }
+
+int64_t checked_tensor_bytes(const Shape& shape, DType dtype, const std::string& what) {
+  bool overflow = false, empty = false;
+  int64_t n = dtype_bytes(dtype);
+  for (int64_t d : shape) {
+    KILN_CHECK(d >= 0, what, ": shape ", shape_str(shape), " has a negative dimension");
+    empty |= d == 0;
+    overflow |= __builtin_mul_overflow(n, d, &n);
+  }
+  if (empty) return 0;
+  uint64_t limit = max_tensor_bytes();
+  std::string type = shape_str(shape) + " " + std::string(dtype_name(dtype));
+  if (overflow)
+    throw Error(what + ": " + type + " is more than 2^63 bytes, larger than the limit of " +
+                bytes_str(limit) + " (KILN_MAX_TENSOR_BYTES)");
+  if (static_cast<uint64_t>(n) > limit)
+    throw Error(what + ": " + type + " is " + bytes_str(static_cast<uint64_t>(n)) +
+                ", larger than the limit of " + bytes_str(limit) +
+                " (set KILN_MAX_TENSOR_BYTES to raise it)");
   return n;
 }
 
@@ -44,7 +70,7 @@ static std::shared_ptr<void> allocate(size_t nbytes) {
 }
 
 Tensor Tensor::empty(const Shape& shape, DType dtype) {
-  check_shape(shape);
+  checked_tensor_bytes(shape, dtype, "a tensor");
   Tensor t;
   t.shape_ = shape;
   t.dtype_ = dtype;

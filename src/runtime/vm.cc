@@ -49,7 +49,10 @@ VirtualMachine::VirtualMachine(Executable exe) : exe_(std::move(exe)) {
     if (!s.ok()) throw Error("backend " + part.backend + ": init failed: " + s.message);
     runtimes_[part.backend] = std::move(rt);
   }
-  if (exe_.memory.arena_bytes > 0) free_arenas_.push_back(Tensor::empty({exe_.memory.arena_bytes}, DType::UInt8));
+  if (exe_.memory.arena_bytes > 0) {
+    checked_tensor_bytes({exe_.memory.arena_bytes}, DType::UInt8, "module: the arena of intermediate values");
+    free_arenas_.push_back(Tensor::empty({exe_.memory.arena_bytes}, DType::UInt8));
+  }
   if (!exe_.host_code.empty()) {
     host_code_ = LoadedHostCode::load(exe_.host_code, "module");
     for (const auto& k : exe_.host_code.kernels) kernels_[k.symbol] = {host_code_->find(k.symbol), &k};

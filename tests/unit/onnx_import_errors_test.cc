@@ -59,7 +59,7 @@ TEST(OnnxImportErrors, MissingFile) {
     import_onnx("/nonexistent/model.onnx");
     FAIL() << "expected an error";
   } catch (const Error& e) {
-    EXPECT_EQ(e.message(), "cannot open ONNX model '/nonexistent/model.onnx'");
+    EXPECT_EQ(e.message(), "cannot open ONNX model '/nonexistent/model.onnx': No such file or directory");
   }
 }
 

@@ -137,7 +137,7 @@ TEST_F(TirCli, UserErrorsAreMessagesNotCrashes) {
   };
   expect_error("build " + kir + " --target hexagon-v99 -o " + path("x"), "unknown --target 'hexagon-v99'");
   expect_error("build " + kir + " --emit exe -o " + path("x"), "exe");
-  expect_error("build " + path("missing.kir") + " -o " + path("x"), "cannot read");
+  expect_error("build " + path("missing.kir") + " -o " + path("x"), "cannot open");
   expect_error("build " + kir + " --vtcm-capacity 1024 -o " + path("x"), "A_buf");
   expect_error("build " + file("g.kir", "def @main(%x: Tensor[(2), float32]) -> Tensor[(2), float32] {\n  return %x\n}\n") +
                    " -o " + path("x"),

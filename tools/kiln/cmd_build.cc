@@ -16,6 +16,7 @@
 #include "codegen/codegen.h"
 #include "commands.h"
 #include "ir/text.h"
+#include "runtime/file_io.h"
 #include "tir/text.h"
 #include "tir/transform/passes.h"
 
@@ -34,11 +35,7 @@ struct BuildOpts {
 };
 
 std::vector<tir::PrimFunc> read_prim_functions(const std::string& path) {
-  std::ifstream in(path);
-  KILN_CHECK(in.good(), "cannot read ", path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  std::string text = ss.str();
+  std::string text = read_file(path);
   // A module may hold graph functions too; `build` compiles its prim functions.
   Module m = parse_module(text, path);
   KILN_CHECK(!m.prim_functions.empty(), path, " has no prim functions to build");

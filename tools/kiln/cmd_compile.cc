@@ -3,7 +3,6 @@
 // The model compile pipeline (src/driver/compile_model.h): graph
 // optimizations, partitioning, backend codegen, host ops lowered, fused and
 // compiled to native code, one artifact.
-#include <filesystem>
 #include <iostream>
 
 #include "byoc_flags.h"
@@ -28,10 +27,10 @@ void run(const CompileOpts& o) {
   Executable exe = driver::compile_model(m, o.compile.options(o.flags, o.entry), &summary);
   if (summary.offloaded) std::cout << offload_line(summary.report, !o.flags.no_merge) << "\n";
   std::cout << compile_line(summary) << "\n";
-  write_kmod(o.out, exe);
+  uint64_t bytes = write_kmod(o.out, exe);
   std::string backends;
   for (const auto& b : exe.backends) backends += (backends.empty() ? "" : ", ") + b.backend;
-  std::cout << "wrote " << o.out << " (" << std::filesystem::file_size(o.out)
+  std::cout << "wrote " << o.out << " (" << bytes
             << " bytes; backends: " << (backends.empty() ? "none" : backends) << "; compiled in "
             << static_cast<int64_t>(summary.compile_ms) << " ms)\n";
 }

@@ -14,6 +14,7 @@
 #include "codegen/hexagon.h"
 #include "commands.h"
 #include "ir/text.h"
+#include "runtime/file_io.h"
 #include "tir/text.h"
 #include "tir/transform/passes.h"
 
@@ -46,11 +47,7 @@ int run_inspect(const InspectOpts& o) {
   codegen::Target target = codegen::parse_target(o.target);
   bool hexagon = target.is_hexagon();
   if (is_kir(o.input)) {
-    std::ifstream in(o.input);
-    KILN_CHECK(in.good(), "cannot read ", o.input);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    Module m = parse_module(ss.str(), o.input);
+    Module m = parse_module(read_file(o.input), o.input);
     std::vector<tir::PrimFunc> funcs;
     tir::TirPassOptions passes = codegen::tir_pass_options(target);
     for (const auto& f : m.prim_functions) funcs.push_back(tir::lower_for_build(f, passes));

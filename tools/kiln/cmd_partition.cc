@@ -6,6 +6,7 @@
 #include "frontend/load_model.h"
 #include "ir/text.h"
 #include "pattern/registry.h"
+#include "runtime/file_io.h"
 #include "runtime/profile.h"
 
 namespace kiln::cli {
@@ -45,8 +46,8 @@ void run(const PartitionOpts& o) {
   else
     save_module(parted, o.out_path);
   if (o.explain) std::cout << "\n" << report.explain();
-  if (!o.report_path.empty()) write_text_file(o.report_path, report.to_json());
-  if (!o.dot_path.empty()) write_text_file(o.dot_path, report.to_dot(m));
+  if (!o.report_path.empty()) write_file(o.report_path, report.to_json());
+  if (!o.dot_path.empty()) write_file(o.dot_path, report.to_dot(m));
   std::cout << offload_line(report, !o.flags.no_merge) << "\n";
 }
 

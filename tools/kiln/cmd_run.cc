@@ -23,6 +23,7 @@
 #include "interp/interpreter.h"
 #include "ir/text.h"
 #include "kiln/runtime/npy.h"
+#include "runtime/file_io.h"
 #include "runtime/module_file.h"
 #include "runtime/profile.h"
 #include "validators.h"
@@ -131,6 +132,7 @@ std::vector<Tensor> gather_inputs(const std::string& fn_name, const std::vector<
       if (!o.seed)
         throw Error("no value for input %" + p.name + " " + type_str(tensor_type(want)) + ": give --input " +
                     p.name + "=FILE.npy or --random-inputs SEED");
+      checked_tensor_bytes(want.shape, want.dtype, "input %" + p.name);
       args.push_back(random_tensor(want, state));
       continue;
     }
@@ -207,8 +209,8 @@ std::vector<Tensor> run_on_vm(Executable exe, const RunOpts& o, std::string* fai
   ro.verify = o.verify;
   ro.tolerance = {o.atol, o.rtol};
   RunResult run = vm.run(args, ro);
-  if (!o.dispatch_log.empty()) write_text_file(o.dispatch_log, dispatch_log(run.events));
-  if (!o.profile.empty()) write_text_file(o.profile, chrome_trace(run.events));
+  if (!o.dispatch_log.empty()) write_file(o.dispatch_log, dispatch_log(run.events));
+  if (!o.profile.empty()) write_file(o.profile, chrome_trace(run.events));
   int kernels = 0, kernels_ok = 0;
   std::string first_divergent;
   for (const auto& c : run.checks) {
@@ -236,7 +238,7 @@ std::vector<Tensor> run_on_vm(Executable exe, const RunOpts& o, std::string* fai
     if (!o.profile.empty()) {
       VirtualMachine::RunOptions warm;
       warm.record_events = true;
-      write_text_file(o.profile, chrome_trace(vm.run(args, warm).events));
+      write_file(o.profile, chrome_trace(vm.run(args, warm).events));
     }
   }
   return std::move(run.outputs);

@@ -19,8 +19,18 @@ namespace kiln {
 
 using Shape = std::vector<int64_t>;
 
+// Element count; throws kiln::Error when it does not fit in 64 bits.
 int64_t shape_numel(const Shape& shape);
 std::string shape_str(const Shape& shape);  // "(2, 4)"
+
+// The largest tensor kiln allocates: KILN_MAX_TENSOR_BYTES (a byte count, or
+// with a K, M, G or T suffix), 16 GiB when unset (docs/limits.md).
+uint64_t max_tensor_bytes();
+// The byte size of a tensor of `shape` and `dtype`, checked before anything
+// is allocated: a negative dimension, a size that overflows or one larger
+// than max_tensor_bytes() throws kiln::Error starting with `what` (the
+// input, constant or file: "input %x", "m.onnx: initializer 'w'").
+int64_t checked_tensor_bytes(const Shape& shape, DType dtype, const std::string& what);
 
 inline constexpr size_t kTensorAlignment = 64;
 

@@ -17,6 +17,7 @@
 #include "frontend/onnx/onnx_tensor.h"
 #include "interp/interpreter.h"
 #include "onnx/onnx_pb.h"
+#include "runtime/file_io.h"
 
 namespace kiln {
 
@@ -35,14 +36,6 @@ const char* status_name(ConformanceResult::Status s) {
 }
 
 namespace {
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error("cannot open '" + path + "'");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 std::vector<std::string> sorted_files(const fs::path& dir, const std::string& prefix) {
   std::vector<std::pair<int, std::string>> found;

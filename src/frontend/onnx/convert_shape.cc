@@ -275,9 +275,17 @@ void convert_tile(NodeContext& n) {
   if (static_cast<int64_t>(repeats.size()) != n.rank(0))
     n.fail("repeats has " + std::to_string(repeats.size()) + " entries for an input of rank " +
            std::to_string(n.rank(0)));
-  Expr x = n.input(0);
+  // The result's size is checked before a copy is made (repeats of 2^31 would
+  // otherwise ask for 2^31 concat operands).
+  Shape out = n.desc(0).shape;
   for (size_t axis = 0; axis < repeats.size(); ++axis) {
     if (repeats[axis] < 0) n.fail("negative repeat " + std::to_string(repeats[axis]));
+    if (__builtin_mul_overflow(out[axis], repeats[axis], &out[axis]))
+      n.fail("repeats " + shape_str(Shape(repeats)) + " make a result with more than 2^63 elements");
+  }
+  checked_tensor_bytes(out, n.desc(0).dtype, "repeats " + shape_str(Shape(repeats)) + ": the result");
+  Expr x = n.input(0);
+  for (size_t axis = 0; axis < repeats.size(); ++axis) {
     if (repeats[axis] == 1) continue;
     if (repeats[axis] == 0) n.unsupported("a repeat of 0 (an empty result) is not supported");
     std::vector<Expr> copies(static_cast<size_t>(repeats[axis]), x);

@@ -2,6 +2,8 @@
 // convert the nodes, assemble @main. The per-op work is in convert_*.cc.
 #include "frontend/onnx/importer.h"
 
+#include <algorithm>
+
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -11,6 +13,7 @@
 #include "frontend/onnx/opset_upgrade.h"
 #include "onnx/checker.h"
 #include "onnx/defs/schema.h"
+#include "runtime/file_io.h"
 
 namespace kiln {
 
@@ -140,6 +143,9 @@ std::vector<Var> bind_inputs(const onnx::GraphProto& graph, const std::set<std::
     } else if (symbolic) {
       unbound.push_back(in.name() + " " + dims_str(tt.shape()));
     }
+    // A static shape is checked now, naming the input, before anything sized by it.
+    if (std::none_of(shape.begin(), shape.end(), [](int64_t d) { return d < 0; }))
+      checked_tensor_bytes(shape, *dtype, what + ": graph input '" + in.name() + "'");
     params.push_back(make_var(g.unique_name(in.name()), tensor_type(shape, *dtype)));
   }
   for (const auto& [name, shape] : opts.input_shapes)
@@ -255,12 +261,9 @@ Module import_onnx_bytes(const std::string& bytes, const std::string& what, cons
 }
 
 Module import_onnx(const std::string& path, const ImportOptions& opts) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error("cannot open ONNX model '" + path + "'");
-  std::stringstream ss;
-  ss << in.rdbuf();
+  std::string bytes = read_file(path, "ONNX model");
   std::string base_dir = path.find('/') == std::string::npos ? "." : path.substr(0, path.rfind('/'));
-  return import_onnx_bytes(ss.str(), path, opts, base_dir);
+  return import_onnx_bytes(bytes, path, opts, base_dir);
 }
 
 void parse_input_shape_flag(const std::string& flag, ImportOptions& opts) {

@@ -8,6 +8,7 @@
 
 #include "frontend/onnx/importer.h"
 #include "kiln/runtime/error.h"
+#include "runtime/file_io.h"
 
 namespace kiln::onnx_import {
 
@@ -47,8 +48,9 @@ static std::string tensor_what(const onnx::TensorProto& t) {
   return t.name().empty() ? std::string("an unnamed tensor") : "tensor '" + t.name() + "'";
 }
 
-// The bytes of an external-data tensor: location, offset and length keys.
-static std::string read_external(const onnx::TensorProto& t, const std::string& base_dir) {
+// The bytes of an external-data tensor: location, offset and length keys;
+// `nbytes` (what the shape needs) is checked before anything is read.
+static std::string read_external(const onnx::TensorProto& t, const std::string& base_dir, size_t nbytes) {
   std::string location;
   int64_t offset = 0, length = -1;
   for (const auto& kv : t.external_data()) {
@@ -71,10 +73,13 @@ static std::string read_external(const onnx::TensorProto& t, const std::string& 
   in.seekg(0, std::ios::end);
   int64_t size = in.tellg();
   if (length < 0) length = size - offset;
-  if (offset < 0 || length < 0 || offset + length > size)
+  if (offset < 0 || length < 0 || offset > size || length > size - offset)
     throw Error(tensor_what(t) + ": external data range [" + std::to_string(offset) + ", " +
                 std::to_string(offset + length) + ") is outside '" + path + "' (" + std::to_string(size) +
                 " bytes)");
+  if (static_cast<uint64_t>(length) != nbytes)
+    throw Error(tensor_what(t) + ": external data has " + std::to_string(length) +
+                " bytes but its shape needs " + std::to_string(nbytes));
   std::string bytes(static_cast<size_t>(length), '\0');
   in.seekg(offset);
   in.read(bytes.data(), length);
@@ -101,18 +106,13 @@ Tensor tensor_from_proto(const onnx::TensorProto& t, const std::string& base_dir
     if (d < 0) throw Error(tensor_what(t) + " has a negative dimension " + std::to_string(d));
     shape.push_back(d);
   }
-  int64_t n = 1;
-  for (int64_t d : shape) {
-    if (d != 0 && n > (int64_t{1} << 40) / d)
-      throw Error(tensor_what(t) + " is too large: shape " + shape_str(shape));
-    n *= d;
-  }
-  const size_t nbytes = static_cast<size_t>(n) * static_cast<size_t>(dtype_bytes(*dtype));
+  const size_t nbytes = static_cast<size_t>(checked_tensor_bytes(shape, *dtype, tensor_what(t)));
+  const int64_t n = shape_numel(shape);
 
   std::string external;
   const std::string* raw = nullptr;
   if (t.data_location() == onnx::TensorProto_DataLocation_EXTERNAL) {
-    external = read_external(t, base_dir);
+    external = read_external(t, base_dir, nbytes);
     raw = &external;
   } else if (t.has_raw_data()) {
     raw = &t.raw_data();
@@ -173,12 +173,8 @@ onnx::TensorProto tensor_to_proto(const Tensor& t, const std::string& name) {
 }
 
 Tensor read_tensor_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error("cannot open tensor file '" + path + "'");
-  std::stringstream ss;
-  ss << in.rdbuf();
   onnx::TensorProto p;
-  if (!p.ParseFromString(ss.str()))
+  if (!p.ParseFromString(read_file(path, "tensor file")))
     throw Error("'" + path + "' is not a serialized ONNX TensorProto (protobuf parse failed)");
   try {
     return tensor_from_proto(p);

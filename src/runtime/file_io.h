@@ -1,0 +1,37 @@
+// Reading and writing whole files, the one way kiln does it.
+//
+// Reads are bounded: a file larger than max_file_bytes() is refused before a
+// byte is read, and so is a device such as /dev/zero ("not a regular file");
+// a pipe is read up to the limit. Writes are atomic: the bytes go to a
+// temporary file in the destination's folder, renamed over the destination
+// when complete, so a reader (or a second kiln writing the same file) never
+// sees half a file. A destination that exists and is not a regular file
+// (/dev/null, a pipe, a terminal) is written in place.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace kiln {
+
+// KILN_MAX_FILE_BYTES (a byte count, or with a K, M, G or T suffix), 16 GiB
+// when unset. Throws kiln::Error on a malformed value.
+uint64_t max_file_bytes();
+
+// The contents of `path`. `kind` names what the file is in the message when
+// it cannot be opened ("cannot open ONNX model 'm.onnx': No such file ...").
+std::string read_file(const std::string& path, std::string_view kind = {});
+
+// Writes `bytes` to `path` atomically (see above); throws kiln::Error naming
+// the path when it cannot.
+void write_file(const std::string& path, std::string_view bytes);
+
+// A byte count from an environment variable: `fallback` when unset, an Error
+// naming the variable when malformed. Shared by the size limits.
+uint64_t byte_limit_from_env(const char* name, uint64_t fallback);
+
+// "17179869184 bytes (16 GiB)", for messages about sizes.
+std::string bytes_str(uint64_t bytes);
+
+}  // namespace kiln
