@@ -145,8 +145,9 @@ TEST(Npy, Errors) {
   expect_error(npy(1, ok_dict, data.substr(0, 6)),
                "truncated data: shape (2,) float32 needs 8 bytes, the file has 6");
   expect_error(npy(1, ok_dict, data + "xx"), "size mismatch");
-  expect_error(npy(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (99999999, 99999999, 99999999), }", data),
-               "is too large");
+  expect_error(
+      npy(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (99999999, 99999999, 99999999), }", data),
+      "(99999999, 99999999, 99999999) float32 is more than 2^63 bytes, larger than the limit");
 }
 
 // ---------------------------------------------------------------- files
