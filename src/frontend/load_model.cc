@@ -1,6 +1,7 @@
 #include "frontend/load_model.h"
 
 #include "ir/text.h"
+#include "runtime/module_file.h"
 
 namespace kiln {
 
@@ -15,7 +16,14 @@ Module load_model(const std::string& path, const ImportOptions& opts) {
       throw Error(path + ": --input-shape applies to .onnx models only; a .kir module has static shapes");
     return load_module(path);
   }
-  throw Error("'" + path + "': unknown model format; kiln reads .kir (kiln IR text) and .onnx files");
+  if (ends_with(path, ".kmod")) {
+    if (!is_kmod_file(path)) read_kmod(path);  // says what is wrong with the file
+    throw Error(path +
+                " is a compiled module: `kiln run` runs it; this command needs the model (.kir or .onnx)");
+  }
+  throw Error("'" + path +
+              "': unknown model format; kiln reads .kir (kiln IR text) and .onnx models, and compiled .kmod "
+              "modules (made by `kiln compile`)");
 }
 
 }  // namespace kiln

@@ -212,6 +212,27 @@ std::string Lexer::scan_name(Token& t, char sigil) {
   return std::string(text_.substr(start, pos_ - start));
 }
 
+// The length of the UTF-8 sequence at text[pos] (whose first byte is not
+// ASCII), or 0 when it is not valid UTF-8 (a stray continuation byte, a
+// truncated or overlong sequence, a surrogate, past U+10FFFF).
+static std::string hex_byte(uint8_t v) {
+  const char* digits = "0123456789abcdef";
+  return {digits[v >> 4], digits[v & 15]};
+}
+
+static size_t utf8_length(std::string_view text, size_t pos) {
+  auto byte = [&](size_t i) { return pos + i < text.size() ? static_cast<uint8_t>(text[pos + i]) : 0; };
+  uint8_t b0 = byte(0);
+  size_t n = b0 >= 0xC2 && b0 <= 0xDF ? 2 : b0 >= 0xE0 && b0 <= 0xEF ? 3 : b0 >= 0xF0 && b0 <= 0xF4 ? 4 : 0;
+  for (size_t i = 1; i < n; ++i)
+    if ((byte(i) & 0xC0) != 0x80) return 0;
+  uint8_t b1 = byte(1);
+  if ((b0 == 0xE0 && b1 < 0xA0) || (b0 == 0xED && b1 >= 0xA0) || (b0 == 0xF0 && b1 < 0x90) ||
+      (b0 == 0xF4 && b1 >= 0x90))
+    return 0;
+  return n;
+}
+
 Token Lexer::scan_string(Token t, std::string& out) {
   // pos_ is at the opening quote.
   advance(1);
@@ -240,6 +261,17 @@ Token Lexer::scan_string(Token t, std::string& out) {
       }
       out += v;
       advance(2);
+      continue;
+    }
+    if (static_cast<uint8_t>(c) >= 0x80) {
+      // Strings end up in JSON (backend graphs, reports), which must be UTF-8.
+      size_t n = utf8_length(text_, pos_);
+      if (n == 0)
+        throw error_here(pos_, line_, column_,
+                         "invalid UTF-8 in string (byte 0x" + hex_byte(static_cast<uint8_t>(c)) +
+                             "); save the file as UTF-8");
+      out.append(text_.substr(pos_, n));
+      advance(n);
       continue;
     }
     out += c;

@@ -115,5 +115,30 @@ TEST_F(CliFiles, HugeInputsAreNamedBeforeAllocating) {
   }
 }
 
+TEST_F(CliFiles, ABadMagicNumberNamesTheFormatsKilnReads) {
+  Result kmod = kiln_cmd("run " + file("bad.kmod", "not a module at all") + " --random-inputs 1");
+  EXPECT_EQ(kmod.code, 1) << kmod.out;
+  EXPECT_TRUE(has(kmod, "error: " + path("bad.kmod") + ": not a .kmod file (bad magic number)")) << kmod.out;
+  Result other = kiln_cmd("run " +
+                          file("model.bin",
+                               "\x7f"
+                               "ELF") +
+                          " --random-inputs 1");
+  EXPECT_EQ(other.code, 1) << other.out;
+  EXPECT_TRUE(has(other, ".kir (kiln IR text) and .onnx models, and compiled .kmod modules")) << other.out;
+}
+
+TEST_F(CliFiles, InvalidUtf8InAStringIsAParseError) {
+  std::string model = file("u.kir",
+                           "module attrs {note = \"caf\xe9\"}\n"
+                           "def @main(%x: Tensor[(2,), float32]) -> Tensor[(2,), float32] {\n"
+                           "  %y = nn.relu(%x)\n  return %y\n}\n");
+  Result r = kiln_cmd("run " + model + " --random-inputs 1 -b example_npu");
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_TRUE(has(r, "error: " + model + ":1:")) << r.out;
+  EXPECT_TRUE(has(r, "invalid UTF-8 in string (byte 0xe9); save the file as UTF-8")) << r.out;
+  EXPECT_FALSE(has(r, "json.exception")) << r.out;
+}
+
 }  // namespace
 }  // namespace kiln
