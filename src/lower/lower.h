@@ -51,7 +51,8 @@ struct LowerContext {
   std::vector<TensorDesc> in;
   std::vector<TensorDesc> out;
   Attrs attrs;
-  std::string name;  // the base name of the tensors it makes
+  std::string name;         // the base name of the tensors it makes
+  schedule::CpuTarget cpu;  // the CPU the kernel is scheduled for
 };
 
 // The outputs, one per op output, or the reason the instance is not lowered.

@@ -175,28 +175,47 @@ int64_t tile_columns(int64_t n) {
 
 // The product y[..., m, n] = sum over k of a(..., m, k) * b(k, n) on `cols`
 // columns (>= N), with `b` already padded to them; the op's output is the
-// first N columns.
-Lowered product(const LowerContext& c, const std::function<Expr(const te::Axes&, const Expr&)>& a,
+// first N columns. With `pad_rows` (`a` alone reads the row axis m) the
+// product is computed on the rows its register tiles want (tile_rows), and
+// `a` is given the row to read, clamped to M: the op's output is the first
+// M rows. Without, `a` is given no row and reads the axes.
+Lowered product(const LowerContext& c,
+                const std::function<Expr(const te::Axes&, const Expr&, const Expr&)>& a,
                 const std::function<Expr(const te::Axes&, const Expr&)>& b, int64_t K, int64_t cols,
-                std::vector<te::Tensor> materialized, te::Tensor panel) {
+                bool pad_rows, std::vector<te::Tensor> materialized, te::Tensor panel) {
   tir::DataType acc = acc_type(c);
   const Shape& ys = c.out[0].shape;
+  if (ys.size() < 2) {
+    te::IterVar k = te::reduce_axis(K, "k");
+    te::Tensor y = te::compute(
+        ys,
+        [&](const te::Axes& i) -> te::Reduction {
+          return te::sum(tir::mul(as_acc(a(i, nullptr, k.var), acc), as_acc(b(i, k.var), acc)), {k});
+        },
+        c.name);
+    return lowered({y}, std::move(materialized));
+  }
+  const size_t row = ys.size() - 2;
+  const int64_t M = ys[row];
   Shape padded = ys;
   padded.back() = cols;
+  if (pad_rows) padded[row] = schedule::tile_rows(c.cpu, M, cols);
+  const bool exact = padded == ys;
   te::IterVar k = te::reduce_axis(K, "k");
   te::Tensor yp = te::compute(
       padded,
       [&](const te::Axes& i) -> te::Reduction {
-        return te::sum(tir::mul(as_acc(a(i, k.var), acc), as_acc(b(i, k.var), acc)), {k});
+        Expr m;
+        if (pad_rows) m = padded[row] == M ? Expr(i[row]) : clamp_index(i[row], M);
+        return te::sum(tir::mul(as_acc(a(i, m, k.var), acc), as_acc(b(i, k.var), acc)), {k});
       },
-      cols == ys.back() ? c.name : c.name + "_padded");
-  if (ys.size() < 2) return lowered({yp}, std::move(materialized));
+      exact ? c.name : c.name + "_padded");
   te::Tensor y = yp;
-  if (cols != ys.back())
+  if (!exact)
     y = te::compute(
         ys, [&](const te::Axes& i) { return (*yp)(i); }, c.name);
   Lowered r = lowered({y}, std::move(materialized));
-  r.anchors.push_back({yp, int(ys.size()) - 2, int(ys.size()) - 1, panel});
+  r.anchors.push_back({yp, int(row), int(ys.size()) - 1, panel});
   return r;
 }
 
@@ -215,13 +234,14 @@ Lowered dense(const LowerContext& c) {
         return cols == N ? v : tir::select(tir::lt(i[1], tir::int_imm(N)), v, constant(0, t));
       },
       c.name + "_wt");
-  auto a = [&](const te::Axes& i, const Expr& k) {
-    std::vector<Expr> xi(i.begin(), i.end() - 1);
+  auto a = [&](const te::Axes& i, const Expr& m, const Expr& k) {
+    std::vector<Expr> xi(i.begin(), i.end() - (m ? 2 : 1));
+    if (m) xi.push_back(m);
     xi.push_back(k);
     return (*x)(xi);
   };
   auto b = [&](const te::Axes& i, const Expr& k) { return (*wt)({k, i.back()}); };
-  return product(c, a, b, K, cols, {wt}, wt);
+  return product(c, a, b, K, cols, true, {wt}, wt);
 }
 
 Lowered matmul(const LowerContext& c) {
@@ -250,11 +270,11 @@ Lowered matmul(const LowerContext& c) {
     materialized.push_back(bp);
   }
   auto batch_of = [&](const te::Axes& i) { return te::Axes(i.begin(), i.begin() + std::ptrdiff_t(batch)); };
-  auto lhs = [&](const te::Axes& i, const Expr& k) {
+  auto lhs = [&](const te::Axes& i, const Expr& m, const Expr& k) {
     std::vector<Expr> ai;
     if (!a_vec) {
       ai = broadcast_index(batch_of(i), Shape(as.begin(), as.end() - 2));
-      ai.push_back(i[batch]);
+      ai.push_back(m ? m : Expr(i[batch]));
     }
     ai.push_back(k);
     return (*a)(ai);
@@ -271,7 +291,7 @@ Lowered matmul(const LowerContext& c) {
     }
     return (*bp)(bi);
   };
-  return product(c, lhs, rhs, K, cols, materialized, b_vec ? te::Tensor() : bp);
+  return product(c, lhs, rhs, K, cols, !a_vec && !b_vec, materialized, b_vec ? te::Tensor() : bp);
 }
 
 // ---------------------------------------------------------------- pools

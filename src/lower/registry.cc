@@ -185,7 +185,7 @@ std::optional<tir::PrimFunc> lower_kernel(const KernelSpec& spec, std::string* w
       if (why) *why = reason;
       return std::nullopt;
     }
-    LowerContext ctx{op.op, {}, op.in, op.out, op.attrs, tensor_name(op.op, int(k))};
+    LowerContext ctx{op.op, {}, op.in, op.out, op.attrs, tensor_name(op.op, int(k)), cpu};
     for (const auto& s : op.sources)
       ctx.inputs.push_back(s.param >= 0 ? params.at(size_t(s.param))
                                         : results.at(size_t(s.producer)).at(size_t(s.output)));

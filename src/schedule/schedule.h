@@ -44,8 +44,16 @@ struct AnchorTile {
   tir::te::Tensor panel;
 };
 
+// The rows a register-tiled product of `cols` columns is best computed on:
+// `rows` when a block of rows that fills the registers divides it, else
+// `rows` rounded up to whole such blocks (1024 rows with AVX2: 1026, in
+// tiles of 6 rows by 16 columns rather than 4; the extra rows read a
+// clamped index and are never stored).
+int64_t tile_rows(const CpuTarget& cpu, int64_t rows, int64_t cols);
+
 // Register-tiles `a` when the schedule's only output is `a` or an
-// elementwise epilogue of its shape; false (schedule unchanged) otherwise.
+// elementwise epilogue of its shape (or of a prefix of its rows and columns,
+// when `a` is computed on them padded to whole tiles); false (schedule unchanged) otherwise.
 // The tiled stages are marked done in `done`.
 bool tile_anchor(tir::te::Schedule& s, const AnchorTile& a, const CpuTarget& cpu,
                  std::vector<const tir::te::Stage*>& done);

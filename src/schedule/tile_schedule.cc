@@ -55,12 +55,12 @@ int64_t column_block(const CpuTarget& cpu, int64_t n) {
   return largest_divisor_up_to(n, 3 * lanes);
 }
 
-// The output covers the anchor, or a prefix of its columns (an anchor
-// computed on columns padded to whole tiles).
-bool fits_in(const std::vector<int64_t>& out, const std::vector<int64_t>& anchor, size_t col) {
+// The output covers the anchor, or a prefix of its rows and columns (an
+// anchor computed on rows or columns padded to whole tiles).
+bool fits_in(const std::vector<int64_t>& out, const std::vector<int64_t>& anchor, size_t row, size_t col) {
   if (out.size() != anchor.size()) return false;
   for (size_t k = 0; k < out.size(); ++k)
-    if (k == col ? out[k] > anchor[k] : out[k] != anchor[k]) return false;
+    if (k == col || k == row ? out[k] > anchor[k] : out[k] != anchor[k]) return false;
   return true;
 }
 
@@ -70,7 +70,20 @@ te::Stage* find_stage(te::Schedule& s, const te::Tensor& t) {
   return nullptr;
 }
 
+int64_t column_vectors(const CpuTarget& cpu, int64_t cb) {
+  return (cb + cpu.float32_lanes() - 1) / cpu.float32_lanes();
+}
+
 }  // namespace
+
+int64_t tile_rows(const CpuTarget& cpu, int64_t rows, int64_t cols) {
+  const int64_t limit = row_block_limit(cpu, column_vectors(cpu, column_block(cpu, cols)));
+  if (rows <= limit) return rows;
+  // Useful rows per tile: whole blocks of `limit` (the last one partly
+  // padding) against the largest block that divides the rows.
+  const int64_t tiles = (rows + limit - 1) / limit;
+  return double(rows) / double(tiles) > double(largest_divisor_up_to(rows, limit)) ? tiles * limit : rows;
+}
 
 bool tile_anchor(te::Schedule& s, const AnchorTile& a, const CpuTarget& cpu,
                  std::vector<const te::Stage*>& done) {
@@ -85,7 +98,8 @@ bool tile_anchor(te::Schedule& s, const AnchorTile& a, const CpuTarget& cpu,
   std::vector<te::Stage*> outputs;
   for (const auto& st : s.stages())
     if (st->is_output()) outputs.push_back(st.get());
-  if (outputs.size() != 1 || !fits_in(outputs[0]->tensor()->shape, a.tensor->shape, size_t(a.col_axis)))
+  if (outputs.size() != 1 ||
+      !fits_in(outputs[0]->tensor()->shape, a.tensor->shape, size_t(a.row_axis), size_t(a.col_axis)))
     return false;
   te::Tensor tile_tensor = a.tensor;
   te::Stage* out = outputs[0];
@@ -96,13 +110,13 @@ bool tile_anchor(te::Schedule& s, const AnchorTile& a, const CpuTarget& cpu,
   te::Stage& tile = *find_stage(s, tile_tensor);
   const auto& shape = a.tensor->shape;
   int64_t cb = column_block(cpu, shape[size_t(a.col_axis)]);
-  const int64_t col_vectors = (cb + cpu.float32_lanes() - 1) / cpu.float32_lanes();
-  int64_t rb = largest_divisor_up_to(shape[size_t(a.row_axis)], row_block_limit(cpu, col_vectors));
+  int64_t rb =
+      largest_divisor_up_to(shape[size_t(a.row_axis)], row_block_limit(cpu, column_vectors(cpu, cb)));
   std::vector<tir::Var> axes;
   for (size_t k = 0; k < rank; ++k) axes.push_back(out->leaf(k));
-  auto [ro, ri] = out->split(axes[size_t(a.row_axis)], rb);
-  // Columns beyond the output (padding) are computed in the last tile and
-  // never stored.
+  // Rows and columns beyond the output (padding) are computed in the last
+  // tile and never stored.
+  auto [ro, ri] = out->split_with_tail(axes[size_t(a.row_axis)], rb);
   auto [co, ci] = out->split_with_tail(axes[size_t(a.col_axis)], cb);
   // With a right operand to pack (matmul, dense), column tiles are outer:
   // each tile of columns of it is copied once into a contiguous panel and

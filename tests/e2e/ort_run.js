@@ -9,7 +9,8 @@
 // values in [0, 1) like a normalised image, shifted to [-1, 1)) and written
 // to OUT_DIR/input.npy so kiln runs on exactly the same bytes. Outputs go to
 // OUT_DIR/output_<i>.npy in the model's output order. The last line printed
-// is JSON: {"model":..., "ort_ms": median latency, "outputs": [...]}.
+// is JSON: {"model":..., "ort_ms": median latency, "session_ms": the time
+// InferenceSession.create took, "outputs": [...]}.
 'use strict';
 const fs = require('fs');
 const path = require('path');
@@ -72,11 +73,13 @@ function main() {
   fs.writeFileSync(path.join(outDir, 'input.npy'), npyBytes(shape, data));
 
   (async () => {
+    const created = process.hrtime.bigint();
     const session = await ort.InferenceSession.create(model, {
       intraOpNumThreads: threads,
       interOpNumThreads: 1,
       executionMode: 'sequential',
     });
+    const sessionMs = Number(process.hrtime.bigint() - created) / 1e6;
     const feeds = { [name]: new ort.Tensor('float32', data, shape) };
     let results;
     const times = [];
@@ -93,7 +96,12 @@ function main() {
       fs.writeFileSync(path.join(outDir, `output_${i}.npy`), npyBytes(t.dims, t.data));
       outputs.push({ name: o, shape: t.dims });
     });
-    console.log(JSON.stringify({ model: path.basename(model), ort_ms: times[Math.floor(times.length / 2)], outputs }));
+    console.log(JSON.stringify({
+      model: path.basename(model),
+      ort_ms: times[Math.floor(times.length / 2)],
+      session_ms: sessionMs,
+      outputs,
+    }));
   })().catch((e) => {
     console.error('ort_run.js: ' + e.message);
     process.exit(1);

@@ -59,6 +59,7 @@ fi
 kiln=$build/kiln
 status=0
 rows=()
+loads=()
 field() { sed -nE "s/.*$1=([0-9.]+).*/\1/p" <<<"$2" | tail -1; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN{ if (b > 0) printf "%.2f", a / b; else print "-" }'; }
 for entry in "${models[@]}"; do
@@ -68,6 +69,7 @@ for entry in "${models[@]}"; do
   onnx=package/assets/$model.onnx
   ort_json=$(node "$here/ort_run.js" "$onnx" "$dir" "$name=${shape//,/x}" --repeat $((repeat + 2)) | tail -1)
   ort1=$(sed -E 's/.*"ort_ms":([0-9.]+).*/\1/' <<<"$ort_json")
+  ort_session=$(sed -E 's/.*"session_ms":([0-9.]+).*/\1/' <<<"$ort_json")
   cmp=("$compare" "$onnx" "$dir" --input-shape "$name=$shape" --atol "$atol" --rtol "$rtol")
   # The reference interpreter, then the compiled path (one and two threads),
   # then compiled with the example NPU, all against the same ONNX Runtime outputs.
@@ -105,6 +107,8 @@ for entry in "${models[@]}"; do
     rows+=("$(printf '%-32s %9.1f %9.1f %9.1f %8.1f %8.1f %7sx %7sx %7sx %7sx %8d' "$label" "$i_ms" "$c1" "$c2" \
       "$ort1" "$ort2" "$(ratio "$i_ms" "$c1")" "$(ratio "$i_ms" "$c2")" "$(ratio "$c1" "$ort1")" "$(ratio "$c2" "$ort2")" \
       "$compile_ms")")
+    load_ms=$(field load_ms "$kmod")
+    loads+=("$(printf '%-32s %10.1f %12.1f %8sx' "$label" "$load_ms" "$ort_session" "$(ratio "$load_ms" "$ort_session")")")
   fi
 done
 if [ "$bench" = "--bench" ]; then
@@ -116,6 +120,11 @@ if [ "$bench" = "--bench" ]; then
   echo "times in ms (median of $repeat runs after a warm-up); interp: the reference interpreter (one thread);"
   echo "kiln: compiled host code (KILN_NUM_THREADS=1, 2); ORT: onnxruntime-node 1.30 (intra-op threads 1, 2);"
   echo "compile: kiln compile MODEL.onnx -o MODEL.kmod, wall clock"
+  echo
+  printf '%-32s %10s %12s %9s\n' "model" "kmod load" "ORT session" "load/ORT"
+  printf '%s\n' "${loads[@]}"
+  echo "kmod load: reading the .kmod until the module is ready to run (kiln_onnx_compare MODEL.kmod);"
+  echo "ORT session: InferenceSession.create of the .onnx (one intra-op thread); both in ms, once each"
 fi
 echo "tolerance: |kiln - ort| <= $atol + $rtol * |ort|"
 exit $status

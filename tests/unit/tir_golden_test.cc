@@ -143,7 +143,7 @@ TEST(TirPasses, UnknownPassNameListsTheKnownOnes) {
   } catch (const Error& e) {
     EXPECT_STREQ(e.what(), "unknown tensor-IR pass 'lower-vtcm' (known: flatten-buffers, simplify, "
                            "verify-scratchpad-capacity, lower-scratchpad-alloc, vectorize-loops, "
-                           "unroll-loops, lower-workspace-alloc)");
+                           "unroll-loops, promote-accumulators, lower-workspace-alloc)");
   }
 }
 

@@ -47,6 +47,12 @@ PrimFunc vectorize_loops(const PrimFunc& f, const TirPassOptions& options = {});
 // body with the variable replaced by each value.
 PrimFunc unroll_loops(const PrimFunc& f);
 
+// promote-accumulators: in a serial loop whose body is a sequence of
+// stores, memory updated at indices that do not change across the loop is
+// held in a local buffer (registers) for the whole loop, loaded before it
+// and stored after it.
+PrimFunc promote_accumulators(const PrimFunc& f);
+
 // verify-scratchpad-capacity: the peak of live scratchpad bytes must fit the
 // capacity; the error lists the buffers live at the peak and their sizes.
 // Runs before lower-scratchpad-alloc (it reads allocate statements).

@@ -23,6 +23,8 @@ const NamedPass kPasses[] = {
      [](const PrimFunc& f, const TirPassOptions& o) { return lower_scratchpad_alloc(f, o); }},
     {"vectorize-loops", [](const PrimFunc& f, const TirPassOptions& o) { return vectorize_loops(f, o); }},
     {"unroll-loops", [](const PrimFunc& f, const TirPassOptions&) { return unroll_loops(f); }},
+    {"promote-accumulators",
+     [](const PrimFunc& f, const TirPassOptions&) { return promote_accumulators(f); }},
     {"lower-workspace-alloc",
      [](const PrimFunc& f, const TirPassOptions& o) { return lower_workspace_alloc(f, o); }},
 };
@@ -54,9 +56,15 @@ const std::vector<std::string>& tir_build_passes() {
   // The capacity check reads allocate statements, so it runs before the
   // lowering replaces them with calls. Flattening runs after the lowerings so
   // that byte sizes come from the buffer's declared shape.
-  static const std::vector<std::string> names = {"verify-scratchpad-capacity", "lower-scratchpad-alloc",
-                                                 "lower-workspace-alloc", "flatten-buffers", "simplify",
-                                                 "vectorize-loops",            "unroll-loops",    "simplify"};
+  static const std::vector<std::string> names = {"verify-scratchpad-capacity",
+                                                 "lower-scratchpad-alloc",
+                                                 "lower-workspace-alloc",
+                                                 "flatten-buffers",
+                                                 "simplify",
+                                                 "vectorize-loops",
+                                                 "unroll-loops",
+                                                 "simplify",
+                                                 "promote-accumulators"};
   return names;
 }
 

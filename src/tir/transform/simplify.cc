@@ -130,6 +130,29 @@ class Simplifier : public Mutator {
     auto r = range_of(a);
     if (!r || r->lo < 0) return std::nullopt;
     if (r->hi < c) return op == BinaryOp::Div ? int_imm(0, t) : a;
+    // A multiple of c plus a non-negative rest (a split loop's index
+    // o * c + i, both in known ranges):
+    //   (x * k + y) / c == x * (k / c) + y / c,  (x * k + y) mod c == y mod c.
+    auto multiple = [&](const Expr& e) -> std::optional<std::pair<Expr, int64_t>> {
+      auto* m = as<BinaryNode>(e);
+      if (!m || m->op != BinaryOp::Mul) return std::nullopt;
+      if (auto k = as_const_int(m->b); k && *k % c == 0) return std::make_pair(m->a, *k);
+      if (auto k = as_const_int(m->a); k && *k % c == 0) return std::make_pair(m->b, *k);
+      return std::nullopt;
+    };
+    if (auto* sum = as<BinaryNode>(a); sum && sum->op == BinaryOp::Add) {
+      for (int side = 0; side < 2; ++side) {
+        const Expr& x = side == 0 ? sum->a : sum->b;
+        const Expr& y = side == 0 ? sum->b : sum->a;
+        auto mx = multiple(x);
+        auto rx = range_of(x), ry = range_of(y);
+        if (!mx || !rx || !ry || rx->lo < 0 || ry->lo < 0) continue;
+        Expr rest = mutate_const(binary(op, y, int_imm(c, t)));
+        if (op == BinaryOp::Mod) return rest;
+        Expr q = mx->second == c ? mx->first : binary(BinaryOp::Mul, mx->first, int_imm(mx->second / c, t));
+        return mutate_const(binary(BinaryOp::Add, q, rest));
+      }
+    }
     if (op != BinaryOp::Div) return std::nullopt;
     // (x / a) / c == x / (a * c) for x >= 0.
     if (auto* inner = as<BinaryNode>(a); inner && inner->op == BinaryOp::Div)
