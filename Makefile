@@ -26,7 +26,8 @@ test: build
 e2e: build
 	@tests/e2e/ppocr.sh $(BUILD) --bench
 
-# kiln's scheduled float32 matmul (1024^3) against oneDNN sgemm, on one thread
+# kiln's float32 matmul (1024^3: the op compiled as a model, its kernel
+# JIT-compiled, a hand-written schedule) against oneDNN sgemm, on one thread
 # and on all threads (the bench sets both sides' thread counts itself); then
 # PP-OCR's conv shapes (3x3, pointwise, depthwise, strided) against oneDNN's
 # convolution on one thread.
