@@ -125,11 +125,15 @@ class ThreadPool {
 
   int threads() const { return int(workers_.size()) + 1; }
 
-  // One launch at a time (the caller holds the launch lock).
+  // One launch at a time (the caller holds the launch lock). The caller
+  // runs chunk 0; the other chunks go to whichever thread claims them first,
+  // the caller too once its own is done, so a worker that the OS has not
+  // scheduled yet (another process on the core) does not hold up the launch.
   int32_t run(int64_t n, KilnBackendParallelTask task, void* env, ParallelLaunchInfo& info) {
     const int k = int(std::min<int64_t>(threads(), n));
     VtcmPool& vtcm = current_vtcm_pool();
     std::vector<ChunkResult> results(static_cast<size_t>(k));
+    uint64_t generation = 0;
     {
       std::lock_guard<std::mutex> lock(mu_);
       task_ = task;
@@ -138,12 +142,17 @@ class ThreadPool {
       chunks_ = k;
       vtcm_ = &vtcm;
       results_ = results.data();
-      pending_.store(k - 1, std::memory_order_relaxed);
-      generation_.fetch_add(1, std::memory_order_release);
+      pending_.store(k, std::memory_order_relaxed);
+      generation = generation_.load(std::memory_order_relaxed) + 1;
+      claims_.store((generation & 0xffffffffu) << 32 | 1, std::memory_order_relaxed);
+      generation_.store(generation, std::memory_order_release);
     }
     if (k > 1) wake_.notify_all();
-    auto [begin, end] = chunk_range(n, k, 0);
-    run_chunk(task, env, begin, end, vtcm, results[0]);
+    for (int c = 0; c >= 0; c = claim(generation, k)) {
+      auto [begin, end] = chunk_range(n, k, c);
+      run_chunk(task, env, begin, end, vtcm, results[size_t(c)]);
+      pending_.fetch_sub(1, std::memory_order_acq_rel);
+    }
     spin_until([&] { return pending_.load(std::memory_order_acquire) == 0; });
     {
       std::unique_lock<std::mutex> lock(mu_);
@@ -165,8 +174,18 @@ class ThreadPool {
   }
 
  private:
-  // Worker `index` runs chunk `index` of every launch with that many chunks.
-  void work(int index) {
+  // The next unclaimed chunk of launch `generation` (of `chunks`), or -1
+  // when all are taken or a later launch has started.
+  int claim(uint64_t generation, int chunks) {
+    uint64_t v = claims_.load(std::memory_order_acquire);
+    for (;;) {
+      if (v >> 32 != (generation & 0xffffffffu) || int(v & 0xffffffffu) >= chunks) return -1;
+      if (claims_.compare_exchange_weak(v, v + 1, std::memory_order_acq_rel)) return int(v & 0xffffffffu);
+    }
+  }
+
+  // A worker claims chunks of every launch until none is left.
+  void work(int) {
     uint64_t seen = 0;
     std::unique_lock<std::mutex> lock(mu_);
     for (;;) {
@@ -179,16 +198,21 @@ class ThreadPool {
       wake_.wait(lock, [&] { return stop_ || generation_.load(std::memory_order_acquire) != seen; });
       if (stop_) return;
       seen = generation_.load(std::memory_order_acquire);
-      if (index >= chunks_) continue;
-      auto [begin, end] = chunk_range(n_, chunks_, index);
+      const int64_t n = n_;
+      const int chunks = chunks_;
       KilnBackendParallelTask task = task_;
       void* env = env_;
       VtcmPool* vtcm = vtcm_;
-      ChunkResult* out = results_ + index;
+      ChunkResult* results = results_;
       lock.unlock();
-      run_chunk(task, env, begin, end, *vtcm, *out);
+      for (int c = claim(seen, chunks); c >= 0; c = claim(seen, chunks)) {
+        auto [begin, end] = chunk_range(n, chunks, c);
+        run_chunk(task, env, begin, end, *vtcm, results[c]);
+        // Under the lock, so the launcher cannot miss the last notification.
+        std::lock_guard<std::mutex> done(mu_);
+        if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) done_.notify_one();
+      }
       lock.lock();
-      if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) done_.notify_one();
     }
   }
 
@@ -205,7 +229,10 @@ class ThreadPool {
   int chunks_ = 0;
   VtcmPool* vtcm_ = nullptr;
   ChunkResult* results_ = nullptr;
-  std::atomic<int> pending_{0};  // workers still running a chunk
+  std::atomic<int> pending_{0};  // chunks not yet finished
+  // The current launch's generation (high 32 bits) and its next unclaimed
+  // chunk (low 32 bits).
+  std::atomic<uint64_t> claims_{0};
   std::vector<std::thread> workers_;
 };
 

@@ -2,9 +2,11 @@
 // (KilnBackendParallelFor in kiln/runtime/backend_api.h).
 //
 // A launch over [0, n) makes k = min(threads, n) contiguous chunks of nearly
-// equal size; the launching thread runs chunk 0 and worker c runs chunk c.
-// The partition is static, so which thread runs which iterations never
-// depends on timing (tests can count the threads). The pool has
+// equal size; the launching thread runs chunk 0, and each other chunk goes
+// to the first thread that claims it, the launching thread included once
+// its own is done. The chunks never depend on timing; which thread runs
+// them does: a worker the OS has not scheduled yet (another process on its
+// core) loses its chunk instead of holding up the launch. The pool has
 // KILN_NUM_THREADS threads, the caller included, else
 // std::thread::hardware_concurrency(); with one thread a launch runs inline.
 //
