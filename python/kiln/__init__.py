@@ -97,7 +97,9 @@ def asarray(array, dtype=None):
 
 def load(path, input_shapes=None):
     """Loads a model: .kir text (with its .npz side file) or .onnx. ONNX
-    inputs with symbolic dimensions need input_shapes={"name": (d0, ...)}."""
+    inputs with symbolic dimensions need input_shapes={"name": (d0, ...)}
+    (the model's input name, or kiln's). The module keeps the model's input
+    and output names: IRModule.model_names."""
     shapes = {str(k): [int(d) for d in v] for k, v in (input_shapes or {}).items()}
     return _kiln.load(str(path), shapes)
 
@@ -112,10 +114,14 @@ def parse_prim(text, filename="<string>"):
     return _kiln.parse_prim(text, filename)
 
 
-def interpret(module, *args, entry="main", **inputs):
+def interpret(module, *args, entry="main", inputs=None, **named):
     """Runs a graph function on the reference interpreter (the ground truth);
-    returns its outputs (tuples flattened) as a list of numpy arrays."""
-    return module.interpret(entry, tuple(args), dict(inputs))
+    returns its outputs (tuples flattened) as a list of numpy arrays. Inputs
+    by position or by name, the model's own (ONNX) name or kiln's; `inputs`
+    (a dict) takes names that are not Python identifiers."""
+    kwargs = dict(inputs or {})
+    kwargs.update(named)
+    return module.interpret(entry, tuple(args), kwargs)
 
 
 class PatternInfo:
@@ -204,6 +210,13 @@ class Module:
         return self._vm.inputs
 
     @property
+    def model_names(self):
+        """The model's own (ONNX) names: {"inputs": {kiln input name: model
+        name}, "outputs": [model name of output 0, ...]}; run() takes either
+        name of an input (names such as "onnx::Flatten_0" go in `inputs`)."""
+        return self._vm.model_names
+
+    @property
     def offload_summary(self):
         return self._vm.offload_summary
 
@@ -223,8 +236,9 @@ class Module:
 
     def run(self, *args, verify=False, profile=None, dispatch_log=None, atol=1e-5, rtol=1e-4, inputs=None,
             **named):
-        """Runs on numpy arrays given in order or by name (or in `inputs`, a
-        dict, for names that clash with these keywords); returns the outputs
+        """Runs on numpy arrays given in order or by name: the model's own
+        (ONNX) name or kiln's (`inputs`, a dict, takes names that are not
+        Python identifiers or clash with these keywords); returns the outputs
         as a list of numpy arrays. Inputs that are C-contiguous and 64-byte
         aligned (kiln.empty, kiln.asarray) are used without a copy.
 

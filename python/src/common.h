@@ -28,6 +28,7 @@
 #include "kiln/runtime/error.h"
 #include "kiln/runtime/tensor.h"
 #include "op/op.h"
+#include "runtime/model_names.h"
 #include "tir/tir.h"
 
 namespace kiln::python {
@@ -129,12 +130,15 @@ struct PrimFuncHandle {
   tir::PrimFunc func;
 };
 
-// Inputs given positionally and by name, in the order of `params`; each is
-// checked against its type. `what` names the function in errors.
+// Inputs given positionally and by name (the model's name, `names`, or the
+// kiln parameter name), in the order of `params`; each is checked against its
+// type. `what` names the function in errors.
 std::vector<Tensor> gather_inputs(const std::string& what,
                                   const std::vector<std::pair<std::string, TensorDesc>>& params,
-                                  const py::tuple& args, const py::dict& kwargs,
+                                  const ModelNames& names, const py::tuple& args, const py::dict& kwargs,
                                   std::vector<py::object>& keep);
+// {"inputs": {kiln parameter: model name}, "outputs": [model name, ...]}.
+py::dict model_names_dict(const ModelNames& names);
 py::list to_numpy_list(const std::vector<Tensor>& ts);
 
 // ---------------------------------------------------------------- module parts

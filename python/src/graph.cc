@@ -8,6 +8,7 @@
 #include "driver/compile_model.h"
 #include "frontend/load_model.h"
 #include "interp/interpreter.h"
+#include "ir/model_names.h"
 #include "ir/text.h"
 #include "pattern/registry.h"
 #include "tir/tir.h"
@@ -84,34 +85,46 @@ PartitionOptions partition_options(const std::vector<std::string>& backends, int
 // Shared with runtime.cc: named and positional inputs of a function.
 std::vector<Tensor> gather_inputs(const std::string& what,
                                   const std::vector<std::pair<std::string, TensorDesc>>& params,
-                                  const py::tuple& args, const py::dict& kwargs,
+                                  const ModelNames& names, const py::tuple& args, const py::dict& kwargs,
                                   std::vector<py::object>& keep) {
   if (args.size() > params.size())
     throw Error(what + " takes " + std::to_string(params.size()) + " inputs, " + std::to_string(args.size()) +
                 " given");
+  std::vector<std::string> kiln_names;
+  for (const auto& p : params) kiln_names.push_back(p.first);
+  // Messages name an input as the model does: its ONNX name, else kiln's.
+  auto label = [&](size_t i) {
+    auto it = names.inputs.find(kiln_names[i]);
+    return it != names.inputs.end() ? it->second : kiln_names[i];
+  };
   std::vector<Tensor> out(params.size());
   std::vector<bool> given(params.size(), false);
   for (size_t i = 0; i < args.size(); ++i) {
-    out[i] = from_numpy_as(args[i], params[i].second, "input " + params[i].first, keep);
+    out[i] = from_numpy_as(args[i], params[i].second, "input " + label(i), keep);
     given[i] = true;
   }
-  std::string names;
-  for (const auto& p : params) names += (names.empty() ? "" : ", ") + p.first;
+  std::string list;
+  for (size_t i = 0; i < params.size(); ++i) list += (list.empty() ? "" : ", ") + label(i);
   for (const auto& [key, value] : kwargs) {
     std::string name = py::str(key);
-    size_t i = 0;
-    while (i < params.size() && params[i].first != name) ++i;
-    if (i == params.size()) throw Error(what + " has no input '" + name + "' (inputs: " + names + ")");
-    if (given[i]) throw Error(what + ": input '" + name + "' is given twice");
-    out[i] = from_numpy_as(value, params[i].second, "input " + name, keep);
-    given[i] = true;
+    std::optional<size_t> i = find_input(kiln_names, names, name);
+    if (!i) throw Error(what + " has no input '" + name + "' (inputs: " + list + ")");
+    if (given[*i]) throw Error(what + ": input '" + label(*i) + "' is given twice");
+    out[*i] = from_numpy_as(value, params[*i].second, "input " + label(*i), keep);
+    given[*i] = true;
   }
   for (size_t i = 0; i < params.size(); ++i)
     if (!given[i])
-      throw Error(what + ": no value for input '" + params[i].first + "' " +
-                  shape_str(params[i].second.shape) + " " + std::string(dtype_name(params[i].second.dtype)) +
-                  " (inputs: " + names + ")");
+      throw Error(what + ": no value for input '" + label(i) + "' " + shape_str(params[i].second.shape) +
+                  " " + std::string(dtype_name(params[i].second.dtype)) + " (inputs: " + list + ")");
   return out;
+}
+
+py::dict model_names_dict(const ModelNames& names) {
+  py::dict d;
+  d["inputs"] = names.inputs;
+  d["outputs"] = names.outputs;
+  return d;
 }
 
 py::list to_numpy_list(const std::vector<Tensor>& ts) {
@@ -155,6 +168,10 @@ void bind_graph(py::module_& m) {
           "params",
           [](const Module& mod, const std::string& entry) { return params_of(entry_of(mod, entry)); },
           py::arg("entry") = "main", "The entry's parameters: (name, shape, dtype) each.")
+      .def_property_readonly(
+          "model_names", [](const Module& mod) { return model_names_dict(model_names(mod)); },
+          "The model's own (ONNX) names of @main's inputs and outputs: {\"inputs\": {kiln parameter: "
+          "name}, \"outputs\": [name of output 0, ...]}; empty for a module that records none.")
       .def(
           "function_attrs",
           [](const Module& mod, const std::string& name) { return attrs_to_dict(entry_of(mod, name).attrs); },
@@ -169,7 +186,8 @@ void bind_graph(py::module_& m) {
               params.emplace_back(p->name, p->type->tensor);
             }
             std::vector<py::object> keep;
-            std::vector<Tensor> inputs = gather_inputs("@" + entry, params, args, kwargs, keep);
+            ModelNames names = entry == "main" ? model_names(mod) : ModelNames{};
+            std::vector<Tensor> inputs = gather_inputs("@" + entry, params, names, args, kwargs, keep);
             std::vector<Tensor> outs;
             {
               CompilerLock lock;

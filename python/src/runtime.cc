@@ -137,6 +137,8 @@ void bind_runtime(py::module_& m) {
                              })
       .def_property_readonly("outputs",
                              [](const CompiledModule& c) { return c.vm->executable().host.outputs; })
+      .def_property_readonly(
+          "model_names", [](const CompiledModule& c) { return model_names_dict(c.vm->executable().names); })
       .def_property_readonly("offload_summary",
                              [](const CompiledModule& c) { return c.vm->executable().offload_summary; })
       .def_property_readonly("backends",
@@ -161,7 +163,8 @@ void bind_runtime(py::module_& m) {
                   "the module is running on this thread already (a backend callback cannot run the "
                   "module that called it)");
             std::vector<py::object> keep;
-            std::vector<Tensor> inputs = gather_inputs("the module", c.inputs(), args, kwargs, keep);
+            std::vector<Tensor> inputs =
+                gather_inputs("the module", c.inputs(), c.vm->executable().names, args, kwargs, keep);
             std::vector<Tensor> outs;
             std::string failure;
             {

@@ -8,6 +8,7 @@
 #include "codegen/codegen.h"
 #include "driver/compile_model.h"
 #include "driver/kernels.h"
+#include "ir/model_names.h"
 #include "ir/text.h"
 #include "tir/text.h"
 #include "tir/transform/passes.h"
@@ -71,6 +72,19 @@ int count_op_nodes(const Graph& g) {
   return n;
 }
 
+// The model's names of @main's inputs and outputs (they name @main's only),
+// kept for the host inputs that took the parameters' names.
+ModelNames host_model_names(const Module& m, const std::string& entry, const Graph& host) {
+  if (entry != "main") return {};
+  ModelNames names = model_names(m), out;
+  out.outputs = names.outputs;
+  for (const auto& in : host.inputs) {
+    auto it = names.inputs.find(in.name);
+    if (it != names.inputs.end()) out.inputs[in.name] = it->second;
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string CompileSummary::str() const {
@@ -129,6 +143,7 @@ Executable compile_model(const Module& input, const CompileOptions& opts, Compil
       "backend-codegen", [&] { return build_executable(m, opts.entry, opts.codegen); },
       [](const Executable& r) { return print_host_program(r.host); });
   if (sum.offloaded) exe.offload_summary = sum.report.summary();
+  exe.names = host_model_names(input, opts.entry, exe.host);
   sum.host_ops = count_op_nodes(exe.host);
   if (!opts.compile_host) {
     sum.compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();

@@ -77,6 +77,8 @@ std::string encode_kmod(const Executable& exe) {
                         {"backends", names},
                         {"offload", exe.offload_summary}};
   header["host"] = graph_to_json(exe.host);
+  if (!exe.names.empty())
+    header["model_names"] = {{"inputs", exe.names.inputs}, {"outputs", exe.names.outputs}};
   header["backends"] = backends;
   std::string data;
   json consts = json::array();
@@ -108,7 +110,8 @@ std::string encode_kmod(const Executable& exe) {
                            {"bytes", hc.shared_object.size()}};
     data += hc.shared_object;
   }
-  std::string text = header.dump();
+  // Model names are arbitrary bytes: invalid UTF-8 is replaced, not an exception.
+  std::string text = header.dump(-1, ' ', false, json::error_handler_t::replace);
   std::string out(kMagic, sizeof kMagic);
   put<uint32_t>(out, kKmodVersion);
   put<uint64_t>(out, text.size());
@@ -152,6 +155,20 @@ Executable decode_kmod(const std::string& bytes, const std::string& what) {
     Executable exe;
     if (m.contains("offload")) exe.offload_summary = m.at("offload").get<std::string>();
     exe.host = graph_from_json(h.at("host").get<std::string>(), what + " host program");
+    if (h.contains("model_names")) {
+      const json& jn = h.at("model_names");
+      exe.names.inputs = jn.at("inputs").get<std::map<std::string, std::string>>();
+      exe.names.outputs = jn.at("outputs").get<std::vector<std::string>>();
+      for (const auto& [input, name] : exe.names.inputs) {
+        bool found = false;
+        for (const auto& in : exe.host.inputs) found = found || in.name == input;
+        if (!found)
+          throw Error(what + ": the model names input '" + input + "', which the host program lacks");
+      }
+      if (exe.names.outputs.size() > exe.host.outputs.size())
+        throw Error(what + ": the model names " + std::to_string(exe.names.outputs.size()) +
+                    " outputs, the host program has " + std::to_string(exe.host.outputs.size()));
+    }
     std::vector<std::string> listed = m.at("backends").get<std::vector<std::string>>();
     for (const auto& jb : h.at("backends")) {
       BackendPart b;

@@ -20,6 +20,7 @@
 #include "kiln/runtime/backend.h"
 #include "runtime/graph.h"
 #include "runtime/host_code.h"
+#include "runtime/model_names.h"
 
 namespace kiln {
 
@@ -48,6 +49,9 @@ struct Executable {
   // The partitioner's one-line summary, so running a .kmod still says what
   // was offloaded ("" when no backend was used).
   std::string offload_summary;
+  // The model's names of the host program's inputs (by input name) and
+  // outputs, when they differ from kiln's (an imported ONNX model).
+  ModelNames names;
 };
 
 struct VerifyOptions {

@@ -203,7 +203,8 @@ TEST_F(Cli, MissingInputValue) {
 TEST_F(Cli, InputForUnknownParameter) {
   std::string m = file("m.kir", kMatmulRelu);
   std::string xf = npy("x.npy", Tensor::zeros({2, 4}, DType::Float32));
-  expect_error("run " + m + " --input nope=" + xf + " --random-inputs 0", "no parameter");
+  expect_error("run " + m + " --input nope=" + xf + " --random-inputs 0",
+               "@main has no input of that name (inputs: %x, %w)");
 }
 
 TEST_F(Cli, InputWithWrongShape) {

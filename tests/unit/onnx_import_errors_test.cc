@@ -148,7 +148,7 @@ TEST(OnnxImportErrors, InputShapeForUnknownInput) {
   ImportOptions opts;
   parse_input_shape_flag("image=1,3", opts);
   std::string msg = error_of(identity_model({2, 3}).bytes(), opts);
-  EXPECT_NE(msg.find("--input-shape names 'image', which is not a graph input (inputs: x)"),
+  EXPECT_NE(msg.find("--input-shape names 'image', which is not an input of the model (inputs: x)"),
             std::string::npos)
       << msg;
 }

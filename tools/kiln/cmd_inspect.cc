@@ -6,6 +6,11 @@
 // lowered as `kiln build --target` would, so the scratchpad calls show), or an
 // object file / shared library (its symbol table; a Hexagon object resolves
 // against the Hexagon runtime). Exit code 1 when an import is unresolved.
+// For an .onnx model, a .kir module and a compiled .kmod it first lists the
+// model's input and output names (runtime/model_names.h): the ONNX name of
+// each input with its kiln parameter, and of each output with the file
+// `kiln run --out` writes it to. A .kmod's exports are its host kernels and
+// its imports the runtime ABI symbols they call.
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -13,8 +18,11 @@
 #include "codegen/codegen.h"
 #include "codegen/hexagon.h"
 #include "commands.h"
+#include "frontend/onnx/importer.h"
+#include "ir/model_names.h"
 #include "ir/text.h"
 #include "runtime/file_io.h"
+#include "runtime/module_file.h"
 #include "tir/text.h"
 #include "tir/transform/passes.h"
 
@@ -41,13 +49,39 @@ bool is_kir(const std::string& path) {
   return path.size() >= 4 && path.compare(path.size() - 4, 4, ".kir") == 0;
 }
 
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+void print_model_names(const ModelNames& names) {
+  if (names.empty()) return;
+  std::cout << "inputs (model name -> kiln parameter):\n";
+  for (const auto& [param, name] : names.inputs)
+    std::cout << "  " << quote_string(name) << " -> %" << param << "\n";
+  std::cout << "outputs (index -> model name -> file of `kiln run --out`):\n";
+  std::vector<OutputFiles> files = output_files(names, names.outputs.size());
+  for (size_t i = 0; i < names.outputs.size(); ++i)
+    std::cout << "  " << i << " -> " << quote_string(names.outputs[i]) << " -> "
+              << (files[i].named_file.empty() ? files[i].index_file : files[i].named_file) << "\n";
+}
+
 int run_inspect(const InspectOpts& o) {
   std::vector<std::string> exports;
   std::vector<codegen::Import> imports;
   codegen::Target target = codegen::parse_target(o.target);
   bool hexagon = target.is_hexagon();
-  if (is_kir(o.input)) {
+  if (ends_with(o.input, ".onnx")) {
+    print_model_names(onnx_model_names(o.input));
+    return 0;
+  }
+  if (is_kmod_file(o.input)) {
+    Executable exe = read_kmod(o.input);
+    print_model_names(exe.names);
+    for (const auto& k : exe.host_code.kernels) exports.push_back(k.symbol);
+    for (const auto& s : exe.host_code.imports) imports.push_back(codegen::Import{s, {}});
+  } else if (is_kir(o.input)) {
     Module m = parse_module(read_file(o.input), o.input);
+    print_model_names(model_names(m));
     std::vector<tir::PrimFunc> funcs;
     tir::TirPassOptions passes = codegen::tir_pass_options(target);
     for (const auto& f : m.prim_functions) funcs.push_back(tir::lower_for_build(f, passes));
@@ -94,7 +128,9 @@ int run_inspect(const InspectOpts& o) {
 void add_inspect_command(CLI::App& app) {
   auto opts = std::make_shared<InspectOpts>();
   CLI::App* cmd = app.add_subcommand("inspect", "list a module's exports and imports and where each import resolves");
-  cmd->add_option("file", opts->input, "a .kir module, an object file or a shared library")->required();
+  cmd->add_option("file", opts->input,
+                  "an .onnx model, a .kir module, a compiled .kmod, an object file or a shared library")
+      ->required();
   cmd->add_option("--target", opts->target, "for .kir files: llvm (the host) or hexagon-v66|v68|v69|v73");
   cmd->add_option("--link-lib", opts->link_libs,
                   "a library that may provide imports: a shared library (host) or an object file (Hexagon)");

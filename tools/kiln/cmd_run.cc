@@ -6,13 +6,17 @@
 // (src/driver/compile_model.h: optimized, partitioned with --backend, host ops
 // compiled to native kernels) and runs on the VM; --interpret runs it on the
 // reference interpreter instead. A .kmod is loaded and run by the runtime
-// alone. A prim function is compiled for
+// alone. Inputs are named as the model names them (ONNX names, recorded on
+// import: runtime/model_names.h) or by kiln's parameter names; outputs are
+// printed and written by index and by the model's names. A prim function is
+// compiled for
 // --target and run: JIT-compiled on the host, or linked with kiln's Hexagon
 // runtime and run under qemu-hexagon-static.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <iostream>
 #include <map>
 
@@ -21,6 +25,7 @@
 #include "commands.h"
 #include "frontend/load_model.h"
 #include "interp/interpreter.h"
+#include "ir/model_names.h"
 #include "ir/text.h"
 #include "kiln/runtime/npy.h"
 #include "runtime/file_io.h"
@@ -87,14 +92,22 @@ Tensor random_tensor(const TensorDesc& d, uint64_t& state) {
   return t;
 }
 
-std::map<std::string, std::string> parse_input_flags(const std::vector<std::string>& flags) {
+// NAME=FILE.npy flags by NAME. A name may hold '=' itself (ONNX names are
+// free text): the flag splits at the first '=' whose left side is a name
+// `is_input` knows, else at the first '='.
+std::map<std::string, std::string> parse_input_flags(
+    const std::vector<std::string>& flags, const std::function<bool(const std::string&)>& is_input) {
   std::map<std::string, std::string> out;
   for (const auto& f : flags) {
     auto eq = f.find('=');
+    for (auto at = eq; at != std::string::npos; at = f.find('=', at + 1))
+      if (is_input(f.substr(0, at))) {
+        eq = at;
+        break;
+      }
     if (eq == std::string::npos || eq == 0 || eq + 1 == f.size())
       throw Error("--input expects NAME=FILE.npy, got '" + f + "'");
     std::string name = f.substr(0, eq);
-    if (!name.empty() && name[0] == '%') name = name.substr(1);
     if (!out.emplace(name, f.substr(eq + 1)).second) throw Error("--input " + name + " is given twice");
   }
   return out;
@@ -110,35 +123,60 @@ std::vector<Param> params_of(const FunctionNode& fn) {
   return out;
 }
 
-std::vector<Tensor> gather_inputs(const std::string& fn_name, const std::vector<Param>& params,
-                                  const RunOpts& o) {
-  auto files = parse_input_flags(o.inputs);
+// The --input flags by the index of the parameter they name (a model's name
+// or kiln's %name): (flag name, file) each.
+std::map<size_t, std::pair<std::string, std::string>> input_files(const std::string& fn_name,
+                                                                  const std::vector<std::string>& kiln_names,
+                                                                  const ModelNames& names, const RunOpts& o) {
+  auto files = parse_input_flags(
+      o.inputs, [&](const std::string& n) { return find_input(kiln_names, names, n).has_value(); });
+  std::map<size_t, std::pair<std::string, std::string>> given;  // param index -> (flag name, file)
   for (const auto& [name, file] : files) {
-    bool known = false;
-    for (const auto& p : params) known |= p.name == name;
-    if (!known) {
-      std::string list;
-      for (const auto& p : params) list += (list.empty() ? "%" : ", %") + p.name;
-      throw Error("--input " + name + ": @" + fn_name +
-                  " has no parameter of that name (parameters: " + list + ")");
-    }
+    std::optional<size_t> i = find_input(kiln_names, names, name);
+    if (!i)
+      throw Error("--input " + name + ": @" + fn_name + " has no input of that name (inputs: " +
+                  input_list(kiln_names, names) + "); name an input as the model does or as %NAME");
+    auto [it, fresh] = given.emplace(*i, std::make_pair(name, file));
+    if (!fresh)
+      throw Error("--input " + name + " and --input " + it->second.first + " name the same input " +
+                  input_label(kiln_names[*i], names) + "; give it once");
   }
+  return given;
+}
+
+std::vector<std::string> param_names(const FunctionNode& fn) {
+  std::vector<std::string> out;
+  for (const auto& p : fn.params) out.push_back(p->name);
+  return out;
+}
+
+// The inputs by --input and --random-inputs.
+std::vector<Tensor> gather_inputs(const std::string& fn_name, const std::vector<Param>& params,
+                                  const ModelNames& names, const RunOpts& o) {
+  std::vector<std::string> kiln_names;
+  for (const auto& p : params) kiln_names.push_back(p.name);
+  auto given = input_files(fn_name, kiln_names, names, o);
   uint64_t state = o.seed.value_or(0);
   std::vector<Tensor> args;
-  for (const auto& p : params) {
+  for (size_t i = 0; i < params.size(); ++i) {
+    const Param& p = params[i];
     const TensorDesc& want = p.desc;
-    auto it = files.find(p.name);
-    if (it == files.end()) {
+    std::string label = input_label(p.name, names);
+    auto it = given.find(i);
+    if (it == given.end()) {
+      auto model_name = names.inputs.find(p.name);
+      std::string flag = model_name != names.inputs.end() ? model_name->second : p.name;
       if (!o.seed)
-        throw Error("no value for input %" + p.name + " " + type_str(tensor_type(want)) + ": give --input " +
-                    p.name + "=FILE.npy or --random-inputs SEED");
-      checked_tensor_bytes(want.shape, want.dtype, "input %" + p.name);
+        throw Error("no value for input " + label + " " + type_str(tensor_type(want)) + ": give --input " +
+                    flag + "=FILE.npy or --random-inputs SEED");
+      checked_tensor_bytes(want.shape, want.dtype, "input " + label);
       args.push_back(random_tensor(want, state));
       continue;
     }
-    Tensor t = read_npy(it->second);
+    const std::string& file = it->second.second;
+    Tensor t = read_npy(file);
     if (t.dtype() != want.dtype || t.shape() != want.shape)
-      throw Error("input %" + p.name + " from " + it->second + " is " + shape_str(t.shape()) + " " +
+      throw Error("input " + label + " from " + file + " is " + shape_str(t.shape()) + " " +
                   std::string(dtype_name(t.dtype())) + ", but @" + fn_name + " expects " +
                   type_str(tensor_type(want)));
     args.push_back(std::move(t));
@@ -202,7 +240,7 @@ std::string verify_failure(const std::vector<RegionCheck>& checks, const RunOpts
 std::vector<Tensor> run_on_vm(Executable exe, const RunOpts& o, std::string* failure) {
   std::vector<Param> params;
   for (const auto& in : exe.host.inputs) params.push_back({in.name, in.desc});
-  std::vector<Tensor> args = gather_inputs(exe.host.name, params, o);
+  std::vector<Tensor> args = gather_inputs(exe.host.name, params, exe.names, o);
   VirtualMachine vm(std::move(exe));
   VirtualMachine::RunOptions ro;
   ro.record_events = !o.dispatch_log.empty() || !o.profile.empty();
@@ -257,11 +295,12 @@ void run_prim(const tir::PrimFunc& f, const RunOpts& o) {
     throw Error("@" + f->name +
                 " is a prim function; --backend, --verify, --dispatch-log and --profile are "
                 "for graph functions");
-  auto files = parse_input_flags(o.inputs);
+  auto files = parse_input_flags(o.inputs, [](const std::string&) { return false; });
   std::map<std::string, Tensor> inputs;
   uint64_t state = o.seed.value_or(0);
   for (const codegen::PrimParamInfo& p : codegen::prim_param_info(*f)) {
     auto it = files.find(p.name);
+    if (it == files.end()) it = files.find("%" + p.name);
     if (it != files.end()) {
       inputs[p.name] = read_npy(it->second);
       files.erase(it);
@@ -269,8 +308,8 @@ void run_prim(const tir::PrimFunc& f, const RunOpts& o) {
       inputs[p.name] = random_tensor(TensorDesc{p.shape, p.dtype}, state);
     }
   }
-  for (const auto& [name, file] : files)
-    inputs[name] = read_npy(file);  // unknown names: run_prim_function says so
+  for (const auto& [name, file] : files)  // unknown names: run_prim_function says so
+    inputs[name[0] == '%' ? name.substr(1) : name] = read_npy(file);
   codegen::PrimRunOptions ro;
   ro.target = codegen::parse_target(o.target.empty() ? "llvm" : o.target);
   ro.link_libs = o.link_libs;
@@ -301,8 +340,30 @@ tir::PrimFunc find_prim_entry(const Module& m, const std::string& entry) {
   return nullptr;
 }
 
+// Prints the outputs by index and model name; with --out, writes each as
+// output_<i>.npy and <file_stem(name)>.npy, and outputs.json listing them.
+void write_outputs(const std::vector<Tensor>& outs, const ModelNames& names, const RunOpts& o) {
+  if (!o.out_dir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(o.out_dir, ec);
+    if (ec) throw Error("cannot create output folder " + o.out_dir + ": " + ec.message());
+  }
+  std::vector<OutputFiles> files = output_files(names, outs.size());
+  for (size_t i = 0; i < outs.size(); ++i) {
+    std::string name = "output_" + std::to_string(i);
+    if (i < names.outputs.size() && names.outputs[i] != name) name += " " + quote_string(names.outputs[i]);
+    std::cout << name << ": " << tensor_summary(outs[i]) << "\n";
+    if (outs[i].numel() <= o.print_limit) print_values(outs[i]);
+    if (o.out_dir.empty()) continue;
+    write_npy(o.out_dir + "/" + files[i].index_file, outs[i]);
+    if (!files[i].named_file.empty()) write_npy(o.out_dir + "/" + files[i].named_file, outs[i]);
+  }
+  if (!o.out_dir.empty()) write_file(o.out_dir + "/outputs.json", outputs_json(names, files, outs));
+}
+
 void run(const RunOpts& o) {
   std::vector<Tensor> outs;
+  ModelNames names;
   std::string failure;  // of --verify
   bool vm_flags = !o.dispatch_log.empty() || !o.profile.empty() || o.verify;
   if (is_kmod_file(o.model)) {
@@ -319,6 +380,7 @@ void run(const RunOpts& o) {
                   " is compiled already; its backend options were fixed by `kiln compile` (drop --option)");
     Executable exe = read_kmod(o.model);
     if (!exe.offload_summary.empty()) std::cout << "offload: " << exe.offload_summary << "\n";
+    names = exe.names;
     outs = run_on_vm(std::move(exe), o, &failure);
   } else {
     Module m = load_model(o.model, o.flags.import_options());
@@ -331,29 +393,23 @@ void run(const RunOpts& o) {
         throw Error(
             "--interpret runs the reference interpreter alone; drop --backend, --verify, --profile, "
             "--dispatch-log and --repeat (or --interpret)");
-      std::vector<Tensor> args = gather_inputs(fn->name, params_of(*fn), o);
+      if (o.entry == "main") names = model_names(m);
+      std::vector<Tensor> args = gather_inputs(fn->name, params_of(*fn), names, o);
       outs = interpret(m, o.entry, args);
     } else {
+      // --input names are checked before the (longer) compile.
+      input_files(fn->name, param_names(*fn), o.entry == "main" ? model_names(m) : ModelNames{}, o);
       driver::CompileSummary summary;
       CompileFlags compile = o.compile;
       compile.target = o.target;
       Executable exe = driver::compile_model(m, compile.options(o.flags, o.entry), &summary);
       if (summary.offloaded) std::cout << offload_line(summary.report, !o.flags.no_merge) << "\n";
       std::cout << compile_line(summary) << "\n";
+      names = exe.names;
       outs = run_on_vm(std::move(exe), o, &failure);
     }
   }
-  if (!o.out_dir.empty()) {
-    std::error_code ec;
-    std::filesystem::create_directories(o.out_dir, ec);
-    if (ec) throw Error("cannot create output folder " + o.out_dir + ": " + ec.message());
-  }
-  for (size_t i = 0; i < outs.size(); ++i) {
-    std::string name = "output_" + std::to_string(i);
-    std::cout << name << ": " << tensor_summary(outs[i]) << "\n";
-    if (outs[i].numel() <= o.print_limit) print_values(outs[i]);
-    if (!o.out_dir.empty()) write_npy(o.out_dir + "/" + name + ".npy", outs[i]);
-  }
+  write_outputs(outs, names, o);
   if (!failure.empty()) throw Error(failure);
 }
 
@@ -364,10 +420,14 @@ void add_run_command(CLI::App& app) {
       app.add_subcommand("run", "Run a model on the reference interpreter, or on backends through the VM");
   auto o = std::make_shared<RunOpts>();
   cmd->add_option("model", o->model, "Model file (.kir, .onnx or a compiled .kmod)")->required();
-  cmd->add_option("--input,-i", o->inputs, "NAME=FILE.npy for a parameter of the entry function");
+  cmd->add_option(
+      "--input,-i", o->inputs,
+      "NAME=FILE.npy for an input of the entry function: the model's own (ONNX) name or kiln's %NAME");
   cmd->add_option("--random-inputs", o->seed, "Fill inputs not given with random values from SEED")
       ->check(kUnsigned64);
-  cmd->add_option("--out,-o", o->out_dir, "Write DIR/output_0.npy, output_1.npy, ... (tuples flattened)");
+  cmd->add_option("--out,-o", o->out_dir,
+                  "Write DIR/output_0.npy, output_1.npy, ... (tuples flattened), each also under its model "
+                  "(ONNX) name, and DIR/outputs.json listing them");
   cmd->add_option("--entry", o->entry, "Function to run")->capture_default_str();
   cmd->add_option("--print-limit", o->print_limit, "Print the values of outputs with at most N elements")
       ->capture_default_str()

@@ -11,6 +11,7 @@
 #include "frontend/onnx/converter.h"
 #include "frontend/onnx/onnx_tensor.h"
 #include "frontend/onnx/opset_upgrade.h"
+#include "ir/model_names.h"
 #include "onnx/checker.h"
 #include "onnx/defs/schema.h"
 #include "runtime/file_io.h"
@@ -108,10 +109,12 @@ std::vector<Var> bind_inputs(const onnx::GraphProto& graph, const std::set<std::
                              const ImportOptions& opts, GraphBuilder& g, const std::string& what) {
   std::vector<Var> params;
   std::vector<std::string> unbound, input_names;
-  std::set<std::string> used_options;
+  std::set<std::string> used_options, onnx_names;
+  for (const auto& in : graph.input()) onnx_names.insert(in.name());
   for (const auto& in : graph.input()) {
     if (initializers.count(in.name()) || opts.constant_inputs.count(in.name())) continue;
-    input_names.push_back(in.name());
+    std::string kiln_name = g.unique_name(in.name());
+    input_names.push_back(in.name() == kiln_name ? in.name() : in.name() + " (%" + kiln_name + ")");
     if (!in.type().has_tensor_type())
       throw UnsupportedError(what + ": graph input '" + in.name() +
                              "' is not a tensor (sequences, maps and "
@@ -130,9 +133,13 @@ std::vector<Var> bind_inputs(const onnx::GraphProto& graph, const std::set<std::
       shape.push_back(d.has_dim_value() ? d.dim_value() : kSymbolicDim);
       symbolic = symbolic || !d.has_dim_value() || d.dim_value() < 0;
     }
+    // By the ONNX name, or by the kiln name (with or without '%') unless
+    // that is some input's ONNX name.
     auto bound = opts.input_shapes.find(in.name());
+    for (const std::string& alias : {kiln_name, "%" + kiln_name})
+      if (bound == opts.input_shapes.end() && !onnx_names.count(alias)) bound = opts.input_shapes.find(alias);
     if (bound != opts.input_shapes.end()) {
-      used_options.insert(in.name());
+      used_options.insert(bound->first);
       const Shape& b = bound->second;
       bool ok = b.size() == shape.size();
       for (size_t i = 0; ok && i < b.size(); ++i) ok = b[i] >= 0 && (shape[i] < 0 || shape[i] == b[i]);
@@ -146,14 +153,15 @@ std::vector<Var> bind_inputs(const onnx::GraphProto& graph, const std::set<std::
     // A static shape is checked now, naming the input, before anything sized by it.
     if (std::none_of(shape.begin(), shape.end(), [](int64_t d) { return d < 0; }))
       checked_tensor_bytes(shape, *dtype, what + ": graph input '" + in.name() + "'");
-    params.push_back(make_var(g.unique_name(in.name()), tensor_type(shape, *dtype)));
+    params.push_back(make_var(kiln_name, tensor_type(shape, *dtype)));
   }
   for (const auto& [name, shape] : opts.input_shapes)
     if (!used_options.count(name)) {
       std::string names;
       for (const auto& n : input_names) names += (names.empty() ? "" : ", ") + n;
       throw Error(what + ": --input-shape names '" + name +
-                  "', which is not a graph input (inputs: " + names + ")");
+                  "', which is not an input of the model (inputs: " + (names.empty() ? "none" : names) +
+                  "); use the model's input names");
     }
   if (!unbound.empty()) {
     std::string msg = what + ": input(s) with symbolic dimensions must be bound to static shapes:";
@@ -203,6 +211,7 @@ Module import_onnx_bytes(const std::string& bytes, const std::string& what, cons
   std::set<std::string> initializer_names;
   for (const auto& init : graph.initializer()) initializer_names.insert(init.name());
   std::vector<Var> params = bind_inputs(graph, initializer_names, opts, g, what);
+  ModelNames names;
   {
     size_t k = 0;
     for (const auto& in : graph.input()) {
@@ -212,6 +221,7 @@ Module import_onnx_bytes(const std::string& bytes, const std::string& what, cons
         values[in.name()] = make_constant(frozen->second);
         continue;
       }
+      names.inputs[params[k]->name] = in.name();
       values[in.name()] = params[k++];
       g.add_graph_input(in.name());
     }
@@ -248,6 +258,7 @@ Module import_onnx_bytes(const std::string& bytes, const std::string& what, cons
 
   std::vector<Expr> results;
   for (const auto& out : graph.output()) {
+    names.outputs.push_back(out.name());
     auto it = values.find(out.name());
     if (it == values.end())
       throw Error(what + ": graph output '" + out.name() + "' is not computed by any node");
@@ -257,7 +268,26 @@ Module import_onnx_bytes(const std::string& bytes, const std::string& what, cons
   Expr result = results.size() == 1 ? results[0] : make_tuple(results);
   Module m;
   m.set(make_function("main", std::move(params), std::move(g.bindings()), result));
+  set_model_names(m, names);
   return m;
+}
+
+ModelNames onnx_model_names(const std::string& path) {
+  onnx::ModelProto model;
+  std::string bytes = read_file(path, "ONNX model");
+  if (bytes.empty() || !model.ParseFromString(bytes) || !model.has_graph())
+    throw Error(path + ": not an ONNX model (protobuf parse failed, or no graph)");
+  const onnx::GraphProto& graph = model.graph();
+  std::set<std::string> initializers;
+  for (const auto& init : graph.initializer()) initializers.insert(init.name());
+  // The names bind_inputs gives: the inputs' names made unique in order,
+  // before any other name is taken.
+  GraphBuilder g;
+  ModelNames names;
+  for (const auto& in : graph.input())
+    if (!initializers.count(in.name())) names.inputs[g.unique_name(in.name())] = in.name();
+  for (const auto& out : graph.output()) names.outputs.push_back(out.name());
+  return names;
 }
 
 Module import_onnx(const std::string& path, const ImportOptions& opts) {

@@ -15,6 +15,9 @@
 // calls of registered kiln ops. A call whose arguments are all constants is
 // evaluated on the spot, so shape computations (Shape, Gather, Concat, Cast,
 // Slice, ... on shapes) fold to constants once input shapes are bound.
+// The ONNX names of the inputs and outputs are kept in the module's
+// attributes (ir/model_names.h), since parameters get identifiers
+// (`onnx::Flatten_0` -> %onnx__Flatten_0, `0` -> %v0).
 #pragma once
 
 #include <map>
@@ -23,11 +26,13 @@
 #include <vector>
 
 #include "ir/ir.h"
+#include "runtime/model_names.h"
 
 namespace kiln {
 
 struct ImportOptions {
-  // Static shapes for graph inputs, by input name; required for inputs with
+  // Static shapes for graph inputs, by input name (the ONNX name, or the
+  // kiln parameter name it is imported as); required for inputs with
   // symbolic or unknown dimensions, checked against static ones.
   std::map<std::string, Shape> input_shapes;
   // Initializers with more elements than this become named constants (they
@@ -55,6 +60,11 @@ Module import_onnx(const std::string& path, const ImportOptions& opts = {});
 // and `base_dir` resolves external tensor data.
 Module import_onnx_bytes(const std::string& bytes, const std::string& what, const ImportOptions& opts = {},
                          const std::string& base_dir = "");
+
+// The model's input names by the kiln parameter names import_onnx gives
+// them, and its output names, read from the graph's inputs and outputs alone
+// (no shapes need binding): what `kiln inspect model.onnx` shows.
+ModelNames onnx_model_names(const std::string& path);
 
 // Parses "NAME=1,3,320,320" (the --input-shape flag) into opts.input_shapes.
 void parse_input_shape_flag(const std::string& flag, ImportOptions& opts);
