@@ -40,3 +40,59 @@ def test_onnx_unsupported_op(tmp_path):
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])])
     with pytest.raises(kiln.UnsupportedError, match="NoSuchOperator"):
         kiln.load(path)
+
+
+def names_model(tmp_path):
+    """y = a + b, z = a * b for inputs named "onnx::Add_0" and "0"."""
+    return save_model(
+        tmp_path / "names.onnx",
+        [helper.make_node("Add", ["onnx::Add_0", "0"], ["out/y:0"]),
+         helper.make_node("Mul", ["onnx::Add_0", "0"], ["19"])],
+        [helper.make_tensor_value_info("onnx::Add_0", TensorProto.FLOAT, ["batch", 3]),
+         helper.make_tensor_value_info("0", TensorProto.FLOAT, ["batch", 3])],
+        [helper.make_tensor_value_info("out/y:0", TensorProto.FLOAT, ["batch", 3]),
+         helper.make_tensor_value_info("19", TensorProto.FLOAT, ["batch", 3])])
+
+
+def test_onnx_names_are_the_interface(tmp_path):
+    path = names_model(tmp_path)
+    mod = kiln.load(path, input_shapes={"onnx::Add_0": (2, 3), "%v0": (2, 3)})  # ONNX or kiln name
+    assert mod.model_names == {"inputs": {"onnx__Add_0": "onnx::Add_0", "v0": "0"}, "outputs": ["out/y:0", "19"]}
+    a, b = random((2, 3), 60), random((2, 3), 61)
+    ref = kiln.interpret(mod, inputs={"onnx::Add_0": a, "0": b})
+    np.testing.assert_allclose(ref[0], a + b, rtol=1e-6)
+    np.testing.assert_allclose(ref[1], a * b, rtol=1e-6)
+    compiled = kiln.compile(mod, path=tmp_path / "names.kmod")
+    loaded = kiln.Module.load(tmp_path / "names.kmod")
+    assert loaded.model_names == mod.model_names
+    for m in (compiled, loaded):
+        y, z = m.run(inputs={"onnx::Add_0": a, "0": b})
+        np.testing.assert_array_equal(y, ref[0])
+        np.testing.assert_array_equal(z, ref[1])
+        y, z = m.run(onnx__Add_0=a, v0=b)  # kiln's names keep working
+        np.testing.assert_array_equal(y, ref[0])
+    with pytest.raises(kiln.Error, match=r"has no input 'onnx::Add_1' \(inputs: onnx::Add_0, 0\)"):
+        compiled.run(inputs={"onnx::Add_1": a, "0": b})
+    with pytest.raises(kiln.Error, match="no value for input '0'"):
+        compiled.run(inputs={"onnx::Add_0": a})
+
+
+def test_kiln_run_writes_outputs_under_their_onnx_names(tmp_path, kiln_binary):
+    import json
+    import subprocess
+    path = names_model(tmp_path)
+    a, b = random((2, 3), 62), random((2, 3), 63)
+    np.save(tmp_path / "a.npy", a)
+    np.save(tmp_path / "b.npy", b)
+    out = tmp_path / "out"
+    r = subprocess.run([str(kiln_binary), "run", str(path), "--input-shape", "onnx::Add_0=2,3", "--input-shape",
+                        "0=2,3", "--input", f"onnx::Add_0={tmp_path / 'a.npy'}", "--input", f"0={tmp_path / 'b.npy'}",
+                        "--out", str(out)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert 'output_0 "out/y:0": (2, 3) float32' in r.stdout
+    np.testing.assert_allclose(np.load(out / "out_y_0.npy"), a + b, rtol=1e-6)
+    np.testing.assert_allclose(np.load(out / "19.npy"), a * b, rtol=1e-6)
+    np.testing.assert_array_equal(np.load(out / "output_1.npy"), np.load(out / "19.npy"))
+    index = json.loads((out / "outputs.json").read_text())
+    assert [(o["index"], o["name"], o["file"]) for o in index["outputs"]] == [(0, "out/y:0", "out_y_0.npy"),
+                                                                             (1, "19", "19.npy")]

@@ -22,7 +22,8 @@ void BackendFlags::add_to(CLI::App* cmd) {
       ->check(kNonNegative);
   cmd->add_option("--option", options, "Codegen option backend.key=value (e.g. example_npu.l1=64K)");
   cmd->add_option("--input-shape", input_shapes,
-                  "NAME=D0,D1,... static shape for an ONNX input with symbolic dimensions (repeatable)");
+                  "NAME=D0,D1,... static shape for an ONNX input with symbolic dimensions, by its ONNX name "
+                  "(or kiln's %NAME; repeatable)");
 }
 
 PartitionOptions BackendFlags::partition_options() const {

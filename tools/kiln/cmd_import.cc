@@ -26,7 +26,7 @@ void add_import_command(CLI::App& app) {
   cmd->add_option("model", args->model, "ONNX model (.onnx)");
   cmd->add_option("-o,--output", args->output, "Output .kir file (default: print the IR to stdout)");
   cmd->add_option("--input-shape", args->input_shapes,
-                  "Bind an input's symbolic dimensions: NAME=D0,D1,... (repeatable)");
+                  "Bind an input's symbolic dimensions: NAME=D0,D1,... by its ONNX name (repeatable)");
   cmd->add_option("--inline-limit", args->inline_limit,
                   "Constants with more elements than this go to the side file")->capture_default_str();
   cmd->add_flag("--list-ops", args->list_ops, "List the ONNX operators kiln imports and exit");
