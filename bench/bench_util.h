@@ -1,11 +1,14 @@
-// What the benchmarks against oneDNN share: its thread count, and the best
-// time of repeated runs.
+// What the benchmarks against oneDNN share: its thread count, aligned
+// buffers, and the best time of repeated runs.
 #pragma once
 
 #include <dlfcn.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
+#include <memory>
+#include <string>
 
 #include "kiln/runtime/error.h"
 
@@ -20,6 +23,29 @@ inline void set_dnnl_threads(int threads) {
     throw Error("oneDNN's OpenMP runtime (omp_set_num_threads) is not loaded; cannot set its threads");
   set(threads);
 }
+
+// float32 elements, 64-byte aligned as the runtime allocates tensors (an
+// unaligned vector access crosses two cache lines), zero-filled.
+class Floats {
+ public:
+  explicit Floats(size_t n)
+      : p_(static_cast<float*>(std::aligned_alloc(64, (n * sizeof(float) + 63) / 64 * 64))), n_(n) {
+    if (!p_) throw Error("out of memory for " + std::to_string(n) + " floats");
+    std::fill(p_.get(), p_.get() + n, 0.0f);
+  }
+  float* data() { return p_.get(); }
+  const float* data() const { return p_.get(); }
+  size_t size() const { return n_; }
+  float& operator[](size_t i) { return p_[i]; }
+  float operator[](size_t i) const { return p_[i]; }
+
+ private:
+  struct Free {
+    void operator()(float* p) const { std::free(p); }
+  };
+  std::unique_ptr<float[], Free> p_;
+  size_t n_;
+};
 
 // The fastest of `reps` runs of f, in seconds.
 template <typename F>

@@ -20,7 +20,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
-#include <memory>
 #include <thread>
 #include <vector>
 
@@ -92,24 +91,7 @@ struct Ratio {
 };
 
 struct Matrices {
-  // 64-byte aligned, as the runtime allocates tensors: an unaligned
-  // vector access crosses two cache lines.
-  struct Free {
-    void operator()(float* p) const { std::free(p); }
-  };
-  struct Matrix {
-    std::unique_ptr<float[], Free> p;
-    explicit Matrix(size_t n)
-        : p(static_cast<float*>(std::aligned_alloc(64, (n * sizeof(float) + 63) / 64 * 64))), n_(n) {
-      if (!p) throw Error("out of memory");
-      std::fill(p.get(), p.get() + n, 0.0f);
-    }
-    float* data() { return p.get(); }
-    size_t size() const { return n_; }
-    float& operator[](size_t i) { return p[i]; }
-    size_t n_;
-  };
-  Matrix a, b, c_kiln, c_dnnl;
+  bench::Floats a, b, c_kiln, c_dnnl;
   Matrices() : a(size_t(kN * kN)), b(size_t(kN * kN)), c_kiln(size_t(kN * kN)), c_dnnl(size_t(kN * kN)) {
     for (size_t i = 0; i < a.size(); ++i) {
       a[i] = float(int(i % 17) - 8) * 0.125f;

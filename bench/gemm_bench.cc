@@ -1,0 +1,184 @@
+// The GEMM family: PP-OCR rec's matrix products (its head, the attention's
+// projections and its batched score and value products, a pointwise conv as
+// a GEMM) and a square 1024^3, through the matmul op's default schedule for
+// this CPU (what a compiled model gets, JIT-compiled with a .kmod's machine
+// code), against OpenBLAS's and oneDNN's sgemm, on one thread, in one Google
+// Benchmark run. kiln's values are checked against OpenBLAS's first; a table
+// of the ratios follows the benchmarks.
+//
+//   make bench    (or build/kiln_bench_gemm [--benchmark_filter=...])
+#include <benchmark/benchmark.h>
+#include <cblas.h>
+#include <oneapi/dnnl/dnnl.h>
+
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "bench_util.h"
+#include "codegen/codegen.h"
+#include "codegen/target.h"
+#include "lower/lower.h"
+#include "runtime/thread_pool.h"
+#include "tir/transform/passes.h"
+
+using namespace kiln;
+
+namespace {
+
+struct GemmShape {
+  const char* what;
+  int64_t batch, m, n, k;
+  double flops() const { return 2.0 * double(batch) * double(m) * double(n) * double(k); }
+};
+
+const GemmShape kShapes[] = {
+    {"rec head 40x6625x120", 1, 40, 6625, 120},     {"rec qkv 40x360x120", 1, 40, 360, 120},
+    {"rec mlp up 40x240x120", 1, 40, 240, 120},     {"rec mlp down 40x120x240", 1, 40, 120, 240},
+    {"rec proj 40x120x120", 1, 40, 120, 120},       {"rec scores 8 x 40x40x15", 8, 40, 40, 15},
+    {"rec values 8 x 40x15x40", 8, 40, 15, 40},     {"rec 1x1 conv 480x480x480", 1, 480, 480, 480},
+    {"square 1024x1024x1024", 1, 1024, 1024, 1024},
+};
+
+std::string kernel_name(size_t i) { return "gemm" + std::to_string(i); }
+
+tir::PrimFunc kiln_gemm(const GemmShape& g, const std::string& name) {
+  Shape as = {g.m, g.k}, bs = {g.k, g.n}, ys = {g.m, g.n};
+  if (g.batch > 1) {
+    as.insert(as.begin(), g.batch);
+    bs.insert(bs.begin(), g.batch);
+    ys.insert(ys.begin(), g.batch);
+  }
+  TensorDesc a{as, DType::Float32}, b{bs, DType::Float32}, y{ys, DType::Float32};
+  lower::KernelSpec spec;
+  spec.name = name;
+  spec.params = {a, b};
+  spec.ops.push_back(
+      {"matmul", normalize_attrs(*find_op("matmul"), {}), {a, b}, {y}, {{0, -1, 0}, {1, -1, 0}}});
+  spec.outputs = {{0, 0}};
+  std::string why;
+  auto f = lower::lower_kernel(spec, &why);
+  if (!f) throw Error(std::string("the matmul op is not lowered for ") + g.what + ": " + why);
+  return *f;
+}
+
+struct Operands {
+  bench::Floats a, b, c;
+  explicit Operands(const GemmShape& g)
+      : a(size_t(g.batch * g.m * g.k)), b(size_t(g.batch * g.k * g.n)), c(size_t(g.batch * g.m * g.n)) {
+    for (size_t i = 0; i < a.size(); ++i) a[i] = float(int(i % 17) - 8) * 0.125f;
+    for (size_t i = 0; i < b.size(); ++i) b[i] = float(int(i % 13) - 6) * 0.25f;
+  }
+};
+
+void openblas_gemm(const GemmShape& g, Operands& o) {
+  for (int64_t q = 0; q < g.batch; ++q)
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(g.m), int(g.n), int(g.k), 1.0f,
+                o.a.data() + q * g.m * g.k, int(g.k), o.b.data() + q * g.k * g.n, int(g.n), 0.0f,
+                o.c.data() + q * g.m * g.n, int(g.n));
+}
+
+void onednn_gemm(const GemmShape& g, Operands& o) {
+  for (int64_t q = 0; q < g.batch; ++q) {
+    dnnl_status_t st = dnnl_sgemm('N', 'N', g.m, g.n, g.k, 1.0f, o.a.data() + q * g.m * g.k, g.k,
+                                  o.b.data() + q * g.k * g.n, g.n, 0.0f, o.c.data() + q * g.m * g.n, g.n);
+    if (st != dnnl_success) throw Error("dnnl_sgemm failed with status " + std::to_string(int(st)));
+  }
+}
+
+// kiln's result against OpenBLAS's (the inputs are multiples of 1/32, so
+// both are exact up to the order of the additions).
+void check(codegen::JitModule& jit, size_t i) {
+  const GemmShape& g = kShapes[i];
+  Operands kiln(g), blas(g);
+  jit.run(kernel_name(i), {kiln.a.data(), kiln.b.data(), kiln.c.data()});
+  openblas_gemm(g, blas);
+  double max_err = 0;
+  for (size_t e = 0; e < kiln.c.size(); ++e)
+    max_err = std::max(max_err, double(std::fabs(kiln.c[e] - blas.c[e])));
+  if (max_err > 1e-3)
+    throw Error(std::string(g.what) + ": kiln and OpenBLAS differ by up to " + std::to_string(max_err));
+}
+
+// Keeps each run's real time per benchmark name for the table.
+class Collector : public benchmark::ConsoleReporter {
+ public:
+  Collector() : ConsoleReporter(OO_None) {}
+  std::map<std::string, double> seconds;
+  void ReportRuns(const std::vector<Run>& runs) override {
+    for (const Run& r : runs)
+      if (r.run_type == Run::RT_Iteration && r.iterations > 0)
+        seconds[r.run_name.function_name] = r.real_accumulated_time / double(r.iterations);
+    ConsoleReporter::ReportRuns(runs);
+  }
+};
+
+const char* const kPeers[] = {"kiln", "OpenBLAS", "oneDNN"};
+
+std::string bench_name(size_t shape, const char* peer) {
+  return std::string(kShapes[shape].what) + "/" + peer;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) try {
+  std::printf("CPU: %s\n", codegen::host_cpu_summary().c_str());
+  const tir::TirPassOptions options = codegen::tir_pass_options(codegen::host_target());
+  std::vector<tir::PrimFunc> funcs;
+  for (size_t i = 0; i < std::size(kShapes); ++i)
+    funcs.push_back(tir::lower_for_build(kiln_gemm(kShapes[i], kernel_name(i)), options));
+  auto jit = codegen::JitModule::create(funcs);
+  set_parallel_num_threads(1);
+  bench::set_dnnl_threads(1);
+  openblas_set_num_threads(1);
+  for (size_t i = 0; i < std::size(kShapes); ++i) check(*jit, i);
+
+  std::vector<std::unique_ptr<Operands>> operands;
+  for (size_t i = 0; i < std::size(kShapes); ++i) {
+    operands.push_back(std::make_unique<Operands>(kShapes[i]));
+    const GemmShape& g = kShapes[i];
+    Operands& o = *operands.back();
+    auto counters = [g](benchmark::State& state) {
+      state.counters["GFLOP/s"] =
+          benchmark::Counter(g.flops() * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+    };
+    benchmark::RegisterBenchmark(bench_name(i, "kiln").c_str(), [&jit, &o, i,
+                                                                 counters](benchmark::State& state) {
+      for (auto _ : state) jit->run(kernel_name(i), {o.a.data(), o.b.data(), o.c.data()});
+      counters(state);
+    })->UseRealTime();
+    benchmark::RegisterBenchmark(bench_name(i, "OpenBLAS").c_str(), [g, &o,
+                                                                     counters](benchmark::State& state) {
+      for (auto _ : state) openblas_gemm(g, o);
+      counters(state);
+    })->UseRealTime();
+    benchmark::RegisterBenchmark(bench_name(i, "oneDNN").c_str(), [g, &o, counters](benchmark::State& state) {
+      for (auto _ : state) onednn_gemm(g, o);
+      counters(state);
+    })->UseRealTime();
+  }
+  benchmark::Initialize(&argc, argv);
+  Collector collector;
+  benchmark::RunSpecifiedBenchmarks(&collector);
+  benchmark::Shutdown();
+
+  std::printf("\n%-28s %10s %10s %10s %8s %11s %9s\n", "GEMM (one thread)", "kiln us", "OpenBLAS", "oneDNN",
+              "kiln GF", "vs OpenBLAS", "vs oneDNN");
+  for (size_t i = 0; i < std::size(kShapes); ++i) {
+    double t[3] = {0, 0, 0};
+    for (int p = 0; p < 3; ++p)
+      if (auto it = collector.seconds.find(bench_name(i, kPeers[p])); it != collector.seconds.end())
+        t[p] = it->second;
+    if (t[0] <= 0) continue;  // filtered out
+    auto ratio = [&](double peer) { return peer > 0 ? peer / t[0] : 0.0; };
+    std::printf("%-28s %10.1f %10.1f %10.1f %8.1f %10.2fx %8.2fx\n", kShapes[i].what, t[0] * 1e6, t[1] * 1e6,
+                t[2] * 1e6, kShapes[i].flops() / t[0] * 1e-9, ratio(t[1]), ratio(t[2]));
+  }
+  std::printf("ratio: the peer's time / kiln's time (above 1: kiln is faster)\n");
+  return 0;
+} catch (const Error& e) {
+  std::fprintf(stderr, "gemm_bench: %s\n", e.what());
+  return 1;
+}
