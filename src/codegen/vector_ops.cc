@@ -42,6 +42,14 @@ std::optional<LanePattern> lane_pattern(const tir::Expr& e) {
     for (int64_t& o : p.offsets) o *= *c;
     return p;
   }
+  // A clamp of constant lanes (a padded input's first columns).
+  if ((bin->op == BinaryOp::Min || bin->op == BinaryOp::Max) && tir::as_const_int(a->scalar)) {
+    const int64_t s = *tir::as_const_int(a->scalar);
+    LanePattern p = *a;
+    for (int64_t& o : p.offsets)
+      o = (bin->op == BinaryOp::Min ? std::min(s + o, *c) : std::max(s + o, *c)) - s;
+    return p;
+  }
   if ((bin->op == BinaryOp::Div || bin->op == BinaryOp::Mod) && *c > 0 && tir::is_const_int(a->scalar, 0)) {
     LanePattern p = *a;
     for (int64_t& o : p.offsets) {

@@ -124,6 +124,66 @@ class Simplifier : public Mutator {
     }
   }
 
+  // The values any lane of an integer ramp or broadcast can take.
+  std::optional<Range> lane_range(const Expr& e) const {
+    if (auto* b = as<BroadcastNode>(e)) return range_of(b->value);
+    auto* r = as<RampNode>(e);
+    if (!r) return std::nullopt;
+    auto base = range_of(r->base);
+    auto stride = as_const_int(r->stride);
+    if (!base || !stride) return std::nullopt;
+    const int64_t span = *stride * (r->lanes - 1);
+    return Range{base->lo + std::min<int64_t>(0, span), base->hi + std::max<int64_t>(0, span)};
+  }
+
+  // A comparison, min or max of vectors (ramps, broadcasts) decided for
+  // every lane by the lanes' ranges: a padded input's bounds check over a
+  // chunk of columns that lies inside the input.
+  std::optional<Expr> simplify_lanes(BinaryOp op, const Expr& a, const Expr& b, DataType t) const {
+    if (!t.is_vector()) return std::nullopt;
+    if (op == BinaryOp::And) {
+      auto truth = [](const Expr& x) -> std::optional<int64_t> {
+        auto* bc = as<BroadcastNode>(x);
+        return bc ? as_const_int(bc->value) : std::nullopt;
+      };
+      if (auto v = truth(a)) return *v ? b : a;
+      if (auto v = truth(b)) return *v ? a : b;
+      return std::nullopt;
+    }
+    auto ra = lane_range(a), rb = lane_range(b);
+    if (!ra || !rb) return std::nullopt;
+    auto all = [&](bool v) { return broadcast(int_imm(v, DataType::bool_()), t.lanes); };
+    switch (op) {
+      case BinaryOp::Min:
+        if (ra->hi <= rb->lo) return a;
+        if (rb->hi <= ra->lo) return b;
+        break;
+      case BinaryOp::Max:
+        if (ra->lo >= rb->hi) return a;
+        if (rb->lo >= ra->hi) return b;
+        break;
+      case BinaryOp::LT:
+        if (ra->hi < rb->lo) return all(true);
+        if (ra->lo >= rb->hi) return all(false);
+        break;
+      case BinaryOp::LE:
+        if (ra->hi <= rb->lo) return all(true);
+        if (ra->lo > rb->hi) return all(false);
+        break;
+      case BinaryOp::GT:
+        if (ra->lo > rb->hi) return all(true);
+        if (ra->hi <= rb->lo) return all(false);
+        break;
+      case BinaryOp::GE:
+        if (ra->lo >= rb->hi) return all(true);
+        if (ra->hi < rb->lo) return all(false);
+        break;
+      default:
+        break;
+    }
+    return std::nullopt;
+  }
+
   // x / c and x mod c for a positive constant c and x in a known range.
   std::optional<Expr> simplify_div_mod(BinaryOp op, const Expr& a, int64_t c, DataType t) const {
     if (c <= 0 || !t.is_int() || t.is_vector()) return std::nullopt;
@@ -171,6 +231,7 @@ class Simplifier : public Mutator {
       if (auto v = fold_int(n.op, *ca, *cb, a->dtype)) return int_imm(*v, n.dtype);
     if ((n.op == BinaryOp::Div || n.op == BinaryOp::Mod) && cb)
       if (auto s = simplify_div_mod(n.op, a, *cb, n.dtype)) return *s;
+    if (auto s = simplify_lanes(n.op, a, b, n.dtype)) return *s;
     if (a->dtype.is_integer()) {
       switch (n.op) {
         case BinaryOp::Add:
@@ -229,6 +290,8 @@ class Simplifier : public Mutator {
   Expr mutate_Select(const Expr& e, const SelectNode& n) override {
     Expr c = mutate(n.cond);
     if (auto v = as_const_int(c)) return mutate(*v ? n.true_value : n.false_value);
+    if (auto* all = as<BroadcastNode>(c))
+      if (auto v = as_const_int(all->value)) return mutate(*v ? n.true_value : n.false_value);
     Expr t = mutate(n.true_value), f = mutate(n.false_value);
     if (c == n.cond && t == n.true_value && f == n.false_value) return e;
     return select(c, t, f);

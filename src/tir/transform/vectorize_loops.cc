@@ -20,6 +20,7 @@
 // call, a store to an index that does not depend on the variable) are left
 // as they are, with their hint for LLVM. So is every loop when the target's
 // vector length is 0 (Hexagon: HVX code comes from hand-written kernels).
+#include <cstdlib>
 #include <optional>
 #include <unordered_map>
 #include <unordered_set>
@@ -301,8 +302,10 @@ class LoopVectorizer : public Mutator {
       non_negative_.insert(outer.get());
       auto chunk_body = body_at(add(f.min, mul(outer, int_imm(chunk, f.var->dtype))), chunk);
       if (!chunk_body) return m;
+      // A few chunks are unrolled: at constant columns, a padded input's
+      // bounds checks and clamps fold away (simplify) in all but the edges.
       out.push_back(for_loop(outer, int_imm(0, f.var->dtype), int_imm(*extent / chunk, f.var->dtype),
-                             ForKind::Serial, *chunk_body));
+                             *extent / chunk <= 4 ? ForKind::Unrolled : ForKind::Serial, *chunk_body));
     }
     for (int64_t done = *extent / chunk * chunk; done < *extent;) {
       int64_t n = *extent - done >= lanes ? lanes : *extent - done;
