@@ -92,7 +92,7 @@ TEST_F(CliStrict, BackendOptionsNameABackendInUseAndAKeyItTakes) {
   EXPECT_TRUE(has(unused, "example_npu is not used (add --backend example_npu)")) << unused.out;
   Result key = kiln_cmd("partition " + model + " -b example_npu --option example_npu.l9=8K");
   EXPECT_EQ(key.code, 1) << key.out;
-  EXPECT_TRUE(has(key, "unknown device option 'l9' (known: l0, l1, l2, systolic)")) << key.out;
+  EXPECT_TRUE(has(key, "unknown device option 'l9' (known: l0, l1, l2, systolic, precision)")) << key.out;
   ASSERT_EQ(kiln_cmd("compile " + model + " -b example_npu -o " + path("m.kmod")).code, 0);
   Result compiled = kiln_cmd("run " + path("m.kmod") + " --random-inputs 1 --option example_npu.l1=8K");
   EXPECT_EQ(compiled.code, 1) << compiled.out;

@@ -2,7 +2,7 @@
 //
 // The graph keeps every attribute and the pattern of each fused group, so the
 // emulator can plan engines, tiles and fusion from the graph alone. Device
-// options (l0, l1, l2, systolic) are validated here so a bad option fails at
+// options (l0, l1, l2, systolic, precision) are validated here so a bad option fails at
 // compile time; the runtime reads the same options from its init.
 #include "backends/example_npu/codegen.h"
 

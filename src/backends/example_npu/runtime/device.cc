@@ -2,6 +2,7 @@
 #include "backends/example_npu/runtime/device.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "kiln/runtime/error.h"
 
@@ -52,6 +53,37 @@ int64_t DeviceDesc::macs_per_cycle(Engine e, DType dtype) const {
   return 1;
 }
 
+const char* precision_name(Precision p) {
+  switch (p) {
+    case Precision::Float32:
+      return "fp32";
+    case Precision::Float16:
+      return "fp16";
+    case Precision::BFloat16:
+      return "bf16";
+  }
+  return "?";
+}
+
+float round_to(float v, Precision p) {
+  switch (p) {
+    case Precision::Float32:
+      return v;
+    case Precision::Float16:
+      return half_to_float(float_to_half(v));
+    case Precision::BFloat16: {
+      uint32_t bits;
+      std::memcpy(&bits, &v, sizeof bits);
+      if ((bits & 0x7f800000u) == 0x7f800000u) return v;  // inf and NaN stay
+      bits += 0x7fffu + ((bits >> 16) & 1u);
+      bits &= 0xffff0000u;
+      std::memcpy(&v, &bits, sizeof bits);
+      return v;
+    }
+  }
+  return v;
+}
+
 Tier DeviceDesc::tier_for(int64_t bytes) const {
   for (int i = 0; i < 3; ++i)
     if (bytes <= capacity[i]) return static_cast<Tier>(i);
@@ -88,8 +120,17 @@ DeviceDesc device_from_options(const std::map<std::string, std::string>& options
       d.capacity[2] = parse_size(k, v);
     else if (k == "systolic")
       d.systolic_size = parse_size(k, v);
-    else
-      throw Error("example_npu: unknown device option '" + k + "' (known: l0, l1, l2, systolic)");
+    else if (k == "precision") {
+      if (v == "fp32")
+        d.precision = Precision::Float32;
+      else if (v == "fp16")
+        d.precision = Precision::Float16;
+      else if (v == "bf16")
+        d.precision = Precision::BFloat16;
+      else
+        throw Error("example_npu device option precision=" + v + ": expected fp32, fp16 or bf16");
+    } else
+      throw Error("example_npu: unknown device option '" + k + "' (known: l0, l1, l2, systolic, precision)");
   }
   if (!(d.capacity[0] <= d.capacity[1] && d.capacity[1] <= d.capacity[2]))
     throw Error("example_npu: memory tiers must grow: l0 <= l1 <= l2");
@@ -99,7 +140,7 @@ DeviceDesc device_from_options(const std::map<std::string, std::string>& options
 std::string device_summary(const DeviceDesc& d) {
   return "example_npu: L0 " + std::to_string(d.capacity[0]) + " B, L1 " + std::to_string(d.capacity[1]) +
          " B, L2 " + std::to_string(d.capacity[2]) + " B, MATRIX " + std::to_string(d.systolic_size) + "x" +
-         std::to_string(d.systolic_size);
+         std::to_string(d.systolic_size) + ", " + precision_name(d.precision);
 }
 
 bool dtype_supported(DType t) { return t == DType::Int8 || t == DType::Float32; }

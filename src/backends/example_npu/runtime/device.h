@@ -29,6 +29,16 @@ enum class Tier : uint8_t { L0, L1, L2, DRAM };
 inline constexpr int kNumTiers = 4;
 const char* tier_name(Tier t);
 
+// How float32 data is held on the device: as float32, or, like most NPUs,
+// in 16 bits (IEEE half, or bfloat16) with float32 accumulation: every
+// dispatch's float32 inputs, weights and bias are rounded to it on the way in
+// and its output on the way out, so results differ from the reference by the
+// format's rounding (fp16 about 1e-3 relative, bf16 about 1e-2).
+enum class Precision : uint8_t { Float32, Float16, BFloat16 };
+const char* precision_name(Precision p);
+// `v` rounded to the nearest value of `p` (ties to even), as a float.
+float round_to(float v, Precision p);
+
 struct DeviceDesc {
   // Capacity in bytes of L0, L1, L2 (DRAM is unbounded).
   std::array<int64_t, 3> capacity = {4 * 1024, 256 * 1024, 512 * 1024};
@@ -40,6 +50,7 @@ struct DeviceDesc {
 
   // float32 multiply-accumulates on MATRIX and CONV take this many int8 slots.
   int64_t float32_mac_cost = 4;
+  Precision precision = Precision::Float32;
 
   // Work per cycle of an engine for data of `dtype` (int8 at full rate).
   int64_t macs_per_cycle(Engine e, DType dtype = DType::Int8) const;
@@ -50,7 +61,8 @@ struct DeviceDesc {
 };
 
 // Overrides from key=value options: l0, l1, l2 (bytes, or with a K/M suffix),
-// systolic. Throws kiln::Error on an unknown key or a bad value.
+// systolic, precision (fp32, fp16, bf16). Throws kiln::Error on an unknown
+// key or a bad value.
 DeviceDesc device_from_options(const std::map<std::string, std::string>& options);
 std::string device_summary(const DeviceDesc& d);
 

@@ -269,7 +269,7 @@ class NpuRuntime final : public BackendRuntime {
       TileInputs ti = tile_inputs(d.main->op, ob, ins, d.main->attrs);
       std::vector<Tensor> blocks;
       for (size_t i = 0; i < ins.size(); ++i) {
-        blocks.push_back(load_block(ins[i], ti.blocks[i]));
+        blocks.push_back(to_device_precision(load_block(ins[i], ti.blocks[i])));
         int64_t n = block_bytes(ti.blocks[i], ins[i].dtype());
         bytes[tier_name(in_tier[i])] += n;
         if (tiled) bytes["L1"] += n;  // staged through L1
@@ -282,14 +282,14 @@ class NpuRuntime final : public BackendRuntime {
         int64_t n = block_bytes(bb, bias.dtype());
         bytes[tier_name(bias_tier)] += n;
         bytes["L1"] += n + 2 * static_cast<int64_t>(res[0].nbytes());
-        res = run_op(*find_op("add"), {res[0], load_block(bias, bb)}, d.bias->attrs);
+        res = run_op(*find_op("add"), {res[0], to_device_precision(load_block(bias, bb))}, d.bias->attrs);
       }
       if (act) {
         // Fused: the intermediate stays in L1, never written to DRAM.
         bytes["L1"] += 2 * static_cast<int64_t>(res[0].nbytes());
         res = run_op(*act, {res[0]}, d.activation->attrs);
       }
-      store_block(out, res[0], ob.begin);
+      store_block(out, to_device_precision(res[0]), ob.begin);
       bytes[tier_name(out_tier)] += static_cast<int64_t>(res[0].nbytes());
       if (tiled) bytes["L1"] += static_cast<int64_t>(res[0].nbytes());
       ++tiles;
@@ -325,6 +325,14 @@ class NpuRuntime final : public BackendRuntime {
     }
     e.cycles = cycles;
     return e;
+  }
+
+  // A float32 block as the device holds it (see Precision); in place.
+  Tensor to_device_precision(Tensor t) const {
+    if (device_.precision == Precision::Float32 || t.dtype() != DType::Float32) return t;
+    float* v = t.data<float>();
+    for (int64_t i = 0; i < t.numel(); ++i) v[i] = round_to(v[i], device_.precision);
+    return t;
   }
 
   DeviceDesc device_;
