@@ -11,8 +11,35 @@
 namespace kiln {
 
 const std::vector<std::string>& recorded_cpu_features() {
-  static const std::vector<std::string> names = {"sse4.2",  "avx",      "avx2",     "fma",     "f16c",
-                                                 "avx512f", "avx512bw", "avx512dq", "avx512vl"};
+  // Every instruction-set extension LLVM may use in host code that some
+  // x86-64 CPUs lack (code for znver3 may use AMD's sse4a; for
+  // sapphirerapids, avx512bf16): a module needing one the machine lacks is
+  // refused at load time instead of dying of an illegal instruction.
+  static const std::vector<std::string> names = {"sse4.2",
+                                                 "avx",
+                                                 "avx2",
+                                                 "fma",
+                                                 "f16c",
+                                                 "popcnt",
+                                                 "bmi",
+                                                 "bmi2",
+                                                 "sse4a",
+                                                 "xop",
+                                                 "fma4",
+                                                 "avx512f",
+                                                 "avx512bw",
+                                                 "avx512dq",
+                                                 "avx512vl",
+                                                 "avx512cd",
+                                                 "avx512vbmi",
+                                                 "avx512ifma",
+                                                 "avx512vnni",
+                                                 "avx512bf16",
+                                                 "avx512vbmi2",
+                                                 "avx512bitalg",
+                                                 "avx512vpopcntdq",
+                                                 "gfni",
+                                                 "vpclmulqdq"};
   return names;
 }
 
@@ -30,6 +57,22 @@ bool cpu_has(const std::string& f) {
   if (f == "avx512bw") return __builtin_cpu_supports("avx512bw");
   if (f == "avx512dq") return __builtin_cpu_supports("avx512dq");
   if (f == "avx512vl") return __builtin_cpu_supports("avx512vl");
+  if (f == "popcnt") return __builtin_cpu_supports("popcnt");
+  if (f == "bmi") return __builtin_cpu_supports("bmi");
+  if (f == "bmi2") return __builtin_cpu_supports("bmi2");
+  if (f == "sse4a") return __builtin_cpu_supports("sse4a");
+  if (f == "xop") return __builtin_cpu_supports("xop");
+  if (f == "fma4") return __builtin_cpu_supports("fma4");
+  if (f == "avx512cd") return __builtin_cpu_supports("avx512cd");
+  if (f == "avx512vbmi") return __builtin_cpu_supports("avx512vbmi");
+  if (f == "avx512ifma") return __builtin_cpu_supports("avx512ifma");
+  if (f == "avx512vnni") return __builtin_cpu_supports("avx512vnni");
+  if (f == "avx512bf16") return __builtin_cpu_supports("avx512bf16");
+  if (f == "avx512vbmi2") return __builtin_cpu_supports("avx512vbmi2");
+  if (f == "avx512bitalg") return __builtin_cpu_supports("avx512bitalg");
+  if (f == "avx512vpopcntdq") return __builtin_cpu_supports("avx512vpopcntdq");
+  if (f == "gfni") return __builtin_cpu_supports("gfni");
+  if (f == "vpclmulqdq") return __builtin_cpu_supports("vpclmulqdq");
 #endif
   return false;
 }

@@ -111,27 +111,33 @@ bool tile_anchor(te::Schedule& s, const AnchorTile& a, const CpuTarget& cpu,
   }
   te::Stage& tile = *find_stage(s, tile_tensor);
   const auto& shape = a.tensor->shape;
+  const int64_t rows_extent = shape[size_t(a.row_axis)];
   int64_t cb = column_block(cpu, shape[size_t(a.col_axis)]);
-  int64_t rb =
-      largest_divisor_up_to(shape[size_t(a.row_axis)], row_block_limit(cpu, column_vectors(cpu, cb)));
+  const int64_t cv = column_vectors(cpu, cb);
+  int64_t rb = largest_divisor_up_to(rows_extent, row_block_limit(cpu, cv));
+  // With one vector of columns, a conv tile also blocks the axis outside the
+  // columns (its output rows) by two, when that holds at least as many
+  // accumulators: each weight broadcast then feeds two multiply-adds (a
+  // 12 x 16 tile of AVX-512 is bound by its 13 loads per 12 multiply-adds;
+  // 12 x 2 x 16 does 24 per 14; AVX2's 12 x 8 becomes 6 x 2 x 8).
+  size_t h_axis = rank;
+  if (!a.panel && cv == 1 && a.col_axis >= 1 && size_t(a.col_axis - 1) != size_t(a.row_axis) &&
+      shape[size_t(a.col_axis - 1)] % 2 == 0) {
+    const int64_t rb2 =
+        largest_divisor_up_to(rows_extent, std::min<int64_t>(12, (cpu.vector_registers - 2 - 2) / 2));
+    if (2 * rb2 >= rb) {
+      rb = rb2;
+      h_axis = size_t(a.col_axis - 1);
+    }
+  }
   std::vector<tir::Var> axes;
   for (size_t k = 0; k < rank; ++k) axes.push_back(out->leaf(k));
   // Rows and columns beyond the output (padding) are computed in the last
   // tile and never stored.
   auto [ro, ri] = out->split_with_tail(axes[size_t(a.row_axis)], rb);
   auto [co, ci] = out->split_with_tail(axes[size_t(a.col_axis)], cb);
-  // With one vector of columns, a conv tile also blocks the axis outside the
-  // columns (its output rows) by two when the registers hold twice the
-  // accumulators: each weight broadcast then feeds two multiply-adds (a
-  // 12 x 16 tile of AVX-512 is bound by its 13 loads per 12 multiply-adds).
-  const int64_t cv = column_vectors(cpu, cb);
-  size_t h_axis = rank;
   tir::Var ho, hi;
-  if (!a.panel && cv == 1 && a.col_axis >= 1 && size_t(a.col_axis - 1) != size_t(a.row_axis) &&
-      shape[size_t(a.col_axis - 1)] % 2 == 0 && 2 * rb + 2 + 2 <= cpu.vector_registers) {
-    h_axis = size_t(a.col_axis - 1);
-    std::tie(ho, hi) = out->split(axes[h_axis], 2);
-  }
+  if (h_axis < rank) std::tie(ho, hi) = out->split(axes[h_axis], 2);
   const int64_t hb = h_axis < rank ? 2 : 1;
   // With a right operand to pack (matmul, dense), column tiles are outer:
   // each tile of columns of it is copied once into a contiguous panel and

@@ -330,13 +330,33 @@ TEST_F(CliCompile, CompiledModuleRunsTimedAndPrintsEveryStage) {
 // (no AVX) run here and match the reference kernels; the summary and the
 // artifact record the CPU and its features; AVX-512 code is refused at load
 // time on a machine without it; unknown CPUs and Hexagon are errors.
+// Code for AMD's znver3 may use sse4a (LLVM lowers some shuffles to its
+// extrq/insertq), which Intel CPUs lack: there it must be refused at load
+// time, not die of an illegal instruction.
+TEST_F(CliCompile, CodeForAnotherVendorsCpuIsRefusedWhereItCannotRun) {
+  std::string model = file("m.kir", kMatmulRelu);
+  std::string kmod = (dir_ / "znver3.kmod").string();
+  testing::CliResult r =
+      testing::kiln_cmd("compile " + model + " -o " + kmod + " --target 'llvm -mcpu=znver3'");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("for znver3 (sse4.2 avx avx2 fma f16c popcnt bmi bmi2 sse4a"), std::string::npos)
+      << r.out;
+  testing::CliResult run = testing::kiln_cmd("run " + kmod + " --random-inputs 3 --verify");
+  if (__builtin_cpu_supports("sse4a") && __builtin_cpu_supports("avx2")) {
+    EXPECT_EQ(run.code, 0) << run.out;
+  } else {
+    EXPECT_EQ(run.code, 1) << run.out;
+    EXPECT_NE(run.out.find("compiled for CPU znver3, which has "), std::string::npos) << run.out;
+  }
+}
+
 TEST_F(CliCompile, TargetNamesTheCpuOfTheHostCode) {
   std::string model = file("m.kir", kMatmulRelu);
   struct Case {
     const char* cpu;
     const char* summary;
   };
-  for (Case c : {Case{"x86-64-v3", "for x86-64-v3 (sse4.2 avx avx2 fma f16c)"},
+  for (Case c : {Case{"x86-64-v3", "for x86-64-v3 (sse4.2 avx avx2 fma f16c popcnt bmi bmi2)"},
                  Case{"x86-64", "for x86-64 (none of sse4.2 avx avx2 fma avx512f)"}}) {
     std::string kmod = (dir_ / (std::string(c.cpu) + ".kmod")).string();
     testing::CliResult r =
@@ -351,7 +371,8 @@ TEST_F(CliCompile, TargetNamesTheCpuOfTheHostCode) {
   }
   testing::CliResult avx512 =
       testing::kiln_cmd("run " + model + " --random-inputs 3 --verify --target 'llvm -mcpu=skylake-avx512'");
-  EXPECT_NE(avx512.out.find("for skylake-avx512 (sse4.2 avx avx2 fma f16c avx512f"), std::string::npos)
+  EXPECT_NE(avx512.out.find("for skylake-avx512 (sse4.2 avx avx2 fma f16c popcnt bmi bmi2 avx512f"),
+            std::string::npos)
       << avx512.out;
   if (__builtin_cpu_supports("avx512f")) {
     EXPECT_EQ(avx512.code, 0) << avx512.out;
