@@ -4,7 +4,7 @@
 set -euo pipefail
 
 packages=(
-  build-essential cmake ninja-build ccache pkg-config
+  build-essential cmake ninja-build ccache pkg-config clang-format
   llvm-19-dev clang-19 lld-19 libclang-rt-19-dev
   libzstd-dev zlib1g-dev libedit-dev libxml2-dev
   libonnx-dev libonnx-testdata libprotobuf-dev protobuf-compiler

@@ -44,7 +44,8 @@ tir::PrimFunc build_kernel(tir::DataType t) {
   namespace te = tir::te;
   te::Tensor A = te::placeholder({kN}, t, "A");
   te::Tensor B = te::placeholder({kN}, t, "B");
-  te::Tensor C = te::compute({kN}, [&](const te::Axes& i) { return tir::add((*A)(i), (*B)(i)); }, "C");
+  te::Tensor C = te::compute(
+      {kN}, [&](const te::Axes& i) { return tir::add((*A)(i), (*B)(i)); }, "C");
   te::Schedule s({C});
   s.cache_read(A, "local.vtcm", {C});
   s.cache_read(B, "local.vtcm", {C});
@@ -165,7 +166,8 @@ int main(int argc, char** argv) try {
     } else if (!std::strcmp(argv[i], "--target") && i + 1 < argc) {
       target = argv[++i];
     } else {
-      std::fprintf(stderr, "usage: vtcm_add [--dtype int8|float32] [--target llvm|hexagon-v68] [--out DIR]\n");
+      std::fprintf(stderr,
+                   "usage: vtcm_add [--dtype int8|float32] [--target llvm|hexagon-v68] [--out DIR]\n");
       return 2;
     }
   }

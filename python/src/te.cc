@@ -154,7 +154,6 @@ struct BuiltFunction {
   }
 };
 
-
 codegen::Target target_of(const std::string& name, std::optional<uint64_t> vtcm_capacity) {
   codegen::Target t = codegen::parse_target(name);
   if (vtcm_capacity) t.vtcm_capacity = *vtcm_capacity;

@@ -60,7 +60,8 @@ std::vector<ResolvedImport> resolve_hexagon_imports(const std::vector<Import>& i
 
 namespace {
 
-std::vector<Import> unresolved_imports(const std::vector<Import>& imports, const std::vector<std::string>& link_objects) {
+std::vector<Import> unresolved_imports(const std::vector<Import>& imports,
+                                       const std::vector<std::string>& link_objects) {
   std::vector<Import> unresolved;
   for (const ResolvedImport& r : resolve_hexagon_imports(imports, link_objects))
     if (r.source == ImportSource::Unresolved) unresolved.push_back(r.import);
@@ -71,7 +72,8 @@ std::vector<Import> unresolved_imports(const std::vector<Import>& imports, const
 
 void check_hexagon_imports(const std::vector<Import>& imports, const std::vector<std::string>& link_objects) {
   std::vector<Import> unresolved = unresolved_imports(imports, link_objects);
-  if (!unresolved.empty()) throw_unresolved_imports(unresolved, link_objects, "build", "kiln's Hexagon runtime");
+  if (!unresolved.empty())
+    throw_unresolved_imports(unresolved, link_objects, "build", "kiln's Hexagon runtime");
 }
 
 void link_hexagon_executable(const std::string& kernel_object, const std::string& output,
@@ -90,8 +92,7 @@ void link_hexagon_executable(const std::string& kernel_object, const std::string
   std::vector<std::string> argv = {"ld.lld-19", "-static", "-e", "_start", "-o", output, kernel_object};
   argv.insert(argv.end(), inputs.begin(), inputs.end());
   ProcessResult r = run_process(argv, 120, kInstallHint);
-  if (r.exit_code != 0)
-    throw Error("linking " + output + " with ld.lld-19 failed:\n" + r.err + r.out);
+  if (r.exit_code != 0) throw Error("linking " + output + " with ld.lld-19 failed:\n" + r.err + r.out);
 }
 
 ProcessResult run_hexagon_executable(const std::string& exe, const std::vector<std::string>& args,

@@ -53,10 +53,14 @@ std::vector<Import> collect_imports(const std::vector<tir::PrimFunc>& funcs) {
 
 const char* import_source_name(ImportSource s) {
   switch (s) {
-    case ImportSource::RuntimeAbi: return "runtime ABI";
-    case ImportSource::TargetRuntime: return "Hexagon runtime";
-    case ImportSource::Library: return "library";
-    case ImportSource::Unresolved: return "UNRESOLVED";
+    case ImportSource::RuntimeAbi:
+      return "runtime ABI";
+    case ImportSource::TargetRuntime:
+      return "Hexagon runtime";
+    case ImportSource::Library:
+      return "library";
+    case ImportSource::Unresolved:
+      return "UNRESOLVED";
   }
   return "?";
 }
@@ -95,8 +99,9 @@ std::vector<ResolvedImport> resolve_imports(const std::vector<Import>& imports,
   return out;
 }
 
-void throw_unresolved_imports(const std::vector<Import>& unresolved, const std::vector<std::string>& link_libs,
-                              const std::string& when, const std::string& runtime) {
+void throw_unresolved_imports(const std::vector<Import>& unresolved,
+                              const std::vector<std::string>& link_libs, const std::string& when,
+                              const std::string& runtime) {
   std::string msg;
   for (const Import& imp : unresolved) {
     std::string callers;

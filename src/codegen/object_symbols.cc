@@ -20,8 +20,8 @@ std::string message(llvm::Error e) { return llvm::toString(std::move(e)); }
 ObjectSymbols read_object_symbols(const std::string& path) {
   auto owning = llvm::object::ObjectFile::createObjectFile(path);
   if (!owning)
-    throw Error("cannot read '" + path + "' as an object file or shared library: " +
-                message(owning.takeError()));
+    throw Error("cannot read '" + path +
+                "' as an object file or shared library: " + message(owning.takeError()));
   const llvm::object::ObjectFile& obj = *owning->getBinary();
   ObjectSymbols out;
   out.hexagon = obj.getArch() == llvm::Triple::hexagon;

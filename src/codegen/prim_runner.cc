@@ -135,7 +135,8 @@ PrimRunResult run_on_hexagon(const tir::PrimFunc& lowered, std::vector<Tensor>& 
   const std::string prefix = "kiln-hexagon: VTCM pool: ";
   if (size_t at = run.out.find(prefix); at != std::string::npos) {
     size_t end = run.out.find('\n', at);
-    r.vtcm_pool = run.out.substr(at + prefix.size(), end == std::string::npos ? end : end - at - prefix.size());
+    r.vtcm_pool =
+        run.out.substr(at + prefix.size(), end == std::string::npos ? end : end - at - prefix.size());
   }
   if (run.exit_code != 0) {
     std::string why = run.err.empty() ? run.out : run.err;
@@ -195,8 +196,9 @@ PrimRunResult run_prim_function(const tir::PrimFunc& f, const std::map<std::stri
     auto it = inputs.find(p.name);
     if (it == inputs.end()) {
       if (p.needs_input())
-        throw Error("parameter %" + p.name + " of @" + f->name + " is read by the kernel; give it with --input " +
-                    p.name + "=FILE.npy (" + std::string(dtype_name(p.dtype)) + shape_str(p.shape) + ")");
+        throw Error("parameter %" + p.name + " of @" + f->name +
+                    " is read by the kernel; give it with --input " + p.name + "=FILE.npy (" +
+                    std::string(dtype_name(p.dtype)) + shape_str(p.shape) + ")");
       args.push_back(Tensor::zeros(p.shape, p.dtype));
       continue;
     }

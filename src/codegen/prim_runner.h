@@ -29,7 +29,7 @@ struct PrimParamInfo {
   bool read = false;     // loaded from
   bool written = false;  // stored to: an output
   bool needs_input() const { return read && !written; }
-  Shape shape;           // buffers: the constant shape; scalars: ()
+  Shape shape;  // buffers: the constant shape; scalars: ()
   DType dtype = DType::Float32;
 };
 
@@ -39,11 +39,11 @@ std::vector<PrimParamInfo> prim_param_info(const tir::PrimFuncNode& f);
 
 struct PrimRunOptions {
   Target target;
-  std::vector<std::string> link_libs;      // as for `kiln build --link-lib`
-  std::optional<uint64_t> vtcm_capacity;   // default: the target's
+  std::vector<std::string> link_libs;     // as for `kiln build --link-lib`
+  std::optional<uint64_t> vtcm_capacity;  // default: the target's
   bool static_scratchpad_plan = false;
-  std::string work_dir;                    // Hexagon: where files go (default: a temporary folder)
-  int timeout_seconds = 300;               // Hexagon: the emulator's time limit
+  std::string work_dir;       // Hexagon: where files go (default: a temporary folder)
+  int timeout_seconds = 300;  // Hexagon: the emulator's time limit
 };
 
 struct PrimRunResult {

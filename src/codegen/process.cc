@@ -32,7 +32,8 @@ bool program_exists(const std::string& name) {
   return false;
 }
 
-ProcessResult run_process(const std::vector<std::string>& argv, int timeout_seconds, const std::string& hint) {
+ProcessResult run_process(const std::vector<std::string>& argv, int timeout_seconds,
+                          const std::string& hint) {
   KILN_ASSERT(!argv.empty(), "run_process needs a program");
   if (!program_exists(argv[0]))
     throw Error("cannot run '" + argv[0] + "': it is not installed or not in PATH" +
@@ -62,7 +63,8 @@ ProcessResult run_process(const std::vector<std::string>& argv, int timeout_seco
   if (rc != 0) {
     close(out_pipe[0]);
     close(err_pipe[0]);
-    throw Error("cannot run '" + argv[0] + "': " + std::strerror(rc) + (hint.empty() ? "" : " (" + hint + ")"));
+    throw Error("cannot run '" + argv[0] + "': " + std::strerror(rc) +
+                (hint.empty() ? "" : " (" + hint + ")"));
   }
 
   ProcessResult result;
@@ -71,7 +73,8 @@ ProcessResult run_process(const std::vector<std::string>& argv, int timeout_seco
   std::string* sinks[2] = {&result.out, &result.err};
   int open_fds = 2;
   while (open_fds > 0) {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) {
       result.timed_out = true;
       kill(-pid, SIGKILL);

@@ -9,10 +9,10 @@
 namespace kiln::codegen {
 
 struct ProcessResult {
-  int exit_code = -1;      // the program's status; -1 when it was killed or did not start
+  int exit_code = -1;  // the program's status; -1 when it was killed or did not start
   bool timed_out = false;
-  std::string out;         // stdout
-  std::string err;         // stderr
+  std::string out;  // stdout
+  std::string err;  // stderr
 };
 
 // Runs argv[0] (looked up in PATH). A program that cannot be started is a

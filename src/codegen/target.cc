@@ -62,7 +62,9 @@ Target parse_target(const std::string& name) {
     if (t.cpu.empty() || t.cpu.find(' ') != std::string::npos)
       throw Error("--target '" + name + "': -mcpu takes one CPU name (e.g. llvm -mcpu=x86-64-v3)");
     std::vector<std::string> features = target_cpu_features(t);  // checks the name
-    auto has = [&](const char* f) { return std::find(features.begin(), features.end(), f) != features.end(); };
+    auto has = [&](const char* f) {
+      return std::find(features.begin(), features.end(), f) != features.end();
+    };
     t.vector_bytes = has("avx512f") ? 64 : has("avx") ? 32 : 16;
     return t;
   }

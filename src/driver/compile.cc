@@ -166,7 +166,8 @@ Executable compile_model(const Module& input, const CompileOptions& opts, Compil
 
   // 5. Lower and schedule each kernel.
   LoweredKernels lowered = stages.run(
-      "lower-and-schedule", [&] { return lower_planned_kernels(exe.host, plan, codegen::schedule_target(opts.target)); },
+      "lower-and-schedule",
+      [&] { return lower_planned_kernels(exe.host, plan, codegen::schedule_target(opts.target)); },
       [](const LoweredKernels& r) { return print_host_program(r.host) + print_funcs(r.funcs); });
   sum.distinct_kernels = int(lowered.funcs.size());
   sum.kernels = int(lowered.host.nodes.size()) - count_op_nodes(lowered.host);

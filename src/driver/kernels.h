@@ -27,8 +27,8 @@
 #include "lower/lower.h"
 #include "runtime/graph.h"
 #include "runtime/host_code.h"
-#include "schedule/schedule.h"
 #include "runtime/vm.h"
+#include "schedule/schedule.h"
 
 namespace kiln::driver {
 

@@ -19,21 +19,19 @@ constexpr int kMaxCallDepth = 256;
 
 void check_matches(const Value& v, const Type& t, const std::string& what) {
   if (t->is_tuple()) {
-    KILN_CHECK(v.is_tuple && v.fields.size() == t->fields.size(), what, " must be a tuple ",
-               type_str(t));
+    KILN_CHECK(v.is_tuple && v.fields.size() == t->fields.size(), what, " must be a tuple ", type_str(t));
     for (size_t i = 0; i < v.fields.size(); ++i)
       check_matches(v.fields[i], t->fields[i], what + "." + std::to_string(i));
     return;
   }
   KILN_CHECK(!v.is_tuple && v.tensor.defined(), what, " must be a tensor ", type_str(t));
   const TensorDesc& want = t->tensor;
-  KILN_CHECK(v.tensor.dtype() == want.dtype, what, " has dtype ", dtype_name(v.tensor.dtype()),
-             ", expected ", dtype_name(want.dtype));
+  KILN_CHECK(v.tensor.dtype() == want.dtype, what, " has dtype ", dtype_name(v.tensor.dtype()), ", expected ",
+             dtype_name(want.dtype));
   bool shape_ok = v.tensor.shape().size() == want.shape.size();
   for (size_t i = 0; shape_ok && i < want.shape.size(); ++i)
     shape_ok = want.shape[i] < 0 || want.shape[i] == v.tensor.shape()[i];
-  KILN_CHECK(shape_ok, what, " has shape ", shape_str(v.tensor.shape()), ", expected ",
-             type_str(t));
+  KILN_CHECK(shape_ok, what, " has shape ", shape_str(v.tensor.shape()), ", expected ", type_str(t));
 }
 
 class Interpreter {
@@ -72,7 +70,8 @@ class Interpreter {
         KILN_ASSERT(it != env.end(), "variable %" + as<VarNode>(e)->name + " used before definition");
         return it->second;
       }
-      case ExprKind::Constant: return Value::of(as<ConstantNode>(e)->value);
+      case ExprKind::Constant:
+        return Value::of(as<ConstantNode>(e)->value);
       case ExprKind::Tuple: {
         std::vector<Value> fields;
         for (const auto& f : as<TupleNode>(e)->fields) fields.push_back(eval(f, env, depth));
@@ -84,7 +83,8 @@ class Interpreter {
         KILN_ASSERT(tup.is_tuple && t->index < static_cast<int64_t>(tup.fields.size()), "bad tuple access");
         return tup.fields[static_cast<size_t>(t->index)];
       }
-      case ExprKind::Call: return eval_call(*as<CallNode>(e), env, depth);
+      case ExprKind::Call:
+        return eval_call(*as<CallNode>(e), env, depth);
     }
     KILN_ASSERT(false, "unknown expression kind");
   }
@@ -122,8 +122,8 @@ Value interpret_value(const Module& m, const std::string& function, const std::v
   return Interpreter(m, opts).call(*fn, args, 0);
 }
 
-std::vector<Tensor> interpret(const Module& m, const std::string& function,
-                              const std::vector<Tensor>& args, const InterpretOptions& opts) {
+std::vector<Tensor> interpret(const Module& m, const std::string& function, const std::vector<Tensor>& args,
+                              const InterpretOptions& opts) {
   std::vector<Value> vals;
   for (const auto& t : args) vals.push_back(Value::of(t));
   return flatten_value(interpret_value(m, function, vals, opts));

@@ -16,8 +16,8 @@ namespace kiln {
 
 // A runtime value: a tensor or a tuple of values.
 struct Value {
-  Tensor tensor;             // when !is_tuple
-  std::vector<Value> fields; // when is_tuple
+  Tensor tensor;              // when !is_tuple
+  std::vector<Value> fields;  // when is_tuple
   bool is_tuple = false;
 
   static Value of(Tensor t) { return Value{std::move(t), {}, false}; }
@@ -39,8 +39,8 @@ struct InterpretOptions {
 // are not supported as entry arguments). Checks each argument's shape and
 // dtype against the parameter's type and throws kiln::Error naming the
 // parameter on a mismatch. Returns the result, tuples flattened.
-std::vector<Tensor> interpret(const Module& m, const std::string& function,
-                              const std::vector<Tensor>& args, const InterpretOptions& opts = {});
+std::vector<Tensor> interpret(const Module& m, const std::string& function, const std::vector<Tensor>& args,
+                              const InterpretOptions& opts = {});
 
 // Same, returning the structured value.
 Value interpret_value(const Module& m, const std::string& function, const std::vector<Value>& args,

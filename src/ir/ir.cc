@@ -74,7 +74,8 @@ std::vector<TensorDesc> flatten_type(const Type& t) {
 const char* expr_kind_name(ExprKind k) {
   switch (k) {
 #define KILN_NAME_CASE(name) \
-  case ExprKind::name: return #name;
+  case ExprKind::name:       \
+    return #name;
     KILN_EXPR_KINDS(KILN_NAME_CASE)
 #undef KILN_NAME_CASE
   }
@@ -107,8 +108,8 @@ Expr make_op_call(const OpDef& op, std::vector<Expr> args, const Attrs& attrs, c
                         ", expected a tensor");
     for (int64_t d : t->tensor.shape)
       if (d < 0)
-        throw at(loc, op.name + ": argument " + std::to_string(i) + " has a symbolic shape " +
-                          type_str(t) + "; bind it to a static shape first");
+        throw at(loc, op.name + ": argument " + std::to_string(i) + " has a symbolic shape " + type_str(t) +
+                          "; bind it to a static shape first");
     inputs.push_back(t->tensor);
   }
   Attrs norm;
@@ -165,15 +166,16 @@ Expr make_tuple(std::vector<Expr> fields) {
 
 Expr make_tuple_get_item(Expr tuple, int64_t index, const SourceLoc& loc) {
   const Type& t = tuple->type;
-  if (!t->is_tuple()) throw at(loc, "cannot take field " + std::to_string(index) + " of a non-tuple " + type_str(t));
+  if (!t->is_tuple())
+    throw at(loc, "cannot take field " + std::to_string(index) + " of a non-tuple " + type_str(t));
   if (index < 0 || index >= static_cast<int64_t>(t->fields.size()))
     throw at(loc, "tuple index " + std::to_string(index) + " out of range for " + type_str(t));
   Type ft = t->fields[static_cast<size_t>(index)];
   return std::make_shared<TupleGetItemNode>(std::move(ft), std::move(tuple), index);
 }
 
-Function make_function(std::string name, std::vector<Var> params, std::vector<Binding> bindings,
-                       Expr result, Attrs attrs, Type declared_ret, const SourceLoc& loc) {
+Function make_function(std::string name, std::vector<Var> params, std::vector<Binding> bindings, Expr result,
+                       Attrs attrs, Type declared_ret, const SourceLoc& loc) {
   KILN_ASSERT(result != nullptr, "function without a result");
   if (declared_ret && !type_equal(declared_ret, result->type))
     throw at(loc, "@" + name + " declares return type " + type_str(declared_ret) + " but returns " +
@@ -212,9 +214,9 @@ void Module::set(Function f) {
 }
 
 void Module::remove(const std::string& name) {
-  functions.erase(std::remove_if(functions.begin(), functions.end(),
-                                 [&](const Function& f) { return f->name == name; }),
-                  functions.end());
+  functions.erase(
+      std::remove_if(functions.begin(), functions.end(), [&](const Function& f) { return f->name == name; }),
+      functions.end());
 }
 
 }  // namespace kiln

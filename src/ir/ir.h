@@ -45,9 +45,9 @@ using Type = std::shared_ptr<const TypeNode>;
 struct TypeNode {
   enum class Kind : uint8_t { Tensor, Tuple };
   Kind kind = Kind::Tensor;
-  TensorDesc tensor;                    // Kind::Tensor
-  std::vector<std::string> dim_names;   // Kind::Tensor: names of symbolic dims, else empty
-  std::vector<Type> fields;             // Kind::Tuple
+  TensorDesc tensor;                   // Kind::Tensor
+  std::vector<std::string> dim_names;  // Kind::Tensor: names of symbolic dims, else empty
+  std::vector<Type> fields;            // Kind::Tuple
 
   bool is_tensor() const { return kind == Kind::Tensor; }
   bool is_tuple() const { return kind == Kind::Tuple; }
@@ -125,9 +125,9 @@ struct TupleGetItemNode : ExprNode {
 // Checked downcasts: as<CallNode>(e) is nullptr when e is not a call.
 template <typename T>
 const T* as(const Expr& e);
-#define KILN_AS(name)                                                           \
-  template <>                                                                   \
-  inline const name##Node* as<name##Node>(const Expr& e) {                      \
+#define KILN_AS(name)                                                                          \
+  template <>                                                                                  \
+  inline const name##Node* as<name##Node>(const Expr& e) {                                     \
     return e && e->kind == ExprKind::name ? static_cast<const name##Node*>(e.get()) : nullptr; \
   }
 KILN_EXPR_KINDS(KILN_AS)
@@ -159,16 +159,15 @@ struct FunctionNode {
   std::string name;  // without '@'
   std::vector<Var> params;
   std::vector<Binding> bindings;
-  Expr result;   // a Var, Constant or Tuple of those
+  Expr result;  // a Var, Constant or Tuple of those
   Type ret_type;
-  Attrs attrs;   // Composite, Codegen, global_symbol, Primitive, ...
+  Attrs attrs;  // Composite, Codegen, global_symbol, Primitive, ...
 };
 using Function = std::shared_ptr<const FunctionNode>;
 
 // ret_type is the type of result; throws when `declared` is given and differs.
-Function make_function(std::string name, std::vector<Var> params, std::vector<Binding> bindings,
-                       Expr result, Attrs attrs = {}, Type declared_ret = nullptr,
-                       const SourceLoc& loc = {});
+Function make_function(std::string name, std::vector<Var> params, std::vector<Binding> bindings, Expr result,
+                       Attrs attrs = {}, Type declared_ret = nullptr, const SourceLoc& loc = {});
 
 // A unit of compilation: graph functions in order, plus module attributes.
 struct Module {

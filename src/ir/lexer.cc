@@ -9,33 +9,60 @@ namespace kiln {
 
 const char* token_kind_name(TokenKind k) {
   switch (k) {
-    case TokenKind::End: return "end of file";
-    case TokenKind::Ident: return "identifier";
-    case TokenKind::Local: return "%variable";
-    case TokenKind::Global: return "@name";
-    case TokenKind::Int: return "integer";
-    case TokenKind::Float: return "float";
-    case TokenKind::String: return "string";
-    case TokenKind::LParen: return "'('";
-    case TokenKind::RParen: return "')'";
-    case TokenKind::LBracket: return "'['";
-    case TokenKind::RBracket: return "']'";
-    case TokenKind::LBrace: return "'{'";
-    case TokenKind::RBrace: return "'}'";
-    case TokenKind::Comma: return "','";
-    case TokenKind::Colon: return "':'";
-    case TokenKind::Semicolon: return "';'";
-    case TokenKind::Equals: return "'='";
-    case TokenKind::Arrow: return "'->'";
-    case TokenKind::Dot: return "'.'";
-    case TokenKind::Question: return "'?'";
-    case TokenKind::Minus: return "'-'";
-    case TokenKind::Plus: return "'+'";
-    case TokenKind::Star: return "'*'";
-    case TokenKind::Slash: return "'/'";
-    case TokenKind::Percent: return "'%'";
-    case TokenKind::Less: return "'<'";
-    case TokenKind::Greater: return "'>'";
+    case TokenKind::End:
+      return "end of file";
+    case TokenKind::Ident:
+      return "identifier";
+    case TokenKind::Local:
+      return "%variable";
+    case TokenKind::Global:
+      return "@name";
+    case TokenKind::Int:
+      return "integer";
+    case TokenKind::Float:
+      return "float";
+    case TokenKind::String:
+      return "string";
+    case TokenKind::LParen:
+      return "'('";
+    case TokenKind::RParen:
+      return "')'";
+    case TokenKind::LBracket:
+      return "'['";
+    case TokenKind::RBracket:
+      return "']'";
+    case TokenKind::LBrace:
+      return "'{'";
+    case TokenKind::RBrace:
+      return "'}'";
+    case TokenKind::Comma:
+      return "','";
+    case TokenKind::Colon:
+      return "':'";
+    case TokenKind::Semicolon:
+      return "';'";
+    case TokenKind::Equals:
+      return "'='";
+    case TokenKind::Arrow:
+      return "'->'";
+    case TokenKind::Dot:
+      return "'.'";
+    case TokenKind::Question:
+      return "'?'";
+    case TokenKind::Minus:
+      return "'-'";
+    case TokenKind::Plus:
+      return "'+'";
+    case TokenKind::Star:
+      return "'*'";
+    case TokenKind::Slash:
+      return "'/'";
+    case TokenKind::Percent:
+      return "'%'";
+    case TokenKind::Less:
+      return "'<'";
+    case TokenKind::Greater:
+      return "'>'";
   }
   return "?";
 }
@@ -56,8 +83,7 @@ std::string show_byte(char c) {
 
 }  // namespace
 
-Lexer::Lexer(std::string_view text, std::string filename)
-    : text_(text), filename_(std::move(filename)) {}
+Lexer::Lexer(std::string_view text, std::string filename) : text_(text), filename_(std::move(filename)) {}
 
 const Token& Lexer::peek(size_t ahead) {
   while (lookahead_.size() <= ahead) {
@@ -99,21 +125,27 @@ void Lexer::expect_ident(std::string_view word) {
 
 std::string Lexer::describe(const Token& t) {
   switch (t.kind) {
-    case TokenKind::End: return "end of file";
-    case TokenKind::Ident: return "identifier '" + t.text + "'";
-    case TokenKind::Local: return "'%" + t.text + "'";
-    case TokenKind::Global: return "'@" + t.text + "'";
+    case TokenKind::End:
+      return "end of file";
+    case TokenKind::Ident:
+      return "identifier '" + t.text + "'";
+    case TokenKind::Local:
+      return "'%" + t.text + "'";
+    case TokenKind::Global:
+      return "'@" + t.text + "'";
     case TokenKind::Int:
-    case TokenKind::Float: return "number " + t.text;
-    case TokenKind::String: return "a string";
-    default: return token_kind_name(t.kind);
+    case TokenKind::Float:
+      return "number " + t.text;
+    case TokenKind::String:
+      return "a string";
+    default:
+      return token_kind_name(t.kind);
   }
 }
 
 void Lexer::fail_expected(std::string_view what) {
   const Token& t = peek();
-  if (t.kind == TokenKind::End)
-    throw error_at(t, "unexpected end of file: expected " + std::string(what));
+  if (t.kind == TokenKind::End) throw error_at(t, "unexpected end of file: expected " + std::string(what));
   throw error_at(t, "expected " + std::string(what) + ", found " + describe(t));
 }
 
@@ -153,9 +185,7 @@ Error Lexer::error_at(const SourceLoc& loc, const std::string& message) const {
   return Error(message, loc, context(loc.line, loc.column));
 }
 
-Error Lexer::error_at(const Token& t, const std::string& message) const {
-  return error_at(loc(t), message);
-}
+Error Lexer::error_at(const Token& t, const std::string& message) const { return error_at(loc(t), message); }
 
 Error Lexer::error_here(size_t, int line, int column, const std::string& message) const {
   return error_at(SourceLoc{filename_, line, column}, message);
@@ -207,8 +237,7 @@ std::string Lexer::scan_name(Token& t, char sigil) {
   while (pos_ < text_.size() && (is_ident_char(text_[pos_]) || (sigil == '@' && text_[pos_] == '.')))
     advance(1);
   if (start == pos_)
-    throw error_here(t.offset, t.line, t.column,
-                     std::string("expected a name after '") + sigil + "'");
+    throw error_here(t.offset, t.line, t.column, std::string("expected a name after '") + sigil + "'");
   return std::string(text_.substr(start, pos_ - start));
 }
 
@@ -250,14 +279,22 @@ Token Lexer::scan_string(Token t, std::string& out) {
       char e = text_[pos_ + 1];
       char v;
       switch (e) {
-        case '"': v = '"'; break;
-        case '\\': v = '\\'; break;
-        case 'n': v = '\n'; break;
-        case 't': v = '\t'; break;
+        case '"':
+          v = '"';
+          break;
+        case '\\':
+          v = '\\';
+          break;
+        case 'n':
+          v = '\n';
+          break;
+        case 't':
+          v = '\t';
+          break;
         default:
-          throw error_here(pos_, line_, column_,
-                           "unknown escape '\\" + std::string(1, e) +
-                               "' in string (known: \\\" \\\\ \\n \\t)");
+          throw error_here(
+              pos_, line_, column_,
+              "unknown escape '\\" + std::string(1, e) + "' in string (known: \\\" \\\\ \\n \\t)");
       }
       out += v;
       advance(2);
@@ -290,9 +327,9 @@ Token Lexer::scan_number(Token t) {
     is_float = true;
     advance(1);
     if (pos_ >= text_.size() || !is_digit(text_[pos_]))
-      throw error_here(t.offset, t.line, t.column,
-                       "bad number '" + std::string(text_.substr(start, pos_ - start)) +
-                           "': expected digits after '.'");
+      throw error_here(
+          t.offset, t.line, t.column,
+          "bad number '" + std::string(text_.substr(start, pos_ - start)) + "': expected digits after '.'");
     while (pos_ < text_.size() && is_digit(text_[pos_])) advance(1);
   }
   if (pos_ < text_.size() && (text_[pos_] == 'e' || text_[pos_] == 'E')) {
@@ -380,25 +417,63 @@ Token Lexer::scan() {
   }
   TokenKind k;
   switch (c) {
-    case '(': k = TokenKind::LParen; break;
-    case ')': k = TokenKind::RParen; break;
-    case '[': k = TokenKind::LBracket; break;
-    case ']': k = TokenKind::RBracket; break;
-    case '{': k = TokenKind::LBrace; break;
-    case '}': k = TokenKind::RBrace; break;
-    case ',': k = TokenKind::Comma; break;
-    case ':': k = TokenKind::Colon; break;
-    case ';': k = TokenKind::Semicolon; break;
-    case '=': k = TokenKind::Equals; break;
-    case '.': k = TokenKind::Dot; break;
-    case '?': k = TokenKind::Question; break;
-    case '-': k = TokenKind::Minus; break;
-    case '+': k = TokenKind::Plus; break;
-    case '*': k = TokenKind::Star; break;
-    case '/': k = TokenKind::Slash; break;
-    case '%': k = TokenKind::Percent; break;
-    case '<': k = TokenKind::Less; break;
-    case '>': k = TokenKind::Greater; break;
+    case '(':
+      k = TokenKind::LParen;
+      break;
+    case ')':
+      k = TokenKind::RParen;
+      break;
+    case '[':
+      k = TokenKind::LBracket;
+      break;
+    case ']':
+      k = TokenKind::RBracket;
+      break;
+    case '{':
+      k = TokenKind::LBrace;
+      break;
+    case '}':
+      k = TokenKind::RBrace;
+      break;
+    case ',':
+      k = TokenKind::Comma;
+      break;
+    case ':':
+      k = TokenKind::Colon;
+      break;
+    case ';':
+      k = TokenKind::Semicolon;
+      break;
+    case '=':
+      k = TokenKind::Equals;
+      break;
+    case '.':
+      k = TokenKind::Dot;
+      break;
+    case '?':
+      k = TokenKind::Question;
+      break;
+    case '-':
+      k = TokenKind::Minus;
+      break;
+    case '+':
+      k = TokenKind::Plus;
+      break;
+    case '*':
+      k = TokenKind::Star;
+      break;
+    case '/':
+      k = TokenKind::Slash;
+      break;
+    case '%':
+      k = TokenKind::Percent;
+      break;
+    case '<':
+      k = TokenKind::Less;
+      break;
+    case '>':
+      k = TokenKind::Greater;
+      break;
     case '@':
       throw error_here(pos_, line_, column_, "expected a name after '@'");
     default:

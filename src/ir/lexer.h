@@ -24,33 +24,33 @@
 namespace kiln {
 
 enum class TokenKind : uint8_t {
-  End,       // end of input
-  Ident,     // [A-Za-z_][A-Za-z0-9_]*; dotted names are Ident '.' Ident (see Lexer::adjacent)
-  Local,     // %name or %"any text"; text is the name without '%'
-  Global,    // @name or @"any text"; text is the name without '@'
-  Int,       // 12, -3 (a '-' directly before a digit belongs to the number)
-  Float,     // 1.5, -2e-3, 1e10 (has a '.' or an exponent)
-  String,    // "..." with escapes \" \\ \n \t; text is the unescaped value
-  LParen,    // (
-  RParen,    // )
-  LBracket,  // [
-  RBracket,  // ]
-  LBrace,    // {
-  RBrace,    // }
-  Comma,     // ,
-  Colon,     // :
-  Semicolon, // ;
-  Equals,    // =
-  Arrow,     // ->
-  Dot,       // .
-  Question,  // ?
-  Minus,     // - (not followed by a digit or '>')
-  Plus,      // +
-  Star,      // *
-  Slash,     // /
-  Percent,   // % (not followed by a name)
-  Less,      // <
-  Greater,   // >
+  End,        // end of input
+  Ident,      // [A-Za-z_][A-Za-z0-9_]*; dotted names are Ident '.' Ident (see Lexer::adjacent)
+  Local,      // %name or %"any text"; text is the name without '%'
+  Global,     // @name or @"any text"; text is the name without '@'
+  Int,        // 12, -3 (a '-' directly before a digit belongs to the number)
+  Float,      // 1.5, -2e-3, 1e10 (has a '.' or an exponent)
+  String,     // "..." with escapes \" \\ \n \t; text is the unescaped value
+  LParen,     // (
+  RParen,     // )
+  LBracket,   // [
+  RBracket,   // ]
+  LBrace,     // {
+  RBrace,     // }
+  Comma,      // ,
+  Colon,      // :
+  Semicolon,  // ;
+  Equals,     // =
+  Arrow,      // ->
+  Dot,        // .
+  Question,   // ?
+  Minus,      // - (not followed by a digit or '>')
+  Plus,       // +
+  Star,       // *
+  Slash,      // /
+  Percent,    // % (not followed by a name)
+  Less,       // <
+  Greater,    // >
 };
 
 // "identifier", "'('", "end of file", ... for messages.
@@ -61,12 +61,12 @@ struct Token {
   // Ident: the identifier; Local/Global: the name without its sigil; String:
   // the unescaped value; Int/Float: the spelling; punctuation: its spelling.
   std::string text;
-  int64_t int_value = 0;    // Int
-  double float_value = 0;   // Int and Float (an Int is also a valid float)
-  int line = 0;             // 1-based
-  int column = 0;           // 1-based, in bytes
-  size_t offset = 0;        // byte offset of the first character
-  size_t end_offset = 0;    // byte offset just past the last character
+  int64_t int_value = 0;   // Int
+  double float_value = 0;  // Int and Float (an Int is also a valid float)
+  int line = 0;            // 1-based
+  int column = 0;          // 1-based, in bytes
+  size_t offset = 0;       // byte offset of the first character
+  size_t end_offset = 0;   // byte offset just past the last character
 
   bool is(TokenKind k) const { return kind == k; }
   bool is_ident(std::string_view word) const { return kind == TokenKind::Ident && text == word; }

@@ -23,8 +23,7 @@ std::string weights_attr(std::string_view text, const std::string& filename) {
     while (!lex.at(TokenKind::RBrace) && !lex.at(TokenKind::End)) {
       Token key = lex.next();
       bool is_key = key.is(TokenKind::Ident) || key.is(TokenKind::String);
-      if (is_key && key.text == "weights" && lex.accept(TokenKind::Equals) &&
-          lex.at(TokenKind::String))
+      if (is_key && key.text == "weights" && lex.accept(TokenKind::Equals) && lex.at(TokenKind::String))
         return lex.next().text;
     }
   } catch (const Error&) {
@@ -35,8 +34,7 @@ std::string weights_attr(std::string_view text, const std::string& filename) {
 // Names the unnamed constants bigger than the inline limit: c0, c1, ...
 class NameBigConstants : public ExprMutator {
  public:
-  NameBigConstants(int64_t limit, std::map<std::string, Tensor>& named)
-      : limit_(limit), named_(named) {}
+  NameBigConstants(int64_t limit, std::map<std::string, Tensor>& named) : limit_(limit), named_(named) {}
 
  protected:
   Expr mutate_Constant(const Expr& e, const ConstantNode& n) override {
@@ -108,8 +106,8 @@ Module load_module(const std::string& path) {
   std::error_code ec;
   if (required || fs::exists(side_path, ec)) {
     if (!fs::exists(side_path, ec))
-      throw Error("'" + path + "' names the side file '" + weights + "', but '" +
-                  side_path.string() + "' does not exist");
+      throw Error("'" + path + "' names the side file '" + weights + "', but '" + side_path.string() +
+                  "' does not exist");
     side = read_npz(side_path.string());
     have_side = true;
   }
@@ -119,8 +117,7 @@ Module load_module(const std::string& path) {
   } catch (const Error& e) {
     // Say which side file was looked for, so the user knows what is missing.
     if (e.message().find("refers to the side file") == std::string::npos) throw;
-    throw Error(e.message() + "; no side file '" + side_path.string() + "' was found", e.loc(),
-                e.context());
+    throw Error(e.message() + "; no side file '" + side_path.string() + "' was found", e.loc(), e.context());
   }
 }
 

@@ -64,8 +64,8 @@ class Parser {
         PendingFunction& f = pending.back();
         auto [it, fresh] = defined.emplace(f.name, f.loc);
         if (!fresh)
-          throw lex_.error_at(f.loc, "duplicate function @" + f.name + " (first defined at " +
-                                         it->second.str() + ")");
+          throw lex_.error_at(
+              f.loc, "duplicate function @" + f.name + " (first defined at " + it->second.str() + ")");
         signatures_[f.name] = Signature{param_types(f.params), f.ret};
         skip_body(f);
       } else if (t.is_ident("prim")) {
@@ -73,8 +73,8 @@ class Parser {
         tir::PrimFunc f = tir::parse_prim_function(lex_);
         auto [it, fresh] = defined.emplace(f->name, loc);
         if (!fresh)
-          throw lex_.error_at(loc, "duplicate function @" + f->name + " (first defined at " +
-                                       it->second.str() + ")");
+          throw lex_.error_at(
+              loc, "duplicate function @" + f->name + " (first defined at " + it->second.str() + ")");
         m.prim_functions.push_back(std::move(f));
       } else if (t.is_ident("module")) {
         throw lex_.error_at(t, "module attributes must come before the first function");
@@ -106,8 +106,8 @@ class Parser {
         Token p = lex_.expect(TokenKind::Local, "a parameter such as %x");
         auto [it, fresh] = seen.emplace(p.text, p);
         if (!fresh)
-          throw lex_.error_at(p, "duplicate parameter %" + p.text + " (first defined at " +
-                                     lex_.loc(it->second).str() + ")");
+          throw lex_.error_at(
+              p, "duplicate parameter %" + p.text + " (first defined at " + lex_.loc(it->second).str() + ")");
         lex_.expect(TokenKind::Colon, "':' and the parameter's type");
         Type type = parse_type(0);
         f.params.push_back(make_var(p.text, type));
@@ -142,7 +142,8 @@ class Parser {
   Function parse_body(PendingFunction& f) {
     Lexer& lex = f.body;
     scope_.clear();
-    for (size_t i = 0; i < f.params.size(); ++i) scope_[f.params[i]->name] = {f.params[i], lex.loc(f.param_tokens[i])};
+    for (size_t i = 0; i < f.params.size(); ++i)
+      scope_[f.params[i]->name] = {f.params[i], lex.loc(f.param_tokens[i])};
     lex.expect(TokenKind::LBrace, "'{'");
     std::vector<Binding> bindings;
     while (!lex.at_ident("return")) {
@@ -151,8 +152,8 @@ class Parser {
       Token v = lex.expect(TokenKind::Local, "a binding such as '%y = ...' or 'return'");
       auto it = scope_.find(v.text);
       if (it != scope_.end())
-        throw lex.error_at(v, "duplicate variable %" + v.text + " (first defined at " +
-                                  it->second.loc.str() + ")");
+        throw lex.error_at(
+            v, "duplicate variable %" + v.text + " (first defined at " + it->second.loc.str() + ")");
       lex.expect(TokenKind::Equals, "'=' after %" + v.text);
       Expr value = parse_expr(lex, 0);
       Var var = make_var(v.text, value->type);
@@ -256,8 +257,7 @@ class Parser {
     if (!lex.at(TokenKind::RBrace)) {
       do {
         Token key = lex.peek();
-        if (!key.is(TokenKind::Ident) && !key.is(TokenKind::String))
-          lex.fail_expected("an attribute name");
+        if (!key.is(TokenKind::Ident) && !key.is(TokenKind::String)) lex.fail_expected("an attribute name");
         lex.next();
         if (attrs.has(key.text)) throw lex.error_at(key, "duplicate attribute '" + key.text + "'");
         lex.expect(TokenKind::Equals, "'=' after the attribute name");
@@ -276,8 +276,7 @@ class Parser {
     bool inf = w.text == "inf";  // read before next() moves the token
     if (neg) lex.next();
     lex.next();
-    double v = inf ? std::numeric_limits<double>::infinity()
-                   : std::numeric_limits<double>::quiet_NaN();
+    double v = inf ? std::numeric_limits<double>::infinity() : std::numeric_limits<double>::quiet_NaN();
     return neg ? -v : v;
   }
 
@@ -337,8 +336,7 @@ class Parser {
         lex.fail_expected("a field index after '.'");
       }
       lex.next();
-      for (int64_t i : indices)
-        e = built(lex, idx, [&] { return make_tuple_get_item(e, i, lex.loc(idx)); });
+      for (int64_t i : indices) e = built(lex, idx, [&] { return make_tuple_get_item(e, i, lex.loc(idx)); });
       (void)dot;
     }
     (void)start;
@@ -351,16 +349,18 @@ class Parser {
       case TokenKind::Local: {
         lex.next();
         auto it = scope_.find(t.text);
-        if (it == scope_.end())
-          throw lex.error_at(t, "use of undefined variable %" + t.text);
+        if (it == scope_.end()) throw lex.error_at(t, "use of undefined variable %" + t.text);
         return it->second.var;
       }
-      case TokenKind::Global: return parse_function_call(lex, depth);
-      case TokenKind::LParen: return parse_tuple(lex, depth);
+      case TokenKind::Global:
+        return parse_function_call(lex, depth);
+      case TokenKind::LParen:
+        return parse_tuple(lex, depth);
       case TokenKind::Ident:
         if (t.text == "const" && lex.peek(1).is(TokenKind::LParen)) return parse_constant(lex);
         return parse_op_call(lex, depth);
-      default: lex.fail_expected("an expression (a %variable, a call, a tuple or const(...))");
+      default:
+        lex.fail_expected("an expression (a %variable, a call, a tuple or const(...))");
     }
   }
 
@@ -395,8 +395,7 @@ class Parser {
           keywords = true;
           continue;
         }
-        if (keywords)
-          throw lex.error_at(lex.peek(), "positional argument after keyword attributes");
+        if (keywords) throw lex.error_at(lex.peek(), "positional argument after keyword attributes");
         args.push_back(parse_expr(lex, depth + 1));
       } while (lex.accept(TokenKind::Comma));
     }
@@ -431,8 +430,7 @@ class Parser {
   Expr parse_function_call(Lexer& lex, int depth) {
     Token callee = lex.next();
     auto it = signatures_.find(callee.text);
-    if (it == signatures_.end())
-      throw lex.error_at(callee, "call of unknown function @" + callee.text);
+    if (it == signatures_.end()) throw lex.error_at(callee, "call of unknown function @" + callee.text);
     std::vector<Expr> args;
     parse_call_args(lex, depth, args, nullptr);
     const Signature& sig = it->second;
@@ -449,8 +447,7 @@ class Parser {
     Token type_tok = lex.peek();
     Type type = parse_type(lex, 0);
     if (!type->is_tensor()) throw lex.error_at(type_tok, "a constant must have a tensor type");
-    if (!type->dim_names.empty())
-      throw lex.error_at(type_tok, "a constant cannot have symbolic dimensions");
+    if (!type->dim_names.empty()) throw lex.error_at(type_tok, "a constant cannot have symbolic dimensions");
     const TensorDesc& desc = type->tensor;
     lex.expect(TokenKind::Comma, "',' and the constant's values or name");
     Expr c;
@@ -475,9 +472,8 @@ class Parser {
       throw lex.error_at(name, "constant \"" + name.text + "\" is not in the side file");
     const Tensor& t = it->second;
     if (t.shape() != desc.shape || t.dtype() != desc.dtype)
-      throw lex.error_at(name, "constant \"" + name.text + "\" is " +
-                                   desc_str({t.shape(), t.dtype()}) + " in the side file, but " +
-                                   desc_str(desc) + " here");
+      throw lex.error_at(name, "constant \"" + name.text + "\" is " + desc_str({t.shape(), t.dtype()}) +
+                                   " in the side file, but " + desc_str(desc) + " here");
     return make_constant(t, name.text);
   }
 
@@ -495,11 +491,10 @@ class Parser {
       lex.next();
       // Values that would round to infinity are an error, not a silent inf.
       float f = static_cast<float>(t.float_value);
-      bool overflow = std::isinf(f) || (dtype == DType::Float16 &&
-                                        std::isinf(half_to_float(float_to_half(f))));
+      bool overflow =
+          std::isinf(f) || (dtype == DType::Float16 && std::isinf(half_to_float(float_to_half(f))));
       if (overflow)
-        throw lex.error_at(t, "value " + t.text + " is out of range for " +
-                                  std::string(dtype_name(dtype)));
+        throw lex.error_at(t, "value " + t.text + " is out of range for " + std::string(dtype_name(dtype)));
       return t.float_value;
     }
     if (!t.is(TokenKind::Int)) lex.fail_expected("an integer");
@@ -507,10 +502,10 @@ class Parser {
     int64_t lo = std::numeric_limits<int64_t>::min(), hi = std::numeric_limits<int64_t>::max();
     if (dtype == DType::Int8) lo = -128, hi = 127;
     if (dtype == DType::UInt8) lo = 0, hi = 255;
-    if (dtype == DType::Int32) lo = std::numeric_limits<int32_t>::min(), hi = std::numeric_limits<int32_t>::max();
+    if (dtype == DType::Int32)
+      lo = std::numeric_limits<int32_t>::min(), hi = std::numeric_limits<int32_t>::max();
     if (t.int_value < lo || t.int_value > hi)
-      throw lex.error_at(t, "value " + t.text + " is out of range for " +
-                                std::string(dtype_name(dtype)));
+      throw lex.error_at(t, "value " + t.text + " is out of range for " + std::string(dtype_name(dtype)));
     return 0;  // integers are read from the token by the caller
   }
 
@@ -539,22 +534,33 @@ class Parser {
     lex.expect(TokenKind::RBracket, "',' or ']' in the values");
     int64_t count = static_cast<int64_t>(fvals.size() + ivals.size());
     if (count != numel)
-      throw lex.error_at(open, "wrong number of values: " + desc_str(desc) + " has " +
-                                   std::to_string(numel) + " element(s), got " +
-                                   std::to_string(count));
+      throw lex.error_at(open, "wrong number of values: " + desc_str(desc) + " has " + std::to_string(numel) +
+                                   " element(s), got " + std::to_string(count));
     (void)close;
     Tensor out = Tensor::empty(desc.shape, desc.dtype);
     for (int64_t i = 0; i < numel; ++i) {
       switch (desc.dtype) {
-        case DType::Float32: out.data<float>()[i] = static_cast<float>(fvals[i]); break;
+        case DType::Float32:
+          out.data<float>()[i] = static_cast<float>(fvals[i]);
+          break;
         case DType::Float16:
           out.data<uint16_t>()[i] = float_to_half(static_cast<float>(fvals[i]));
           break;
-        case DType::Int8: out.data<int8_t>()[i] = static_cast<int8_t>(ivals[i]); break;
-        case DType::UInt8: out.data<uint8_t>()[i] = static_cast<uint8_t>(ivals[i]); break;
-        case DType::Int32: out.data<int32_t>()[i] = static_cast<int32_t>(ivals[i]); break;
-        case DType::Int64: out.data<int64_t>()[i] = ivals[i]; break;
-        case DType::Bool: out.data<uint8_t>()[i] = fvals[i] != 0 ? 1 : 0; break;
+        case DType::Int8:
+          out.data<int8_t>()[i] = static_cast<int8_t>(ivals[i]);
+          break;
+        case DType::UInt8:
+          out.data<uint8_t>()[i] = static_cast<uint8_t>(ivals[i]);
+          break;
+        case DType::Int32:
+          out.data<int32_t>()[i] = static_cast<int32_t>(ivals[i]);
+          break;
+        case DType::Int64:
+          out.data<int64_t>()[i] = ivals[i];
+          break;
+        case DType::Bool:
+          out.data<uint8_t>()[i] = fvals[i] != 0 ? 1 : 0;
+          break;
       }
     }
     return out;

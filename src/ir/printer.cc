@@ -21,16 +21,14 @@ namespace {
 bool is_plain_name(const std::string& s, bool allow_dot) {
   if (s.empty()) return false;
   for (char c : s) {
-    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-              c == '_' || (allow_dot && c == '.');
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+              (allow_dot && c == '.');
     if (!ok) return false;
   }
   return s[0] != '.';
 }
 
-bool is_identifier(const std::string& s) {
-  return is_plain_name(s, false) && !(s[0] >= '0' && s[0] <= '9');
-}
+bool is_identifier(const std::string& s) { return is_plain_name(s, false) && !(s[0] >= '0' && s[0] <= '9'); }
 
 std::string global_name(const std::string& name) {
   return "@" + (is_plain_name(name, true) ? name : quote_string(name));
@@ -69,13 +67,20 @@ std::string float16_text(uint16_t h) { return float32_text(half_to_float(h)); }
 
 std::string element_text(const Tensor& t, int64_t i) {
   switch (t.dtype()) {
-    case DType::Float32: return float32_text(t.data<float>()[i]);
-    case DType::Float16: return float16_text(t.data<uint16_t>()[i]);
-    case DType::Int8: return std::to_string(t.data<int8_t>()[i]);
-    case DType::UInt8: return std::to_string(t.data<uint8_t>()[i]);
-    case DType::Int32: return std::to_string(t.data<int32_t>()[i]);
-    case DType::Int64: return std::to_string(t.data<int64_t>()[i]);
-    case DType::Bool: return t.data<uint8_t>()[i] ? "true" : "false";
+    case DType::Float32:
+      return float32_text(t.data<float>()[i]);
+    case DType::Float16:
+      return float16_text(t.data<uint16_t>()[i]);
+    case DType::Int8:
+      return std::to_string(t.data<int8_t>()[i]);
+    case DType::UInt8:
+      return std::to_string(t.data<uint8_t>()[i]);
+    case DType::Int32:
+      return std::to_string(t.data<int32_t>()[i]);
+    case DType::Int64:
+      return std::to_string(t.data<int64_t>()[i]);
+    case DType::Bool:
+      return t.data<uint8_t>()[i] ? "true" : "false";
   }
   return "?";
 }
@@ -108,7 +113,8 @@ class Printer {
         if (it != names_.end()) return "%" + it->second;
         return "%" + (is_plain_name(v->name, false) ? v->name : quote_string(v->name));
       }
-      case ExprKind::Constant: return constant_text(*as<ConstantNode>(e));
+      case ExprKind::Constant:
+        return constant_text(*as<ConstantNode>(e));
       case ExprKind::Call: {
         auto* c = as<CallNode>(e);
         std::string s = c->is_op_call() ? c->op->name : global_name(c->callee);

@@ -78,7 +78,8 @@ class Equal {
         if (ca->op != cb->op || ca->callee != cb->callee || ca->attrs != cb->attrs) return false;
         return exprs(ca->args, cb->args);
       }
-      case ExprKind::Tuple: return exprs(as<TupleNode>(a)->fields, as<TupleNode>(b)->fields);
+      case ExprKind::Tuple:
+        return exprs(as<TupleNode>(a)->fields, as<TupleNode>(b)->fields);
       case ExprKind::TupleGetItem: {
         auto* ta = as<TupleGetItemNode>(a);
         auto* tb = as<TupleGetItemNode>(b);

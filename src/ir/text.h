@@ -24,8 +24,7 @@ std::string print_expr(const Expr& e);  // one binding's value, for messages
 // Parses a module. `filename` is used in error locations. Named constants are
 // looked up in `side` (which may be null when the text has none). Errors are
 // kiln::Error with file:line:col and, as context, the line and a caret.
-Module parse_module(std::string_view text, const std::string& filename,
-                    const ConstantStore* side = nullptr);
+Module parse_module(std::string_view text, const std::string& filename, const ConstantStore* side = nullptr);
 
 // Files. load_module reads PATH and, when the text references named constants,
 // the side file named by the module attribute `weights` (relative to PATH's

@@ -70,7 +70,8 @@ class Verifier : public ExprVisitor {
     }
     const FunctionNode* callee = module_.find(c.callee);
     if (!callee) fail("call of unknown function @" + c.callee);
-    if (callee->params.size() != c.args.size()) fail("@" + c.callee + " called with the wrong number of arguments");
+    if (callee->params.size() != c.args.size())
+      fail("@" + c.callee + " called with the wrong number of arguments");
     for (size_t i = 0; i < c.args.size(); ++i)
       if (!type_equal(callee->params[i]->type, c.args[i]->type))
         fail("@" + c.callee + " argument " + std::to_string(i) + " has the wrong type");

@@ -4,9 +4,9 @@ namespace kiln {
 
 void ExprVisitor::visit(const Expr& e) {
   switch (e->kind) {
-#define KILN_VISIT_CASE(name)                                   \
-  case ExprKind::name:                                          \
-    visit_##name(*static_cast<const name##Node*>(e.get()));     \
+#define KILN_VISIT_CASE(name)                               \
+  case ExprKind::name:                                      \
+    visit_##name(*static_cast<const name##Node*>(e.get())); \
     return;
     KILN_EXPR_KINDS(KILN_VISIT_CASE)
 #undef KILN_VISIT_CASE
@@ -31,7 +31,8 @@ void ExprVisitor::visit_TupleGetItem(const TupleGetItemNode& n) { visit(n.tuple)
 Expr ExprMutator::mutate(const Expr& e) {
   switch (e->kind) {
 #define KILN_MUTATE_CASE(name) \
-  case ExprKind::name: return mutate_##name(e, *static_cast<const name##Node*>(e.get()));
+  case ExprKind::name:         \
+    return mutate_##name(e, *static_cast<const name##Node*>(e.get()));
     KILN_EXPR_KINDS(KILN_MUTATE_CASE)
 #undef KILN_MUTATE_CASE
   }

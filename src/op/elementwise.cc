@@ -86,9 +86,12 @@ C apply_binary(C a, C b) {
     }
   } else {
     using U = Unsigned<C>;
-    if constexpr (K == BinaryKind::Add) return static_cast<C>(static_cast<U>(static_cast<U>(a) + static_cast<U>(b)));
-    if constexpr (K == BinaryKind::Subtract) return static_cast<C>(static_cast<U>(static_cast<U>(a) - static_cast<U>(b)));
-    if constexpr (K == BinaryKind::Multiply) return static_cast<C>(static_cast<U>(static_cast<U>(a) * static_cast<U>(b)));
+    if constexpr (K == BinaryKind::Add)
+      return static_cast<C>(static_cast<U>(static_cast<U>(a) + static_cast<U>(b)));
+    if constexpr (K == BinaryKind::Subtract)
+      return static_cast<C>(static_cast<U>(static_cast<U>(a) - static_cast<U>(b)));
+    if constexpr (K == BinaryKind::Multiply)
+      return static_cast<C>(static_cast<U>(static_cast<U>(a) * static_cast<U>(b)));
     if constexpr (K == BinaryKind::Divide) {
       if (b == 0) throw Error("divide: integer division by zero");
       if constexpr (std::is_signed_v<C>)
@@ -132,22 +135,22 @@ void binary_kernel(const std::vector<Tensor>& in, const Attrs&, std::vector<Tens
       auto f = [](S x, S z) { return Tag::store(apply_binary<K, C>(Tag::load(x), Tag::load(z))); };
       std::array<std::vector<int64_t>, 2> strides{broadcast_strides(a.shape(), y.shape()),
                                                   broadcast_strides(b.shape(), y.shape())};
-      for_each_row<2>(y.shape(), strides, [&](int64_t o, std::array<int64_t, 2> off, int64_t n,
-                                               std::array<int64_t, 2> st) {
-        const S* ra = pa + off[0];
-        const S* rb = pb + off[1];
-        S* ry = py + o;
-        // The common layouts get loops the compiler can vectorise.
-        if (st[0] == 1 && st[1] == 1) {
-          for (int64_t i = 0; i < n; ++i) ry[i] = f(ra[i], rb[i]);
-        } else if (st[0] == 1 && st[1] == 0) {
-          for (int64_t i = 0; i < n; ++i) ry[i] = f(ra[i], rb[0]);
-        } else if (st[0] == 0 && st[1] == 1) {
-          for (int64_t i = 0; i < n; ++i) ry[i] = f(ra[0], rb[i]);
-        } else {
-          for (int64_t i = 0; i < n; ++i) ry[i] = f(ra[i * st[0]], rb[i * st[1]]);
-        }
-      });
+      for_each_row<2>(y.shape(), strides,
+                      [&](int64_t o, std::array<int64_t, 2> off, int64_t n, std::array<int64_t, 2> st) {
+                        const S* ra = pa + off[0];
+                        const S* rb = pb + off[1];
+                        S* ry = py + o;
+                        // The common layouts get loops the compiler can vectorise.
+                        if (st[0] == 1 && st[1] == 1) {
+                          for (int64_t i = 0; i < n; ++i) ry[i] = f(ra[i], rb[i]);
+                        } else if (st[0] == 1 && st[1] == 0) {
+                          for (int64_t i = 0; i < n; ++i) ry[i] = f(ra[i], rb[0]);
+                        } else if (st[0] == 0 && st[1] == 1) {
+                          for (int64_t i = 0; i < n; ++i) ry[i] = f(ra[0], rb[i]);
+                        } else {
+                          for (int64_t i = 0; i < n; ++i) ry[i] = f(ra[i * st[0]], rb[i * st[1]]);
+                        }
+                      });
     }
   });
 }
@@ -158,14 +161,22 @@ std::vector<TensorDesc> binary_infer(const std::vector<TensorDesc>& in, const At
 
 const char* binary_name(BinaryKind k) {
   switch (k) {
-    case BinaryKind::Add: return "add";
-    case BinaryKind::Subtract: return "subtract";
-    case BinaryKind::Multiply: return "multiply";
-    case BinaryKind::Divide: return "divide";
-    case BinaryKind::Power: return "power";
-    case BinaryKind::Maximum: return "maximum";
-    case BinaryKind::Minimum: return "minimum";
-    case BinaryKind::Mod: return "mod";
+    case BinaryKind::Add:
+      return "add";
+    case BinaryKind::Subtract:
+      return "subtract";
+    case BinaryKind::Multiply:
+      return "multiply";
+    case BinaryKind::Divide:
+      return "divide";
+    case BinaryKind::Power:
+      return "power";
+    case BinaryKind::Maximum:
+      return "maximum";
+    case BinaryKind::Minimum:
+      return "minimum";
+    case BinaryKind::Mod:
+      return "mod";
     case BinaryKind::FMod:
       return "fmod";
   }
@@ -176,8 +187,8 @@ template <BinaryKind K>
 std::vector<TensorDesc> binary_infer(const std::vector<TensorDesc>& in, const Attrs&) {
   std::string op = binary_name(K);
   if (in[0].dtype != in[1].dtype)
-    throw Error(op + ": inputs have different dtypes " + std::string(dtype_name(in[0].dtype)) +
-                " and " + std::string(dtype_name(in[1].dtype)) + "; insert an astype to match them");
+    throw Error(op + ": inputs have different dtypes " + std::string(dtype_name(in[0].dtype)) + " and " +
+                std::string(dtype_name(in[1].dtype)) + "; insert an astype to match them");
   require_dtype(op, "input 0", in[0].dtype, kNumeric);
   return {{broadcast_shapes(op, in[0].shape, in[1].shape), in[0].dtype}};
 }
@@ -221,8 +232,7 @@ void map_numeric(const Tensor& x, Tensor& y, FF ffloat, FI fint) {
   dispatch_dtype(x.dtype(), [&](auto tag) {
     using Tag = decltype(tag);
     using S = typename Tag::storage;
-    if constexpr (std::is_integral_v<typename Tag::compute> &&
-                  !std::is_same_v<typename Tag::compute, bool>) {
+    if constexpr (std::is_integral_v<typename Tag::compute> && !std::is_same_v<typename Tag::compute, bool>) {
       const S* px = x.data<S>();
       S* py = y.data<S>();
       for (int64_t i = 0, n = x.numel(); i < n; ++i) py[i] = static_cast<S>(fint(px[i]));
@@ -248,12 +258,12 @@ double hard_sigmoid(double x, double alpha, double beta) {
 
 // One struct per float-only unary op keeps the registration table short: the
 // name, summary and the function of one element.
-#define KILN_FLOAT_UNARY(IDENT, NAME, SUMMARY, EXPR)                                          \
-  std::vector<TensorDesc> IDENT##_infer(const std::vector<TensorDesc>& in, const Attrs&) {   \
-    return infer_float_unary(NAME, in);                                                       \
-  }                                                                                           \
+#define KILN_FLOAT_UNARY(IDENT, NAME, SUMMARY, EXPR)                                           \
+  std::vector<TensorDesc> IDENT##_infer(const std::vector<TensorDesc>& in, const Attrs&) {     \
+    return infer_float_unary(NAME, in);                                                        \
+  }                                                                                            \
   void IDENT##_kernel(const std::vector<Tensor>& in, const Attrs&, std::vector<Tensor>& out) { \
-    map_float(in[0], out[0], [](double x) { return EXPR; });                                  \
+    map_float(in[0], out[0], [](double x) { return EXPR; });                                   \
   }
 
 KILN_FLOAT_UNARY(sigmoid, "sigmoid", "1 / (1 + exp(-x))", sigmoid(x))
@@ -277,7 +287,7 @@ KILN_FLOAT_UNARY(asinh, "asinh", "inverse hyperbolic sine", std::asinh(x))
 KILN_FLOAT_UNARY(acosh, "acosh", "inverse hyperbolic cosine", std::acosh(x))
 KILN_FLOAT_UNARY(atanh, "atanh", "inverse hyperbolic tangent", std::atanh(x))
 KILN_FLOAT_UNARY(hard_swish, "nn.hard_swish", "x * clamp((x + 3) / 6, 0, 1)",
-                 x * std::max(0.0, std::min(1.0, (x + 3.0) / 6.0)))
+                 x* std::max(0.0, std::min(1.0, (x + 3.0) / 6.0)))
 #undef KILN_FLOAT_UNARY
 
 // nn.relu, negative, abs: floats and integers.
@@ -335,8 +345,7 @@ void sign_kernel(const std::vector<Tensor>& in, const Attrs&, std::vector<Tensor
 // clip(a_min, a_max).
 std::vector<TensorDesc> clip_infer(const std::vector<TensorDesc>& in, const Attrs& attrs) {
   double lo = attrs.get_float("a_min"), hi = attrs.get_float("a_max");
-  if (std::isnan(lo) || std::isnan(hi))
-    throw Error("clip: attributes 'a_min' and 'a_max' must not be NaN");
+  if (std::isnan(lo) || std::isnan(hi)) throw Error("clip: attributes 'a_min' and 'a_max' must not be NaN");
   return infer_numeric_unary("clip", in);
 }
 void clip_kernel(const std::vector<Tensor>& in, const Attrs& attrs, std::vector<Tensor>& out) {
@@ -353,7 +362,8 @@ void clip_kernel(const std::vector<Tensor>& in, const Attrs& attrs, std::vector<
                   !std::is_same_v<typename decltype(tag)::compute, bool>) {
       auto bound = [](double v) {
         double r = round_half_even(v);
-        if (r <= static_cast<double>(std::numeric_limits<S>::lowest())) return std::numeric_limits<S>::lowest();
+        if (r <= static_cast<double>(std::numeric_limits<S>::lowest()))
+          return std::numeric_limits<S>::lowest();
         if (r >= static_cast<double>(std::numeric_limits<S>::max())) return std::numeric_limits<S>::max();
         return static_cast<S>(r);
       };
@@ -369,15 +379,15 @@ void clip_kernel(const std::vector<Tensor>& in, const Attrs& attrs, std::vector<
 std::vector<TensorDesc> gelu_infer(const std::vector<TensorDesc>& in, const Attrs& attrs) {
   const std::string& a = attrs.get_string("approximate");
   if (a != "none" && a != "tanh")
-    throw Error("nn.gelu: attribute 'approximate' = \"" + a + "\" is not supported (expected \"none\" or \"tanh\")");
+    throw Error("nn.gelu: attribute 'approximate' = \"" + a +
+                "\" is not supported (expected \"none\" or \"tanh\")");
   return infer_float_unary("nn.gelu", in);
 }
 void gelu_kernel(const std::vector<Tensor>& in, const Attrs& attrs, std::vector<Tensor>& out) {
   if (attrs.get_string("approximate") == "tanh") {
     const double k = std::sqrt(2.0 / std::numbers::pi);
-    return map_float(in[0], out[0], [k](double x) {
-      return 0.5 * x * (1.0 + std::tanh(k * (x + 0.044715 * x * x * x)));
-    });
+    return map_float(in[0], out[0],
+                     [k](double x) { return 0.5 * x * (1.0 + std::tanh(k * (x + 0.044715 * x * x * x))); });
   }
   map_float(in[0], out[0], [](double x) { return 0.5 * x * (1.0 + std::erf(x / std::numbers::sqrt2)); });
 }
@@ -493,18 +503,17 @@ void register_elementwise_ops(OpRegistry& r) {
             {{"a_min", AttrKind::Float, std::nullopt}, {"a_max", AttrKind::Float, std::nullopt}});
   add_unary(r, "sigmoid", "1 / (1 + exp(-x))", sigmoid_infer, sigmoid_kernel);
   add_unary(r, "tanh", "hyperbolic tangent", tanh_infer, tanh_kernel);
-  add_unary(r, "nn.gelu", "x * Phi(x); approximate=\"tanh\" uses the tanh form", gelu_infer,
-            gelu_kernel, {{"approximate", AttrKind::String, AttrValue(std::string("none"))}});
+  add_unary(r, "nn.gelu", "x * Phi(x); approximate=\"tanh\" uses the tanh form", gelu_infer, gelu_kernel,
+            {{"approximate", AttrKind::String, AttrValue(std::string("none"))}});
   add_unary(r, "sqrt", "square root", sqrt_infer, sqrt_kernel);
   add_unary(r, "exp", "e to the power x", exp_infer, exp_kernel);
   add_unary(r, "negative", "-x; integers wrap", negative_infer, negative_kernel);
   add_unary(r, "abs", "|x|; integers wrap at the minimum", abs_infer, abs_kernel);
   add_unary(r, "erf", "the Gauss error function", erf_infer, erf_kernel);
   add_unary(r, "log", "natural logarithm", log_infer, log_kernel);
-  add_unary(r, "nn.leaky_relu", "x for x >= 0, alpha * x below", leaky_relu_infer,
-            leaky_relu_kernel, {{"alpha", AttrKind::Float, AttrValue(0.01)}});
-  add_unary(r, "nn.hard_sigmoid", "clamp(alpha * x + beta, 0, 1)", hard_sigmoid_infer,
-            hard_sigmoid_kernel,
+  add_unary(r, "nn.leaky_relu", "x for x >= 0, alpha * x below", leaky_relu_infer, leaky_relu_kernel,
+            {{"alpha", AttrKind::Float, AttrValue(0.01)}});
+  add_unary(r, "nn.hard_sigmoid", "clamp(alpha * x + beta, 0, 1)", hard_sigmoid_infer, hard_sigmoid_kernel,
             {{"alpha", AttrKind::Float, AttrValue(0.2)}, {"beta", AttrKind::Float, AttrValue(0.5)}});
   add_unary(r, "nn.hard_swish", "x * clamp((x + 3) / 6, 0, 1)", hard_swish_infer, hard_swish_kernel);
   add_unary(r, "floor", "largest integer <= x", floor_infer, floor_kernel);
@@ -522,9 +531,8 @@ void register_elementwise_ops(OpRegistry& r) {
   add_unary(r, "asinh", "inverse hyperbolic sine", asinh_infer, asinh_kernel);
   add_unary(r, "acosh", "inverse hyperbolic cosine (NaN below 1)", acosh_infer, acosh_kernel);
   add_unary(r, "atanh", "inverse hyperbolic tangent (NaN outside [-1, 1])", atanh_infer, atanh_kernel);
-  add_unary(r, "astype", "convert to another dtype (float -> int truncates and saturates)",
-            astype_infer, astype_kernel,
-            {{"dtype", AttrKind::String, AttrValue(std::string("float32"))}});
+  add_unary(r, "astype", "convert to another dtype (float -> int truncates and saturates)", astype_infer,
+            astype_kernel, {{"dtype", AttrKind::String, AttrValue(std::string("float32"))}});
 }
 
 }  // namespace kiln

@@ -83,9 +83,9 @@ std::vector<TensorDesc> resize_infer(const std::vector<TensorDesc>& in, const At
 
 // The taps of one output coordinate along one axis.
 struct AxisTaps {
-  int k = 1;                        // taps per output coordinate: 1, 2 or 4
-  std::vector<int64_t> index;       // out * k input indices (clamped)
-  std::vector<double> weight;       // out * k weights
+  int k = 1;                   // taps per output coordinate: 1, 2 or 4
+  std::vector<int64_t> index;  // out * k input indices (clamped)
+  std::vector<double> weight;  // out * k weights
 };
 
 // `scale` 0 means out / in, applied as * in / out so that ties stay exact.
@@ -112,14 +112,14 @@ int64_t nearest_index(const std::string& rounding, double x) {
   double t = x - f;
   bool up = rounding == "round_prefer_floor"  ? t > 0.5
             : rounding == "round_prefer_ceil" ? t >= 0.5
-            : rounding == "ceil";
+                                              : rounding == "ceil";
   return static_cast<int64_t>(up ? f + 1 : f);
 }
 
 // Keys cubic convolution weights for taps at distances 1 + t, t, 1 - t, 2 - t.
 void cubic_weights(double t, double a, double w[4]) {
-  auto near = [a](double d) { return ((a + 2) * d - (a + 3)) * d * d + 1; };            // |d| <= 1
-  auto far = [a](double d) { return ((a * d - 5 * a) * d + 8 * a) * d - 4 * a; };       // 1 < |d| < 2
+  auto near = [a](double d) { return ((a + 2) * d - (a + 3)) * d * d + 1; };       // |d| <= 1
+  auto far = [a](double d) { return ((a * d - 5 * a) * d + 8 * a) * d - 4 * a; };  // 1 < |d| < 2
   w[0] = far(1 + t);
   w[1] = near(t);
   w[2] = near(1 - t);
@@ -166,7 +166,8 @@ T store_value(double v) {
     return static_cast<T>(v);
   } else {
     double r = round_half_even(v);
-    r = std::min(std::max(r, double(std::numeric_limits<T>::lowest())), double(std::numeric_limits<T>::max()));
+    r = std::min(std::max(r, double(std::numeric_limits<T>::lowest())),
+                 double(std::numeric_limits<T>::max()));
     return static_cast<T>(r);
   }
 }
@@ -211,13 +212,17 @@ void resize_kernel(const std::vector<Tensor>& in, const Attrs& attrs, std::vecto
   AxisTaps ty = make_taps(attrs, x.dim(2), y.dim(2), scale.empty() ? 0.0 : scale[0]);
   AxisTaps tx = make_taps(attrs, x.dim(3), y.dim(3), scale.empty() ? 0.0 : scale[1]);
   switch (x.dtype()) {
-    case DType::Float32: return resize_typed<float>(x, ty, tx, y);
-    case DType::Int8: return resize_typed<int8_t>(x, ty, tx, y);
-    case DType::UInt8: return resize_typed<uint8_t>(x, ty, tx, y);
+    case DType::Float32:
+      return resize_typed<float>(x, ty, tx, y);
+    case DType::Int8:
+      return resize_typed<int8_t>(x, ty, tx, y);
+    case DType::UInt8:
+      return resize_typed<uint8_t>(x, ty, tx, y);
     case DType::Float16:
     case DType::Int32:
     case DType::Int64:
-    case DType::Bool: break;
+    case DType::Bool:
+      break;
   }
   KILN_ASSERT(false, "image.resize2d dtype passed inference");
 }

@@ -42,13 +42,13 @@ inline void require_dtype(const std::string& op, const std::string& what, DType 
 // `compute` is the type arithmetic is done in (float16 computes in float).
 template <DType D>
 struct DTypeTag;
-#define KILN_DTYPE_TAG(D, S, C)                                  \
-  template <>                                                    \
-  struct DTypeTag<D> {                                           \
-    static constexpr DType dtype = D;                            \
-    using storage = S;                                           \
-    using compute = C;                                           \
-    static compute load(storage s) { return static_cast<compute>(s); } \
+#define KILN_DTYPE_TAG(D, S, C)                                         \
+  template <>                                                           \
+  struct DTypeTag<D> {                                                  \
+    static constexpr DType dtype = D;                                   \
+    using storage = S;                                                  \
+    using compute = C;                                                  \
+    static compute load(storage s) { return static_cast<compute>(s); }  \
     static storage store(compute c) { return static_cast<storage>(c); } \
   }
 KILN_DTYPE_TAG(DType::Float32, float, float);
@@ -80,13 +80,20 @@ struct DTypeTag<DType::Bool> {
 template <typename F>
 decltype(auto) dispatch_dtype(DType t, F&& f) {
   switch (t) {
-    case DType::Float32: return f(DTypeTag<DType::Float32>{});
-    case DType::Float16: return f(DTypeTag<DType::Float16>{});
-    case DType::Int8: return f(DTypeTag<DType::Int8>{});
-    case DType::UInt8: return f(DTypeTag<DType::UInt8>{});
-    case DType::Int32: return f(DTypeTag<DType::Int32>{});
-    case DType::Int64: return f(DTypeTag<DType::Int64>{});
-    case DType::Bool: return f(DTypeTag<DType::Bool>{});
+    case DType::Float32:
+      return f(DTypeTag<DType::Float32>{});
+    case DType::Float16:
+      return f(DTypeTag<DType::Float16>{});
+    case DType::Int8:
+      return f(DTypeTag<DType::Int8>{});
+    case DType::UInt8:
+      return f(DTypeTag<DType::UInt8>{});
+    case DType::Int32:
+      return f(DTypeTag<DType::Int32>{});
+    case DType::Int64:
+      return f(DTypeTag<DType::Int64>{});
+    case DType::Bool:
+      return f(DTypeTag<DType::Bool>{});
   }
   KILN_ASSERT(false, "unknown dtype in dispatch_dtype");
   return f(DTypeTag<DType::Float32>{});
@@ -108,14 +115,12 @@ inline int64_t normalize_axis(const std::string& op, int64_t axis, int64_t rank,
 // Normalises a list of axes and returns them sorted. Repeated axes (also
 // after normalisation, like 1 and -1 of rank 2) are an error.
 inline std::vector<int64_t> normalize_axes(const std::string& op, const std::vector<int64_t>& axes,
-                                           int64_t rank,
-                                           const std::string& what = "attribute 'axis'") {
+                                           int64_t rank, const std::string& what = "attribute 'axis'") {
   std::vector<int64_t> out;
   for (int64_t a : axes) out.push_back(normalize_axis(op, a, rank, what));
   std::sort(out.begin(), out.end());
   for (size_t i = 1; i < out.size(); ++i)
-    if (out[i] == out[i - 1])
-      throw Error(op + ": " + what + " repeats axis " + std::to_string(out[i]));
+    if (out[i] == out[i - 1]) throw Error(op + ": " + what + " repeats axis " + std::to_string(out[i]));
   return out;
 }
 

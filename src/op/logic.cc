@@ -27,13 +27,16 @@ enum class CompareKind { Equal, NotEqual, Less, LessEqual, Greater, GreaterEqual
 
 const char* compare_name(CompareKind k) {
   switch (k) {
-    case CompareKind::Equal: return "equal";
+    case CompareKind::Equal:
+      return "equal";
     case CompareKind::NotEqual:
       return "not_equal";
-    case CompareKind::Less: return "less";
+    case CompareKind::Less:
+      return "less";
     case CompareKind::LessEqual:
       return "less_equal";
-    case CompareKind::Greater: return "greater";
+    case CompareKind::Greater:
+      return "greater";
     case CompareKind::GreaterEqual:
       return "greater_equal";
   }
@@ -94,9 +97,12 @@ enum class LogicKind { And, Or, Xor };
 
 const char* logic_name(LogicKind k) {
   switch (k) {
-    case LogicKind::And: return "logical_and";
-    case LogicKind::Or: return "logical_or";
-    case LogicKind::Xor: return "logical_xor";
+    case LogicKind::And:
+      return "logical_and";
+    case LogicKind::Or:
+      return "logical_or";
+    case LogicKind::Xor:
+      return "logical_xor";
   }
   return "?";
 }

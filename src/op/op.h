@@ -39,18 +39,17 @@ struct AttrSpec {
 // Inference: validates attribute values and input types, returns the output
 // types (one per output). Throws kiln::Error with a message naming the op, the
 // input or attribute at fault, and what was expected.
-using InferFn = std::vector<TensorDesc> (*)(const std::vector<TensorDesc>& inputs,
-                                            const Attrs& attrs);
+using InferFn = std::vector<TensorDesc> (*)(const std::vector<TensorDesc>& inputs, const Attrs& attrs);
 // Reference kernel: reads inputs, writes the pre-allocated outputs (shapes and
 // dtypes as inferred). attrs are normalised (defaults filled in).
 using KernelFn = void (*)(const std::vector<Tensor>& inputs, const Attrs& attrs,
                           std::vector<Tensor>& outputs);
 
 struct OpDef {
-  std::string name;      // "nn.conv2d"
-  std::string summary;   // one line for `kiln ops` and docs
+  std::string name;     // "nn.conv2d"
+  std::string summary;  // one line for `kiln ops` and docs
   int min_inputs = 1;
-  int max_inputs = 1;    // -1: variadic
+  int max_inputs = 1;  // -1: variadic
   std::vector<AttrSpec> attrs;
   bool tuple_output = false;  // result is a tuple even with one field (split)
   InferFn infer = nullptr;
@@ -67,8 +66,7 @@ const std::vector<const OpDef*>& all_ops();
 Attrs normalize_attrs(const OpDef& op, const Attrs& given);
 
 // normalize_attrs, then the input count and op->infer.
-std::vector<TensorDesc> infer_op(const OpDef& op, const std::vector<TensorDesc>& inputs,
-                                 const Attrs& attrs);
+std::vector<TensorDesc> infer_op(const OpDef& op, const std::vector<TensorDesc>& inputs, const Attrs& attrs);
 
 // Allocates outputs from inference and runs the reference kernel.
 std::vector<Tensor> run_op(const OpDef& op, const std::vector<Tensor>& inputs, const Attrs& attrs);
@@ -90,8 +88,9 @@ void register_logic_ops(OpRegistry& r);        // logic.cc: comparisons, logical
 void register_reduce_ops(OpRegistry& r);       // reduce.cc: sum, mean, prod, softmax, argmax, cumsum
 void register_sort_ops(OpRegistry& r);         // sort.cc: topk
 void register_shape_ops(OpRegistry& r);        // shape.cc: reshape, permute_dims, concat, split, ...
-void register_nn_ops(OpRegistry& r);           // nn.cc: conv2d, conv2d_transpose, dense, matmul, pools, batch_norm, pad
-void register_image_ops(OpRegistry& r);        // image.cc: image.resize2d
-void register_quant_ops(OpRegistry& r);        // quant.cc: quantize, dequantize
+void register_nn_ops(
+    OpRegistry& r);  // nn.cc: conv2d, conv2d_transpose, dense, matmul, pools, batch_norm, pad
+void register_image_ops(OpRegistry& r);  // image.cc: image.resize2d
+void register_quant_ops(OpRegistry& r);  // quant.cc: quantize, dequantize
 
 }  // namespace kiln

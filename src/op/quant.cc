@@ -28,13 +28,17 @@ struct QRange {
 
 QRange qrange(DType t) {
   switch (t) {
-    case DType::Int8: return {-128, 127};
-    case DType::UInt8: return {0, 255};
-    case DType::Int32: return {std::numeric_limits<int32_t>::min(), std::numeric_limits<int32_t>::max()};
+    case DType::Int8:
+      return {-128, 127};
+    case DType::UInt8:
+      return {0, 255};
+    case DType::Int32:
+      return {std::numeric_limits<int32_t>::min(), std::numeric_limits<int32_t>::max()};
     case DType::Float32:
     case DType::Float16:
     case DType::Int64:
-    case DType::Bool: break;
+    case DType::Bool:
+      break;
   }
   KILN_ASSERT(false, "qrange of a non-quantized dtype");
   return {0, 0};
@@ -50,8 +54,8 @@ void check_scale_and_zero_point(const std::string& op, const Attrs& attrs, DType
   QRange r = qrange(qtype);
   if (zp < r.lo || zp > r.hi)
     throw Error(op + ": attribute 'zero_point' = " + std::to_string(zp) + " does not fit " +
-                std::string(dtype_name(qtype)) + " (" + std::to_string(r.lo) + ".." +
-                std::to_string(r.hi) + ")");
+                std::string(dtype_name(qtype)) + " (" + std::to_string(r.lo) + ".." + std::to_string(r.hi) +
+                ")");
 }
 
 DType quantize_out_dtype(const Attrs& attrs) {

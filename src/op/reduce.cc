@@ -37,11 +37,16 @@ enum class ReduceKind { Sum, Mean, Max, Min, Prod };
 
 const char* reduce_name(ReduceKind k) {
   switch (k) {
-    case ReduceKind::Sum: return "sum";
-    case ReduceKind::Mean: return "mean";
-    case ReduceKind::Max: return "max";
-    case ReduceKind::Min: return "min";
-    case ReduceKind::Prod: return "prod";
+    case ReduceKind::Sum:
+      return "sum";
+    case ReduceKind::Mean:
+      return "mean";
+    case ReduceKind::Max:
+      return "max";
+    case ReduceKind::Min:
+      return "min";
+    case ReduceKind::Prod:
+      return "prod";
   }
   return "?";
 }
@@ -58,8 +63,10 @@ std::vector<bool> reduced_mask(const std::string& op, const Shape& shape, const 
 Shape reduced_shape(const Shape& shape, const std::vector<bool>& mask, bool keepdims) {
   Shape out;
   for (size_t i = 0; i < shape.size(); ++i) {
-    if (!mask[i]) out.push_back(shape[i]);
-    else if (keepdims) out.push_back(1);
+    if (!mask[i])
+      out.push_back(shape[i]);
+    else if (keepdims)
+      out.push_back(1);
   }
   return out;
 }
@@ -81,8 +88,8 @@ std::vector<TensorDesc> reduce_infer(const std::vector<TensorDesc>& in, const At
   // may overflow on a bad shape).
   bool reduces_nothing = false;
   for (size_t i = 0; i < x.shape.size(); ++i) reduces_nothing |= mask[i] && x.shape[i] == 0;
-  bool no_identity = K == ReduceKind::Max || K == ReduceKind::Min ||
-                     (K == ReduceKind::Mean && is_integer(x.dtype));
+  bool no_identity =
+      K == ReduceKind::Max || K == ReduceKind::Min || (K == ReduceKind::Mean && is_integer(x.dtype));
   if (reduces_nothing && no_identity && shape_numel(reduced_shape(x.shape, mask, true)) > 0)
     throw Error(op + ": cannot reduce zero elements of " + desc_str(x) +
                 " (the reduction has no identity value)");
@@ -97,8 +104,7 @@ void reduce_typed(const Tensor& x, const std::vector<bool>& mask, Tensor& y) {
   using S = typename Tag::storage;
   using C = typename Tag::compute;
   constexpr bool kFloat = std::is_floating_point_v<C>;
-  using Acc = std::conditional_t<kFloat, double,
-                                 std::conditional_t<K == ReduceKind::Mean, __int128, C>>;
+  using Acc = std::conditional_t<kFloat, double, std::conditional_t<K == ReduceKind::Mean, __int128, C>>;
   Shape keep = reduced_shape(x.shape(), mask, true);
   int64_t out_n = shape_numel(keep);
   int64_t count = out_n == 0 ? 0 : x.numel() / out_n;
@@ -114,21 +120,23 @@ void reduce_typed(const Tensor& x, const std::vector<bool>& mask, Tensor& y) {
     Acc init = K == ReduceKind::Max ? std::numeric_limits<Acc>::lowest() : std::numeric_limits<Acc>::max();
     if constexpr (kFloat) init = K == ReduceKind::Max ? -INFINITY : INFINITY;
     std::fill(acc.begin(), acc.end(), init);
-    for_each_row<1>(x.shape(), {st}, [&](int64_t in_off, std::array<int64_t, 1> off, int64_t n,
-                                         std::array<int64_t, 1> inner) {
-      Acc* a = acc.data() + off[0];
-      const S* p = px + in_off;
-      for (int64_t i = 0; i < n; ++i) {
-        Acc v = static_cast<Acc>(Tag::load(p[i]));
-        Acc& cur = a[i * inner[0]];
-        if constexpr (kFloat) {
-          if (std::isnan(v)) cur = v;
-          if (std::isnan(cur)) continue;
-        }
-        if constexpr (K == ReduceKind::Max) cur = v > cur ? v : cur;
-        else cur = v < cur ? v : cur;
-      }
-    });
+    for_each_row<1>(x.shape(), {st},
+                    [&](int64_t in_off, std::array<int64_t, 1> off, int64_t n, std::array<int64_t, 1> inner) {
+                      Acc* a = acc.data() + off[0];
+                      const S* p = px + in_off;
+                      for (int64_t i = 0; i < n; ++i) {
+                        Acc v = static_cast<Acc>(Tag::load(p[i]));
+                        Acc& cur = a[i * inner[0]];
+                        if constexpr (kFloat) {
+                          if (std::isnan(v)) cur = v;
+                          if (std::isnan(cur)) continue;
+                        }
+                        if constexpr (K == ReduceKind::Max)
+                          cur = v > cur ? v : cur;
+                        else
+                          cur = v < cur ? v : cur;
+                      }
+                    });
   } else if constexpr (K == ReduceKind::Prod) {
     std::fill(acc.begin(), acc.end(), Acc{1});
     for_each_row<1>(x.shape(), {st},
@@ -145,18 +153,19 @@ void reduce_typed(const Tensor& x, const std::vector<bool>& mask, Tensor& y) {
                       }
                     });
   } else {
-    for_each_row<1>(x.shape(), {st}, [&](int64_t in_off, std::array<int64_t, 1> off, int64_t n,
-                                         std::array<int64_t, 1> inner) {
-      Acc* a = acc.data() + off[0];
-      const S* p = px + in_off;
-      if constexpr (kFloat || K == ReduceKind::Mean) {
-        for (int64_t i = 0; i < n; ++i) a[i * inner[0]] += static_cast<Acc>(Tag::load(p[i]));
-      } else {
-        using U = std::make_unsigned_t<C>;
-        for (int64_t i = 0; i < n; ++i)
-          a[i * inner[0]] = static_cast<C>(static_cast<U>(static_cast<U>(a[i * inner[0]]) + static_cast<U>(p[i])));
-      }
-    });
+    for_each_row<1>(x.shape(), {st},
+                    [&](int64_t in_off, std::array<int64_t, 1> off, int64_t n, std::array<int64_t, 1> inner) {
+                      Acc* a = acc.data() + off[0];
+                      const S* p = px + in_off;
+                      if constexpr (kFloat || K == ReduceKind::Mean) {
+                        for (int64_t i = 0; i < n; ++i) a[i * inner[0]] += static_cast<Acc>(Tag::load(p[i]));
+                      } else {
+                        using U = std::make_unsigned_t<C>;
+                        for (int64_t i = 0; i < n; ++i)
+                          a[i * inner[0]] = static_cast<C>(
+                              static_cast<U>(static_cast<U>(a[i * inner[0]]) + static_cast<U>(p[i])));
+                      }
+                    });
   }
   S* py = y.data<S>();
   for (int64_t o = 0; o < out_n; ++o) {
@@ -232,7 +241,8 @@ void softmax_typed(const Tensor& x, int64_t axis, Tensor& y) {
         if (v > mx[k] || std::isnan(v)) mx[k] = std::isnan(mx[k]) ? mx[k] : v;
       }
     for (int64_t i = 0; i < s.n; ++i)
-      for (int64_t k = 0; k < s.inner; ++k) sum[k] += std::exp(double(Tag::load(xo[i * s.inner + k])) - mx[k]);
+      for (int64_t k = 0; k < s.inner; ++k)
+        sum[k] += std::exp(double(Tag::load(xo[i * s.inner + k])) - mx[k]);
     for (int64_t i = 0; i < s.n; ++i)
       for (int64_t k = 0; k < s.inner; ++k) {
         double d = double(Tag::load(xo[i * s.inner + k])) - mx[k];

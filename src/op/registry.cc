@@ -74,8 +74,8 @@ Attrs normalize_attrs(const OpDef& op, const Attrs& given) {
     }
     AttrValue v = value;
     if (!coerce(v, spec->kind))
-      throw Error(op.name + ": attribute '" + name + "' must be a " + attr_kind_name(spec->kind) +
-                  ", got " + attr_value_str(value));
+      throw Error(op.name + ": attribute '" + name + "' must be a " + attr_kind_name(spec->kind) + ", got " +
+                  attr_value_str(value));
     out.set(name, std::move(v));
   }
   for (const auto& s : op.attrs) {
@@ -86,13 +86,13 @@ Attrs normalize_attrs(const OpDef& op, const Attrs& given) {
   return out;
 }
 
-std::vector<TensorDesc> infer_op(const OpDef& op, const std::vector<TensorDesc>& inputs,
-                                 const Attrs& attrs) {
+std::vector<TensorDesc> infer_op(const OpDef& op, const std::vector<TensorDesc>& inputs, const Attrs& attrs) {
   int n = static_cast<int>(inputs.size());
   if (n < op.min_inputs || (op.max_inputs >= 0 && n > op.max_inputs)) {
     std::string want = op.min_inputs == op.max_inputs ? std::to_string(op.min_inputs)
-                       : op.max_inputs < 0 ? "at least " + std::to_string(op.min_inputs)
-                                           : std::to_string(op.min_inputs) + " to " + std::to_string(op.max_inputs);
+                       : op.max_inputs < 0
+                           ? "at least " + std::to_string(op.min_inputs)
+                           : std::to_string(op.min_inputs) + " to " + std::to_string(op.max_inputs);
     throw Error(op.name + " takes " + want + " input(s), got " + std::to_string(n));
   }
   return op.infer(inputs, normalize_attrs(op, attrs));

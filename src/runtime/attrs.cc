@@ -9,11 +9,16 @@ namespace kiln {
 
 const char* attr_kind_name(AttrKind k) {
   switch (k) {
-    case AttrKind::Int: return "int";
-    case AttrKind::Float: return "float";
-    case AttrKind::String: return "string";
-    case AttrKind::Ints: return "list of ints";
-    case AttrKind::Floats: return "list of floats";
+    case AttrKind::Int:
+      return "int";
+    case AttrKind::Float:
+      return "float";
+    case AttrKind::String:
+      return "string";
+    case AttrKind::Ints:
+      return "list of ints";
+    case AttrKind::Floats:
+      return "list of floats";
   }
   return "?";
 }
@@ -89,11 +94,20 @@ std::string quote_string(const std::string& s) {
   std::string out = "\"";
   for (char c : s) {
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      default: out += c;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      default:
+        out += c;
     }
   }
   return out + "\"";
@@ -101,9 +115,12 @@ std::string quote_string(const std::string& s) {
 
 std::string attr_value_str(const AttrValue& v) {
   switch (attr_kind(v)) {
-    case AttrKind::Int: return std::to_string(std::get<int64_t>(v));
-    case AttrKind::Float: return float_str(std::get<double>(v));
-    case AttrKind::String: return quote_string(std::get<std::string>(v));
+    case AttrKind::Int:
+      return std::to_string(std::get<int64_t>(v));
+    case AttrKind::Float:
+      return float_str(std::get<double>(v));
+    case AttrKind::String:
+      return quote_string(std::get<std::string>(v));
     case AttrKind::Ints: {
       std::string s = "[";
       const auto& xs = std::get<std::vector<int64_t>>(v);

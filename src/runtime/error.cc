@@ -10,8 +10,7 @@ std::string SourceLoc::str() const {
   return s;
 }
 
-static std::string full_text(const std::string& message, const SourceLoc& loc,
-                             const std::string& context) {
+static std::string full_text(const std::string& message, const SourceLoc& loc, const std::string& context) {
   std::string s;
   if (loc.known()) s = loc.str() + ": ";
   s += message;

@@ -22,13 +22,20 @@ constexpr size_t kMagicLen = 6;
 
 const char* dtype_descr(DType t) {
   switch (t) {
-    case DType::Float32: return "<f4";
-    case DType::Float16: return "<f2";
-    case DType::Int8: return "|i1";
-    case DType::UInt8: return "|u1";
-    case DType::Int32: return "<i4";
-    case DType::Int64: return "<i8";
-    case DType::Bool: return "|b1";
+    case DType::Float32:
+      return "<f4";
+    case DType::Float16:
+      return "<f2";
+    case DType::Int8:
+      return "|i1";
+    case DType::UInt8:
+      return "|u1";
+    case DType::Int32:
+      return "<i4";
+    case DType::Int64:
+      return "<i8";
+    case DType::Bool:
+      return "|b1";
   }
   return "?";
 }
@@ -50,8 +57,7 @@ DType dtype_from_descr(const std::string& d, const std::string& what) {
       if (code == "b1") return DType::Bool;
     }
   }
-  throw Error(what + ": unsupported dtype '" + d +
-              "' (supported: <f4 <f2 |i1 |u1 <i4 <i8 |b1)");
+  throw Error(what + ": unsupported dtype '" + d + "' (supported: <f4 <f2 |i1 |u1 <i4 <i8 |b1)");
 }
 
 // A tiny reader for the header's Python literal.
@@ -122,8 +128,8 @@ class HeaderReader {
     return pos_ >= s_.size();
   }
   [[noreturn]] void fail(const std::string& msg) const {
-    throw Error(what_ + ": malformed .npy header (" + msg + " at offset " + std::to_string(pos_) +
-                " of \"" + std::string(s_.substr(0, 120)) + "\")");
+    throw Error(what_ + ": malformed .npy header (" + msg + " at offset " + std::to_string(pos_) + " of \"" +
+                std::string(s_.substr(0, 120)) + "\")");
   }
 
  private:
@@ -146,8 +152,8 @@ Tensor decode_npy(const std::string& bytes, const std::string& what) {
   int major = static_cast<uint8_t>(bytes[6]);
   int minor = static_cast<uint8_t>(bytes[7]);
   if (major < 1 || major > 3 || minor != 0)
-    throw Error(what + ": unsupported .npy version " + std::to_string(major) + "." +
-                std::to_string(minor) + " (supported: 1.0, 2.0, 3.0)");
+    throw Error(what + ": unsupported .npy version " + std::to_string(major) + "." + std::to_string(minor) +
+                " (supported: 1.0, 2.0, 3.0)");
   size_t len_bytes = major == 1 ? 2 : 4;
   size_t header_start = kMagicLen + 2 + len_bytes;
   if (bytes.size() < header_start) throw Error(what + ": truncated .npy header");
@@ -187,19 +193,19 @@ Tensor decode_npy(const std::string& bytes, const std::string& what) {
     throw Error(what + ": malformed .npy header (needs 'descr', 'fortran_order' and 'shape')");
   DType dtype = dtype_from_descr(descr, what);
   if (fortran)
-    throw Error(what + ": Fortran-order arrays are not supported; save with C order "
-                       "(numpy.ascontiguousarray)");
+    throw Error(what +
+                ": Fortran-order arrays are not supported; save with C order "
+                "(numpy.ascontiguousarray)");
   size_t data_start = header_start + header_len;
   size_t nbytes = static_cast<size_t>(checked_tensor_bytes(shape, dtype, what));
   size_t have = bytes.size() - data_start;
   if (have < nbytes)
-    throw Error(what + ": truncated data: shape " + shape_str(shape) + " " +
-                std::string(dtype_name(dtype)) + " needs " + std::to_string(nbytes) +
-                " bytes, the file has " + std::to_string(have));
+    throw Error(what + ": truncated data: shape " + shape_str(shape) + " " + std::string(dtype_name(dtype)) +
+                " needs " + std::to_string(nbytes) + " bytes, the file has " + std::to_string(have));
   if (have > nbytes)
-    throw Error(what + ": size mismatch: shape " + shape_str(shape) + " " +
-                std::string(dtype_name(dtype)) + " needs " + std::to_string(nbytes) +
-                " bytes, but " + std::to_string(have - nbytes) + " more follow");
+    throw Error(what + ": size mismatch: shape " + shape_str(shape) + " " + std::string(dtype_name(dtype)) +
+                " needs " + std::to_string(nbytes) + " bytes, but " + std::to_string(have - nbytes) +
+                " more follow");
   Tensor t = Tensor::empty(shape, dtype);
   if (nbytes) std::memcpy(t.raw(), bytes.data() + data_start, nbytes);
   return t;

@@ -62,8 +62,8 @@ void check_npy_start(const std::string& what, const std::string& name, std::stri
     throw Error(what + ": member '" + name + "' is not a .npy array (bad magic)");
 }
 
-std::string inflate_member(const std::string& what, const std::string& name, const char* src,
-                           size_t src_len, size_t out_len) {
+std::string inflate_member(const std::string& what, const std::string& name, const char* src, size_t src_len,
+                           size_t out_len) {
   struct Stream {
     z_stream zs{};
     ~Stream() { inflateEnd(&zs); }

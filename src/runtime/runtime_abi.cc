@@ -57,15 +57,16 @@ void* HexagonBackendAllocateVTCM(uint32_t nbytes, uint32_t alignment) {
 
 int32_t HexagonBackendFreeVTCM(void* ptr) {
   if (current_vtcm_pool().free(ptr)) return 0;
-  kiln::t_last_error = "HexagonBackendFreeVTCM: pointer was not allocated from the current VTCM pool "
-                       "(or was freed already)";
+  kiln::t_last_error =
+      "HexagonBackendFreeVTCM: pointer was not allocated from the current VTCM pool "
+      "(or was freed already)";
   return -1;
 }
 
 void* KilnBackendAllocWorkspace(uint64_t nbytes, uint32_t alignment) {
   if (!kiln::is_power_of_two(alignment)) {
-    kiln::t_last_error = "KilnBackendAllocWorkspace: alignment " + std::to_string(alignment) +
-                         " is not a power of two";
+    kiln::t_last_error =
+        "KilnBackendAllocWorkspace: alignment " + std::to_string(alignment) + " is not a power of two";
     return nullptr;
   }
   uint64_t a = alignment < sizeof(void*) ? sizeof(void*) : alignment;
@@ -92,9 +93,7 @@ int32_t KilnBackendFreeWorkspace(void* ptr) {
   return 0;
 }
 
-void KilnBackendSetLastError(const char* message) {
-  kiln::t_last_error = message ? message : "";
-}
+void KilnBackendSetLastError(const char* message) { kiln::t_last_error = message ? message : ""; }
 
 const char* KilnBackendGetLastError(void) { return kiln::t_last_error.c_str(); }
 

@@ -55,8 +55,8 @@ static void check_shape(const Shape& shape) {
   int64_t n = 1;
   for (int64_t d : shape) {
     KILN_CHECK(d >= 0, "tensor shape ", shape_str(shape), " has a negative dimension");
-    KILN_CHECK(d == 0 || n <= std::numeric_limits<int64_t>::max() / d / 8, "tensor shape ",
-               shape_str(shape), " is too large");
+    KILN_CHECK(d == 0 || n <= std::numeric_limits<int64_t>::max() / d / 8, "tensor shape ", shape_str(shape),
+               " is too large");
     n *= d;
   }
 }
@@ -107,7 +107,8 @@ Tensor Tensor::from_ints(const Shape& shape, const std::vector<int64_t>& values,
   Tensor t = empty(shape, dtype);
   KILN_CHECK(static_cast<int64_t>(values.size()) == t.numel(), "from_ints: ", values.size(),
              " values for shape ", shape_str(shape));
-  for (size_t i = 0; i < values.size(); ++i) t.set_from_double(static_cast<int64_t>(i), static_cast<double>(values[i]));
+  for (size_t i = 0; i < values.size(); ++i)
+    t.set_from_double(static_cast<int64_t>(i), static_cast<double>(values[i]));
   return t;
 }
 
@@ -120,8 +121,8 @@ int64_t Tensor::dim(int64_t axis) const {
 
 Tensor Tensor::reshape(const Shape& shape) const {
   check_shape(shape);
-  KILN_CHECK(shape_numel(shape) == numel(), "cannot view a tensor of shape ", shape_str(shape_),
-             " as ", shape_str(shape), ": element counts differ");
+  KILN_CHECK(shape_numel(shape) == numel(), "cannot view a tensor of shape ", shape_str(shape_), " as ",
+             shape_str(shape), ": element counts differ");
   Tensor t = *this;
   t.shape_ = shape;
   return t;
@@ -146,13 +147,20 @@ Tensor Tensor::clone() const {
 
 double Tensor::get_as_double(int64_t i) const {
   switch (dtype_) {
-    case DType::Float32: return data<float>()[i];
-    case DType::Float16: return half_to_float(data<uint16_t>()[i]);
-    case DType::Int8: return data<int8_t>()[i];
-    case DType::UInt8: return data<uint8_t>()[i];
-    case DType::Int32: return data<int32_t>()[i];
-    case DType::Int64: return static_cast<double>(data<int64_t>()[i]);
-    case DType::Bool: return data<uint8_t>()[i] ? 1.0 : 0.0;
+    case DType::Float32:
+      return data<float>()[i];
+    case DType::Float16:
+      return half_to_float(data<uint16_t>()[i]);
+    case DType::Int8:
+      return data<int8_t>()[i];
+    case DType::UInt8:
+      return data<uint8_t>()[i];
+    case DType::Int32:
+      return data<int32_t>()[i];
+    case DType::Int64:
+      return static_cast<double>(data<int64_t>()[i]);
+    case DType::Bool:
+      return data<uint8_t>()[i] ? 1.0 : 0.0;
   }
   return 0;
 }
@@ -167,13 +175,27 @@ static T saturate(double v) {
 
 void Tensor::set_from_double(int64_t i, double v) {
   switch (dtype_) {
-    case DType::Float32: data<float>()[i] = static_cast<float>(v); return;
-    case DType::Float16: data<uint16_t>()[i] = float_to_half(static_cast<float>(v)); return;
-    case DType::Int8: data<int8_t>()[i] = saturate<int8_t>(v); return;
-    case DType::UInt8: data<uint8_t>()[i] = saturate<uint8_t>(v); return;
-    case DType::Int32: data<int32_t>()[i] = saturate<int32_t>(v); return;
-    case DType::Int64: data<int64_t>()[i] = saturate<int64_t>(v); return;
-    case DType::Bool: data<uint8_t>()[i] = v != 0.0; return;
+    case DType::Float32:
+      data<float>()[i] = static_cast<float>(v);
+      return;
+    case DType::Float16:
+      data<uint16_t>()[i] = float_to_half(static_cast<float>(v));
+      return;
+    case DType::Int8:
+      data<int8_t>()[i] = saturate<int8_t>(v);
+      return;
+    case DType::UInt8:
+      data<uint8_t>()[i] = saturate<uint8_t>(v);
+      return;
+    case DType::Int32:
+      data<int32_t>()[i] = saturate<int32_t>(v);
+      return;
+    case DType::Int64:
+      data<int64_t>()[i] = saturate<int64_t>(v);
+      return;
+    case DType::Bool:
+      data<uint8_t>()[i] = v != 0.0;
+      return;
   }
 }
 

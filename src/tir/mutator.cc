@@ -6,8 +6,8 @@ namespace kiln::tir {
 
 void Visitor::visit(const Expr& e) {
   switch (e->kind) {
-#define KILN_TIR_CASE(name)  \
-  case ExprKind::name:       \
+#define KILN_TIR_CASE(name)                           \
+  case ExprKind::name:                                \
     visit_##name(static_cast<const name##Node&>(*e)); \
     return;
     KILN_TIR_EXPR_KINDS(KILN_TIR_CASE)
@@ -17,8 +17,8 @@ void Visitor::visit(const Expr& e) {
 
 void Visitor::visit(const Stmt& s) {
   switch (s->kind) {
-#define KILN_TIR_CASE(name)  \
-  case StmtKind::name:       \
+#define KILN_TIR_CASE(name)                           \
+  case StmtKind::name:                                \
     visit_##name(static_cast<const name##Node&>(*s)); \
     return;
     KILN_TIR_STMT_KINDS(KILN_TIR_CASE)
@@ -30,28 +30,51 @@ void Visitor::visit_IntImm(const IntImmNode&) {}
 void Visitor::visit_FloatImm(const FloatImmNode&) {}
 void Visitor::visit_StringImm(const StringImmNode&) {}
 void Visitor::visit_Var(const VarNode&) {}
-void Visitor::visit_Binary(const BinaryNode& n) { visit(n.a); visit(n.b); }
+void Visitor::visit_Binary(const BinaryNode& n) {
+  visit(n.a);
+  visit(n.b);
+}
 void Visitor::visit_Not(const NotNode& n) { visit(n.a); }
 void Visitor::visit_Cast(const CastNode& n) { visit(n.value); }
-void Visitor::visit_Select(const SelectNode& n) { visit(n.cond); visit(n.true_value); visit(n.false_value); }
-void Visitor::visit_BufferLoad(const BufferLoadNode& n) { for (auto& i : n.indices) visit(i); }
-void Visitor::visit_Call(const CallNode& n) { for (auto& a : n.args) visit(a); }
-void Visitor::visit_Ramp(const RampNode& n) { visit(n.base); visit(n.stride); }
+void Visitor::visit_Select(const SelectNode& n) {
+  visit(n.cond);
+  visit(n.true_value);
+  visit(n.false_value);
+}
+void Visitor::visit_BufferLoad(const BufferLoadNode& n) {
+  for (auto& i : n.indices) visit(i);
+}
+void Visitor::visit_Call(const CallNode& n) {
+  for (auto& a : n.args) visit(a);
+}
+void Visitor::visit_Ramp(const RampNode& n) {
+  visit(n.base);
+  visit(n.stride);
+}
 void Visitor::visit_Broadcast(const BroadcastNode& n) { visit(n.value); }
-void Visitor::visit_For(const ForNode& n) { visit(n.min); visit(n.extent); visit(n.body); }
+void Visitor::visit_For(const ForNode& n) {
+  visit(n.min);
+  visit(n.extent);
+  visit(n.body);
+}
 void Visitor::visit_Allocate(const AllocateNode& n) { visit(n.body); }
 void Visitor::visit_DeclBuffer(const DeclBufferNode& n) { visit(n.body); }
 void Visitor::visit_BufferStore(const BufferStoreNode& n) {
   for (auto& i : n.indices) visit(i);
   visit(n.value);
 }
-void Visitor::visit_LetStmt(const LetStmtNode& n) { visit(n.value); visit(n.body); }
+void Visitor::visit_LetStmt(const LetStmtNode& n) {
+  visit(n.value);
+  visit(n.body);
+}
 void Visitor::visit_IfThenElse(const IfThenElseNode& n) {
   visit(n.cond);
   visit(n.then_case);
   if (n.else_case) visit(n.else_case);
 }
-void Visitor::visit_Seq(const SeqNode& n) { for (auto& s : n.stmts) visit(s); }
+void Visitor::visit_Seq(const SeqNode& n) {
+  for (auto& s : n.stmts) visit(s);
+}
 void Visitor::visit_Evaluate(const EvaluateNode& n) { visit(n.value); }
 void Visitor::visit_Return(const ReturnNode& n) { visit(n.value); }
 
@@ -60,7 +83,8 @@ void Visitor::visit_Return(const ReturnNode& n) { visit(n.value); }
 Expr Mutator::mutate(const Expr& e) {
   switch (e->kind) {
 #define KILN_TIR_CASE(name) \
-  case ExprKind::name: return mutate_##name(e, static_cast<const name##Node&>(*e));
+  case ExprKind::name:      \
+    return mutate_##name(e, static_cast<const name##Node&>(*e));
     KILN_TIR_EXPR_KINDS(KILN_TIR_CASE)
 #undef KILN_TIR_CASE
   }
@@ -70,7 +94,8 @@ Expr Mutator::mutate(const Expr& e) {
 Stmt Mutator::mutate(const Stmt& s) {
   switch (s->kind) {
 #define KILN_TIR_CASE(name) \
-  case StmtKind::name: return mutate_##name(s, static_cast<const name##Node&>(*s));
+  case StmtKind::name:      \
+    return mutate_##name(s, static_cast<const name##Node&>(*s));
     KILN_TIR_STMT_KINDS(KILN_TIR_CASE)
 #undef KILN_TIR_CASE
   }

@@ -54,8 +54,7 @@ class Parser {
 
   void define(const Token& at, Var var, Buffer buffer) {
     const std::string& name = buffer ? buffer->name : var->name;
-    if (find(name))
-      throw lex_.error_at(at, "%" + name + " is already defined here; choose another name");
+    if (find(name)) throw lex_.error_at(at, "%" + name + " is already defined here; choose another name");
     names_.push_back({name, std::move(var), std::move(buffer)});
   }
 
@@ -92,7 +91,10 @@ class Parser {
   DataType dtype() {
     Token t = lex_.expect(TokenKind::Ident, "a type (int32, float32x8, handle, ...)");
     auto d = parse_dtype(t.text);
-    if (!d) throw lex_.error_at(t, "unknown type '" + t.text + "' (expected int8..int64, uint8..uint64, float16..float64, bool or handle, with an optional xLANES)");
+    if (!d)
+      throw lex_.error_at(t, "unknown type '" + t.text +
+                                 "' (expected int8..int64, uint8..uint64, float16..float64, bool or handle, "
+                                 "with an optional xLANES)");
     return *d;
   }
 
@@ -125,8 +127,7 @@ class Parser {
         Token s = lex_.expect(TokenKind::String, "a memory scope in quotes");
         auto sc = scope_from_name(s.text);
         if (!sc)
-          throw lex_.error_at(s, "unknown memory scope \"" + s.text + "\" (known: " +
-                                     scope_names() + ")");
+          throw lex_.error_at(s, "unknown memory scope \"" + s.text + "\" (known: " + scope_names() + ")");
         scope = *sc;
       } else if (key.text == "align") {
         Token a = lex_.expect(TokenKind::Int, "an alignment in bytes");
@@ -141,17 +142,15 @@ class Parser {
         *data = data_ref_ ? lookup_var(d) : make_var(d.text, DataType::handle());
         data_token_ = d;
       } else {
-        throw lex_.error_at(key, "unknown buffer property '" + key.text +
-                                     "' (known: scope, align, strides, data)");
+        throw lex_.error_at(
+            key, "unknown buffer property '" + key.text + "' (known: scope, align, strides, data)");
       }
     }
     lex_.expect(TokenKind::RBracket, "']' to close the buffer type");
     if (!strides.empty() && strides.size() != shape.size())
       throw lex_.error_at(lex_.peek(), "buffer %" + name + " has " + std::to_string(shape.size()) +
-                                           " dimensions but " + std::to_string(strides.size()) +
-                                           " strides");
-    return make_buffer(name, t, std::move(shape), scope, align, std::move(strides),
-                       data ? *data : nullptr);
+                                           " dimensions but " + std::to_string(strides.size()) + " strides");
+    return make_buffer(name, t, std::move(shape), scope, align, std::move(strides), data ? *data : nullptr);
   }
 
   // A buffer declared with its own data handle (parameter, allocate).
@@ -280,7 +279,8 @@ class Parser {
                                       " which holds " + dtype_str(ref->dtype));
       return store(b, std::move(indices), value);
     }
-    lex_.fail_expected("a statement (for, allocate, decl_buffer, let, if, evaluate, return or %buffer[...] = value)");
+    lex_.fail_expected(
+        "a statement (for, allocate, decl_buffer, let, if, evaluate, return or %buffer[...] = value)");
   }
 
   // ---------------------------------------------------------------- expressions
@@ -298,10 +298,14 @@ class Parser {
       return u.kind == second && Lexer::adjacent(lex_.peek(0), u);
     };
     switch (t.kind) {
-      case TokenKind::Plus: return BinopToken{BinaryOp::Add, 5, 1};
-      case TokenKind::Minus: return BinopToken{BinaryOp::Sub, 5, 1};
-      case TokenKind::Star: return BinopToken{BinaryOp::Mul, 6, 1};
-      case TokenKind::Slash: return BinopToken{BinaryOp::Div, 6, 1};
+      case TokenKind::Plus:
+        return BinopToken{BinaryOp::Add, 5, 1};
+      case TokenKind::Minus:
+        return BinopToken{BinaryOp::Sub, 5, 1};
+      case TokenKind::Star:
+        return BinopToken{BinaryOp::Mul, 6, 1};
+      case TokenKind::Slash:
+        return BinopToken{BinaryOp::Div, 6, 1};
       case TokenKind::Less:
         return two(TokenKind::Equals) ? BinopToken{BinaryOp::LE, 4, 2} : BinopToken{BinaryOp::LT, 4, 1};
       case TokenKind::Greater:
@@ -309,7 +313,8 @@ class Parser {
       case TokenKind::Equals:
         if (two(TokenKind::Equals)) return BinopToken{BinaryOp::EQ, 3, 2};
         return std::nullopt;
-      default: return std::nullopt;
+      default:
+        return std::nullopt;
     }
   }
 
@@ -320,8 +325,8 @@ class Parser {
       const Token& t = lex_.peek();
       if ((t.kind == TokenKind::Int || t.kind == TokenKind::Float) && t.text[0] == '-' && 5 >= min_prec) {
         Token n = lex_.next();
-        Expr rhs = n.kind == TokenKind::Int ? int_literal(n, DataType::int32(), true)
-                                            : float_imm(-n.float_value);
+        Expr rhs =
+            n.kind == TokenKind::Int ? int_literal(n, DataType::int32(), true) : float_imm(-n.float_value);
         lhs = located(n, [&] { return sub(lhs, rhs); });
         continue;
       }
@@ -342,8 +347,9 @@ class Parser {
                     ? v >= 0 && (bits == 64 || v < (int64_t(1) << bits))
                     : v >= -(int64_t(1) << (bits - 1)) && v < (int64_t(1) << (bits - 1));
       if (!ok)
-        throw lex_.error_at(t, "integer " + std::to_string(v) + " does not fit " + dtype_str(type) +
-                                   (type == DataType::int32() ? "; write int64(" + std::to_string(v) + ")" : ""));
+        throw lex_.error_at(
+            t, "integer " + std::to_string(v) + " does not fit " + dtype_str(type) +
+                   (type == DataType::int32() ? "; write int64(" + std::to_string(v) + ")" : ""));
     }
     return int_imm(v, type);
   }
@@ -368,8 +374,8 @@ class Parser {
 
   void want_args(const Token& at, const std::vector<Expr>& args, size_t n) {
     if (args.size() != n)
-      throw lex_.error_at(at, at.text + " takes " + std::to_string(n) + " arguments, not " +
-                                  std::to_string(args.size()));
+      throw lex_.error_at(
+          at, at.text + " takes " + std::to_string(n) + " arguments, not " + std::to_string(args.size()));
   }
 
   int lane_count(const Token& at, const Expr& e) {
@@ -382,9 +388,15 @@ class Parser {
   Expr unary() {
     Token t = lex_.peek();
     switch (t.kind) {
-      case TokenKind::Int: lex_.next(); return int_literal(t, DataType::int32(), false);
-      case TokenKind::Float: lex_.next(); return float_imm(t.float_value);
-      case TokenKind::String: lex_.next(); return string_imm(t.text);
+      case TokenKind::Int:
+        lex_.next();
+        return int_literal(t, DataType::int32(), false);
+      case TokenKind::Float:
+        lex_.next();
+        return float_imm(t.float_value);
+      case TokenKind::String:
+        lex_.next();
+        return string_imm(t.text);
       case TokenKind::LParen: {
         lex_.next();
         Expr e = expr();
@@ -404,8 +416,10 @@ class Parser {
         }
         return lookup_var(t);
       }
-      case TokenKind::Ident: return named(lex_.next());
-      default: lex_.fail_expected("an expression");
+      case TokenKind::Ident:
+        return named(lex_.next());
+      default:
+        lex_.fail_expected("an expression");
     }
   }
 
@@ -450,8 +464,7 @@ class Parser {
       return e;
     }
     std::vector<Expr> args;
-    if (!lex_.at(TokenKind::LParen))
-      throw lex_.error_at(t, "unknown word '" + w + "' in an expression");
+    if (!lex_.at(TokenKind::LParen)) throw lex_.error_at(t, "unknown word '" + w + "' in an expression");
     args = call_args();
     if (w == "select") {
       want_args(t, args, 3);
@@ -469,10 +482,10 @@ class Parser {
       want_args(t, args, 1);
       return located(t, [&] { return logical_not(args[0]); });
     }
-#define KILN_TIR_CASE(name, text, infix)                                              \
-  if (!infix && w == text) {                                                          \
-    want_args(t, args, 2);                                                            \
-    return located(t, [&] { return binary(BinaryOp::name, args[0], args[1]); });      \
+#define KILN_TIR_CASE(name, text, infix)                                         \
+  if (!infix && w == text) {                                                     \
+    want_args(t, args, 2);                                                       \
+    return located(t, [&] { return binary(BinaryOp::name, args[0], args[1]); }); \
   }
     KILN_TIR_BINARY_OPS(KILN_TIR_CASE)
 #undef KILN_TIR_CASE

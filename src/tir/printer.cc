@@ -18,21 +18,26 @@ namespace {
 
 int precedence(BinaryOp op) {
   switch (op) {
-    case BinaryOp::EQ: return 3;
+    case BinaryOp::EQ:
+      return 3;
     case BinaryOp::LT:
     case BinaryOp::LE:
     case BinaryOp::GT:
-    case BinaryOp::GE: return 4;
+    case BinaryOp::GE:
+      return 4;
     case BinaryOp::Add:
-    case BinaryOp::Sub: return 5;
+    case BinaryOp::Sub:
+      return 5;
     case BinaryOp::Mul:
-    case BinaryOp::Div: return 6;
+    case BinaryOp::Div:
+      return 6;
     case BinaryOp::Or:
     case BinaryOp::And:
     case BinaryOp::NE:
     case BinaryOp::Mod:
     case BinaryOp::Min:
-    case BinaryOp::Max: return 9;  // printed as calls
+    case BinaryOp::Max:
+      return 9;  // printed as calls
   }
   return 9;
 }
@@ -172,8 +177,7 @@ class StmtPrinter {
   // A block: a Seq's statements or one statement; the last may print flat.
   void block(const Stmt& s, int indent) {
     if (auto* q = as<SeqNode>(s)) {
-      for (size_t i = 0; i < q->stmts.size(); ++i)
-        stmt(q->stmts[i], indent, i + 1 == q->stmts.size());
+      for (size_t i = 0; i < q->stmts.size(); ++i) stmt(q->stmts[i], indent, i + 1 == q->stmts.size());
       return;
     }
     stmt(s, indent, true);
@@ -258,8 +262,7 @@ class StmtPrinter {
         // A Seq nested in a block (not normal form): keep its statements visible.
         auto& n = static_cast<const SeqNode&>(*s);
         out += "{\n";
-        for (size_t i = 0; i < n.stmts.size(); ++i)
-          stmt(n.stmts[i], indent + 1, i + 1 == n.stmts.size());
+        for (size_t i = 0; i < n.stmts.size(); ++i) stmt(n.stmts[i], indent + 1, i + 1 == n.stmts.size());
         line_start(indent);
         out += "}\n";
         return;

@@ -100,8 +100,7 @@ class Equal {
         return expr(static_cast<const CastNode&>(*a).value, static_cast<const CastNode&>(*b).value);
       case ExprKind::Select: {
         auto &x = static_cast<const SelectNode&>(*a), &y = static_cast<const SelectNode&>(*b);
-        return expr(x.cond, y.cond) && expr(x.true_value, y.true_value) &&
-               expr(x.false_value, y.false_value);
+        return expr(x.cond, y.cond) && expr(x.true_value, y.true_value) && expr(x.false_value, y.false_value);
       }
       case ExprKind::BufferLoad: {
         auto &x = static_cast<const BufferLoadNode&>(*a), &y = static_cast<const BufferLoadNode&>(*b);
@@ -223,8 +222,12 @@ class Hasher {
       case StmtKind::Seq:
         for (const Stmt& c : static_cast<const SeqNode&>(*s).stmts) mix(h, stmt(c));
         return h;
-      case StmtKind::Evaluate: mix(h, expr(static_cast<const EvaluateNode&>(*s).value)); return h;
-      case StmtKind::Return: mix(h, expr(static_cast<const ReturnNode&>(*s).value)); return h;
+      case StmtKind::Evaluate:
+        mix(h, expr(static_cast<const EvaluateNode&>(*s).value));
+        return h;
+      case StmtKind::Return:
+        mix(h, expr(static_cast<const ReturnNode&>(*s).value));
+        return h;
     }
     return h;
   }
@@ -234,7 +237,9 @@ class Hasher {
     size_t h = size_t(e->kind) + 101;
     mix(h, dtype(e->dtype));
     switch (e->kind) {
-      case ExprKind::IntImm: mix(h, std::hash<int64_t>()(static_cast<const IntImmNode&>(*e).value)); return h;
+      case ExprKind::IntImm:
+        mix(h, std::hash<int64_t>()(static_cast<const IntImmNode&>(*e).value));
+        return h;
       case ExprKind::FloatImm: {
         double v = static_cast<const FloatImmNode&>(*e).value;
         uint64_t bits;
@@ -242,7 +247,9 @@ class Hasher {
         mix(h, std::hash<uint64_t>()(bits));
         return h;
       }
-      case ExprKind::StringImm: mix(h, std::hash<std::string>()(static_cast<const StringImmNode&>(*e).value)); return h;
+      case ExprKind::StringImm:
+        mix(h, std::hash<std::string>()(static_cast<const StringImmNode&>(*e).value));
+        return h;
       case ExprKind::Var: {
         auto it = vars_.find(e.get());
         mix(h, it != vars_.end() ? it->second : std::hash<const void*>()(e.get()));
@@ -255,8 +262,12 @@ class Hasher {
         mix(h, expr(n.b));
         return h;
       }
-      case ExprKind::Not: mix(h, expr(static_cast<const NotNode&>(*e).a)); return h;
-      case ExprKind::Cast: mix(h, expr(static_cast<const CastNode&>(*e).value)); return h;
+      case ExprKind::Not:
+        mix(h, expr(static_cast<const NotNode&>(*e).a));
+        return h;
+      case ExprKind::Cast:
+        mix(h, expr(static_cast<const CastNode&>(*e).value));
+        return h;
       case ExprKind::Select: {
         auto& n = static_cast<const SelectNode&>(*e);
         mix(h, expr(n.cond));

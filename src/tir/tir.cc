@@ -9,11 +9,20 @@ namespace kiln::tir {
 std::string dtype_str(DataType t) {
   std::string s;
   switch (t.code) {
-    case DataType::Code::Int: s = "int" + std::to_string(t.bits); break;
-    case DataType::Code::UInt: s = "uint" + std::to_string(t.bits); break;
-    case DataType::Code::Float: s = "float" + std::to_string(t.bits); break;
-    case DataType::Code::Bool: s = "bool"; break;
-    case DataType::Code::Handle: return "handle";
+    case DataType::Code::Int:
+      s = "int" + std::to_string(t.bits);
+      break;
+    case DataType::Code::UInt:
+      s = "uint" + std::to_string(t.bits);
+      break;
+    case DataType::Code::Float:
+      s = "float" + std::to_string(t.bits);
+      break;
+    case DataType::Code::Bool:
+      s = "bool";
+      break;
+    case DataType::Code::Handle:
+      return "handle";
   }
   if (t.lanes > 1) s += "x" + std::to_string(t.lanes);
   return s;
@@ -54,13 +63,20 @@ std::optional<DataType> parse_dtype(std::string_view s) {
 
 DataType from_dtype(DType t) {
   switch (t) {
-    case DType::Float32: return DataType::float_(32);
-    case DType::Float16: return DataType::float_(16);
-    case DType::Int8: return DataType::int_(8);
-    case DType::UInt8: return DataType::uint(8);
-    case DType::Int32: return DataType::int_(32);
-    case DType::Int64: return DataType::int_(64);
-    case DType::Bool: return DataType::bool_();
+    case DType::Float32:
+      return DataType::float_(32);
+    case DType::Float16:
+      return DataType::float_(16);
+    case DType::Int8:
+      return DataType::int_(8);
+    case DType::UInt8:
+      return DataType::uint(8);
+    case DType::Int32:
+      return DataType::int_(32);
+    case DType::Int64:
+      return DataType::int_(64);
+    case DType::Bool:
+      return DataType::bool_();
   }
   KILN_ASSERT(false, "unknown DType");
 }
@@ -70,7 +86,8 @@ DataType from_dtype(DType t) {
 const char* scope_name(MemoryScope s) {
   switch (s) {
 #define KILN_TIR_CASE(name, text, scratch) \
-  case MemoryScope::name: return text;
+  case MemoryScope::name:                  \
+    return text;
     KILN_TIR_MEMORY_SCOPES(KILN_TIR_CASE)
 #undef KILN_TIR_CASE
   }
@@ -88,7 +105,8 @@ std::optional<MemoryScope> scope_from_name(std::string_view s) {
 bool is_scratchpad(MemoryScope s) {
   switch (s) {
 #define KILN_TIR_CASE(name, text, scratch) \
-  case MemoryScope::name: return scratch;
+  case MemoryScope::name:                  \
+    return scratch;
     KILN_TIR_MEMORY_SCOPES(KILN_TIR_CASE)
 #undef KILN_TIR_CASE
   }
@@ -110,7 +128,8 @@ std::string scope_names() {
 const char* binary_op_text(BinaryOp op) {
   switch (op) {
 #define KILN_TIR_CASE(name, text, infix) \
-  case BinaryOp::name: return text;
+  case BinaryOp::name:                   \
+    return text;
     KILN_TIR_BINARY_OPS(KILN_TIR_CASE)
 #undef KILN_TIR_CASE
   }
@@ -120,7 +139,8 @@ const char* binary_op_text(BinaryOp op) {
 bool is_infix(BinaryOp op) {
   switch (op) {
 #define KILN_TIR_CASE(name, text, infix) \
-  case BinaryOp::name: return infix;
+  case BinaryOp::name:                   \
+    return infix;
     KILN_TIR_BINARY_OPS(KILN_TIR_CASE)
 #undef KILN_TIR_CASE
   }
@@ -133,7 +153,8 @@ bool is_logical(BinaryOp op) { return op == BinaryOp::And || op == BinaryOp::Or;
 const char* intrinsic_name(Intrinsic i) {
   switch (i) {
 #define KILN_TIR_CASE(name, text) \
-  case Intrinsic::name: return text;
+  case Intrinsic::name:           \
+    return text;
     KILN_TIR_INTRINSICS(KILN_TIR_CASE)
 #undef KILN_TIR_CASE
   }
@@ -150,10 +171,14 @@ std::optional<Intrinsic> intrinsic_from_name(std::string_view s) {
 
 const char* for_kind_name(ForKind k) {
   switch (k) {
-    case ForKind::Serial: return "serial";
-    case ForKind::Parallel: return "parallel";
-    case ForKind::Vectorized: return "vectorized";
-    case ForKind::Unrolled: return "unrolled";
+    case ForKind::Serial:
+      return "serial";
+    case ForKind::Parallel:
+      return "parallel";
+    case ForKind::Vectorized:
+      return "vectorized";
+    case ForKind::Unrolled:
+      return "unrolled";
   }
   return "?";
 }
@@ -201,12 +226,11 @@ Var make_var(std::string name, DataType t) { return std::make_shared<VarNode>(st
 
 Expr binary(BinaryOp op, Expr a, Expr b) {
   KILN_CHECK(a && b, "binary '", binary_op_text(op), "' is missing an operand");
-  KILN_CHECK(a->dtype == b->dtype, "operands of '", binary_op_text(op), "' differ in type: ",
-             dtype_str(a->dtype), " and ", dtype_str(b->dtype), "; insert a cast");
+  KILN_CHECK(a->dtype == b->dtype, "operands of '", binary_op_text(op),
+             "' differ in type: ", dtype_str(a->dtype), " and ", dtype_str(b->dtype), "; insert a cast");
   DataType t = a->dtype;
   if (is_logical(op))
-    KILN_CHECK(t.is_bool(), "operands of '", binary_op_text(op), "' must be bool, not ",
-               dtype_str(t));
+    KILN_CHECK(t.is_bool(), "operands of '", binary_op_text(op), "' must be bool, not ", dtype_str(t));
   if (is_comparison(op)) t = DataType::bool_(t.lanes);
   return std::make_shared<BinaryNode>(t, op, std::move(a), std::move(b));
 }
@@ -236,8 +260,8 @@ Expr cast(DataType t, Expr v) {
 
 Expr select(Expr c, Expr t, Expr f) {
   KILN_CHECK(c->dtype.is_bool(), "select condition must be bool, not ", dtype_str(c->dtype));
-  KILN_CHECK(t->dtype == f->dtype, "select branches differ in type: ", dtype_str(t->dtype),
-             " and ", dtype_str(f->dtype));
+  KILN_CHECK(t->dtype == f->dtype, "select branches differ in type: ", dtype_str(t->dtype), " and ",
+             dtype_str(f->dtype));
   return std::make_shared<SelectNode>(std::move(c), std::move(t), std::move(f));
 }
 
@@ -256,21 +280,20 @@ Expr load(Buffer b, std::vector<Expr> indices) {
 
 Expr call_intrinsic(Intrinsic i, std::vector<Expr> args) {
   auto want = [&](size_t n) {
-    KILN_CHECK(args.size() == n, "intrinsic ", intrinsic_name(i), " takes ", n,
-               " argument(s), not ", args.size());
+    KILN_CHECK(args.size() == n, "intrinsic ", intrinsic_name(i), " takes ", n, " argument(s), not ",
+               args.size());
   };
   DataType t;
   switch (i) {
     case Intrinsic::IsNull:
       want(1);
-      KILN_CHECK(args[0]->dtype.is_handle(), "isnull takes a handle, not ",
-                 dtype_str(args[0]->dtype));
+      KILN_CHECK(args[0]->dtype.is_handle(), "isnull takes a handle, not ", dtype_str(args[0]->dtype));
       t = DataType::bool_();
       break;
     case Intrinsic::Abs:
       want(1);
-      KILN_CHECK(args[0]->dtype.is_integer() || args[0]->dtype.is_float(),
-                 "abs takes a number, not ", dtype_str(args[0]->dtype));
+      KILN_CHECK(args[0]->dtype.is_integer() || args[0]->dtype.is_float(), "abs takes a number, not ",
+                 dtype_str(args[0]->dtype));
       t = args[0]->dtype;
       break;
     case Intrinsic::Sqrt:
@@ -303,8 +326,8 @@ Expr call_intrinsic(Intrinsic i, std::vector<Expr> args) {
     case Intrinsic::AddressOffset:
       want(2);
       KILN_CHECK(args[0]->dtype.is_handle() && args[1]->dtype == DataType::int64(),
-                 "address_offset takes a handle and an int64 byte offset, not ",
-                 dtype_str(args[0]->dtype), " and ", dtype_str(args[1]->dtype));
+                 "address_offset takes a handle and an int64 byte offset, not ", dtype_str(args[0]->dtype),
+                 " and ", dtype_str(args[1]->dtype));
       t = DataType::handle();
       break;
     case Intrinsic::ParallelStatus:
@@ -336,8 +359,7 @@ Expr broadcast(Expr v, int lanes) {
 // ---------------------------------------------------------------- statements
 
 Stmt for_loop(Var v, Expr min, Expr extent, ForKind k, Stmt body) {
-  return std::make_shared<ForNode>(std::move(v), std::move(min), std::move(extent), k,
-                                   std::move(body));
+  return std::make_shared<ForNode>(std::move(v), std::move(min), std::move(extent), k, std::move(body));
 }
 Stmt allocate(Buffer b, Stmt body) { return std::make_shared<AllocateNode>(std::move(b), std::move(body)); }
 Stmt decl_buffer(Buffer b, Stmt body) {

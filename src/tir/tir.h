@@ -65,9 +65,7 @@ struct DataType {
   // Storage bytes of one element (bool takes a byte), times lanes.
   int64_t bytes() const { return int64_t(code == Code::Bool ? 1 : bits / 8) * lanes; }
 
-  bool operator==(const DataType& o) const {
-    return code == o.code && bits == o.bits && lanes == o.lanes;
-  }
+  bool operator==(const DataType& o) const { return code == o.code && bits == o.bits && lanes == o.lanes; }
   bool operator!=(const DataType& o) const { return !(*this == o); }
 };
 
@@ -82,10 +80,10 @@ DataType from_dtype(DType t);
 // Where a buffer lives. The scratchpad scopes are the Hexagon VTCM: allocating
 // there goes through the runtime's VTCM pool and counts against the target's
 // capacity.
-#define KILN_TIR_MEMORY_SCOPES(X)                 \
-  X(Global, "global", false)    /* main memory */  \
-  X(Local, "local", false)      /* thread-local */ \
-  X(GlobalVTCM, "global.vtcm", true)              \
+#define KILN_TIR_MEMORY_SCOPES(X)               \
+  X(Global, "global", false) /* main memory */  \
+  X(Local, "local", false)   /* thread-local */ \
+  X(GlobalVTCM, "global.vtcm", true)            \
   X(LocalVTCM, "local.vtcm", true)
 
 enum class MemoryScope : uint8_t {
@@ -104,22 +102,22 @@ std::string scope_names();
 
 // ---------------------------------------------------------------- expressions
 
-#define KILN_TIR_EXPR_KINDS(X)                                  \
-  /* leaves */                                                   \
-  X(IntImm)                                                      \
-  X(FloatImm)                                                    \
-  X(StringImm)                                                   \
-  X(Var)                                                         \
-  /* arithmetic, comparisons, logic */                           \
-  X(Binary)                                                      \
-  X(Not)                                                         \
-  X(Cast)                                                        \
-  X(Select)                                                      \
-  /* memory and calls */                                         \
-  X(BufferLoad)                                                  \
-  X(Call)                                                        \
-  /* vectors */                                                  \
-  X(Ramp)                                                        \
+#define KILN_TIR_EXPR_KINDS(X)         \
+  /* leaves */                         \
+  X(IntImm)                            \
+  X(FloatImm)                          \
+  X(StringImm)                         \
+  X(Var)                               \
+  /* arithmetic, comparisons, logic */ \
+  X(Binary)                            \
+  X(Not)                               \
+  X(Cast)                              \
+  X(Select)                            \
+  /* memory and calls */               \
+  X(BufferLoad)                        \
+  X(Call)                              \
+  /* vectors */                        \
+  X(Ramp)                              \
   X(Broadcast)
 
 enum class ExprKind : uint8_t {
@@ -203,7 +201,9 @@ struct CastNode : ExprNode {
 struct SelectNode : ExprNode {
   Expr cond, true_value, false_value;
   SelectNode(Expr c, Expr t, Expr f)
-      : ExprNode(ExprKind::Select, t->dtype), cond(std::move(c)), true_value(std::move(t)),
+      : ExprNode(ExprKind::Select, t->dtype),
+        cond(std::move(c)),
+        true_value(std::move(t)),
         false_value(std::move(f)) {}
 };
 
@@ -222,22 +222,22 @@ struct BufferLoadNode : ExprNode {
 // extern calls go to a C function by symbol name, resolved at link time.
 enum class CallKind : uint8_t { Intrinsic, Extern };
 
-#define KILN_TIR_INTRINSICS(X)                                   \
-  X(IsNull, "isnull")    /* handle -> bool */                    \
-  X(Abs, "abs")          /* numeric */                           \
-  X(Sqrt, "sqrt")        /* float */                             \
-  X(Exp, "exp")          /* float */                             \
-  X(Log, "log")          /* float */                             \
-  X(Tanh, "tanh")        /* float */                             \
-  X(Erf, "erf")          /* float */                             \
-  X(Sin, "sin")          /* float */                             \
-  X(Cos, "cos")          /* float */                             \
-  X(Floor, "floor")      /* float */                             \
-  X(Ceil, "ceil")        /* float */                             \
-  X(Round, "round")      /* float: to nearest, ties to even */   \
-  X(Pow, "pow")          /* float, float -> float */             \
-  X(Likely, "likely")    /* bool hint for branches */                \
-  X(AddressOffset, "address_offset") /* handle + int64 bytes -> handle */ \
+#define KILN_TIR_INTRINSICS(X)                                               \
+  X(IsNull, "isnull")                  /* handle -> bool */                  \
+  X(Abs, "abs")                        /* numeric */                         \
+  X(Sqrt, "sqrt")                      /* float */                           \
+  X(Exp, "exp")                        /* float */                           \
+  X(Log, "log")                        /* float */                           \
+  X(Tanh, "tanh")                      /* float */                           \
+  X(Erf, "erf")                        /* float */                           \
+  X(Sin, "sin")                        /* float */                           \
+  X(Cos, "cos")                        /* float */                           \
+  X(Floor, "floor")                    /* float */                           \
+  X(Ceil, "ceil")                      /* float */                           \
+  X(Round, "round")                    /* float: to nearest, ties to even */ \
+  X(Pow, "pow")                        /* float, float -> float */           \
+  X(Likely, "likely")                  /* bool hint for branches */          \
+  X(AddressOffset, "address_offset")   /* handle + int64 bytes -> handle */  \
   X(ParallelStatus, "parallel_status") /* -> int32: how the last parallel loop ended (tir/parallel.h) */
 
 enum class Intrinsic : uint8_t {
@@ -261,7 +261,9 @@ struct RampNode : ExprNode {
   Expr base, stride;
   int lanes;
   RampNode(Expr b, Expr s, int l)
-      : ExprNode(ExprKind::Ramp, b->dtype.with_lanes(l)), base(std::move(b)), stride(std::move(s)),
+      : ExprNode(ExprKind::Ramp, b->dtype.with_lanes(l)),
+        base(std::move(b)),
+        stride(std::move(s)),
         lanes(l) {}
 };
 struct BroadcastNode : ExprNode {
@@ -273,9 +275,9 @@ struct BroadcastNode : ExprNode {
 
 template <typename T>
 const T* as(const Expr& e);
-#define KILN_TIR_AS(name)                                                                  \
-  template <>                                                                              \
-  inline const name##Node* as<name##Node>(const Expr& e) {                                 \
+#define KILN_TIR_AS(name)                                                                      \
+  template <>                                                                                  \
+  inline const name##Node* as<name##Node>(const Expr& e) {                                     \
     return e && e->kind == ExprKind::name ? static_cast<const name##Node*>(e.get()) : nullptr; \
   }
 KILN_TIR_EXPR_KINDS(KILN_TIR_AS)
@@ -303,24 +305,23 @@ struct BufferNode {
 
 // A buffer with a fresh data variable named NAME_data.
 Buffer make_buffer(std::string name, DataType dtype, std::vector<Expr> shape,
-                   MemoryScope scope = MemoryScope::Global,
-                   int64_t alignment = kDefaultAlignment,
+                   MemoryScope scope = MemoryScope::Global, int64_t alignment = kDefaultAlignment,
                    std::vector<Expr> strides = {}, Var data = nullptr);
 // The name a buffer's implicit data variable gets.
 std::string data_var_name(const std::string& buffer_name);
 
 // ---------------------------------------------------------------- statements
 
-#define KILN_TIR_STMT_KINDS(X)                                         \
+#define KILN_TIR_STMT_KINDS(X)                                          \
   X(For)         /* a loop: serial, parallel, vectorized or unrolled */ \
   X(Allocate)    /* a buffer allocated for the body */                  \
   X(DeclBuffer)  /* a buffer over an existing data handle */            \
   X(BufferStore) /* buffer[indices] = value */                          \
   X(LetStmt)     /* var = value for the body */                         \
   X(IfThenElse)                                                         \
-  X(Seq)         /* statements in order; never nested, never one */     \
-  X(Evaluate)    /* an expression for its effect (a call) */            \
-  X(Return)      /* leaves the function with an int32 code */
+  X(Seq)      /* statements in order; never nested, never one */        \
+  X(Evaluate) /* an expression for its effect (a call) */               \
+  X(Return)   /* leaves the function with an int32 code */
 
 enum class StmtKind : uint8_t {
 #define KILN_TIR_ENUM_ENTRY(name) name,
@@ -344,8 +345,12 @@ struct ForNode : StmtNode {
   ForKind for_kind;
   Stmt body;
   ForNode(Var v, Expr m, Expr e, ForKind k, Stmt b)
-      : StmtNode(StmtKind::For), var(std::move(v)), min(std::move(m)), extent(std::move(e)),
-        for_kind(k), body(std::move(b)) {}
+      : StmtNode(StmtKind::For),
+        var(std::move(v)),
+        min(std::move(m)),
+        extent(std::move(e)),
+        for_kind(k),
+        body(std::move(b)) {}
 };
 struct AllocateNode : StmtNode {
   Buffer buffer;
@@ -364,8 +369,7 @@ struct BufferStoreNode : StmtNode {
   std::vector<Expr> indices;
   Expr value;
   BufferStoreNode(Buffer buf, std::vector<Expr> i, Expr v)
-      : StmtNode(StmtKind::BufferStore), buffer(std::move(buf)), indices(std::move(i)),
-        value(std::move(v)) {}
+      : StmtNode(StmtKind::BufferStore), buffer(std::move(buf)), indices(std::move(i)), value(std::move(v)) {}
 };
 struct LetStmtNode : StmtNode {
   Var var;
@@ -379,7 +383,9 @@ struct IfThenElseNode : StmtNode {
   Stmt then_case;
   Stmt else_case;  // may be null
   IfThenElseNode(Expr c, Stmt t, Stmt e)
-      : StmtNode(StmtKind::IfThenElse), cond(std::move(c)), then_case(std::move(t)),
+      : StmtNode(StmtKind::IfThenElse),
+        cond(std::move(c)),
+        then_case(std::move(t)),
         else_case(std::move(e)) {}
 };
 struct SeqNode : StmtNode {
@@ -397,9 +403,9 @@ struct ReturnNode : StmtNode {
 
 template <typename T>
 const T* as(const Stmt& s);
-#define KILN_TIR_AS(name)                                                                  \
-  template <>                                                                              \
-  inline const name##Node* as<name##Node>(const Stmt& s) {                                 \
+#define KILN_TIR_AS(name)                                                                      \
+  template <>                                                                                  \
+  inline const name##Node* as<name##Node>(const Stmt& s) {                                     \
     return s && s->kind == StmtKind::name ? static_cast<const name##Node*>(s.get()) : nullptr; \
   }
 KILN_TIR_STMT_KINDS(KILN_TIR_AS)

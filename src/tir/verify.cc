@@ -26,8 +26,8 @@ class Verifier {
     for (const PrimParam& p : f_.params) {
       if (p.buffer) {
         check_buffer(*p.buffer, "parameter");
-        KILN_CHECK_V(p.var == p.buffer->data, "parameter %" + p.buffer->name +
-                                                   " is not passed as its data handle");
+        KILN_CHECK_V(p.var == p.buffer->data,
+                     "parameter %" + p.buffer->name + " is not passed as its data handle");
         define_var(p.buffer->data);
         define_buffer(p.buffer);
       } else {
@@ -70,16 +70,15 @@ class Verifier {
 
   void check_buffer(const BufferNode& b, const char* what) {
     KILN_CHECK_V(is_valid_scope(b.scope), std::string(what) + " %" + b.name +
-                                              " has an unknown memory scope (known: " +
-                                              scope_names() + ")");
-    KILN_CHECK_V(b.alignment > 0 && (b.alignment & (b.alignment - 1)) == 0,
-                 "buffer %" + b.name + " has alignment " + std::to_string(b.alignment) +
-                     ", not a power of two");
+                                              " has an unknown memory scope (known: " + scope_names() + ")");
+    KILN_CHECK_V(
+        b.alignment > 0 && (b.alignment & (b.alignment - 1)) == 0,
+        "buffer %" + b.name + " has alignment " + std::to_string(b.alignment) + ", not a power of two");
     KILN_CHECK_V(!b.dtype.is_handle(), "buffer %" + b.name + " holds handles");
     KILN_CHECK_V(b.data && b.data->dtype.is_handle(), "buffer %" + b.name + " has no data handle");
     KILN_CHECK_V(b.strides.empty() || b.strides.size() == b.shape.size(),
-                 "buffer %" + b.name + " has " + std::to_string(b.shape.size()) +
-                     " dimensions but " + std::to_string(b.strides.size()) + " strides");
+                 "buffer %" + b.name + " has " + std::to_string(b.shape.size()) + " dimensions but " +
+                     std::to_string(b.strides.size()) + " strides");
     for (const Expr& e : b.shape) index_expr(e, "an extent of buffer %" + b.name);
     for (const Expr& e : b.strides) index_expr(e, "a stride of buffer %" + b.name);
   }
@@ -101,7 +100,8 @@ class Verifier {
     KILN_CHECK_V(e != nullptr, "an expression is missing");
     switch (e->kind) {
       case ExprKind::IntImm:
-      case ExprKind::FloatImm: return;
+      case ExprKind::FloatImm:
+        return;
       case ExprKind::StringImm:
         KILN_CHECK_V(in_call_args_, "a string is only allowed as a call argument");
         return;
@@ -115,12 +115,11 @@ class Verifier {
         expr(n.a);
         expr(n.b);
         KILN_CHECK_V(n.a->dtype == n.b->dtype, std::string("operands of ") + binary_op_text(n.op) +
-                                                   " differ in type: " + dtype_str(n.a->dtype) +
-                                                   " and " + dtype_str(n.b->dtype));
+                                                   " differ in type: " + dtype_str(n.a->dtype) + " and " +
+                                                   dtype_str(n.b->dtype));
         DataType want = is_comparison(n.op) ? DataType::bool_(n.a->dtype.lanes) : n.a->dtype;
-        KILN_CHECK_V(n.dtype == want, std::string("result type of ") + binary_op_text(n.op) +
-                                          " is " + dtype_str(n.dtype) + ", expected " +
-                                          dtype_str(want));
+        KILN_CHECK_V(n.dtype == want, std::string("result type of ") + binary_op_text(n.op) + " is " +
+                                          dtype_str(n.dtype) + ", expected " + dtype_str(want));
         return;
       }
       case ExprKind::Not:
@@ -130,9 +129,9 @@ class Verifier {
       case ExprKind::Cast: {
         auto& n = static_cast<const CastNode&>(*e);
         expr(n.value);
-        KILN_CHECK_V(n.value->dtype.lanes == n.dtype.lanes && !n.dtype.is_handle() &&
-                         !n.value->dtype.is_handle(),
-                     "cannot cast " + dtype_str(n.value->dtype) + " to " + dtype_str(n.dtype));
+        KILN_CHECK_V(
+            n.value->dtype.lanes == n.dtype.lanes && !n.dtype.is_handle() && !n.value->dtype.is_handle(),
+            "cannot cast " + dtype_str(n.value->dtype) + " to " + dtype_str(n.dtype));
         return;
       }
       case ExprKind::Select: {
@@ -201,9 +200,9 @@ class Verifier {
       case StmtKind::DeclBuffer: {
         auto& n = static_cast<const DeclBufferNode&>(*s);
         check_buffer(*n.buffer, "buffer");
-        KILN_CHECK_V(visible_.count(n.buffer->data.get()),
-                     "buffer %" + n.buffer->name + " uses %" + n.buffer->data->name +
-                         " which is not defined here");
+        KILN_CHECK_V(
+            visible_.count(n.buffer->data.get()),
+            "buffer %" + n.buffer->name + " uses %" + n.buffer->data->name + " which is not defined here");
         define_buffer(n.buffer);
         stmt(n.body, true);
         break;
@@ -222,9 +221,9 @@ class Verifier {
       case StmtKind::LetStmt: {
         auto& n = static_cast<const LetStmtNode&>(*s);
         expr(n.value);
-        KILN_CHECK_V(n.var->dtype == n.value->dtype,
-                     "let %" + n.var->name + " has type " + dtype_str(n.var->dtype) +
-                         " but its value is " + dtype_str(n.value->dtype));
+        KILN_CHECK_V(n.var->dtype == n.value->dtype, "let %" + n.var->name + " has type " +
+                                                         dtype_str(n.var->dtype) + " but its value is " +
+                                                         dtype_str(n.value->dtype));
         define_var(n.var);
         stmt(n.body, true);
         break;
@@ -232,8 +231,8 @@ class Verifier {
       case StmtKind::IfThenElse: {
         auto& n = static_cast<const IfThenElseNode&>(*s);
         expr(n.cond);
-        KILN_CHECK_V(n.cond->dtype == DataType::bool_(), "the condition of if must be bool, not " +
-                                                            dtype_str(n.cond->dtype));
+        KILN_CHECK_V(n.cond->dtype == DataType::bool_(),
+                     "the condition of if must be bool, not " + dtype_str(n.cond->dtype));
         stmt(n.then_case, true);
         if (n.else_case) stmt(n.else_case, true);
         break;

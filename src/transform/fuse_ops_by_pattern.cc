@@ -102,7 +102,8 @@ class Fuser {
         if (!conflict.empty()) {
           if (conflict != "claimed already") reason = entry->name + ": " + conflict;
         } else if (entry->check) {
-          if (auto r = entry->check(*match, opts_.backend_options.for_backend(entry->backend()))) reason = "check rejected: " + *r + " (" + entry->name + ")";
+          if (auto r = entry->check(*match, opts_.backend_options.for_backend(entry->backend())))
+            reason = "check rejected: " + *r + " (" + entry->name + ")";
         }
         if (!conflict.empty() || !reason.empty()) {
           // Every refusal is kept: --explain shows why each pattern said no.

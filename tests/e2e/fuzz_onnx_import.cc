@@ -44,11 +44,21 @@ std::string mutate(std::string b, uint64_t& s) {
   for (int r = 0; r < rounds && !b.empty(); ++r) {
     size_t at = next(s) % b.size();
     switch (next(s) % 5) {
-      case 0: b[at] = static_cast<char>(b[at] ^ (1 << (next(s) % 8))); break;  // bit flip
-      case 1: b.resize(at); break;                                              // truncate
-      case 2: b.insert(at, b.substr(at, next(s) % 16)); break;                  // duplicate
-      case 3: b[at] = static_cast<char>(next(s)); break;                        // random byte
-      case 4: b.insert(at, std::string(1 + next(s) % 4, static_cast<char>(0x80 | (next(s) & 0x7f)))); break;
+      case 0:
+        b[at] = static_cast<char>(b[at] ^ (1 << (next(s) % 8)));
+        break;  // bit flip
+      case 1:
+        b.resize(at);
+        break;  // truncate
+      case 2:
+        b.insert(at, b.substr(at, next(s) % 16));
+        break;  // duplicate
+      case 3:
+        b[at] = static_cast<char>(next(s));
+        break;  // random byte
+      case 4:
+        b.insert(at, std::string(1 + next(s) % 4, static_cast<char>(0x80 | (next(s) & 0x7f))));
+        break;
     }
   }
   return b;
@@ -89,7 +99,8 @@ int main(int argc, char** argv) {
     } catch (const std::exception& e) {
       // Anything but kiln::Error is a bug: report the input for reproduction.
       std::ofstream("fuzz-crash.onnx", std::ios::binary) << input;
-      std::cerr << "iteration " << i << ": non-kiln exception: " << e.what() << " (input in fuzz-crash.onnx)\n";
+      std::cerr << "iteration " << i << ": non-kiln exception: " << e.what()
+                << " (input in fuzz-crash.onnx)\n";
       return 1;
     }
   }

@@ -103,8 +103,9 @@ int main(int argc, char** argv) {
   g_file.clear();
   read_one(cases[0], "missing.npy");
 
-  const char* fragments[] = {"'descr'", "'shape'", "'fortran_order'", ":", ",", "(", ")", "'", "\"", "True",
-                             "99999999999999999999999", "'<i4'", "'|i1'", "{", "}", " ", "\n", "\0"};
+  const char* fragments[] = {"'descr'", "'shape'", "'fortran_order'",         ":",     ",",     "(", ")", "'",
+                             "\"",      "True",    "99999999999999999999999", "'<i4'", "'|i1'", "{", "}", " ",
+                             "\n",      "\0"};
   for (int it = 0; it < iterations; ++it) {
     const Case& c = cases[next() % cases.size()];
     std::string f = kiln::encode_npy(c.tensor);

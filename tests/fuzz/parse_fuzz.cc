@@ -5,8 +5,8 @@
 // also round-trip: print, parse again, and print the same text. (Structure
 // is compared by the unit tests: a NaN attribute is never equal to itself.)
 #include <cstdint>
-#include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <string_view>
 

@@ -68,9 +68,8 @@ TEST(Elementwise, BroadcastingAgainstNaive) {
     Shape a, b;
   };
   std::vector<Case> cases = {
-      {{2, 3}, {3}},          {{2, 3}, {2, 1}},       {{1, 3}, {2, 1}},
-      {{4, 1, 3}, {2, 1}},    {{2, 3, 4}, {}},        {{}, {2, 2}},
-      {{2, 1, 4, 1}, {3, 1, 5}}, {{1}, {1}},          {{3, 1, 1}, {1, 2, 2}},
+      {{2, 3}, {3}}, {{2, 3}, {2, 1}},          {{1, 3}, {2, 1}}, {{4, 1, 3}, {2, 1}},    {{2, 3, 4}, {}},
+      {{}, {2, 2}},  {{2, 1, 4, 1}, {3, 1, 5}}, {{1}, {1}},       {{3, 1, 1}, {1, 2, 2}},
   };
   std::vector<std::pair<std::string, std::function<double(double, double)>>> ops = {
       {"add", [](double x, double y) { return double(float(x) + float(y)); }},
@@ -202,7 +201,8 @@ TEST(Elementwise, Float16ComputesInFloatAndRoundsOnce) {
   // 2048 + 1 is a tie in half precision: rounds to even, 2048.
   EXPECT_EQ(values(y)[0], 3.0);
   EXPECT_EQ(values(y)[1], 2048.0);
-  float want = half_to_float(float_to_half(half_to_float(float_to_half(0.1f)) + half_to_float(float_to_half(0.2f))));
+  float want =
+      half_to_float(float_to_half(half_to_float(float_to_half(0.1f)) + half_to_float(float_to_half(0.2f))));
   EXPECT_EQ(values(y)[2], want);
 }
 
@@ -216,8 +216,11 @@ TEST(Elementwise, BinaryErrors) {
   expect_error([&] { run1("add", {bl, bl}); }, "add: input 0 has dtype bool");
   expect_error([&] { run1("add", {f}); }, "add takes 2 input(s), got 1");
   // Inference alone reports the same.
-  expect_error([&] { infer_op(*find_op("maximum"), {{{3, 2}, DType::Float32}, {{3}, DType::Float32}}, {}); },
-               "maximum: shapes (3, 2) and (3,) do not broadcast");
+  expect_error(
+      [&] {
+        infer_op(*find_op("maximum"), {{{3, 2}, DType::Float32}, {{3}, DType::Float32}}, {});
+      },
+      "maximum: shapes (3, 2) and (3,) do not broadcast");
 }
 
 TEST(Elementwise, BroadcastInference) {
@@ -232,8 +235,8 @@ TEST(Elementwise, BroadcastInference) {
 
 // ---- unary -----------------------------------------------------------------
 
-void expect_unary(const std::string& op, const std::vector<float>& x,
-                  const std::function<double(double)>& f, const Attrs& attrs = {}) {
+void expect_unary(const std::string& op, const std::vector<float>& x, const std::function<double(double)>& f,
+                  const Attrs& attrs = {}) {
   Tensor t = Tensor::from_floats({static_cast<int64_t>(x.size())}, x);
   Tensor y = run1(op, {t}, attrs);
   ASSERT_EQ(y.dtype(), DType::Float32);
@@ -261,7 +264,8 @@ TEST(Elementwise, UnaryHandValues) {
   EXPECT_FLOAT_EQ(run1("sigmoid", {Tensor::from_floats({1}, {2})}).data<float>()[0], 0.880797078f);
   EXPECT_FLOAT_EQ(run1("tanh", {Tensor::from_floats({1}, {1})}).data<float>()[0], 0.761594156f);
   EXPECT_FLOAT_EQ(run1("erf", {Tensor::from_floats({1}, {1})}).data<float>()[0], 0.842700793f);
-  EXPECT_FLOAT_EQ(run1("log", {Tensor::from_floats({1}, {static_cast<float>(std::numbers::e)})}).data<float>()[0], 1.0f);
+  EXPECT_FLOAT_EQ(
+      run1("log", {Tensor::from_floats({1}, {static_cast<float>(std::numbers::e)})}).data<float>()[0], 1.0f);
   EXPECT_FLOAT_EQ(run1("exp", {Tensor::from_floats({1}, {1})}).data<float>()[0], 2.718281828f);
   Tensor lg = run1("log", {Tensor::from_floats({2}, {0, -1})});
   EXPECT_EQ(lg.data<float>()[0], -std::numeric_limits<float>::infinity());
@@ -274,9 +278,10 @@ TEST(Elementwise, UnaryAgainstFormulas) {
   expect_unary("tanh", xs, [](double v) { return std::tanh(v); });
   expect_unary("erf", xs, [](double v) { return std::erf(v); });
   expect_unary("nn.gelu", xs, [](double v) { return v * 0.5 * std::erfc(-v / std::sqrt(2.0)); });
-  expect_unary("nn.gelu", xs, [](double v) {
-    return 0.5 * v * (1 + std::tanh(0.7978845608028654 * (v + 0.044715 * v * v * v)));
-  }, {{"approximate", std::string("tanh")}});
+  expect_unary(
+      "nn.gelu", xs,
+      [](double v) { return 0.5 * v * (1 + std::tanh(0.7978845608028654 * (v + 0.044715 * v * v * v))); },
+      {{"approximate", std::string("tanh")}});
   expect_unary("nn.leaky_relu", xs, [](double v) { return v < 0 ? 0.01 * v : v; });
   expect_unary("nn.leaky_relu", xs, [](double v) { return v < 0 ? 0.3 * v : v; }, {{"alpha", 0.3}});
   expect_unary("nn.hard_sigmoid", xs, [](double v) { return std::clamp(0.2 * v + 0.5, 0.0, 1.0); });
@@ -329,8 +334,10 @@ TEST(Elementwise, Clip) {
   EXPECT_EQ(values(run1("clip", {i}, {{"a_min", -1000.0}, {"a_max", 1000.0}})),
             (std::vector<double>{-128, -3, 0, 4, 127}));
   // a_min > a_max: everything becomes a_max (numpy and ONNX Clip agree).
-  EXPECT_EQ(values(run1("clip", {x}, {{"a_min", 2.0}, {"a_max", 1.0}})), (std::vector<double>{1, 1, 1, 1, 1}));
-  EXPECT_EQ(values(run1("clip", {i}, {{"a_min", 5.0}, {"a_max", -5.0}})), (std::vector<double>{-5, -5, -5, -5, -5}));
+  EXPECT_EQ(values(run1("clip", {x}, {{"a_min", 2.0}, {"a_max", 1.0}})),
+            (std::vector<double>{1, 1, 1, 1, 1}));
+  EXPECT_EQ(values(run1("clip", {i}, {{"a_min", 5.0}, {"a_max", -5.0}})),
+            (std::vector<double>{-5, -5, -5, -5, -5}));
   Tensor u = tensor_of({3}, DType::UInt8, {0, 6, 255});
   EXPECT_EQ(values(run1("clip", {u}, {{"a_min", int64_t{0}}, {"a_max", int64_t{6}}})),
             (std::vector<double>{0, 6, 6}));
@@ -341,14 +348,24 @@ TEST(Elementwise, UnaryErrors) {
   Tensor f = Tensor::zeros({2}, DType::Float32);
   expect_error([&] { run1("exp", {i}); }, "exp: input x has dtype int32; expected one of float32, float16");
   expect_error([&] { run1("sigmoid", {i}); }, "sigmoid: input x has dtype int32");
-  expect_error([&] { run1("nn.relu", {Tensor::zeros({2}, DType::Bool)}); }, "nn.relu: input x has dtype bool");
-  expect_error([&] { run1("clip", {f}, {{"a_min", std::nan("")}, {"a_max", 0.0}}); },
-               "clip: attributes 'a_min' and 'a_max' must not be NaN");
+  expect_error([&] { run1("nn.relu", {Tensor::zeros({2}, DType::Bool)}); },
+               "nn.relu: input x has dtype bool");
+  expect_error(
+      [&] {
+        run1("clip", {f}, {{"a_min", std::nan("")}, {"a_max", 0.0}});
+      },
+      "clip: attributes 'a_min' and 'a_max' must not be NaN");
   expect_error([&] { run1("clip", {f}, {{"a_min", 1.0}}); }, "clip: missing required attribute 'a_max'");
-  expect_error([&] { run1("nn.gelu", {f}, {{"approximate", std::string("fast")}}); },
-               "nn.gelu: attribute 'approximate' = \"fast\" is not supported");
-  expect_error([&] { run1("nn.leaky_relu", {f}, {{"alpha", std::string("x")}}); },
-               "nn.leaky_relu: attribute 'alpha' must be a float");
+  expect_error(
+      [&] {
+        run1("nn.gelu", {f}, {{"approximate", std::string("fast")}});
+      },
+      "nn.gelu: attribute 'approximate' = \"fast\" is not supported");
+  expect_error(
+      [&] {
+        run1("nn.leaky_relu", {f}, {{"alpha", std::string("x")}});
+      },
+      "nn.leaky_relu: attribute 'alpha' must be a float");
 }
 
 TEST(Elementwise, UnaryFloat16) {
@@ -381,8 +398,10 @@ TEST(Elementwise, AstypeFloatToIntTruncatesAndSaturates) {
 TEST(Elementwise, AstypeOtherPairs) {
   Tensor i = Tensor::from_ints({4}, {300, -1, 0, 16777217});
   // int -> narrower int wraps like numpy.
-  EXPECT_EQ(values(run1("astype", {i}, {{"dtype", std::string("int8")}})), (std::vector<double>{44, -1, 0, 1}));
-  EXPECT_EQ(values(run1("astype", {i}, {{"dtype", std::string("uint8")}})), (std::vector<double>{44, 255, 0, 1}));
+  EXPECT_EQ(values(run1("astype", {i}, {{"dtype", std::string("int8")}})),
+            (std::vector<double>{44, -1, 0, 1}));
+  EXPECT_EQ(values(run1("astype", {i}, {{"dtype", std::string("uint8")}})),
+            (std::vector<double>{44, 255, 0, 1}));
   // To bool: nonzero is true.
   EXPECT_EQ(values(run1("astype", {i}, {{"dtype", std::string("bool")}})), (std::vector<double>{1, 1, 0, 1}));
   Tensor f = Tensor::from_floats({3}, {0.0f, -0.0f, 0.1f});
@@ -395,9 +414,11 @@ TEST(Elementwise, AstypeOtherPairs) {
   EXPECT_EQ(bf.dtype(), DType::Float32);
   EXPECT_EQ(values(bf), (std::vector<double>{1, 0}));
   // float32 -> float16 rounds to nearest even; float16 -> int truncates.
-  Tensor h = run1("astype", {Tensor::from_floats({2}, {2049.0f, 70000.0f})}, {{"dtype", std::string("float16")}});
+  Tensor h =
+      run1("astype", {Tensor::from_floats({2}, {2049.0f, 70000.0f})}, {{"dtype", std::string("float16")}});
   EXPECT_EQ(values(h), (std::vector<double>{2048, std::numeric_limits<double>::infinity()}));
-  Tensor hi = run1("astype", {tensor_of({2}, DType::Float16, {-2.75, 300})}, {{"dtype", std::string("int8")}});
+  Tensor hi =
+      run1("astype", {tensor_of({2}, DType::Float16, {-2.75, 300})}, {{"dtype", std::string("int8")}});
   EXPECT_EQ(values(hi), (std::vector<double>{-2, 127}));
   // Same dtype is a copy.
   Tensor same = run1("astype", {f}, {{"dtype", std::string("float32")}});
@@ -407,9 +428,16 @@ TEST(Elementwise, AstypeOtherPairs) {
 
 TEST(Elementwise, AstypeErrors) {
   Tensor f = Tensor::zeros({2}, DType::Float32);
-  expect_error([&] { run1("astype", {f}, {{"dtype", std::string("float64")}}); },
-               "astype: attribute 'dtype' = \"float64\" is not a dtype");
-  expect_error([&] { run1("astype", {f}, {{"dtype", int64_t{3}}}); }, "astype: attribute 'dtype' must be a string");
+  expect_error(
+      [&] {
+        run1("astype", {f}, {{"dtype", std::string("float64")}});
+      },
+      "astype: attribute 'dtype' = \"float64\" is not a dtype");
+  expect_error(
+      [&] {
+        run1("astype", {f}, {{"dtype", int64_t{3}}});
+      },
+      "astype: attribute 'dtype' must be a string");
 }
 
 // ---- mod, fmod, sign, trigonometry ------------------------------------------

@@ -94,14 +94,16 @@ TEST(Resize, LinearHalfPixel) {
   // ONNX example: (2, 2) upsampled by 2 with half_pixel.
   Tensor x = tensor_of({1, 1, 2, 2}, DType::Float32, {1, 2, 3, 4});
   Tensor y = resize(x, {4, 4}, modes("linear"));
-  expect_near_all(values(y), {1, 1.25, 1.75, 2, 1.5, 1.75, 2.25, 2.5, 2.5, 2.75, 3.25, 3.5, 3, 3.25, 3.75, 4}, 1e-6);
+  expect_near_all(values(y), {1, 1.25, 1.75, 2, 1.5, 1.75, 2.25, 2.5, 2.5, 2.75, 3.25, 3.5, 3, 3.25, 3.75, 4},
+                  1e-6);
 }
 
 TEST(Resize, LinearAlignCornersAndAsymmetric) {
   Tensor x = tensor_of({1, 1, 2, 2}, DType::Float32, {1, 2, 3, 4});
   double t = 1.0 / 3, u = 2.0 / 3;
   expect_near_all(values(resize(x, {4, 4}, modes("linear", "align_corners"))),
-                  {1, 1 + t, 1 + u, 2, 1 + u, 2, 2 + t, 2 + u, 2 + t, 2 + u, 3, 3 + t, 3, 3 + t, 3 + u, 4}, 1e-6);
+                  {1, 1 + t, 1 + u, 2, 1 + u, 2, 2 + t, 2 + u, 2 + t, 2 + u, 3, 3 + t, 3, 3 + t, 3 + u, 4},
+                  1e-6);
   // asymmetric: x = o / 2 -> 0, .5, 1, 1.5 (clamped at the edge).
   expect_near_all(values(resize(x, {4, 4}, modes("linear", "asymmetric"))),
                   {1, 1.5, 2, 2, 2, 2.5, 3, 3, 3, 3.5, 4, 4, 3, 3.5, 4, 4}, 1e-6);
@@ -111,7 +113,8 @@ TEST(Resize, LinearPytorchHalfPixelDownsample) {
   // ONNX example: 4x4 of 1..16 -> (3, 1).
   std::vector<double> v;
   for (int i = 1; i <= 16; ++i) v.push_back(i);
-  Tensor y = resize(tensor_of({1, 1, 4, 4}, DType::Float32, v), {3, 1}, modes("linear", "pytorch_half_pixel"));
+  Tensor y =
+      resize(tensor_of({1, 1, 4, 4}, DType::Float32, v), {3, 1}, modes("linear", "pytorch_half_pixel"));
   expect_near_all(values(y), {1.6666666, 7, 12.333333}, 1e-5);
 }
 
@@ -191,8 +194,7 @@ TEST(Resize, IntegerDtypes) {
   Tensor f = tensor_of({1, 1, 1, 4}, DType::Float32, {0, 0, 255, 255});
   auto sv = values(resize(s, {1, 8}, modes("cubic")));
   auto fv = values(resize(f, {1, 8}, modes("cubic")));
-  for (size_t i = 0; i < 8; ++i)
-    EXPECT_EQ(sv[i], std::min(255.0, std::max(0.0, std::nearbyint(fv[i])))) << i;
+  for (size_t i = 0; i < 8; ++i) EXPECT_EQ(sv[i], std::min(255.0, std::max(0.0, std::nearbyint(fv[i])))) << i;
   EXPECT_LT(*std::min_element(fv.begin(), fv.end()), 0.0);
   EXPECT_GT(*std::max_element(fv.begin(), fv.end()), 255.0);
 }
@@ -217,18 +219,22 @@ double naive_1d(const std::vector<double>& data, double x, const Attrs& a) {
   std::vector<double> c;
   if (method == "nearest") {
     std::string r = a.get_string("rounding_method");
-    if (x == xf) c = {0, 1};
-    else if (r == "round_prefer_floor") c = {double(ratio <= 0.5), double(ratio > 0.5)};
-    else if (r == "round_prefer_ceil") c = {double(ratio < 0.5), double(ratio >= 0.5)};
-    else if (r == "floor") c = {1, 0};
-    else c = {0, 1};
+    if (x == xf)
+      c = {0, 1};
+    else if (r == "round_prefer_floor")
+      c = {double(ratio <= 0.5), double(ratio > 0.5)};
+    else if (r == "round_prefer_ceil")
+      c = {double(ratio < 0.5), double(ratio >= 0.5)};
+    else if (r == "floor")
+      c = {1, 0};
+    else
+      c = {0, 1};
   } else if (method == "linear") {
     c = {1 - ratio, ratio};
   } else {
     double t = ratio, s = 1 - ratio;
-    c = {((A * (t + 1) - 5 * A) * (t + 1) + 8 * A) * (t + 1) - 4 * A,
-         ((A + 2) * t - (A + 3)) * t * t + 1, ((A + 2) * s - (A + 3)) * s * s + 1,
-         ((A * (s + 1) - 5 * A) * (s + 1) + 8 * A) * (s + 1) - 4 * A};
+    c = {((A * (t + 1) - 5 * A) * (t + 1) + 8 * A) * (t + 1) - 4 * A, ((A + 2) * t - (A + 3)) * t * t + 1,
+         ((A + 2) * s - (A + 3)) * s * s + 1, ((A * (s + 1) - 5 * A) * (s + 1) + 8 * A) * (s + 1) - 4 * A};
   }
   int64_t n = static_cast<int64_t>(c.size());
   int64_t pad = (n + 1) / 2;
@@ -273,7 +279,8 @@ std::vector<double> naive_resize(const Tensor& x, int64_t oh, int64_t ow, const 
 
 TEST(Resize, EveryModeAgainstNaive) {
   Tensor x = Tensor::empty({2, 2, 4, 5}, DType::Float32);
-  for (int64_t i = 0; i < x.numel(); ++i) x.set_from_double(i, std::sin(0.7 * double(i)) * 5 + 0.25 * double(i % 7));
+  for (int64_t i = 0; i < x.numel(); ++i)
+    x.set_from_double(i, std::sin(0.7 * double(i)) * 5 + 0.25 * double(i % 7));
   const std::vector<std::pair<int64_t, int64_t>> sizes = {{8, 10}, {3, 2}, {1, 1}, {4, 5}, {7, 3}, {2, 13}};
   for (std::string method : {"nearest", "linear", "cubic"})
     for (std::string ctm : {"half_pixel", "align_corners", "asymmetric", "pytorch_half_pixel"})
@@ -285,8 +292,8 @@ TEST(Resize, EveryModeAgainstNaive) {
           Attrs full = normalize_attrs(*find_op("image.resize2d"), a);
           auto want = naive_resize(x, oh, ow, full);
           auto got = values(run_op(*find_op("image.resize2d"), {x}, a).at(0));
-          SCOPED_TRACE(method + " " + ctm + " exclude=" + std::to_string(exclude) + " " +
-                       std::to_string(oh) + "x" + std::to_string(ow));
+          SCOPED_TRACE(method + " " + ctm + " exclude=" + std::to_string(exclude) + " " + std::to_string(oh) +
+                       "x" + std::to_string(ow));
           expect_near_all(got, want, 1e-4);
         }
 }
@@ -310,20 +317,44 @@ TEST(Resize, Errors) {
   Tensor x = Tensor::zeros({1, 1, 2, 2}, DType::Float32);
   expect_error([&] { run_op(*find_op("image.resize2d"), {x}, {}); },
                "image.resize2d: missing required attribute 'size'");
-  expect_error([&] { resize(x, {4}); }, "image.resize2d: attribute 'size' must be [height, width] with both > 0, got [4]");
-  expect_error([&] { resize(x, {0, 4}); }, "attribute 'size' must be [height, width] with both > 0, got [0, 4]");
-  expect_error([&] { resize(x, {4, 4}, {{"method", std::string("area")}}); },
-               "image.resize2d: attribute 'method' = \"area\" is not supported (expected one of \"nearest\", \"linear\", \"cubic\")");
-  expect_error([&] { resize(x, {4, 4}, {{"coordinate_transformation_mode", std::string("tf_crop_and_resize")}}); },
-               "attribute 'coordinate_transformation_mode' = \"tf_crop_and_resize\" is not supported");
-  expect_error([&] { resize(x, {4, 4}, {{"rounding_method", std::string("round")}}); },
-               "attribute 'rounding_method' = \"round\" is not supported");
-  expect_error([&] { resize(x, {4, 4}, {{"exclude_outside", int64_t{2}}}); },
-               "image.resize2d: attribute 'exclude_outside' must be 0 or 1, got 2");
-  expect_error([&] { resize(Tensor::zeros({2, 2, 2}, DType::Float32), {4, 4}); },
-               "image.resize2d: input x must be NCHW (rank 4), got Tensor[(2, 2, 2), float32]");
-  expect_error([&] { resize(Tensor::zeros({1, 1, 2, 2}, DType::Int32), {4, 4}); },
-               "image.resize2d: input x has dtype int32; expected one of float32, int8, uint8");
+  expect_error([&] { resize(x, {4}); },
+               "image.resize2d: attribute 'size' must be [height, width] with both > 0, got [4]");
+  expect_error(
+      [&] {
+        resize(x, {0, 4});
+      },
+      "attribute 'size' must be [height, width] with both > 0, got [0, 4]");
+  expect_error(
+      [&] {
+        resize(x, {4, 4}, {{"method", std::string("area")}});
+      },
+      "image.resize2d: attribute 'method' = \"area\" is not supported (expected one of \"nearest\", "
+      "\"linear\", \"cubic\")");
+  expect_error(
+      [&] {
+        resize(x, {4, 4}, {{"coordinate_transformation_mode", std::string("tf_crop_and_resize")}});
+      },
+      "attribute 'coordinate_transformation_mode' = \"tf_crop_and_resize\" is not supported");
+  expect_error(
+      [&] {
+        resize(x, {4, 4}, {{"rounding_method", std::string("round")}});
+      },
+      "attribute 'rounding_method' = \"round\" is not supported");
+  expect_error(
+      [&] {
+        resize(x, {4, 4}, {{"exclude_outside", int64_t{2}}});
+      },
+      "image.resize2d: attribute 'exclude_outside' must be 0 or 1, got 2");
+  expect_error(
+      [&] {
+        resize(Tensor::zeros({2, 2, 2}, DType::Float32), {4, 4});
+      },
+      "image.resize2d: input x must be NCHW (rank 4), got Tensor[(2, 2, 2), float32]");
+  expect_error(
+      [&] {
+        resize(Tensor::zeros({1, 1, 2, 2}, DType::Int32), {4, 4});
+      },
+      "image.resize2d: input x has dtype int32; expected one of float32, int8, uint8");
 }
 
 }  // namespace

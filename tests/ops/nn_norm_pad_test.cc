@@ -37,7 +37,9 @@ TEST(NnBatchNorm, NegativeAxis) {
 }
 
 TEST(NnBatchNorm, Float16) {
-  auto half = [](const Shape& s, const std::vector<double>& v) { return testing::tensor_of(s, DType::Float16, v); };
+  auto half = [](const Shape& s, const std::vector<double>& v) {
+    return testing::tensor_of(s, DType::Float16, v);
+  };
   Tensor y = run1(
       "nn.batch_norm",
       {half({1, 2}, {3, 1}), half({2}, {2, 1}), half({2}, {0.5, 0}), half({2}, {1, 0}), half({2}, {4, 1})},

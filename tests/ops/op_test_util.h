@@ -82,8 +82,8 @@ inline Tensor random_tensor(const Shape& shape, DType dtype, uint32_t seed) {
 inline Tensor tensor_of(const Shape& shape, DType dtype, const std::vector<double>& v) {
   Tensor t = Tensor::empty(shape, dtype);
   if (static_cast<int64_t>(v.size()) != t.numel())
-    throw Error("test: tensor_of got " + std::to_string(v.size()) + " values for " + std::to_string(t.numel()) +
-                " elements");
+    throw Error("test: tensor_of got " + std::to_string(v.size()) + " values for " +
+                std::to_string(t.numel()) + " elements");
   for (size_t i = 0; i < v.size(); ++i) t.set_from_double(static_cast<int64_t>(i), v[i]);
   return t;
 }

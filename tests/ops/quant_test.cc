@@ -26,15 +26,18 @@ TEST(Quantize, TiesRoundHalfToEven) {
   EXPECT_EQ(values(run1("quantize", {y}, {{"scale", 0.5}})), (std::vector<double>{0, 2, -2}));
   // The zero point is added after rounding: round(2.5) + 1 = 3, not round(3.5) = 4.
   Tensor z = Tensor::from_floats({1}, {2.5f});
-  EXPECT_EQ(values(run1("quantize", {z}, {{"scale", 1.0}, {"zero_point", int64_t{1}}})), (std::vector<double>{3}));
+  EXPECT_EQ(values(run1("quantize", {z}, {{"scale", 1.0}, {"zero_point", int64_t{1}}})),
+            (std::vector<double>{3}));
 }
 
 TEST(Quantize, ClampsToTheDtypeRange) {
   float inf = std::numeric_limits<float>::infinity();
   float nan = std::numeric_limits<float>::quiet_NaN();
   Tensor x = Tensor::from_floats({6}, {1000, -1000, 12.7f, -12.9f, inf, -inf});
-  EXPECT_EQ(values(run1("quantize", {x}, {{"scale", 0.1}})), (std::vector<double>{127, -128, 127, -128, 127, -128}));
-  Tensor u = run1("quantize", {x}, {{"scale", 0.1}, {"zero_point", int64_t{128}}, {"out_dtype", std::string("uint8")}});
+  EXPECT_EQ(values(run1("quantize", {x}, {{"scale", 0.1}})),
+            (std::vector<double>{127, -128, 127, -128, 127, -128}));
+  Tensor u = run1("quantize", {x},
+                  {{"scale", 0.1}, {"zero_point", int64_t{128}}, {"out_dtype", std::string("uint8")}});
   EXPECT_EQ(u.dtype(), DType::UInt8);
   // 12.7 / 0.1 = 127 (in float32: 126.99999 or 127.00001, rounds to 127) + 128 = 255.
   EXPECT_EQ(values(u), (std::vector<double>{255, 0, 255, 0, 255, 0}));
@@ -44,7 +47,8 @@ TEST(Quantize, ClampsToTheDtypeRange) {
             (std::vector<double>{9, -128, 127}));
   // NaN maps to the zero point.
   Tensor n = Tensor::from_floats({1}, {nan});
-  EXPECT_EQ(values(run1("quantize", {n}, {{"scale", 1.0}, {"zero_point", int64_t{-3}}})), (std::vector<double>{-3}));
+  EXPECT_EQ(values(run1("quantize", {n}, {{"scale", 1.0}, {"zero_point", int64_t{-3}}})),
+            (std::vector<double>{-3}));
 }
 
 TEST(Quantize, AgainstNaiveLoop) {
@@ -91,21 +95,48 @@ TEST(Quantize, RoundTripIsWithinHalfAStep) {
 TEST(Quantize, Errors) {
   Tensor x = Tensor::zeros({2}, DType::Float32);
   expect_error([&] { run1("quantize", {x}, {}); }, "quantize: missing required attribute 'scale'");
-  expect_error([&] { run1("quantize", {x}, {{"scale", 0.0}}); },
-               "quantize: attribute 'scale' must be a finite number > 0 (as float32), got 0.0");
-  expect_error([&] { run1("quantize", {x}, {{"scale", -1.0}}); }, "quantize: attribute 'scale' must be a finite number > 0");
-  expect_error([&] { run1("quantize", {x}, {{"scale", 1.0}, {"zero_point", int64_t{128}}}); },
-               "quantize: attribute 'zero_point' = 128 does not fit int8 (-128..127)");
-  expect_error([&] { run1("quantize", {x}, {{"scale", 1.0}, {"zero_point", int64_t{-1}}, {"out_dtype", std::string("uint8")}}); },
-               "quantize: attribute 'zero_point' = -1 does not fit uint8 (0..255)");
-  expect_error([&] { run1("quantize", {x}, {{"scale", 1.0}, {"out_dtype", std::string("int16")}}); },
-               "quantize: attribute 'out_dtype' = \"int16\" is not supported (expected \"int8\" or \"uint8\")");
-  expect_error([&] { run1("quantize", {Tensor::zeros({2}, DType::Int8)}, {{"scale", 1.0}}); },
-               "quantize: input x has dtype int8; expected float32");
-  expect_error([&] { run1("dequantize", {x}, {{"scale", 1.0}}); },
-               "dequantize: input q has dtype float32; expected one of int8, uint8, int32");
-  expect_error([&] { run1("dequantize", {Tensor::zeros({2}, DType::UInt8)}, {{"scale", 1.0}, {"zero_point", int64_t{256}}}); },
-               "dequantize: attribute 'zero_point' = 256 does not fit uint8 (0..255)");
+  expect_error(
+      [&] {
+        run1("quantize", {x}, {{"scale", 0.0}});
+      },
+      "quantize: attribute 'scale' must be a finite number > 0 (as float32), got 0.0");
+  expect_error(
+      [&] {
+        run1("quantize", {x}, {{"scale", -1.0}});
+      },
+      "quantize: attribute 'scale' must be a finite number > 0");
+  expect_error(
+      [&] {
+        run1("quantize", {x}, {{"scale", 1.0}, {"zero_point", int64_t{128}}});
+      },
+      "quantize: attribute 'zero_point' = 128 does not fit int8 (-128..127)");
+  expect_error(
+      [&] {
+        run1("quantize", {x},
+             {{"scale", 1.0}, {"zero_point", int64_t{-1}}, {"out_dtype", std::string("uint8")}});
+      },
+      "quantize: attribute 'zero_point' = -1 does not fit uint8 (0..255)");
+  expect_error(
+      [&] {
+        run1("quantize", {x}, {{"scale", 1.0}, {"out_dtype", std::string("int16")}});
+      },
+      "quantize: attribute 'out_dtype' = \"int16\" is not supported (expected \"int8\" or \"uint8\")");
+  expect_error(
+      [&] {
+        run1("quantize", {Tensor::zeros({2}, DType::Int8)}, {{"scale", 1.0}});
+      },
+      "quantize: input x has dtype int8; expected float32");
+  expect_error(
+      [&] {
+        run1("dequantize", {x}, {{"scale", 1.0}});
+      },
+      "dequantize: input q has dtype float32; expected one of int8, uint8, int32");
+  expect_error(
+      [&] {
+        run1("dequantize", {Tensor::zeros({2}, DType::UInt8)},
+             {{"scale", 1.0}, {"zero_point", int64_t{256}}});
+      },
+      "dequantize: attribute 'zero_point' = 256 does not fit uint8 (0..255)");
 }
 
 }  // namespace

@@ -15,9 +15,7 @@ namespace {
 
 using namespace kiln::testing;
 
-Attrs axes(std::vector<int64_t> a, int64_t keepdims = 0) {
-  return {{"axis", a}, {"keepdims", keepdims}};
-}
+Attrs axes(std::vector<int64_t> a, int64_t keepdims = 0) { return {{"axis", a}, {"keepdims", keepdims}}; }
 
 // Naive reduction: for each output element, visit every input element and
 // keep those whose non-reduced coordinates match.
@@ -82,7 +80,8 @@ TEST(Reduce, SumHandValues) {
 TEST(Reduce, AgainstNaiveRank4) {
   Tensor x = Tensor::empty({2, 3, 4, 5}, DType::Float32);
   for (int64_t i = 0; i < x.numel(); ++i) x.set_from_double(i, std::sin(0.37 * double(i)) * 10);
-  std::vector<std::vector<int64_t>> cases = {{}, {0}, {1}, {3}, {-1}, {0, 2}, {1, 3}, {-3, -1}, {0, 1, 2, 3}, {2, 0}};
+  std::vector<std::vector<int64_t>> cases = {{},     {0},    {1},      {3},          {-1},
+                                             {0, 2}, {1, 3}, {-3, -1}, {0, 1, 2, 3}, {2, 0}};
   for (const auto& c : cases) {
     for (int64_t keep : {0, 1}) {
       Tensor s = run1("sum", {x}, axes(c, keep));
@@ -94,17 +93,21 @@ TEST(Reduce, AgainstNaiveRank4) {
       want = naive_reduce(x, c, [](const std::vector<double>& g) { return vsum(g) / double(g.size()); });
       got = values(m);
       for (size_t i = 0; i < got.size(); ++i) EXPECT_FLOAT_EQ(got[i], want[i]);
-      EXPECT_EQ(values(run1("max", {x}, axes(c, keep))),
-                naive_reduce(x, c, [](const std::vector<double>& g) { return *std::max_element(g.begin(), g.end()); }));
-      EXPECT_EQ(values(run1("min", {x}, axes(c, keep))),
-                naive_reduce(x, c, [](const std::vector<double>& g) { return *std::min_element(g.begin(), g.end()); }));
+      EXPECT_EQ(values(run1("max", {x}, axes(c, keep))), naive_reduce(x, c, [](const std::vector<double>& g) {
+                  return *std::max_element(g.begin(), g.end());
+                }));
+      EXPECT_EQ(values(run1("min", {x}, axes(c, keep))), naive_reduce(x, c, [](const std::vector<double>& g) {
+                  return *std::min_element(g.begin(), g.end());
+                }));
       // Shape: reduced axes dropped, or kept as 1.
       Shape want_shape;
       for (int64_t i = 0; i < 4; ++i) {
         bool r = c.empty();
         for (int64_t a : c) r = r || (a < 0 ? a + 4 : a) == i;
-        if (!r) want_shape.push_back(x.shape()[size_t(i)]);
-        else if (keep) want_shape.push_back(1);
+        if (!r)
+          want_shape.push_back(x.shape()[size_t(i)]);
+        else if (keep)
+          want_shape.push_back(1);
       }
       EXPECT_EQ(s.shape(), want_shape);
     }
@@ -160,7 +163,8 @@ TEST(Reduce, NaNAndEmpty) {
   EXPECT_EQ(values(run1("sum", {e}, axes({0}))), (std::vector<double>{0, 0, 0}));
   EXPECT_TRUE(std::isnan(run1("mean", {e}, axes({0})).data<float>()[0]));
   EXPECT_EQ(run1("max", {e}, axes({1})).shape(), (Shape{0}));
-  expect_error([&] { run1("max", {e}, axes({0})); }, "max: cannot reduce zero elements of Tensor[(0, 3), float32]");
+  expect_error([&] { run1("max", {e}, axes({0})); },
+               "max: cannot reduce zero elements of Tensor[(0, 3), float32]");
 }
 
 TEST(Reduce, Float16) {
@@ -182,8 +186,13 @@ TEST(Reduce, Errors) {
   expect_error([&] { run1("sum", {Tensor::zeros({2}, DType::Int8)}); },
                "sum: input x has dtype int8; expected one of float32, float16, int32, int64");
   expect_error([&] { run1("max", {Tensor::zeros({2}, DType::Bool)}); }, "max: input x has dtype bool");
-  expect_error([&] { run1("sum", {x}, {{"axis", int64_t{0}}}); }, "sum: attribute 'axis' must be a list of ints");
-  expect_error([&] { run1("mean", {Tensor::zeros({0}, DType::Int32)}); }, "mean: cannot reduce zero elements");
+  expect_error(
+      [&] {
+        run1("sum", {x}, {{"axis", int64_t{0}}});
+      },
+      "sum: attribute 'axis' must be a list of ints");
+  expect_error([&] { run1("mean", {Tensor::zeros({0}, DType::Int32)}); },
+               "mean: cannot reduce zero elements");
 }
 
 // ---- softmax ---------------------------------------------------------------
@@ -252,8 +261,11 @@ TEST(Softmax, EveryAxisAgainstNaive) {
 
 TEST(Softmax, Errors) {
   Tensor x = Tensor::zeros({2, 3}, DType::Float32);
-  expect_error([&] { run1("nn.softmax", {x}, {{"axis", int64_t{2}}}); },
-               "nn.softmax: attribute 'axis' = 2 is out of range for rank 2");
+  expect_error(
+      [&] {
+        run1("nn.softmax", {x}, {{"axis", int64_t{2}}});
+      },
+      "nn.softmax: attribute 'axis' = 2 is out of range for rank 2");
   expect_error([&] { run1("nn.log_softmax", {Tensor::zeros({2}, DType::Int32)}); },
                "nn.log_softmax: input x has dtype int32; expected one of float32, float16");
   expect_error([&] { run1("nn.softmax", {Tensor::zeros({}, DType::Float32)}); },

@@ -133,10 +133,12 @@ def @main(%x: Tensor[(4, 128), float32], %w: Tensor[(128, 128), float32]) -> Ten
   Result fits = kiln_cmd("partition " + model + " --backend example_npu --explain");
   ASSERT_EQ(fits.code, 0) << fits.out;
   EXPECT_NE(fits.out.find("offload: 1 of 1 ops offloaded"), std::string::npos) << fits.out;
-  Result small = kiln_cmd("partition " + model +
-                          " --backend example_npu --explain --option example_npu.l1=16K --option example_npu.l2=32K");
+  Result small =
+      kiln_cmd("partition " + model +
+               " --backend example_npu --explain --option example_npu.l1=16K --option example_npu.l2=32K");
   ASSERT_EQ(small.code, 0) << small.out;
-  EXPECT_NE(small.out.find("matmul: weight of 65536 bytes cannot be tiled into L2 (32768 bytes)"), std::string::npos)
+  EXPECT_NE(small.out.find("matmul: weight of 65536 bytes cannot be tiled into L2 (32768 bytes)"),
+            std::string::npos)
       << small.out;
   EXPECT_NE(small.out.find("offload: 0 of 1 ops offloaded"), std::string::npos) << small.out;
   Result bad = kiln_cmd("partition " + model + " --backend example_npu --option example_npu.l2=lots");

@@ -15,8 +15,8 @@
 namespace kiln::testing {
 
 struct CliResult {
-  int code = -1;     // exit code; 128 + signal when killed by one
-  std::string out;   // stdout and stderr together
+  int code = -1;    // exit code; 128 + signal when killed by one
+  std::string out;  // stdout and stderr together
 };
 
 inline CliResult kiln_cmd(const std::string& args) {

@@ -52,7 +52,8 @@ TEST_F(HexagonCli, RunOnHexagonMatchesTheHost) {
   auto hx = kiln_cmd("run " + kir + " --target hexagon-v68" + inputs + " --out " + path("hx"));
   ASSERT_EQ(hx.code, 0) << hx.out;
   EXPECT_TRUE(has(hx.out, "@alloc_vtcm on hexagon-v68")) << hx.out;
-  EXPECT_TRUE(has(hx.out, "VTCM pool (Hexagon runtime): capacity 4194304 B, used 0 B, high-water 4096 B")) << hx.out;
+  EXPECT_TRUE(has(hx.out, "VTCM pool (Hexagon runtime): capacity 4194304 B, used 0 B, high-water 4096 B"))
+      << hx.out;
   auto host = kiln_cmd("run " + kir + " --target llvm" + inputs + " --out " + path("host"));
   ASSERT_EQ(host.code, 0) << host.out;
   Tensor c = read_npy(path("hx/C.npy"));
@@ -77,7 +78,9 @@ TEST_F(HexagonCli, BuildEmitsAsmObjectAndExecutable) {
   ASSERT_EQ(exe.code, 0) << exe.out;
   std::string elf = read_text(path("k.elf"));
   ASSERT_GT(elf.size(), 20u);
-  EXPECT_EQ(elf.substr(0, 4), "\x7f" "ELF");
+  EXPECT_EQ(elf.substr(0, 4),
+            "\x7f"
+            "ELF");
   EXPECT_EQ(uint8_t(elf[18]), 164) << "e_machine is Hexagon (EM_HEXAGON = 164)";
 }
 
@@ -92,8 +95,9 @@ TEST_F(HexagonCli, UserObjectsProvideExternFunctions) {
 )");
   std::string c = file("triple.c", "int triple_plus_one(int x) { return 3 * x + 1; }\n");
   std::string obj = path("triple.o");
-  std::string cc = "clang-19 --target=hexagon-unknown-none-elf -mcpu=hexagonv68 -ffreestanding -fno-pic -O2 -c " +
-                   c + " -o " + obj;
+  std::string cc =
+      "clang-19 --target=hexagon-unknown-none-elf -mcpu=hexagonv68 -ffreestanding -fno-pic -O2 -c " + c +
+      " -o " + obj;
   ASSERT_EQ(std::system(cc.c_str()), 0) << cc;
   Tensor a = Tensor::empty({64}, DType::Int32);
   for (int64_t i = 0; i < 64; ++i) a.data<int32_t>()[i] = int32_t(i * 11 - 300);
@@ -110,7 +114,8 @@ TEST_F(HexagonCli, UserObjectsProvideExternFunctions) {
 
 TEST_F(HexagonCli, InspectResolvesHexagonObjectsAgainstTheHexagonRuntime) {
   // Integer division is a call to a helper only kiln's Hexagon runtime has.
-  std::string kir = file("div.kir", R"(prim @divide(%A: Buffer[(64), int32], %B: Buffer[(64), int32], %C: Buffer[(64), int32]) {
+  std::string kir = file(
+      "div.kir", R"(prim @divide(%A: Buffer[(64), int32], %B: Buffer[(64), int32], %C: Buffer[(64), int32]) {
   for %i from 0 extent 64 {
     %C[%i] = %A[%i] / %B[%i]
   }
@@ -121,7 +126,8 @@ TEST_F(HexagonCli, InspectResolvesHexagonObjectsAgainstTheHexagonRuntime) {
   auto build = kiln_cmd("build " + kir + " --target hexagon-v68 --emit obj -o " + path("div.o"));
   EXPECT_EQ(build.code, 1) << build.out;
   EXPECT_TRUE(has(build.out, "unresolved symbol 'not_anywhere' called by @divide")) << build.out;
-  std::string ok = file("ok.kir", R"(prim @divide(%A: Buffer[(64), int32], %B: Buffer[(64), int32], %C: Buffer[(64), int32]) {
+  std::string ok = file(
+      "ok.kir", R"(prim @divide(%A: Buffer[(64), int32], %B: Buffer[(64), int32], %C: Buffer[(64), int32]) {
   for %i from 0 extent 64 {
     %C[%i] = %A[%i] / %B[%i]
   }
@@ -150,21 +156,27 @@ TEST_F(HexagonCli, Errors) {
   EXPECT_EQ(kiln_cmd("build " + big + " --target hexagon-v68 --emit obj -o " + path("big.o")).code, 0);
   expect_error("build " + big + " --target hexagon-v66 --emit obj -o " + path("big66.o"), "262144");
   expect_error("build " + big + " --target hexagon-v66 --emit obj -o " + path("big66.o"), "A_buf");
-  expect_error("build " + kir + " --target hexagon-v68 --emit so -o " + path("k.so"), "--emit so is for the host");
-  expect_error("build " + kir + " --target llvm --emit exe -o " + path("k"), "--emit exe builds a static Hexagon");
-  expect_error("build " + kir + " --target hexagon-v5 -o " + path("k"), "known: llvm, hexagon-v66, hexagon-v68");
+  expect_error("build " + kir + " --target hexagon-v68 --emit so -o " + path("k.so"),
+               "--emit so is for the host");
+  expect_error("build " + kir + " --target llvm --emit exe -o " + path("k"),
+               "--emit exe builds a static Hexagon");
+  expect_error("build " + kir + " --target hexagon-v5 -o " + path("k"),
+               "known: llvm, hexagon-v66, hexagon-v68");
   expect_error("run " + kir + " --target hexagon-v68 --input A=" + path("none.npy"), "none.npy");
   write_npy(path("a.npy"), ramp(1, 0));
   expect_error("run " + kir + " --target hexagon-v68 --input A=" + path("a.npy"),
                "parameter %B of @alloc_vtcm is read by the kernel; give it with --input B=FILE.npy");
   write_npy(path("f.npy"), Tensor::zeros({2048}, DType::Float32));
-  expect_error("run " + kir + " --target hexagon-v68 --input A=" + path("a.npy") + " --input B=" + path("f.npy"),
-               "input %B of @alloc_vtcm is float32(2048,); the parameter is int8(2048,)");
+  expect_error(
+      "run " + kir + " --target hexagon-v68 --input A=" + path("a.npy") + " --input B=" + path("f.npy"),
+      "input %B of @alloc_vtcm is float32(2048,); the parameter is int8(2048,)");
   expect_error("run " + kir + " --target hexagon-v68 --random-inputs 1 --input Z=" + path("a.npy"),
                "@alloc_vtcm has no parameter %Z");
-  expect_error("run " + file("g.kir", "def @main(%x: Tensor[(2), float32]) -> Tensor[(2), float32] {\n  return %x\n}\n") +
-                   " --target hexagon-v68",
-               "a model's host code runs on this machine (llvm or llvm -mcpu=NAME); offload regions with --backend");
+  expect_error(
+      "run " +
+          file("g.kir", "def @main(%x: Tensor[(2), float32]) -> Tensor[(2), float32] {\n  return %x\n}\n") +
+          " --target hexagon-v68",
+      "a model's host code runs on this machine (llvm or llvm -mcpu=NAME); offload regions with --backend");
 }
 
 }  // namespace

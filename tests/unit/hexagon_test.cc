@@ -15,11 +15,11 @@
 #include "codegen/prim_runner.h"
 #include "ir/text.h"
 #include "kiln/runtime/npy.h"
+#include "te_kernels.h"
+#include "test_util.h"
 #include "tir/te/te.h"
 #include "tir/text.h"
 #include "tir/transform/passes.h"
-#include "te_kernels.h"
-#include "test_util.h"
 
 namespace kiln::tir {
 namespace {
@@ -36,7 +36,8 @@ std::string scratch_dir(const std::string& name) {
   return dir.string();
 }
 
-PrimRunResult run_on(const std::string& target, const PrimFunc& f, const std::map<std::string, Tensor>& inputs) {
+PrimRunResult run_on(const std::string& target, const PrimFunc& f,
+                     const std::map<std::string, Tensor>& inputs) {
   PrimRunOptions o;
   o.target = codegen::parse_target(target);
   return codegen::run_prim_function(f, inputs, o);
@@ -102,7 +103,11 @@ PrimFunc int32_row_sum() {
   te::Tensor A = te::placeholder({96, 128}, DataType::int32(), "A");
   te::IterVar k = te::reduce_axis(96, "k");
   te::Tensor S = te::compute(
-      {128}, [&](const te::Axes& i) -> te::Reduction { return te::sum((*A)({k.var, i[0]}), {k}); }, "S");
+      {128},
+      [&](const te::Axes& i) -> te::Reduction {
+        return te::sum((*A)({k.var, i[0]}), {k});
+      },
+      "S");
   te::Schedule s({S});
   s[S].reorder({k.var, s[S].leaf(0)});
   s[S].vectorize(s[S].leaf(1));
@@ -114,7 +119,8 @@ TEST(Hexagon, Int32ReductionUsesHvxAndMatchesHost) {
   std::string s = hexagon_asm(f);
   EXPECT_NE(s.find(".w = vadd(v"), std::string::npos) << s;
   Tensor a = Tensor::empty({96, 128}, DType::Int32);
-  for (int64_t i = 0; i < a.numel(); ++i) a.data<int32_t>()[i] = int32_t((i * 2654435761u) % 2000001) - 1000000;
+  for (int64_t i = 0; i < a.numel(); ++i)
+    a.data<int32_t>()[i] = int32_t((i * 2654435761u) % 2000001) - 1000000;
   PrimRunResult hx = run_on("hexagon-v68", f, {{"A", a}});
   PrimRunResult host = run_on("llvm", f, {{"A", a}});
   const Tensor& got = hx.outputs.at(0).second;
@@ -158,7 +164,8 @@ TEST(Hexagon, WholeArrayInt32SumUsesHvxAndIsRight) {
 
 TEST(Hexagon, Int16AddCompilesToHvx) {
   // kiln's tensors have no int16, so this one is checked in the assembly only.
-  PrimFunc f = prim_from_text(R"(prim @add16(%A: Buffer[(1024), int16], %B: Buffer[(1024), int16], %C: Buffer[(1024), int16]) {
+  PrimFunc f = prim_from_text(
+      R"(prim @add16(%A: Buffer[(1024), int16], %B: Buffer[(1024), int16], %C: Buffer[(1024), int16]) {
   for %i from 0 extent 1024 vectorized {
     %C[%i] = %A[%i] + %B[%i]
   }
@@ -181,7 +188,8 @@ PrimFunc float32_scalar() {
         Expr a = (*A)(i), b = (*B)(i);
         Expr num = add(mul(a, b), float_imm(0.5f, DataType::float32()));
         Expr den = add(call_intrinsic(Intrinsic::Abs, {b}), float_imm(1.0f, DataType::float32()));
-        return tir::max(div(num, den), call_intrinsic(Intrinsic::Sqrt, {call_intrinsic(Intrinsic::Abs, {a})}));
+        return tir::max(div(num, den),
+                        call_intrinsic(Intrinsic::Sqrt, {call_intrinsic(Intrinsic::Abs, {a})}));
       },
       "C");
   te::Schedule s({C});
@@ -214,7 +222,8 @@ TEST(Hexagon, ScalarFloat32MatchesHost) {
 // 512 KiB of VTCM: fits v68 (4 MiB), not v66 (256 KiB).
 PrimFunc big_vtcm_copy() {
   te::Tensor A = te::placeholder({512 * 1024}, DataType::int_(8), "A");
-  te::Tensor C = te::compute({512 * 1024}, [&](const te::Axes& i) { return (*A)(i); }, "C");
+  te::Tensor C = te::compute(
+      {512 * 1024}, [&](const te::Axes& i) { return (*A)(i); }, "C");
   te::Schedule s({C});
   s.cache_read(A, "global.vtcm", {C});
   return te::lower(s, {A, C}, "big_copy");
@@ -231,7 +240,8 @@ TEST(Hexagon, V66CapacityErrorOnAKernelThatFitsV68) {
 
 PrimFunc calls_missing_extern() {
   Buffer a = make_buffer("A", DataType::float32(), {int_imm(4)});
-  Stmt body = seq({evaluate(call_extern(DataType::int32(), "my_missing_kernel", {a->data})), return_stmt(int_imm(0))});
+  Stmt body = seq(
+      {evaluate(call_extern(DataType::int32(), "my_missing_kernel", {a->data})), return_stmt(int_imm(0))});
   return make_prim_func("uses_missing", {buffer_param(a)}, body);
 }
 
@@ -254,17 +264,20 @@ TEST(Hexagon, SymbolsLlvmIntroducesAreCheckedToo) {
   // Hexagon runtime does not provide: the object's undefined symbols are
   // checked before ld.lld runs.
   te::Tensor A = te::placeholder({8}, DataType::float_(64), "A");
-  te::Tensor C = te::compute({8}, [&](const te::Axes& i) { return div((*A)(i), add((*A)(i), float_imm(3.0, DataType::float_(64)))); }, "C");
+  te::Tensor C = te::compute(
+      {8},
+      [&](const te::Axes& i) { return div((*A)(i), add((*A)(i), float_imm(3.0, DataType::float_(64)))); },
+      "C");
   te::Schedule s({C});
   PrimFunc f = te::lower(s, {A, C}, "divides_doubles");
   std::string dir = scratch_dir("llvm_symbols");
   codegen::CodegenOptions o;
   o.target = codegen::parse_target("hexagon-v68");
-  std::string e = error_of([&] {
-    codegen::emit_to_file({lower_for_build(f)}, codegen::EmitKind::Executable, dir + "/k.elf", o);
-  });
+  std::string e = error_of(
+      [&] { codegen::emit_to_file({lower_for_build(f)}, codegen::EmitKind::Executable, dir + "/k.elf", o); });
   EXPECT_NE(e.find("link check failed at link time"), std::string::npos) << e;
-  EXPECT_NE(e.find("unresolved symbol '__hexagon_divdf3' needed by the generated code"), std::string::npos) << e;
+  EXPECT_NE(e.find("unresolved symbol '__hexagon_divdf3' needed by the generated code"), std::string::npos)
+      << e;
   EXPECT_FALSE(std::filesystem::exists(dir + "/k.elf"));
 }
 
@@ -272,12 +285,14 @@ TEST(Hexagon, ExpMatchesTheHost) {
   // exp() is a call to the runtime's expf on Hexagon and to the C library's
   // on the host.
   te::Tensor A = te::placeholder({512}, DataType::float32(), "A");
-  te::Tensor C = te::compute({512}, [&](const te::Axes& i) { return call_intrinsic(Intrinsic::Exp, {(*A)(i)}); }, "C");
+  te::Tensor C = te::compute(
+      {512}, [&](const te::Axes& i) { return call_intrinsic(Intrinsic::Exp, {(*A)(i)}); }, "C");
   te::Schedule s({C});
   PrimFunc f = te::lower(s, {A, C}, "exp_f32");
   Tensor a = Tensor::empty({512}, DType::Float32);
   for (int64_t i = 0; i < 500; ++i) a.data<float>()[i] = float(i - 250) * 0.17f + 0.013f;
-  const float edges[12] = {0.0f, -0.0f, 1.0f, -1.0f, 88.0f, 88.7f, 89.0f, -87.0f, -100.0f, -104.0f, 1e-8f, -1e-8f};
+  const float edges[12] = {0.0f,  -0.0f,  1.0f,    -1.0f,   88.0f, 88.7f,
+                           89.0f, -87.0f, -100.0f, -104.0f, 1e-8f, -1e-8f};
   for (int64_t i = 0; i < 12; ++i) a.data<float>()[500 + i] = edges[i];
   Tensor hx = run_on("hexagon-v68", f, {{"A", a}}).outputs.at(0).second;
   const float* got = hx.data<float>();
@@ -289,7 +304,8 @@ TEST(Hexagon, ExpMatchesTheHost) {
       continue;
     }
     // Two ulps (subnormal results: an absolute bound instead).
-    EXPECT_NEAR(got[i], want, std::max(std::fabs(want) * 2.4e-7f, 2e-45f)) << "exp(" << a.data<float>()[i] << ")";
+    EXPECT_NEAR(got[i], want, std::max(std::fabs(want) * 2.4e-7f, 2e-45f))
+        << "exp(" << a.data<float>()[i] << ")";
   }
 }
 
@@ -297,7 +313,8 @@ TEST(Hexagon, ExhaustedPoolIsAStructuredErrorFromTheHexagonSide) {
   // Compiled against 4 MiB, linked with a 4 KiB pool: the run-time pool, not
   // the compile-time check, refuses the 8 KiB buffer.
   te::Tensor A = te::placeholder({8192}, DataType::int_(8), "A");
-  te::Tensor C = te::compute({8192}, [&](const te::Axes& i) { return (*A)(i); }, "C");
+  te::Tensor C = te::compute(
+      {8192}, [&](const te::Axes& i) { return (*A)(i); }, "C");
   te::Schedule s({C});
   s.cache_read(A, "local.vtcm", {C});
   PrimFunc f = lower_for_build(te::lower(s, {A, C}, "too_big"));
@@ -343,7 +360,8 @@ TEST(Hexagon, HarnessRejectsBadInputFiles) {
   expect({"alloc_vtcm", dir + "/short.npy", "-", ok, "-", "-", "-"},
          "(parameter %A): shape (1024) does not match the parameter's (2048)");
   expect({"alloc_vtcm", dir + "/junk.npy", "-", ok, "-", "-", "-"}, "(parameter %A): not a .npy file");
-  expect({"alloc_vtcm", dir + "/missing.npy", "-", ok, "-", "-", "-"}, "(parameter %A): cannot open the file");
+  expect({"alloc_vtcm", dir + "/missing.npy", "-", ok, "-", "-", "-"},
+         "(parameter %A): cannot open the file");
   expect({"alloc_vtcm", dir + "/cut.npy", "-", ok, "-", "-", "-"}, "(parameter %A): the file is truncated");
   expect({"alloc_vtcm", ok, "-"}, "wrong number of arguments for @alloc_vtcm");
   expect({"nope"}, "no prim function @nope");
@@ -360,8 +378,9 @@ TEST(Hexagon, SharedLibrariesAreForTheHost) {
                           scratch_dir("so") + "/k.so", o);
   });
   EXPECT_NE(e.find("--emit so is for the host target"), std::string::npos) << e;
-  EXPECT_NE(error_of([&] { codegen::JitModule::create({lower_for_build(vtcm_add(DataType::int_(8)))}, o); })
-                .find("the JIT runs host code only"),
+  EXPECT_NE(error_of([&] {
+              codegen::JitModule::create({lower_for_build(vtcm_add(DataType::int_(8)))}, o);
+            }).find("the JIT runs host code only"),
             std::string::npos);
 }
 

@@ -61,8 +61,8 @@ TEST(Ir, StructuralEqualityIgnoresNamesButNotStructure) {
   Var s = make_var("s", f32({2, 3}));
   Var r = make_var("r", f32({2, 3}));
   Module c;
-  c.functions.push_back(make_function("main", {x, y},
-                                      {{s, make_op_call("add", {y, x})}, {r, make_op_call("nn.relu", {s})}}, r));
+  c.functions.push_back(make_function(
+      "main", {x, y}, {{s, make_op_call("add", {y, x})}, {r, make_op_call("nn.relu", {s})}}, r));
   EXPECT_FALSE(structural_equal(a, c));
 }
 
@@ -71,7 +71,8 @@ TEST(Ir, VerifierRejectsUseBeforeDefinitionAndReassignment) {
   Var a = make_var("a", f32({2}));
   Var b = make_var("b", f32({2}));
   Module m;
-  m.functions.push_back(make_function("main", {x}, {{a, make_op_call("add", {x, b})}, {b, make_op_call("nn.relu", {x})}}, a));
+  m.functions.push_back(
+      make_function("main", {x}, {{a, make_op_call("add", {x, b})}, {b, make_op_call("nn.relu", {x})}}, a));
   try {
     verify_module(m);
     FAIL() << "expected a verifier error";
@@ -79,7 +80,8 @@ TEST(Ir, VerifierRejectsUseBeforeDefinitionAndReassignment) {
     EXPECT_NE(std::string(e.what()).find("%b is used before it is defined"), std::string::npos) << e.what();
   }
   Module twice;
-  twice.functions.push_back(make_function("main", {x}, {{a, make_op_call("nn.relu", {x})}, {a, make_op_call("nn.relu", {x})}}, a));
+  twice.functions.push_back(
+      make_function("main", {x}, {{a, make_op_call("nn.relu", {x})}, {a, make_op_call("nn.relu", {x})}}, a));
   EXPECT_THROW(verify_module(twice), Error);
   verify_module(add_relu_module());
 }
@@ -113,7 +115,8 @@ TEST(Interpreter, CallsModuleFunctionsAndFlattensTuples) {
   Var r = make_var("r", f32({3}));
   Module m;
   m.functions.push_back(make_function(
-      "main", {x}, {{c, make_function_call("double", {f32({3})}, f32({3}), {x})}, {r, make_op_call("nn.relu", {x})}},
+      "main", {x},
+      {{c, make_function_call("double", {f32({3})}, f32({3}), {x})}, {r, make_op_call("nn.relu", {x})}},
       make_tuple({c, r})));
   m.functions.push_back(dbl);
   verify_module(m);
@@ -143,7 +146,8 @@ TEST(Interpreter, RecursionIsAnErrorNotACrash) {
   Var v = make_var("v", f32({1}));
   Var r = make_var("r", f32({1}));
   Module m;
-  m.functions.push_back(make_function("loop", {v}, {{r, make_function_call("loop", {f32({1})}, f32({1}), {v})}}, r));
+  m.functions.push_back(
+      make_function("loop", {v}, {{r, make_function_call("loop", {f32({1})}, f32({1}), {v})}}, r));
   EXPECT_THROW(interpret(m, "loop", {Tensor::zeros({1}, DType::Float32)}), Error);
 }
 
@@ -154,7 +158,8 @@ TEST(Passes, FoldConstantsComputesWithReferenceKernels) {
   Expr k1 = make_constant(Tensor::from_floats({2}, {1, 2}));
   Expr k2 = make_constant(Tensor::from_floats({2}, {3, 4.5f}));
   Module m;
-  m.functions.push_back(make_function("main", {x}, {{c, make_op_call("add", {k1, k2})}, {d, make_op_call("multiply", {x, c})}}, d));
+  m.functions.push_back(make_function(
+      "main", {x}, {{c, make_op_call("add", {k1, k2})}, {d, make_op_call("multiply", {x, c})}}, d));
   Module out = eliminate_dead_code(fold_constants(m));
   const FunctionNode& f = *out.functions[0];
   ASSERT_EQ(f.bindings.size(), 1u);

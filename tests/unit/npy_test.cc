@@ -28,8 +28,8 @@ std::string npy(int major, const std::string& dict, const std::string& data) {
   std::string header = dict;
   while ((6 + 2 + len_bytes + header.size() + 1) % 64 != 0) header += ' ';
   header += '\n';
-  return std::string("\x93NUMPY", 6) + static_cast<char>(major) + '\0' +
-         le(header.size(), len_bytes) + header + data;
+  return std::string("\x93NUMPY", 6) + static_cast<char>(major) + '\0' + le(header.size(), len_bytes) +
+         header + data;
 }
 
 template <typename T>
@@ -67,9 +67,9 @@ TEST(Npy, DecodesVersions2And3AndKeyOrder) {
                          "b.npy");
   EXPECT_EQ(t2.dtype(), DType::Int64);
   EXPECT_EQ(t2.data<int64_t>()[2], int64_t{1} << 40);
-  Tensor t3 = decode_npy(npy(3, "{\"descr\": \"<i4\", \"fortran_order\": False, \"shape\": (2,)}",
-                             raw<int32_t>({7, -8})),
-                         "c.npy");
+  Tensor t3 = decode_npy(
+      npy(3, "{\"descr\": \"<i4\", \"fortran_order\": False, \"shape\": (2,)}", raw<int32_t>({7, -8})),
+      "c.npy");
   EXPECT_EQ(t3.data<int32_t>()[1], -8);
 }
 
@@ -91,8 +91,8 @@ TEST(Npy, DecodesEveryDType) {
 }
 
 TEST(Npy, ScalarAndEmpty) {
-  Tensor s = decode_npy(npy(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (), }", raw<float>({3.5f})),
-                        "s");
+  Tensor s =
+      decode_npy(npy(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (), }", raw<float>({3.5f})), "s");
   EXPECT_EQ(s.shape(), Shape{});
   EXPECT_EQ(s.data<float>()[0], 3.5f);
   Tensor e = decode_npy(npy(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (0, 4), }", ""), "e");
@@ -102,8 +102,8 @@ TEST(Npy, ScalarAndEmpty) {
 TEST(Npy, EncodesNumpysExactBytes) {
   // The header numpy itself writes for np.array([1, 2], np.float32).
   std::string want = std::string("\x93NUMPY\x01\x00\x76\x00", 10) +
-                     "{'descr': '<f4', 'fortran_order': False, 'shape': (2,), }" +
-                     std::string(60, ' ') + "\n" + raw<float>({1.0f, 2.0f});
+                     "{'descr': '<f4', 'fortran_order': False, 'shape': (2,), }" + std::string(60, ' ') +
+                     "\n" + raw<float>({1.0f, 2.0f});
   EXPECT_EQ(encode_npy(Tensor::from_floats({2}, {1, 2})), want);
   std::string scalar = encode_npy(Tensor::from_ints({}, {-3}));
   EXPECT_EQ(scalar.substr(10, 55), "{'descr': '<i8', 'fortran_order': False, 'shape': (), }");
@@ -111,8 +111,8 @@ TEST(Npy, EncodesNumpysExactBytes) {
 }
 
 TEST(Npy, EncodeDecodeEveryDType) {
-  for (DType d : {DType::Float32, DType::Float16, DType::Int8, DType::UInt8, DType::Int32,
-                  DType::Int64, DType::Bool}) {
+  for (DType d :
+       {DType::Float32, DType::Float16, DType::Int8, DType::UInt8, DType::Int32, DType::Int64, DType::Bool}) {
     Tensor t = Tensor::empty({2, 3}, d);
     for (int64_t i = 0; i < 6; ++i) t.set_from_double(i, d == DType::Bool ? i % 2 : i - 2);
     Tensor back = decode_npy(encode_npy(t), "rt");
@@ -134,10 +134,12 @@ TEST(Npy, Errors) {
                "big-endian dtype '>f4'");
   expect_error(npy(1, "{'descr': '<f8', 'fortran_order': False, 'shape': (2,), }", data + data),
                "unsupported dtype '<f8'");
-  expect_error(npy(1, "{'descr': '<f4', 'shape': (2,), }", data), "needs 'descr', 'fortran_order' and 'shape'");
+  expect_error(npy(1, "{'descr': '<f4', 'shape': (2,), }", data),
+               "needs 'descr', 'fortran_order' and 'shape'");
   expect_error(npy(1, "{'descr': '<f4', 'fortran_order': Maybe, 'shape': (2,), }", data),
                "expected True or False");
-  expect_error(npy(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (2,", data), "malformed .npy header");
+  expect_error(npy(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (2,", data),
+               "malformed .npy header");
   expect_error(npy(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (-2,), }", data),
                "expected a dimension");
   expect_error(npy(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (2,), 'x': 1}", data),
@@ -153,8 +155,8 @@ TEST(Npy, Errors) {
 // ---------------------------------------------------------------- files
 
 std::filesystem::path temp_dir(const std::string& name) {
-  auto dir = std::filesystem::temp_directory_path() /
-             ("kiln_npy_test_" + name + "_" + std::to_string(::getpid()));
+  auto dir =
+      std::filesystem::temp_directory_path() / ("kiln_npy_test_" + name + "_" + std::to_string(::getpid()));
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   return dir;
@@ -185,7 +187,7 @@ TEST(Npy, FileRoundTripAndMissingFile) {
 
 struct Member {
   std::string name;
-  std::string data;      // uncompressed
+  std::string data;  // uncompressed
   bool deflate = false;
   bool numpy_zip64_local = false;  // numpy's local header: 0xffffffff sizes + zip64 extra
   uint32_t crc_xor = 0;            // corrupts the stored CRC when non-zero
@@ -218,17 +220,16 @@ std::string zip(const std::vector<Member>& members, bool zip64_locator = false) 
     uint32_t offset = static_cast<uint32_t>(body.size());
     std::string extra;
     if (m.numpy_zip64_local) extra = le(1, 2) + le(16, 2) + le(m.data.size(), 8) + le(payload.size(), 8);
-    body += le(0x04034b50, 4) + le(m.numpy_zip64_local ? 45 : 20, 2) + le(0, 2) + le(method, 2) +
-            le(0, 2) + le(0x21, 2) + le(crc, 4);
+    body += le(0x04034b50, 4) + le(m.numpy_zip64_local ? 45 : 20, 2) + le(0, 2) + le(method, 2) + le(0, 2) +
+            le(0x21, 2) + le(crc, 4);
     if (m.numpy_zip64_local)
       body += le(0xffffffff, 4) + le(0xffffffff, 4);
     else
       body += le(payload.size(), 4) + le(m.data.size(), 4);
     body += le(m.name.size(), 2) + le(extra.size(), 2) + m.name + extra + payload;
-    central += le(0x02014b50, 4) + le(20, 2) + le(20, 2) + le(0, 2) + le(method, 2) + le(0, 2) +
-               le(0x21, 2) + le(crc, 4) + le(payload.size(), 4) + le(m.data.size(), 4) +
-               le(m.name.size(), 2) + le(0, 2) + le(0, 2) + le(0, 2) + le(0, 2) + le(0, 4) +
-               le(offset, 4) + m.name;
+    central += le(0x02014b50, 4) + le(20, 2) + le(20, 2) + le(0, 2) + le(method, 2) + le(0, 2) + le(0x21, 2) +
+               le(crc, 4) + le(payload.size(), 4) + le(m.data.size(), 4) + le(m.name.size(), 2) + le(0, 2) +
+               le(0, 2) + le(0, 2) + le(0, 2) + le(0, 4) + le(offset, 4) + m.name;
   }
   std::string out = body + central;
   if (zip64_locator) out += le(0x07064b50, 4) + le(0, 4) + le(0, 8) + le(1, 4);

@@ -18,8 +18,10 @@ inline void add_value_info(onnx::ValueInfoProto* v, const std::string& name, int
   auto* shape = tt->mutable_shape();
   for (size_t i = 0; i < dims.size(); ++i) {
     auto* d = shape->add_dim();
-    if (dims[i] >= 0) d->set_dim_value(dims[i]);
-    else d->set_dim_param("N" + std::to_string(i));
+    if (dims[i] >= 0)
+      d->set_dim_value(dims[i]);
+    else
+      d->set_dim_param("N" + std::to_string(i));
   }
 }
 
@@ -33,10 +35,12 @@ struct ModelBuilder {
     model.mutable_graph()->set_name("test");
   }
   onnx::GraphProto& graph() { return *model.mutable_graph(); }
-  void input(const std::string& name, const std::vector<int64_t>& dims, int32_t t = onnx::TensorProto_DataType_FLOAT) {
+  void input(const std::string& name, const std::vector<int64_t>& dims,
+             int32_t t = onnx::TensorProto_DataType_FLOAT) {
     add_value_info(graph().add_input(), name, t, dims);
   }
-  void output(const std::string& name, const std::vector<int64_t>& dims, int32_t t = onnx::TensorProto_DataType_FLOAT) {
+  void output(const std::string& name, const std::vector<int64_t>& dims,
+              int32_t t = onnx::TensorProto_DataType_FLOAT) {
     add_value_info(graph().add_output(), name, t, dims);
   }
   void initializer(const std::string& name, const Tensor& t) {

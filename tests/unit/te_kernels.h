@@ -13,7 +13,8 @@ inline tir::PrimFunc forum_vtcm_add(tir::DataType t) {
   namespace te = tir::te;
   te::Tensor A = te::placeholder({2048}, t, "A");
   te::Tensor B = te::placeholder({2048}, t, "B");
-  te::Tensor C = te::compute({2048}, [&](const te::Axes& i) { return tir::add((*A)(i), (*B)(i)); }, "C");
+  te::Tensor C = te::compute(
+      {2048}, [&](const te::Axes& i) { return tir::add((*A)(i), (*B)(i)); }, "C");
   te::Schedule s({C});
   s.cache_read(A, "local.vtcm", {C});
   s.cache_read(B, "local.vtcm", {C});

@@ -51,8 +51,7 @@ float bits_float(uint32_t u) {
 // ---------------------------------------------------------------- lexer
 
 TEST(Lexer, TokensWithLocations) {
-  Lexer lex("def @main(%x: Tensor[(2,), float32]) # note\n  -> nn.relu 1.5 -3 \"a\\\"b\\n\" ?n",
-            "t.kir");
+  Lexer lex("def @main(%x: Tensor[(2,), float32]) # note\n  -> nn.relu 1.5 -3 \"a\\\"b\\n\" ?n", "t.kir");
   struct Want {
     TokenKind kind;
     std::string text;
@@ -465,10 +464,11 @@ TEST(Printer, RenamesDuplicateAndOddVariableNames) {
   Var a = make_var("v", f32({2}));
   Var b = make_var("v", f32({2}));
   Var c = make_var("", f32({2}));
-  Module m = one_function(make_function(
-      "f", {x}, {{a, make_op_call("nn.relu", {x})}, {b, make_op_call("nn.relu", {a})},
-                 {c, make_op_call("add", {a, b})}},
-      c));
+  Module m = one_function(make_function("f", {x},
+                                        {{a, make_op_call("nn.relu", {x})},
+                                         {b, make_op_call("nn.relu", {a})},
+                                         {c, make_op_call("add", {a, b})}},
+                                        c));
   EXPECT_EQ(print_module(m),
             "def @f(%input_1: Tensor[(2,), float32]) -> Tensor[(2,), float32] {\n"
             "  %v = nn.relu(%input_1)\n"
@@ -486,16 +486,14 @@ TEST(Printer, QuotesOddFunctionNamesAndAttributeKeys) {
   Var y = make_var("y", f32({2}));
   Var z = make_var("z", f32({2}));
   Function main = make_function(
-      "my main", {y},
-      {{z, make_function_call("example_npu.conv2d_0", {f32({2})}, f32({2}), {y})}}, z);
+      "my main", {y}, {{z, make_function_call("example_npu.conv2d_0", {f32({2})}, f32({2}), {y})}}, z);
   Module m;
   m.functions = {main, g};
   m.attrs.set("floats", std::vector<double>{0.5, -1e-300});
   std::string text = print_module(m);
   EXPECT_NE(text.find("def @\"my main\"(%y"), std::string::npos) << text;
   EXPECT_NE(text.find("%z = @example_npu.conv2d_0(%y)"), std::string::npos) << text;
-  EXPECT_NE(text.find("attrs {global_symbol = \"npu \\\"main\\\"\\n\", \"odd key\" = 3}"),
-            std::string::npos)
+  EXPECT_NE(text.find("attrs {global_symbol = \"npu \\\"main\\\"\\n\", \"odd key\" = 3}"), std::string::npos)
       << text;
   EXPECT_NE(text.find("module attrs {floats = [0.5, -1e-300]}"), std::string::npos) << text;
   round_trip(m);
@@ -509,8 +507,7 @@ TEST(Printer, NestedExpressionsReadBack) {
   Expr field = make_tuple_get_item(split, 1);
   Module m = one_function(make_function("f", {x}, {}, make_op_call("add", {field, field})));
   std::string text = print_module(m);
-  EXPECT_NE(text.find("return add(split(nn.relu(%x), axis=0, sections=2, sizes=[]).1, "),
-            std::string::npos)
+  EXPECT_NE(text.find("return add(split(nn.relu(%x), axis=0, sections=2, sizes=[]).1, "), std::string::npos)
       << text;
   round_trip(m);
 }
@@ -518,8 +515,8 @@ TEST(Printer, NestedExpressionsReadBack) {
 // ---------------------------------------------------------------- files
 
 std::filesystem::path temp_dir(const std::string& name) {
-  auto dir = std::filesystem::temp_directory_path() / ("kiln_text_test_" + name + "_" +
-                                                       std::to_string(::getpid()));
+  auto dir =
+      std::filesystem::temp_directory_path() / ("kiln_text_test_" + name + "_" + std::to_string(::getpid()));
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   return dir;
@@ -534,11 +531,11 @@ TEST(ModuleIO, SaveNamesBigConstantsAndLoadReadsThemBack) {
   Var z = make_var("z", f32({2}));
   Expr small = make_constant(Tensor::from_floats({2}, {1, 2}));
   Expr named = make_constant(Tensor::from_floats({2}, {5, 6}), "bias");
-  Module m = one_function(make_function(
-      "main", {x},
-      {{y, make_op_call("add", {x, make_constant(Tensor::from_floats({20}, big))})},
-       {z, make_op_call("add", {small, named})}},
-      make_tuple({y, z})));
+  Module m = one_function(
+      make_function("main", {x},
+                    {{y, make_op_call("add", {x, make_constant(Tensor::from_floats({20}, big))})},
+                     {z, make_op_call("add", {small, named})}},
+                    make_tuple({y, z})));
   std::string path = (dir / "net.kir").string();
   save_module(m, path);
   std::string text;

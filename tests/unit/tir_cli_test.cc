@@ -3,12 +3,12 @@
 // and shared-library files with where each import resolves.
 #include <gtest/gtest.h>
 
+#include <sys/wait.h>
 #include <array>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
-#include <sys/wait.h>
 
 #include "cli_util.h"
 
@@ -20,7 +20,8 @@ namespace fs = std::filesystem;
 using Result = testing::CliResult;
 using testing::kiln_cmd;
 
-const char* kVtcmKernel = R"(prim @alloc_vtcm(%A: Buffer[(2048), int8], %B: Buffer[(2048), int8], %C: Buffer[(2048), int8]) {
+const char* kVtcmKernel =
+    R"(prim @alloc_vtcm(%A: Buffer[(2048), int8], %B: Buffer[(2048), int8], %C: Buffer[(2048), int8]) {
   allocate %A_buf: Buffer[(2048), int8, scope="local.vtcm", align=128]
   for %i0 from 0 extent 2048 {
     %A_buf[%i0] = %A[%i0]
@@ -55,27 +56,36 @@ bool has(const std::string& s, const std::string& needle) { return s.find(needle
 TEST_F(TirCli, BuildEmitsEveryKind) {
   std::string kir = file("add.kir", kVtcmKernel);
   for (const char* kind : {"ll", "asm", "obj", "so"}) {
-    Result r = kiln_cmd("build " + kir + " --target llvm --emit " + kind + " -o " + path(std::string("add.") + kind));
+    Result r = kiln_cmd("build " + kir + " --target llvm --emit " + kind + " -o " +
+                        path(std::string("add.") + kind));
     ASSERT_EQ(r.code, 0) << kind << "\n" << r.out;
   }
   std::string ll = read(path("add.ll"));
   EXPECT_TRUE(has(ll, "define")) << ll;
   EXPECT_TRUE(has(ll, "@alloc_vtcm(")) << ll;
   EXPECT_TRUE(has(ll, "declare noalias ptr @HexagonBackendAllocateVTCM(i32")) << ll;
-  EXPECT_TRUE(has(ll, "@HexagonBackendAllocateVTCM(i32 2048, i32 128)")) << "size in bytes, then alignment\n" << ll;
+  EXPECT_TRUE(has(ll, "@HexagonBackendAllocateVTCM(i32 2048, i32 128)")) << "size in bytes, then alignment\n"
+                                                                         << ll;
   std::string asm_text = read(path("add.asm"));
   EXPECT_TRUE(has(asm_text, "alloc_vtcm:")) << asm_text;
   EXPECT_TRUE(has(asm_text, "HexagonBackendFreeVTCM")) << asm_text;
-  EXPECT_EQ(read(path("add.obj")).substr(0, 4), "\x7f" "ELF");
-  EXPECT_EQ(read(path("add.so")).substr(0, 4), "\x7f" "ELF");
+  EXPECT_EQ(read(path("add.obj")).substr(0, 4),
+            "\x7f"
+            "ELF");
+  EXPECT_EQ(read(path("add.so")).substr(0, 4),
+            "\x7f"
+            "ELF");
 }
 
 TEST_F(TirCli, BuildPrintsLoweredTirAndAcceptsAModuleWithDefFunctions) {
-  std::string text = std::string("def @main(%x: Tensor[(2), float32]) -> Tensor[(2), float32] {\n"
-                                 "  %y = nn.relu(%x)\n  return %y\n}\n\n") + kVtcmKernel;
+  std::string text = std::string(
+                         "def @main(%x: Tensor[(2), float32]) -> Tensor[(2), float32] {\n"
+                         "  %y = nn.relu(%x)\n  return %y\n}\n\n") +
+                     kVtcmKernel;
   Result r = kiln_cmd("build " + file("mixed.kir", text) + " --emit ll -o " + path("m.ll") + " --print-tir");
   ASSERT_EQ(r.code, 0) << r.out;
-  EXPECT_TRUE(has(r.out, "call_extern<handle>(\"HexagonBackendAllocateVTCM\", uint32(2048), uint32(128))")) << r.out;
+  EXPECT_TRUE(has(r.out, "call_extern<handle>(\"HexagonBackendAllocateVTCM\", uint32(2048), uint32(128))"))
+      << r.out;
   EXPECT_TRUE(has(r.out, "isnull(%A_buf_data)")) << r.out;
   EXPECT_TRUE(has(r.out, "\"HexagonBackendFreeVTCM\", %A_buf_data")) << r.out;
 }
@@ -139,9 +149,11 @@ TEST_F(TirCli, UserErrorsAreMessagesNotCrashes) {
   expect_error("build " + kir + " --emit exe -o " + path("x"), "exe");
   expect_error("build " + path("missing.kir") + " -o " + path("x"), "cannot open");
   expect_error("build " + kir + " --vtcm-capacity 1024 -o " + path("x"), "A_buf");
-  expect_error("build " + file("g.kir", "def @main(%x: Tensor[(2), float32]) -> Tensor[(2), float32] {\n  return %x\n}\n") +
-                   " -o " + path("x"),
-               "has no prim functions to build");
+  expect_error(
+      "build " +
+          file("g.kir", "def @main(%x: Tensor[(2), float32]) -> Tensor[(2), float32] {\n  return %x\n}\n") +
+          " -o " + path("x"),
+      "has no prim functions to build");
   expect_error("inspect " + file("junk.o", "not an object"), "cannot read");
   expect_error("inspect " + kir + " --link-lib " + path("nolib.so"), "cannot load library");
 }

@@ -115,8 +115,9 @@ TEST(TirCodegen, UnresolvedImportFailsAtLoadTimeWhenForcedPastTheBuild) {
     FAIL();
   } catch (const Error& e) {
     std::string m = e.what();
-    EXPECT_NE(m.find("link check failed at load time:\n  unresolved symbol 'my_missing_helper' called by @kernel"),
-              std::string::npos)
+    EXPECT_NE(
+        m.find("link check failed at load time:\n  unresolved symbol 'my_missing_helper' called by @kernel"),
+        std::string::npos)
         << m;
   }
 }

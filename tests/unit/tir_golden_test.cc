@@ -58,8 +58,10 @@ std::string uncomment(const std::string& block) {
   std::string line;
   bool first = true;
   while (std::getline(in, line)) {
-    if (line.rfind("# ", 0) == 0) line = line.substr(2);
-    else if (line == "#") line = "";
+    if (line.rfind("# ", 0) == 0)
+      line = line.substr(2);
+    else if (line == "#")
+      line = "";
     out << (first ? "" : "\n") << line;
     first = false;
   }
@@ -141,9 +143,10 @@ TEST(TirPasses, UnknownPassNameListsTheKnownOnes) {
     run_tir_pass("lower-vtcm", f);
     FAIL();
   } catch (const Error& e) {
-    EXPECT_STREQ(e.what(), "unknown tensor-IR pass 'lower-vtcm' (known: flatten-buffers, simplify, "
-                           "verify-scratchpad-capacity, lower-scratchpad-alloc, vectorize-loops, "
-                           "unroll-loops, promote-accumulators, lower-workspace-alloc)");
+    EXPECT_STREQ(e.what(),
+                 "unknown tensor-IR pass 'lower-vtcm' (known: flatten-buffers, simplify, "
+                 "verify-scratchpad-capacity, lower-scratchpad-alloc, vectorize-loops, "
+                 "unroll-loops, promote-accumulators, lower-workspace-alloc)");
   }
 }
 

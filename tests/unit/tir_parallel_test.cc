@@ -18,11 +18,11 @@
 #include "kiln/runtime/backend_api.h"
 #include "runtime/thread_pool.h"
 #include "runtime/vtcm_pool.h"
+#include "te_kernels.h"
 #include "test_util.h"
 #include "tir/te/te.h"
 #include "tir/text.h"
 #include "tir/transform/passes.h"
-#include "te_kernels.h"
 
 namespace kiln {
 namespace {

@@ -6,12 +6,12 @@
 
 #include "codegen/codegen.h"
 #include "runtime/vtcm_pool.h"
+#include "te_kernels.h"
+#include "test_util.h"
 #include "tir/te/bound.h"
 #include "tir/te/te.h"
 #include "tir/text.h"
 #include "tir/transform/passes.h"
-#include "test_util.h"
-#include "te_kernels.h"
 
 namespace kiln::tir {
 namespace {
@@ -33,7 +33,8 @@ std::vector<float> iota_values(size_t n, int modulus) {
 // T[i] = A[i] * 2 over 34 elements; B[i] = T[i] + T[i + 1] + T[i + 2] over 32.
 struct Blur {
   te::Tensor A = te::placeholder({34}, DataType::float32(), "A");
-  te::Tensor T = te::compute({34}, [&](const te::Axes& i) { return mul((*A)(i), float_imm(2.0)); }, "T");
+  te::Tensor T = te::compute(
+      {34}, [&](const te::Axes& i) { return mul((*A)(i), float_imm(2.0)); }, "T");
   te::Tensor B = te::compute(
       {32},
       [&](const te::Axes& i) {
@@ -99,7 +100,8 @@ TEST(TirTeComputeAt, ComputeRootUndoesIt) {
 // last iteration: T's region under a tile of 8 is 10 elements, split by 4.
 TEST(TirTeComputeAt, ProducerSplitThatDoesNotDivideTheRegionIsGuarded) {
   te::Tensor A = te::placeholder({36}, DataType::float32(), "A");
-  te::Tensor T = te::compute({36}, [&](const te::Axes& i) { return mul((*A)(i), float_imm(2.0)); }, "T");
+  te::Tensor T = te::compute(
+      {36}, [&](const te::Axes& i) { return mul((*A)(i), float_imm(2.0)); }, "T");
   te::Tensor B = te::compute(
       {32}, [&](const te::Axes& i) { return sub((*T)({add(i[0], int_imm(2))}), (*T)(i)); }, "B");
   std::vector<float> a = iota_values(36, 9);
@@ -137,7 +139,8 @@ TEST(TirTeComputeAt, ProducerSplitThatDoesNotDivideTheRegionIsGuarded) {
 // T[i, j] = A[i, j] + 1 (16 x 16); D[i, j] = T[2i, j] + T[2i + 1, j] (8 x 16).
 struct Downsample {
   te::Tensor A = te::placeholder({16, 16}, DataType::float32(), "A");
-  te::Tensor T = te::compute({16, 16}, [&](const te::Axes& i) { return add((*A)(i), float_imm(1.0)); }, "T");
+  te::Tensor T = te::compute(
+      {16, 16}, [&](const te::Axes& i) { return add((*A)(i), float_imm(1.0)); }, "T");
   te::Tensor D = te::compute(
       {8, 16},
       [&](const te::Axes& i) {
@@ -205,8 +208,10 @@ TEST(TirTeComputeAt, FusedAndSplitConsumerLoops) {
 // The consumer reads T through an inlined stage.
 TEST(TirTeComputeAt, ReaderThroughAnInlinedStage) {
   Blur g;
-  te::Tensor I = te::compute({33}, [&](const te::Axes& i) { return add((*g.T)(i), (*g.T)({add(i[0], int_imm(1))})); }, "I");
-  te::Tensor B = te::compute({32}, [&](const te::Axes& i) { return mul((*I)(i), (*I)({add(i[0], int_imm(1))})); }, "B2");
+  te::Tensor I = te::compute(
+      {33}, [&](const te::Axes& i) { return add((*g.T)(i), (*g.T)({add(i[0], int_imm(1))})); }, "I");
+  te::Tensor B = te::compute(
+      {32}, [&](const te::Axes& i) { return mul((*I)(i), (*I)({add(i[0], int_imm(1))})); }, "B2");
   te::Schedule s({B});
   s[I].compute_inline();
   auto [io, ii] = s[B].split(s[B].leaf(0), 4);
@@ -246,7 +251,8 @@ TEST(TirTeComputeAt, AtAReduceLoop) {
       allocate %A_buf: Buffer[(2, 8), float32, scope="local"])"))
       << text;
   auto m = jit(f);
-  std::vector<float> a = iota_values(size_t(M * K), 7), b = iota_values(size_t(K * N), 5), out(size_t(M * N), -1);
+  std::vector<float> a = iota_values(size_t(M * K), 7), b = iota_values(size_t(K * N), 5),
+                     out(size_t(M * N), -1);
   m->run("mm", {a.data(), b.data(), out.data()});
   for (int64_t i = 0; i < M; ++i)
     for (int64_t j = 0; j < N; ++j) {
@@ -259,7 +265,8 @@ TEST(TirTeComputeAt, AtAReduceLoop) {
 // Two stages, each computed inside the next one's loop.
 TEST(TirTeComputeAt, ChainOfProducers) {
   te::Tensor A = te::placeholder({36}, DataType::int32(), "A");
-  te::Tensor T1 = te::compute({36}, [&](const te::Axes& i) { return mul((*A)(i), int_imm(3)); }, "T1");
+  te::Tensor T1 = te::compute(
+      {36}, [&](const te::Axes& i) { return mul((*A)(i), int_imm(3)); }, "T1");
   te::Tensor T2 = te::compute(
       {34}, [&](const te::Axes& i) { return add((*T1)(i), (*T1)({add(i[0], int_imm(2))})); }, "T2");
   te::Tensor Out = te::compute(
@@ -339,9 +346,12 @@ TEST(TirTeComputeAt, MatmulWithLocalAccumulatorAndPackedB) {
   auto [jo2, ji2] = c2.split(c2.leaf(2), 16);
   c2.reorder({jo2, io2, ii2, ji2});
   s2[BP].compute_at(c2, jo2);
-  EXPECT_TRUE(has(error_of([&] { te::lower(s2, {A, B, C}, "mm"); }),
-                  "lower @mm: tensor B_buf is computed at %i1_outer of C, but C does not read B_buf, and neither "
-                  "does any stage computed inside it"))
+  EXPECT_TRUE(
+      has(error_of([&] {
+            te::lower(s2, {A, B, C}, "mm");
+          }),
+          "lower @mm: tensor B_buf is computed at %i1_outer of C, but C does not read B_buf, and neither "
+          "does any stage computed inside it"))
       << "its reader is computed at the top level";
   s2[CL].compute_at(c2, io2);
   f = te::lower(s2, {A, B, C}, "mm");
@@ -357,7 +367,8 @@ TEST(TirTeComputeAt, MatmulWithLocalAccumulatorAndPackedB) {
 TEST(TirTeComputeAt, VtcmTileAtOuterLoop) {
   const int64_t n = 4096, tile = 256;
   te::Tensor A = te::placeholder({n}, DataType::float32(), "A");
-  te::Tensor C = te::compute({n}, [&](const te::Axes& i) { return mul((*A)(i), float_imm(3.0)); }, "C");
+  te::Tensor C = te::compute(
+      {n}, [&](const te::Axes& i) { return mul((*A)(i), float_imm(3.0)); }, "C");
   te::Schedule s({C});
   te::Tensor A_tile = s.cache_read(A, "global.vtcm", {C});
   auto [io, ii] = s[C].split(s[C].leaf(0), tile);
@@ -373,7 +384,8 @@ TEST(TirTeComputeAt, VtcmTileAtOuterLoop) {
       << text;
   PrimFunc lowered = lower_for_build(f);
   std::string lowered_text = print_prim_func(*lowered);
-  EXPECT_TRUE(has(lowered_text, "\"HexagonBackendAllocateVTCM\", uint32(1024), uint32(128))")) << lowered_text;
+  EXPECT_TRUE(has(lowered_text, "\"HexagonBackendAllocateVTCM\", uint32(1024), uint32(128))"))
+      << lowered_text;
   auto m = codegen::JitModule::create({lowered});
   std::vector<float> a = iota_values(size_t(n), 13), c(size_t(n), 0);
   VtcmPool pool;
@@ -421,7 +433,8 @@ TEST(TirTeComputeAt, VtcmTileOfMatmulRows) {
   std::string text = print_prim_func(*lowered);
   EXPECT_TRUE(has(text, "\"HexagonBackendAllocateVTCM\", uint32(2048), uint32(128))")) << text;
   auto m = codegen::JitModule::create({lowered});
-  std::vector<float> a = iota_values(size_t(M * K), 9), b = iota_values(size_t(K * N), 7), c(size_t(M * N), -1);
+  std::vector<float> a = iota_values(size_t(M * K), 9), b = iota_values(size_t(K * N), 7),
+                     c(size_t(M * N), -1);
   VtcmPool pool;
   {
     ScopedVtcmPool bind(pool);
@@ -442,9 +455,10 @@ TEST(TirTeComputeAt, ErrorsNameTheTensorsAndTheLoop) {
   te::Schedule s({g.B});
   Var i0 = s[g.B].leaf(0);
   auto [io, ii] = s[g.B].split(i0, 8);
-  EXPECT_TRUE(has(error_of([&] { s[g.T].compute_at(s[g.B], i0); }),
-                  "tensor T: compute_at %i0 of B: %i0 is not one of the loops of B (split and fuse replace the loops "
-                  "they take)"));
+  EXPECT_TRUE(
+      has(error_of([&] { s[g.T].compute_at(s[g.B], i0); }),
+          "tensor T: compute_at %i0 of B: %i0 is not one of the loops of B (split and fuse replace the loops "
+          "they take)"));
   EXPECT_TRUE(has(error_of([&] { s[g.B].compute_at(s[g.T], s[g.T].leaf(0)); }),
                   "tensor B: compute_at %i0 of T: B is an output of the schedule and is written whole"));
   EXPECT_TRUE(has(error_of([&] { s[g.A].compute_at(s[g.B], io); }), "tensor A is a placeholder"));
@@ -452,17 +466,23 @@ TEST(TirTeComputeAt, ErrorsNameTheTensorsAndTheLoop) {
                   "a tensor cannot be computed inside its own loops"));
 
   // U reads A, not T: lowering finds no reader of T under U's loop.
-  te::Tensor U = te::compute({34}, [&](const te::Axes& i) { return (*g.A)(i); }, "U");
-  te::Tensor V = te::compute({32}, [&](const te::Axes& i) { return add((*g.B)(i), (*U)(i)); }, "V");
+  te::Tensor U = te::compute(
+      {34}, [&](const te::Axes& i) { return (*g.A)(i); }, "U");
+  te::Tensor V = te::compute(
+      {32}, [&](const te::Axes& i) { return add((*g.B)(i), (*U)(i)); }, "V");
   te::Schedule s2({V});
   s2[g.T].compute_at(s2[U], s2[U].leaf(0));
-  EXPECT_TRUE(has(error_of([&] { te::lower(s2, {g.A, V}, "f"); }),
-                  "lower @f: tensor T is computed at %i0 of U, but U does not read T, and neither does any stage "
-                  "computed inside it"));
+  EXPECT_TRUE(
+      has(error_of([&] {
+            te::lower(s2, {g.A, V}, "f");
+          }),
+          "lower @f: tensor T is computed at %i0 of U, but U does not read T, and neither does any stage "
+          "computed inside it"));
   // T computed inside B; then B inside T would be a cycle.
   s2[g.T].compute_at(s2[g.B], s2[g.B].leaf(0));
-  EXPECT_TRUE(has(error_of([&] { s2[g.B].compute_at(s2[g.T], s2[g.T].leaf(0)); }),
-                  "tensor B: compute_at %i0 of T: T is itself computed inside B, so this would make a cycle"));
+  EXPECT_TRUE(
+      has(error_of([&] { s2[g.B].compute_at(s2[g.T], s2[g.T].leaf(0)); }),
+          "tensor B: compute_at %i0 of T: T is itself computed inside B, so this would make a cycle"));
 }
 
 TEST(TirTeComputeAt, LoweringErrors) {
@@ -471,33 +491,44 @@ TEST(TirTeComputeAt, LoweringErrors) {
     te::Schedule s({g.B});
     s[g.T].compute_at(s[g.B], s[g.B].leaf(0));
     s[g.B].split(s[g.B].leaf(0), 8);
-    EXPECT_TRUE(has(error_of([&] { te::lower(s, {g.A, g.B}, "f"); }),
+    EXPECT_TRUE(has(error_of([&] {
+                      te::lower(s, {g.A, g.B}, "f");
+                    }),
                     "lower @f: tensor T is computed at %i0 of B, which is no longer one of its loops"));
   }
   {
     Blur g;
     te::Schedule s({g.B});
     s[g.T].compute_at(s[g.B], s[g.B].leaf(0));
-    EXPECT_TRUE(has(error_of([&] { te::lower(s, {g.A, g.T, g.B}, "f"); }),
-                    "lower @f: tensor T is computed at %i0 of B, but it is an argument, and arguments are written "
-                    "whole"));
+    EXPECT_TRUE(
+        has(error_of([&] {
+              te::lower(s, {g.A, g.T, g.B}, "f");
+            }),
+            "lower @f: tensor T is computed at %i0 of B, but it is an argument, and arguments are written "
+            "whole"));
   }
   {
     // T is read by B and by W; computed inside B, W would read it outside.
     Blur g;
-    te::Tensor W = te::compute({34}, [&](const te::Axes& i) { return (*g.T)(i); }, "W");
+    te::Tensor W = te::compute(
+        {34}, [&](const te::Axes& i) { return (*g.T)(i); }, "W");
     te::Schedule s({g.B, W});
     s[g.T].compute_at(s[g.B], s[g.B].leaf(0));
-    EXPECT_TRUE(has(error_of([&] { te::lower(s, {g.A, g.B, W}, "f"); }),
-                    "lower @f: tensor T is computed at %i0 of B, but W reads it outside that loop; compute it at a "
-                    "loop that encloses all its readers"));
+    EXPECT_TRUE(
+        has(error_of([&] {
+              te::lower(s, {g.A, g.B, W}, "f");
+            }),
+            "lower @f: tensor T is computed at %i0 of B, but W reads it outside that loop; compute it at a "
+            "loop that encloses all its readers"));
   }
 }
 
 TEST(TirTeBound, IntervalsOfIndexExpressions) {
   Var io = make_var("io"), ii = make_var("ii"), f = make_var("f");
   te::RangingVars ranging{{ii.get(), 8}, {f.get(), 32}};
-  auto text = [](const te::Interval& b) { return print_expr(b.lo.to_expr()) + " .. " + print_expr(b.hi.to_expr()); };
+  auto text = [](const te::Interval& b) {
+    return print_expr(b.lo.to_expr()) + " .. " + print_expr(b.hi.to_expr());
+  };
   auto b = te::bound_of(add(add(mul(io, int_imm(8)), ii), int_imm(2)), ranging);
   ASSERT_TRUE(b);
   EXPECT_EQ(text(*b), "%io * 8 + 2 .. %io * 8 + 9");

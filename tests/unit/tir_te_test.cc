@@ -6,11 +6,11 @@
 
 #include "codegen/codegen.h"
 #include "runtime/vtcm_pool.h"
+#include "te_kernels.h"
+#include "test_util.h"
 #include "tir/te/te.h"
 #include "tir/text.h"
 #include "tir/transform/passes.h"
-#include "te_kernels.h"
-#include "test_util.h"
 
 namespace kiln::tir {
 namespace {
@@ -25,8 +25,9 @@ PrimFunc vtcm_add(DataType t) { return testing::forum_vtcm_add(t); }
 
 TEST(TirTe, ForumProgramLowersToVtcmAllocations) {
   PrimFunc f = vtcm_add(DataType::int_(8));
-  EXPECT_EQ(print_prim_func(*f),
-            R"(prim @alloc_vtcm(%A: Buffer[(2048), int8], %B: Buffer[(2048), int8], %C: Buffer[(2048), int8]) {
+  EXPECT_EQ(
+      print_prim_func(*f),
+      R"(prim @alloc_vtcm(%A: Buffer[(2048), int8], %B: Buffer[(2048), int8], %C: Buffer[(2048), int8]) {
   allocate %A_buf: Buffer[(2048), int8, scope="local.vtcm", align=128]
   allocate %B_buf: Buffer[(2048), int8, scope="local.vtcm", align=128]
   for %i0 from 0 extent 2048 {
@@ -42,7 +43,8 @@ TEST(TirTe, ForumProgramLowersToVtcmAllocations) {
 }
 )");
   std::string lowered = print_prim_func(*lower_for_build(f));
-  EXPECT_NE(lowered.find("\"HexagonBackendAllocateVTCM\", uint32(2048), uint32(128))"), std::string::npos) << lowered;
+  EXPECT_NE(lowered.find("\"HexagonBackendAllocateVTCM\", uint32(2048), uint32(128))"), std::string::npos)
+      << lowered;
   EXPECT_NE(lowered.find("HexagonBackendFreeVTCM"), std::string::npos) << lowered;
   EXPECT_NE(lowered.find("isnull"), std::string::npos) << lowered;
 }
@@ -67,9 +69,7 @@ void run_forum(DataType t, uint64_t expected_high_water) {
 
 TEST(TirTe, ForumProgramRunsInt8) { run_forum<int8_t>(DataType::int_(8), 2 * 2048); }
 
-TEST(TirTe, Float32VariantAllocatesFourTimesTheBytes) {
-  run_forum<float>(DataType::float32(), 4 * 2 * 2048);
-}
+TEST(TirTe, Float32VariantAllocatesFourTimesTheBytes) { run_forum<float>(DataType::float32(), 4 * 2 * 2048); }
 
 TEST(TirTe, ScheduledMatmulWithSumReduction) {
   const int64_t M = 8, N = 32, K = 16;
@@ -96,10 +96,14 @@ TEST(TirTe, ScheduledMatmulWithSumReduction) {
 
 TEST(TirTe, RowMaxFusedParallelAndInlined) {
   te::Tensor X = te::placeholder({4, 6, 5}, DataType::int32(), "X");
-  te::Tensor Y = te::compute({4, 6, 5}, [&](const te::Axes& i) { return mul((*X)(i), int_imm(3)); }, "Y");
+  te::Tensor Y = te::compute(
+      {4, 6, 5}, [&](const te::Axes& i) { return mul((*X)(i), int_imm(3)); }, "Y");
   te::IterVar r = te::reduce_axis(5, "r");
   te::Tensor Z = te::compute(
-      {4, 6}, [&](const te::Axes& i) -> te::Reduction { return te::max((*Y)({i[0], i[1], r.var}), {r}); },
+      {4, 6},
+      [&](const te::Axes& i) -> te::Reduction {
+        return te::max((*Y)({i[0], i[1], r.var}), {r});
+      },
       "Z");
   te::Schedule s({Z});
   s[Y].compute_inline();
@@ -121,7 +125,8 @@ TEST(TirTe, RowMaxFusedParallelAndInlined) {
 
 TEST(TirTe, CacheWriteComputesInScratchpadThenCopies) {
   te::Tensor A = te::placeholder({64}, DataType::float32(), "A");
-  te::Tensor B = te::compute({64}, [&](const te::Axes& i) { return mul((*A)(i), float_imm(2.0)); }, "B");
+  te::Tensor B = te::compute(
+      {64}, [&](const te::Axes& i) { return mul((*A)(i), float_imm(2.0)); }, "B");
   te::Schedule s({B});
   te::Tensor cache = s.cache_write(B, "global.vtcm");
   EXPECT_EQ(cache->name, "B_global_vtcm");
@@ -139,9 +144,12 @@ TEST(TirTe, CacheWriteComputesInScratchpadThenCopies) {
 
 TEST(TirTe, ScheduleErrorsNameTheTensor) {
   te::Tensor A = te::placeholder({10}, DataType::float32(), "A");
-  te::Tensor B = te::compute({10}, [&](const te::Axes& i) { return (*A)(i); }, "B");
+  te::Tensor B = te::compute(
+      {10}, [&](const te::Axes& i) { return (*A)(i); }, "B");
   te::Schedule s({B});
-  EXPECT_NE(error_of([&] { s[B].split(s[B].leaf(0), 3); }).find("tensor B: split factor 3 does not divide the extent 10"),
+  EXPECT_NE(error_of([&] {
+              s[B].split(s[B].leaf(0), 3);
+            }).find("tensor B: split factor 3 does not divide the extent 10"),
             std::string::npos);
   EXPECT_NE(error_of([&] { s[B].set_scope("vtcm"); }).find("unknown memory scope \"vtcm\" (known: global"),
             std::string::npos);
@@ -149,7 +157,9 @@ TEST(TirTe, ScheduleErrorsNameTheTensor) {
             std::string::npos);
   EXPECT_NE(error_of([&] { te::lower(s, {B}, "f"); }).find("placeholder A is not among the arguments"),
             std::string::npos);
-  EXPECT_NE(error_of([&] { (*A)({int_imm(0), int_imm(1)}); }).find("tensor A has 1 dimensions but is indexed with 2"),
+  EXPECT_NE(error_of([&] {
+              (*A)({int_imm(0), int_imm(1)});
+            }).find("tensor A has 1 dimensions but is indexed with 2"),
             std::string::npos);
   EXPECT_NE(error_of([&] { s[A].compute_inline(); }).find("placeholder and cannot be inlined"),
             std::string::npos);
@@ -166,7 +176,8 @@ TEST(TirTe, StaticScratchpadPlanMakesOneAllocationAndRuns) {
   options.static_scratchpad_plan = true;
   PrimFunc lowered = lower_for_build(vtcm_add(DataType::int_(8)), options);
   std::string text = print_prim_func(*lowered);
-  EXPECT_NE(text.find("\"HexagonBackendAllocateVTCM\", uint32(4096), uint32(128))"), std::string::npos) << text;
+  EXPECT_NE(text.find("\"HexagonBackendAllocateVTCM\", uint32(4096), uint32(128))"), std::string::npos)
+      << text;
   EXPECT_NE(text.find("address_offset(%vtcm_plan_data, int64(2048))"), std::string::npos) << text;
   auto m = codegen::JitModule::create({lowered});
   std::vector<int8_t> a(2048), b(2048), c(2048, 0);
@@ -193,7 +204,8 @@ TEST(TirTe, StaticScratchpadPlanMakesOneAllocationAndRuns) {
   } catch (const Error& e) {
     std::string msg = e.what();
     EXPECT_NE(msg.find("the scratchpad plan of @alloc_vtcm (4096 bytes: %A_buf at 0, %B_buf at 2048)"),
-              std::string::npos) << msg;
+              std::string::npos)
+        << msg;
   }
 }
 

@@ -8,7 +8,8 @@ namespace kiln::tir {
 namespace {
 
 // The forum's kernel after scheduling, before scratchpad lowering.
-const char* kVtcmAdd = R"(prim @alloc_vtcm(%A: Buffer[(2048), int8], %B: Buffer[(2048), int8], %C: Buffer[(2048), int8]) {
+const char* kVtcmAdd =
+    R"(prim @alloc_vtcm(%A: Buffer[(2048), int8], %B: Buffer[(2048), int8], %C: Buffer[(2048), int8]) {
   allocate %A_buf: Buffer[(2048), int8, scope="local.vtcm", align=128]
   allocate %B_buf: Buffer[(2048), int8, scope="local.vtcm", align=128]
   for %i0 from 0 extent 2048 {
@@ -49,8 +50,8 @@ std::string verify_error(const PrimFuncNode& f) {
 }
 
 TEST(TirTypes, DTypeTextRoundTrips) {
-  for (const char* s : {"int8", "int32", "int64", "uint8", "uint32", "float16", "float32",
-                        "float64", "bool", "handle", "float32x16", "int8x128", "boolx4"}) {
+  for (const char* s : {"int8", "int32", "int64", "uint8", "uint32", "float16", "float32", "float64", "bool",
+                        "handle", "float32x16", "int8x128", "boolx4"}) {
     auto t = parse_dtype(s);
     ASSERT_TRUE(t) << s;
     EXPECT_EQ(dtype_str(*t), s);
@@ -95,7 +96,8 @@ TEST(TirText, ForumKernelRoundTripsExactly) {
 }
 
 TEST(TirText, EveryNodeKindRoundTrips) {
-  const std::string text = R"(prim @all(%X: Buffer[(4, 8), float32, align=128, strides=(8, 1)], %n: int32, %p: handle) {
+  const std::string text =
+      R"(prim @all(%X: Buffer[(4, 8), float32, align=128, strides=(8, 1)], %n: int32, %p: handle) {
   let %h = call_extern<handle>("HexagonBackendAllocateVTCM", uint32(128), uint32(128)) {
     if isnull(%h) {
       evaluate call_extern<int32>("KilnBackendSetLastError", "no \"memory\"\n")
@@ -128,7 +130,8 @@ TEST(TirText, EveryNodeKindRoundTrips) {
   EXPECT_EQ(print_prim_func(*g), printed);
   // The string argument was unescaped by the lexer and escaped again by the printer.
   auto* let = as<LetStmtNode>(as<SeqNode>(f->body)->stmts[0]);
-  auto* call = as<CallNode>(as<EvaluateNode>(as<SeqNode>(as<IfThenElseNode>(let->body)->then_case)->stmts[0])->value);
+  auto* call =
+      as<CallNode>(as<EvaluateNode>(as<SeqNode>(as<IfThenElseNode>(let->body)->then_case)->stmts[0])->value);
   EXPECT_EQ(as<StringImmNode>(call->args[0])->value, "no \"memory\"\n");
 }
 
@@ -198,8 +201,7 @@ TEST(TirText, ParseErrorsPointAtTheToken) {
   EXPECT_NE(eof.find("test.kir:3:1:"), std::string::npos) << eof;
   EXPECT_NE(eof.find("end of file"), std::string::npos) << eof;
   EXPECT_NE(eof.find("expected '}'"), std::string::npos) << eof;
-  EXPECT_NE(parse_error("prim @f(%a: int32) {\n  evaluate frob(%a)\n}\n")
-                .find("unknown function 'frob'"),
+  EXPECT_NE(parse_error("prim @f(%a: int32) {\n  evaluate frob(%a)\n}\n").find("unknown function 'frob'"),
             std::string::npos);
   EXPECT_NE(parse_error("prim @f(%A: Buffer[(4), int8, align=3]) {\n}\n")
                 .find("alignment must be a power of two, not 3"),
@@ -216,9 +218,9 @@ TEST(TirVerify, RejectsUnknownScopeAndBadStructure) {
   auto B = make_buffer("B", DataType::int_(8), {int_imm(4)});
   Var i = make_var("i");
   // %i used outside its loop.
-  Stmt body = seq({for_loop(i, int_imm(0), int_imm(4), ForKind::Serial,
-                            store(B, {i}, int_imm(1, DataType::int_(8)))),
-                   store(B, {i}, int_imm(2, DataType::int_(8)))});
+  Stmt body =
+      seq({for_loop(i, int_imm(0), int_imm(4), ForKind::Serial, store(B, {i}, int_imm(1, DataType::int_(8)))),
+           store(B, {i}, int_imm(2, DataType::int_(8)))});
   std::string err = verify_error(*make_prim_func("g", {buffer_param(B)}, body));
   EXPECT_NE(err.find("invalid prim function @g: %i is used outside its definition\n  in: %B[%i] = int8(2)"),
             std::string::npos)

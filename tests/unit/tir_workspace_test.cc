@@ -6,26 +6,28 @@
 
 #include "codegen/prim_runner.h"
 #include "ir/text.h"
+#include "test_util.h"
 #include "tir/text.h"
 #include "tir/transform/passes.h"
-#include "test_util.h"
 
 namespace kiln::tir {
 namespace {
 
-PrimFunc prim_from_text(const std::string& text) { return parse_module(text, "workspace.kir").prim_functions.at(0); }
+PrimFunc prim_from_text(const std::string& text) {
+  return parse_module(text, "workspace.kir").prim_functions.at(0);
+}
 
 // C = A * 2 + 1 through a temporary of the same size.
 std::string twice_plus_one(int64_t n) {
   std::string s = std::to_string(n);
   return "prim @twice(%A: Buffer[(" + s + "), float32], %C: Buffer[(" + s + "), float32]) {\n" +
-         "  allocate %T: Buffer[(" + s + "), float32]\n" +
-         "  for %i from 0 extent " + s + " {\n    %T[%i] = %A[%i] * 2.0\n  }\n" +
-         "  for %i from 0 extent " + s + " {\n    %C[%i] = %T[%i] + 1.0\n  }\n" +
-         "  return 0\n}\n";
+         "  allocate %T: Buffer[(" + s + "), float32]\n" + "  for %i from 0 extent " + s +
+         " {\n    %T[%i] = %A[%i] * 2.0\n  }\n" + "  for %i from 0 extent " + s +
+         " {\n    %C[%i] = %T[%i] + 1.0\n  }\n" + "  return 0\n}\n";
 }
 
-codegen::PrimRunResult run_on(const std::string& target, const PrimFunc& f, const std::map<std::string, Tensor>& in) {
+codegen::PrimRunResult run_on(const std::string& target, const PrimFunc& f,
+                              const std::map<std::string, Tensor>& in) {
   codegen::PrimRunOptions o;
   o.target = codegen::parse_target(target);
   return codegen::run_prim_function(f, in, o);
@@ -84,10 +86,11 @@ TEST(TirWorkspace, ExhaustedWorkspaceIsAnErrorOnHexagon) {
   // 80 MiB: more than the Hexagon runtime's 64 MiB workspace pool.
   PrimFunc f = prim_from_text(huge(80 << 20));
   std::string e = error_of([&] { run_on("hexagon-v68", f, {{"A", Tensor::zeros({4}, DType::Int8)}}); });
-  EXPECT_NE(e.find("@huge failed (code -1): buffer %T (83886080 bytes, scope global): KilnBackendAllocWorkspace: "
-                   "out of memory for 83886080 bytes (workspace pool: 67108864 bytes free, largest free block "
-                   "67108864 bytes, capacity 67108864 bytes)"),
-            std::string::npos)
+  EXPECT_NE(
+      e.find("@huge failed (code -1): buffer %T (83886080 bytes, scope global): KilnBackendAllocWorkspace: "
+             "out of memory for 83886080 bytes (workspace pool: 67108864 bytes free, largest free block "
+             "67108864 bytes, capacity 67108864 bytes)"),
+      std::string::npos)
       << e;
 }
 

@@ -79,7 +79,8 @@ driver::CompileOptions CompileFlags::options(const BackendFlags& backend, const 
   if (!target.empty()) {
     o.target = codegen::parse_target(target);
     if (o.target.is_hexagon())
-      throw Error("--target " + target + ": a model's host code runs on this machine (llvm or llvm -mcpu=NAME); "
+      throw Error("--target " + target +
+                  ": a model's host code runs on this machine (llvm or llvm -mcpu=NAME); "
                   "offload regions with --backend");
   }
   return o;

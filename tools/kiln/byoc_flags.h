@@ -43,7 +43,6 @@ struct CompileFlags {
   driver::CompileOptions options(const BackendFlags& backend, const std::string& entry) const;
 };
 
-
 // "compile: compiled 412 of 412 host ops into 130 kernel calls (95 distinct); 0 ops on reference kernels"
 std::string compile_line(const driver::CompileSummary& s);
 

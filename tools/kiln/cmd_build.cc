@@ -64,7 +64,8 @@ int run_build(const BuildOpts& o) {
 
 void add_build_command(CLI::App& app) {
   auto opts = std::make_shared<BuildOpts>();
-  CLI::App* cmd = app.add_subcommand("build", "compile prim functions for the host or Hexagon with checked linking");
+  CLI::App* cmd =
+      app.add_subcommand("build", "compile prim functions for the host or Hexagon with checked linking");
   cmd->add_option("file", opts->input, "a .kir file of prim functions")->required();
   cmd->add_option("--target", opts->target, "llvm (the host CPU) or hexagon-v66|v68|v69|v73 (HVX 128 B)");
   cmd->add_option("--emit", opts->emit, "ll, asm, obj, so (host) or exe (Hexagon static executable)");

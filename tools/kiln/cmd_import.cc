@@ -28,14 +28,16 @@ void add_import_command(CLI::App& app) {
   cmd->add_option("--input-shape", args->input_shapes,
                   "Bind an input's symbolic dimensions: NAME=D0,D1,... by its ONNX name (repeatable)");
   cmd->add_option("--inline-limit", args->inline_limit,
-                  "Constants with more elements than this go to the side file")->capture_default_str();
+                  "Constants with more elements than this go to the side file")
+      ->capture_default_str();
   cmd->add_flag("--list-ops", args->list_ops, "List the ONNX operators kiln imports and exit");
   cmd->callback([args] {
     if (args->list_ops) {
       for (const auto& op : supported_onnx_ops()) std::cout << op << "\n";
       return;
     }
-    if (args->model.empty()) throw Error("kiln import: give an ONNX model file (kiln import model.onnx -o model.kir)");
+    if (args->model.empty())
+      throw Error("kiln import: give an ONNX model file (kiln import model.onnx -o model.kir)");
     ImportOptions opts;
     opts.inline_limit = args->inline_limit;
     for (const auto& f : args->input_shapes) parse_input_shape_flag(f, opts);

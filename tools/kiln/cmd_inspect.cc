@@ -39,8 +39,8 @@ struct InspectOpts {
 // and fills, math); the dynamic linker takes them from libc/libm, which every
 // process that loads a kernel has.
 bool is_c_library_symbol(const std::string& s) {
-  for (const char* c : {"memcpy", "memmove", "memset", "expf", "exp", "sqrtf", "sqrt", "fabsf", "fabs",
-                        "fmaxf", "fminf"})
+  for (const char* c :
+       {"memcpy", "memmove", "memset", "expf", "exp", "sqrtf", "sqrt", "fabsf", "fabs", "fmaxf", "fminf"})
     if (s == c) return true;
   return false;
 }
@@ -102,7 +102,8 @@ int run_inspect(const InspectOpts& o) {
   for (const auto& r : resolved) {
     std::string where = codegen::import_source_name(r.source);
     if (!r.library.empty()) where += " " + r.library;
-    bool libc = !hexagon && r.source == codegen::ImportSource::Unresolved && is_c_library_symbol(r.import.symbol);
+    bool libc =
+        !hexagon && r.source == codegen::ImportSource::Unresolved && is_c_library_symbol(r.import.symbol);
     if (libc) where = "C library";
     std::cout << "  " << r.import.symbol << "  " << where;
     std::string callers;
@@ -115,8 +116,8 @@ int run_inspect(const InspectOpts& o) {
   if (!unresolved.empty()) {
     std::string names;
     for (const auto& u : unresolved) names += (names.empty() ? "'" : ", '") + u + "'";
-    throw Error(o.input + ": " + std::to_string(unresolved.size()) + " import(s) UNRESOLVED: " + names + "; " +
-                (hexagon ? "kiln's Hexagon runtime exports" : "the kiln runtime exports") +
+    throw Error(o.input + ": " + std::to_string(unresolved.size()) + " import(s) UNRESOLVED: " + names +
+                "; " + (hexagon ? "kiln's Hexagon runtime exports" : "the kiln runtime exports") +
                 " only kiln/runtime/backend_api.h" + (hexagon ? " and the helpers of docs/hexagon.md" : "") +
                 ", name a library that defines them with --link-lib (see docs/linking.md)");
   }
@@ -127,7 +128,8 @@ int run_inspect(const InspectOpts& o) {
 
 void add_inspect_command(CLI::App& app) {
   auto opts = std::make_shared<InspectOpts>();
-  CLI::App* cmd = app.add_subcommand("inspect", "list a module's exports and imports and where each import resolves");
+  CLI::App* cmd =
+      app.add_subcommand("inspect", "list a module's exports and imports and where each import resolves");
   cmd->add_option("file", opts->input,
                   "an .onnx model, a .kir module, a compiled .kmod, an object file or a shared library")
       ->required();

@@ -440,8 +440,9 @@ void add_run_command(CLI::App& app) {
                   "minimum latency")
       ->check(kNonNegative);
   cmd->add_option("--dispatch-log", o->dispatch_log, "Write one JSON line per backend dispatch");
-  cmd->add_option("--profile", o->profile,
-                  "Write a Chrome trace (Perfetto) with host and backend tracks (with --repeat: of a warm run)");
+  cmd->add_option(
+      "--profile", o->profile,
+      "Write a Chrome trace (Perfetto) with host and backend tracks (with --repeat: of a warm run)");
   cmd->add_flag("--verify", o->verify,
                 "Also run every offloaded function on the reference kernels and compare");
   cmd->add_option("--atol", o->atol, "--verify: absolute tolerance")

@@ -12,8 +12,7 @@
 
 namespace kiln {
 
-using AttrValue = std::variant<int64_t, double, std::string, std::vector<int64_t>,
-                               std::vector<double>>;
+using AttrValue = std::variant<int64_t, double, std::string, std::vector<int64_t>, std::vector<double>>;
 
 // Kinds in the order of AttrValue's alternatives.
 enum class AttrKind : uint8_t { Int, Float, String, Ints, Floats };

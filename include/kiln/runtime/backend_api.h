@@ -33,24 +33,25 @@ extern "C" {
 typedef int32_t (*KilnBackendParallelTask)(int64_t begin, int64_t end, void* env);
 
 /* X(return type, name, parameter list, one-line description) */
-#define KILN_BACKEND_API(X)                                                                   \
-  /* Scratchpad (VTCM): `nbytes` bytes aligned to `alignment` (a power of two) from the     \
-     pool; NULL and a last error (requested, free, largest free block) when it cannot. */    \
+#define KILN_BACKEND_API(X)                                                                                 \
+  /* Scratchpad (VTCM): `nbytes` bytes aligned to `alignment` (a power of two) from the                     \
+     pool; NULL and a last error (requested, free, largest free block) when it cannot. */                   \
   X(void*, HexagonBackendAllocateVTCM, (uint32_t nbytes, uint32_t alignment), "allocate scratchpad memory") \
-  /* Returns a block to the pool: 0, or -1 and a last error for a pointer it did not give. */ \
-  X(int32_t, HexagonBackendFreeVTCM, (void* ptr), "free scratchpad memory")                  \
-  /* Host workspace (main memory) for kernels that need temporaries. */                    \
-  X(void*, KilnBackendAllocWorkspace, (uint64_t nbytes, uint32_t alignment), "allocate workspace") \
-  X(int32_t, KilnBackendFreeWorkspace, (void* ptr), "free workspace")                        \
-  /* The calling thread's last error message (copied). */                                  \
-  X(void, KilnBackendSetLastError, (const char* message), "set the last error")             \
-  X(const char*, KilnBackendGetLastError, (void), "get the last error")                     \
-  /* The last error becomes "CONTEXT: previous error"; returns -1, the failure code. */   \
-  X(int32_t, KilnBackendPrependLastError, (const char* context), "add context to the last error") \
-  /* Runs task over [0, n) split into contiguous chunks, one per worker thread, and waits  \
-     for all of them: 0, or the failure code of the first failing chunk (its last error    \
-     becomes the caller's). Called from inside a task, it runs inline, serially. */         \
-  X(int32_t, KilnBackendParallelFor, (int64_t n, KilnBackendParallelTask task, void* env), "run a parallel loop")
+  /* Returns a block to the pool: 0, or -1 and a last error for a pointer it did not give. */               \
+  X(int32_t, HexagonBackendFreeVTCM, (void* ptr), "free scratchpad memory")                                 \
+  /* Host workspace (main memory) for kernels that need temporaries. */                                     \
+  X(void*, KilnBackendAllocWorkspace, (uint64_t nbytes, uint32_t alignment), "allocate workspace")          \
+  X(int32_t, KilnBackendFreeWorkspace, (void* ptr), "free workspace")                                       \
+  /* The calling thread's last error message (copied). */                                                   \
+  X(void, KilnBackendSetLastError, (const char* message), "set the last error")                             \
+  X(const char*, KilnBackendGetLastError, (void), "get the last error")                                     \
+  /* The last error becomes "CONTEXT: previous error"; returns -1, the failure code. */                     \
+  X(int32_t, KilnBackendPrependLastError, (const char* context), "add context to the last error")           \
+  /* Runs task over [0, n) split into contiguous chunks, one per worker thread, and waits                   \
+     for all of them: 0, or the failure code of the first failing chunk (its last error                     \
+     becomes the caller's). Called from inside a task, it runs inline, serially. */                         \
+  X(int32_t, KilnBackendParallelFor, (int64_t n, KilnBackendParallelTask task, void* env),                  \
+    "run a parallel loop")
 
 #define KILN_BACKEND_API_DECLARE(ret, name, params, doc) ret name params;
 KILN_BACKEND_API(KILN_BACKEND_API_DECLARE)

@@ -40,18 +40,18 @@ class Error : public std::runtime_error {
 
 // Throws kiln::Error with a formatted message when `cond` is false. For checks
 // of user input only; internal invariants use KILN_ASSERT.
-#define KILN_CHECK(cond, ...)                                  \
-  do {                                                         \
+#define KILN_CHECK(cond, ...)                                              \
+  do {                                                                     \
     if (!(cond)) throw ::kiln::Error(::kiln::detail::concat(__VA_ARGS__)); \
   } while (0)
 
 // Internal invariant: a bug in kiln, not in the input. Reported as an Error
 // too (so tools never crash), tagged as an internal error.
-#define KILN_ASSERT(cond, msg)                                                     \
-  do {                                                                             \
-    if (!(cond))                                                                   \
-      throw ::kiln::Error(std::string("internal error: ") + (msg) + " (" #cond ") at " + \
-                          __FILE__ + ":" + std::to_string(__LINE__));              \
+#define KILN_ASSERT(cond, msg)                                                                            \
+  do {                                                                                                    \
+    if (!(cond))                                                                                          \
+      throw ::kiln::Error(std::string("internal error: ") + (msg) + " (" #cond ") at " + __FILE__ + ":" + \
+                          std::to_string(__LINE__));                                                      \
   } while (0)
 
 namespace detail {

@@ -47,8 +47,7 @@ class Tensor {
   // A float32 tensor filled from values (numel must match).
   static Tensor from_floats(const Shape& shape, const std::vector<float>& values);
   // An int64 tensor filled from values (numel must match).
-  static Tensor from_ints(const Shape& shape, const std::vector<int64_t>& values,
-                          DType dtype = DType::Int64);
+  static Tensor from_ints(const Shape& shape, const std::vector<int64_t>& values, DType dtype = DType::Int64);
 
   bool defined() const { return storage_ != nullptr; }
   const Shape& shape() const { return shape_; }
@@ -61,12 +60,16 @@ class Tensor {
   void* raw() { return data_; }
   const void* raw() const { return data_; }
   template <typename T>
-  T* data() { return static_cast<T*>(data_); }
+  T* data() {
+    return static_cast<T*>(data_);
+  }
   template <typename T>
-  const T* data() const { return static_cast<const T*>(data_); }
+  const T* data() const {
+    return static_cast<const T*>(data_);
+  }
 
   // Views sharing this tensor's storage.
-  Tensor reshape(const Shape& shape) const;   // same numel
+  Tensor reshape(const Shape& shape) const;              // same numel
   Tensor slice_outer(int64_t begin, int64_t end) const;  // rows [begin, end) of axis 0
 
   // A deep copy with its own storage.

@@ -50,9 +50,7 @@ void convert_gemm(NodeContext& n) {
   n.set_output(0, y);
 }
 
-void convert_matmul(NodeContext& n) {
-  n.set_output(0, n.call("matmul", {n.input(0), n.input(1)}));
-}
+void convert_matmul(NodeContext& n) { n.set_output(0, n.call("matmul", {n.input(0), n.input(1)})); }
 
 template <bool Log>
 void convert_softmax(NodeContext& n) {
@@ -110,7 +108,8 @@ void convert_resize(NodeContext& n) {
     for (size_t i = 0; i < 4; ++i) sizes.push_back(static_cast<int64_t>(std::floor(in[i] * scales[i])));
   }
   if (sizes.size() != 4) n.fail("sizes must have 4 entries for a 4-D input");
-  if (sizes[0] != in[0] || sizes[1] != in[1]) n.unsupported("resizing the batch or channel axis is not supported");
+  if (sizes[0] != in[0] || sizes[1] != in[1])
+    n.unsupported("resizing the batch or channel axis is not supported");
   // kiln's resize maps coordinates with the size ratio unless given the
   // scale; ONNX uses the given scale, which differs only when in * scale is
   // not a whole number. Whole ones keep the exact ratio path.

@@ -18,8 +18,10 @@ template <Reduce R>
 void convert_reduce(NodeContext& n) {
   int64_t axes_input_opset = R == Reduce::Sum ? 13 : 18;
   std::vector<int64_t> axes;
-  if (n.opset() < axes_input_opset) axes = n.attr_ints("axes");
-  else if (n.has_input(1)) axes = n.require_ints(1, "axes");
+  if (n.opset() < axes_input_opset)
+    axes = n.attr_ints("axes");
+  else if (n.has_input(1))
+    axes = n.require_ints(1, "axes");
   Expr x = n.input(0);
   if (axes.empty() && n.attr_int("noop_with_empty_axes", 0)) {
     n.set_output(0, x);
@@ -28,15 +30,33 @@ void convert_reduce(NodeContext& n) {
   for (auto& a : axes) a = normalize_axis(a, n.rank(0), n);
   Attrs attrs{{"axis", axes}, {"keepdims", n.attr_int("keepdims", 1) ? int64_t{1} : int64_t{0}}};
   switch (R) {
-    case Reduce::Sum: n.set_output(0, n.call("sum", {x}, attrs)); return;
-    case Reduce::Mean: n.set_output(0, n.call("mean", {x}, attrs)); return;
-    case Reduce::Max: n.set_output(0, n.call("max", {x}, attrs)); return;
-    case Reduce::Min: n.set_output(0, n.call("min", {x}, attrs)); return;
-    case Reduce::Prod: n.set_output(0, n.call("prod", {x}, attrs)); return;
-    case Reduce::L1: n.set_output(0, n.call("sum", {n.call("abs", {x})}, attrs)); return;
-    case Reduce::L2: n.set_output(0, n.call("sqrt", {n.call("sum", {n.call("multiply", {x, x})}, attrs)})); return;
-    case Reduce::SumSquare: n.set_output(0, n.call("sum", {n.call("multiply", {x, x})}, attrs)); return;
-    case Reduce::LogSum: n.set_output(0, n.call("log", {n.call("sum", {x}, attrs)})); return;
+    case Reduce::Sum:
+      n.set_output(0, n.call("sum", {x}, attrs));
+      return;
+    case Reduce::Mean:
+      n.set_output(0, n.call("mean", {x}, attrs));
+      return;
+    case Reduce::Max:
+      n.set_output(0, n.call("max", {x}, attrs));
+      return;
+    case Reduce::Min:
+      n.set_output(0, n.call("min", {x}, attrs));
+      return;
+    case Reduce::Prod:
+      n.set_output(0, n.call("prod", {x}, attrs));
+      return;
+    case Reduce::L1:
+      n.set_output(0, n.call("sum", {n.call("abs", {x})}, attrs));
+      return;
+    case Reduce::L2:
+      n.set_output(0, n.call("sqrt", {n.call("sum", {n.call("multiply", {x, x})}, attrs)}));
+      return;
+    case Reduce::SumSquare:
+      n.set_output(0, n.call("sum", {n.call("multiply", {x, x})}, attrs));
+      return;
+    case Reduce::LogSum:
+      n.set_output(0, n.call("log", {n.call("sum", {x}, attrs)}));
+      return;
     case Reduce::LogSumExp: {
       // log(sum(exp(x - m))) + m with m the max, so large inputs do not overflow.
       Attrs keep{{"axis", axes}, {"keepdims", int64_t{1}}};

@@ -34,8 +34,9 @@ void convert_reshape(NodeContext& n) {
   bool allow_zero = n.attr_int("allowzero", 0) != 0;
   for (size_t i = 0; i < target.size(); ++i)
     if (target[i] == 0 && !allow_zero) {
-      if (i >= in.size()) n.fail("shape entry " + std::to_string(i) + " is 0 (copy) but the input has rank " +
-                                 std::to_string(in.size()));
+      if (i >= in.size())
+        n.fail("shape entry " + std::to_string(i) + " is 0 (copy) but the input has rank " +
+               std::to_string(in.size()));
       target[i] = in[i];
     }
   n.set_output(0, n.call("reshape", {n.input(0)}, {{"newshape", target}}));
@@ -75,8 +76,10 @@ void convert_split(NodeContext& n) {
   int64_t axis = normalize_axis(n.attr_int("axis", 0), n.rank(0), n);
   int64_t dim = n.desc(0).shape[static_cast<size_t>(axis)];
   std::vector<int64_t> sizes;
-  if (n.opset() < 13) sizes = n.attr_ints("split");
-  else if (n.has_input(1)) sizes = n.require_ints(1, "split");
+  if (n.opset() < 13)
+    sizes = n.attr_ints("split");
+  else if (n.has_input(1))
+    sizes = n.require_ints(1, "split");
   int64_t parts = static_cast<int64_t>(n.num_outputs());
   if (sizes.empty()) {
     if (n.opset() >= 18 && n.has_attr("num_outputs")) parts = n.attr_int("num_outputs", parts);
@@ -90,7 +93,8 @@ void convert_split(NodeContext& n) {
     return;
   }
   Expr t = n.call("split", {n.input(0)}, {{"axis", axis}, {"sizes", sizes}});
-  for (size_t i = 0; i < sizes.size(); ++i) n.set_output(i, n.builder().tuple_item(t, static_cast<int64_t>(i)));
+  for (size_t i = 0; i < sizes.size(); ++i)
+    n.set_output(i, n.builder().tuple_item(t, static_cast<int64_t>(i)));
 }
 
 void convert_slice(NodeContext& n) {
@@ -134,7 +138,8 @@ void convert_squeeze(NodeContext& n) {
     for (int64_t a : axes) {
       int64_t k = normalize_axis(a, n.rank(0), n);
       if (in[static_cast<size_t>(k)] != 1)
-        n.fail("cannot squeeze axis " + std::to_string(a) + " of size " + std::to_string(in[static_cast<size_t>(k)]));
+        n.fail("cannot squeeze axis " + std::to_string(a) + " of size " +
+               std::to_string(in[static_cast<size_t>(k)]));
       drop[static_cast<size_t>(k)] = true;
     }
   }
@@ -302,7 +307,8 @@ void convert_constant_of_shape(NodeContext& n) {
   int64_t numel = 1;
   for (int64_t d : shape) {
     if (d < 0) n.fail("negative dimension in shape " + shape_str(Shape(shape)));
-    if (d > 0 && numel > kMaxFoldedElements / d) n.fail("the shape " + shape_str(Shape(shape)) + " is too large");
+    if (d > 0 && numel > kMaxFoldedElements / d)
+      n.fail("the shape " + shape_str(Shape(shape)) + " is too large");
     numel *= d;
   }
   Tensor t = Tensor::zeros(shape, dtype);
@@ -314,7 +320,8 @@ void convert_constant(NodeContext& n) {
   if (auto t = n.attr_tensor("value")) {
     n.set_output(0, n.constant_expr(*t));
   } else if (n.has_attr("value_float")) {
-    n.set_output(0, n.constant_expr(Tensor::from_floats({}, {static_cast<float>(n.attr_float("value_float", 0))})));
+    n.set_output(
+        0, n.constant_expr(Tensor::from_floats({}, {static_cast<float>(n.attr_float("value_float", 0))})));
   } else if (n.has_attr("value_floats")) {
     std::vector<float> v;
     for (double d : n.attr_floats("value_floats")) v.push_back(static_cast<float>(d));
@@ -365,9 +372,7 @@ void convert_eye_like(NodeContext& n) {
   n.set_output(0, n.constant_expr(eye));
 }
 
-void convert_where(NodeContext& n) {
-  n.set_output(0, n.call("where", {n.input(0), n.input(1), n.input(2)}));
-}
+void convert_where(NodeContext& n) { n.set_output(0, n.call("where", {n.input(0), n.input(1), n.input(2)})); }
 
 void convert_pad(NodeContext& n) {
   std::vector<int64_t> pads;
@@ -382,11 +387,13 @@ void convert_pad(NodeContext& n) {
   }
   int64_t r = n.rank(0);
   std::vector<int64_t> axes;
-  if (n.opset() >= 18 && n.has_input(3)) axes = n.require_ints(3, "axes");
+  if (n.opset() >= 18 && n.has_input(3))
+    axes = n.require_ints(3, "axes");
   else
     for (int64_t i = 0; i < r; ++i) axes.push_back(i);
   if (pads.size() != 2 * axes.size())
-    n.fail("pads has " + std::to_string(pads.size()) + " entries; expected " + std::to_string(2 * axes.size()));
+    n.fail("pads has " + std::to_string(pads.size()) + " entries; expected " +
+           std::to_string(2 * axes.size()));
   std::vector<int64_t> width(static_cast<size_t>(2 * r), 0);
   for (size_t i = 0; i < axes.size(); ++i) {
     int64_t a = normalize_axis(axes[i], r, n);
@@ -395,7 +402,8 @@ void convert_pad(NodeContext& n) {
   }
   if (mode != "constant" && mode != "edge" && mode != "reflect")
     n.unsupported("pad mode '" + mode + "' is not supported");
-  n.set_output(0, n.call("nn.pad", {n.input(0)}, {{"pad_width", width}, {"pad_value", value}, {"mode", mode}}));
+  n.set_output(0,
+               n.call("nn.pad", {n.input(0)}, {{"pad_width", width}, {"pad_value", value}, {"mode", mode}}));
 }
 
 // DepthToSpace / SpaceToDepth: one reshape, one permutation, one reshape.
@@ -407,8 +415,10 @@ void convert_depth_to_space(NodeContext& n) {
   int64_t N = s[0], C = s[1], H = s[2], W = s[3];
   if (C % (b * b)) n.fail("channels " + std::to_string(C) + " are not divisible by blocksize^2");
   bool crd = n.attr_string("mode", "DCR") == "CRD";
-  Expr x = crd ? reshape(n, n.input(0), {N, C / (b * b), b, b, H, W}) : reshape(n, n.input(0), {N, b, b, C / (b * b), H, W});
-  std::vector<int64_t> perm = crd ? std::vector<int64_t>{0, 1, 4, 2, 5, 3} : std::vector<int64_t>{0, 3, 4, 1, 5, 2};
+  Expr x = crd ? reshape(n, n.input(0), {N, C / (b * b), b, b, H, W})
+               : reshape(n, n.input(0), {N, b, b, C / (b * b), H, W});
+  std::vector<int64_t> perm =
+      crd ? std::vector<int64_t>{0, 1, 4, 2, 5, 3} : std::vector<int64_t>{0, 3, 4, 1, 5, 2};
   x = n.call("permute_dims", {x}, {{"axes", perm}});
   n.set_output(0, reshape(n, x, {N, C / (b * b), H * b, W * b}));
 }

@@ -20,26 +20,41 @@ std::string onnx_type_name(int32_t elem_type) {
 
 std::optional<DType> dtype_from_onnx(int32_t elem_type) {
   switch (elem_type) {
-    case onnx::TensorProto_DataType_FLOAT: return DType::Float32;
-    case onnx::TensorProto_DataType_FLOAT16: return DType::Float16;
-    case onnx::TensorProto_DataType_INT8: return DType::Int8;
-    case onnx::TensorProto_DataType_UINT8: return DType::UInt8;
-    case onnx::TensorProto_DataType_INT32: return DType::Int32;
-    case onnx::TensorProto_DataType_INT64: return DType::Int64;
-    case onnx::TensorProto_DataType_BOOL: return DType::Bool;
-    default: return std::nullopt;
+    case onnx::TensorProto_DataType_FLOAT:
+      return DType::Float32;
+    case onnx::TensorProto_DataType_FLOAT16:
+      return DType::Float16;
+    case onnx::TensorProto_DataType_INT8:
+      return DType::Int8;
+    case onnx::TensorProto_DataType_UINT8:
+      return DType::UInt8;
+    case onnx::TensorProto_DataType_INT32:
+      return DType::Int32;
+    case onnx::TensorProto_DataType_INT64:
+      return DType::Int64;
+    case onnx::TensorProto_DataType_BOOL:
+      return DType::Bool;
+    default:
+      return std::nullopt;
   }
 }
 
 int32_t onnx_type_from_dtype(DType t) {
   switch (t) {
-    case DType::Float32: return onnx::TensorProto_DataType_FLOAT;
-    case DType::Float16: return onnx::TensorProto_DataType_FLOAT16;
-    case DType::Int8: return onnx::TensorProto_DataType_INT8;
-    case DType::UInt8: return onnx::TensorProto_DataType_UINT8;
-    case DType::Int32: return onnx::TensorProto_DataType_INT32;
-    case DType::Int64: return onnx::TensorProto_DataType_INT64;
-    case DType::Bool: return onnx::TensorProto_DataType_BOOL;
+    case DType::Float32:
+      return onnx::TensorProto_DataType_FLOAT;
+    case DType::Float16:
+      return onnx::TensorProto_DataType_FLOAT16;
+    case DType::Int8:
+      return onnx::TensorProto_DataType_INT8;
+    case DType::UInt8:
+      return onnx::TensorProto_DataType_UINT8;
+    case DType::Int32:
+      return onnx::TensorProto_DataType_INT32;
+    case DType::Int64:
+      return onnx::TensorProto_DataType_INT64;
+    case DType::Bool:
+      return onnx::TensorProto_DataType_BOOL;
   }
   return onnx::TensorProto_DataType_UNDEFINED;
 }
@@ -99,8 +114,9 @@ static void copy_field(const Field& field, int64_t n, const onnx::TensorProto& t
 Tensor tensor_from_proto(const onnx::TensorProto& t, const std::string& base_dir) {
   auto dtype = dtype_from_onnx(t.data_type());
   if (!dtype)
-    throw UnsupportedError(tensor_what(t) + " has element type " + onnx_type_name(t.data_type()) +
-                ", which kiln does not support (supported: FLOAT, FLOAT16, INT8, UINT8, INT32, INT64, BOOL)");
+    throw UnsupportedError(
+        tensor_what(t) + " has element type " + onnx_type_name(t.data_type()) +
+        ", which kiln does not support (supported: FLOAT, FLOAT16, INT8, UINT8, INT32, INT64, BOOL)");
   Shape shape;
   for (int64_t d : t.dims()) {
     if (d < 0) throw Error(tensor_what(t) + " has a negative dimension " + std::to_string(d));
@@ -121,14 +137,15 @@ Tensor tensor_from_proto(const onnx::TensorProto& t, const std::string& base_dir
   // terabytes.
   if (raw && raw->size() != nbytes)
     throw Error(tensor_what(t) + ": raw data has " + std::to_string(raw->size()) + " bytes but shape " +
-                shape_str(shape) + " of " + std::string(dtype_name(*dtype)) + " needs " + std::to_string(nbytes));
+                shape_str(shape) + " of " + std::string(dtype_name(*dtype)) + " needs " +
+                std::to_string(nbytes));
   if (!raw) {
     int64_t have = *dtype == DType::Float32 ? t.float_data_size()
                    : *dtype == DType::Int64 ? t.int64_data_size()
                                             : t.int32_data_size();
     if (have != n)
-      throw Error(tensor_what(t) + ": holds " + std::to_string(have) + " values but the shape " + shape_str(shape) +
-                  " needs " + std::to_string(n));
+      throw Error(tensor_what(t) + ": holds " + std::to_string(have) + " values but the shape " +
+                  shape_str(shape) + " needs " + std::to_string(n));
   }
   Tensor out = Tensor::zeros(shape, *dtype);
   if (raw) {
@@ -140,10 +157,12 @@ Tensor tensor_from_proto(const onnx::TensorProto& t, const std::string& base_dir
       copy_field(t.float_data(), n, t, "float_data", [&](int64_t i, float v) { out.data<float>()[i] = v; });
       break;
     case DType::Int64:
-      copy_field(t.int64_data(), n, t, "int64_data", [&](int64_t i, int64_t v) { out.data<int64_t>()[i] = v; });
+      copy_field(t.int64_data(), n, t, "int64_data",
+                 [&](int64_t i, int64_t v) { out.data<int64_t>()[i] = v; });
       break;
     case DType::Int32:
-      copy_field(t.int32_data(), n, t, "int32_data", [&](int64_t i, int32_t v) { out.data<int32_t>()[i] = v; });
+      copy_field(t.int32_data(), n, t, "int32_data",
+                 [&](int64_t i, int32_t v) { out.data<int32_t>()[i] = v; });
       break;
     case DType::Float16:
       // float16 values are stored as their bit patterns in int32_data.

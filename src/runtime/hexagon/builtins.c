@@ -1,8 +1,8 @@
 /* What compiled code may call beyond the runtime ABI: the memory functions a
  * freestanding C environment must provide, Hexagon's integer division helpers
  * (Hexagon has no divide instruction; LLVM calls __hexagon_[u]{div,mod}{si,di}3)
- * sqrtf (LLVM calls it __hexagon_sqrtf) and expf. Compiled with -ffreestanding, so clang does not turn these loops
- * back into calls to themselves.
+ * sqrtf (LLVM calls it __hexagon_sqrtf) and expf. Compiled with -ffreestanding, so clang does not turn these
+ * loops back into calls to themselves.
  *
  * Division by zero returns 0 (quotient) or the dividend (remainder) instead
  * of trapping: no kiln kernel divides by zero on purpose, and a runaway
@@ -229,7 +229,7 @@ static float scale_by_power_of_two(float y, int32_t k) {
  * short high part, exact in k * hi, and a low correction), e^r from a degree-6
  * polynomial (Cephes' single-precision coefficients), times 2^k. */
 float expf(float x) {
-  if (x != x) return x;                   /* NaN */
+  if (x != x) return x;                                 /* NaN */
   if (x > 88.72283935546875f) return x * 1e30f * 1e30f; /* overflow: +inf */
   if (x < -103.972084045410156f) return 0.0f;           /* underflow */
   float t = x * 1.44269504088896341f;

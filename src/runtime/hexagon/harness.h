@@ -36,9 +36,9 @@ enum {
 
 typedef struct kiln_hx_param {
   const char* name;
-  uint8_t code;       /* KILN_HX_* */
-  uint8_t bits;       /* element bits (bool: 1, stored as a byte) */
-  uint8_t is_buffer;  /* 1: a buffer (pointer argument); 0: a scalar */
+  uint8_t code;      /* KILN_HX_* */
+  uint8_t bits;      /* element bits (bool: 1, stored as a byte) */
+  uint8_t is_buffer; /* 1: a buffer (pointer argument); 0: a scalar */
   uint8_t ndim;
   const int64_t* shape; /* ndim extents, for buffers */
 } kiln_hx_param;

@@ -96,7 +96,8 @@ static int run(int argc, char** argv) {
   for (uint32_t i = 0; i < entry->num_params; ++i) {
     const kiln_hx_param* p = &entry->params[i];
     outputs[i] = 0;
-    if (p->code == KILN_HX_HANDLE) return error("handle parameters cannot be given on the command line: %", p->name);
+    if (p->code == KILN_HX_HANDLE)
+      return error("handle parameters cannot be given on the command line: %", p->name);
     if (!p->is_buffer) {
       scalars[i] = 0;
       if (kiln_npy_read(argv[a++], p, &scalars[i], kiln_npy_element_bytes(p), &err) != 0)

@@ -9,7 +9,10 @@ uint32_t kiln_npy_element_bytes(const kiln_hx_param* p) {
 
 /* The descr without its byte-order character: "i1", "f4", "b1", ... */
 static void type_code(const kiln_hx_param* p, char out[4]) {
-  out[0] = p->code == KILN_HX_FLOAT ? 'f' : p->code == KILN_HX_UINT ? 'u' : p->code == KILN_HX_BOOL ? 'b' : 'i';
+  out[0] = p->code == KILN_HX_FLOAT  ? 'f'
+           : p->code == KILN_HX_UINT ? 'u'
+           : p->code == KILN_HX_BOOL ? 'b'
+                                     : 'i';
   uint32_t bytes = kiln_npy_element_bytes(p);
   out[1] = (char)('0' + bytes);
   out[2] = 0;
@@ -186,7 +189,8 @@ done:
   return rc;
 }
 
-int kiln_npy_write(const char* path, const kiln_hx_param* p, const void* data, uint64_t nbytes, kiln_text* err) {
+int kiln_npy_write(const char* path, const kiln_hx_param* p, const void* data, uint64_t nbytes,
+                   kiln_text* err) {
   char dict[512];
   kiln_text h;
   kiln_text_init(&h, dict, sizeof dict);

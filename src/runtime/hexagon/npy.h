@@ -22,7 +22,8 @@ uint32_t kiln_npy_element_bytes(const kiln_hx_param* p);
 /* Reads PATH into data (nbytes: the parameter's whole size). */
 int kiln_npy_read(const char* path, const kiln_hx_param* p, void* data, uint64_t nbytes, kiln_text* err);
 /* Writes data as a .npy of the parameter's type and shape. */
-int kiln_npy_write(const char* path, const kiln_hx_param* p, const void* data, uint64_t nbytes, kiln_text* err);
+int kiln_npy_write(const char* path, const kiln_hx_param* p, const void* data, uint64_t nbytes,
+                   kiln_text* err);
 
 #ifdef __cplusplus
 }

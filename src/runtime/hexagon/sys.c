@@ -19,10 +19,7 @@ static long syscall6(long n, long a, long b, long c, long d, long e, long f) {
   register long r4 __asm__("r4") = e;
   register long r5 __asm__("r5") = f;
   register long r6 __asm__("r6") = n;
-  __asm__ volatile("trap0(#1)"
-                   : "+r"(r0)
-                   : "r"(r1), "r"(r2), "r"(r3), "r"(r4), "r"(r5), "r"(r6)
-                   : "memory");
+  __asm__ volatile("trap0(#1)" : "+r"(r0) : "r"(r1), "r"(r2), "r"(r3), "r"(r4), "r"(r5), "r"(r6) : "memory");
   return r0;
 }
 

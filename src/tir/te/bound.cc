@@ -24,7 +24,8 @@ std::string key_of(const Expr& e) {
   switch (e->kind) {
     case ExprKind::IntImm:
       return std::to_string(static_cast<const IntImmNode&>(*e).value) + ":" + dtype_str(e->dtype);
-    case ExprKind::Var: return "%" + ptr(e.get());
+    case ExprKind::Var:
+      return "%" + ptr(e.get());
     case ExprKind::Binary: {
       auto& n = static_cast<const BinaryNode&>(*e);
       return std::string("(") + binary_op_text(n.op) + " " + key_of(n.a) + " " + key_of(n.b) + ")";
@@ -43,7 +44,8 @@ std::string key_of(const Expr& e) {
     case ExprKind::Select:
     case ExprKind::Call:
     case ExprKind::Ramp:
-    case ExprKind::Broadcast: break;
+    case ExprKind::Broadcast:
+      break;
   }
   return "node " + ptr(e.get());  // compared by identity only
 }
@@ -92,7 +94,8 @@ std::optional<Interval> divide(const Interval& x, int64_t c, DataType t) {
   if (c / g <= 4096) {
     spread = 0;
     int64_t c0 = x.lo.constant();
-    for (int64_t r = 0; r < c; r += g) spread = std::max(spread, floor_div(r + c0 + *d, c) - floor_div(r + c0, c));
+    for (int64_t r = 0; r < c; r += g)
+      spread = std::max(spread, floor_div(r + c0 + *d, c) - floor_div(r + c0, c));
   }
   Affine q = Affine::of(div(x.lo.to_expr(t), int_imm(c, t)));
   return Interval{q, q + Affine(spread)};
@@ -129,8 +132,10 @@ std::optional<Interval> bound_binary(const BinaryNode& n, const RangingVars& ran
   std::optional<int64_t> y_const;
   if (auto lo = y->lo.as_constant(), hi = y->hi.as_constant(); lo && hi && *lo == *hi) y_const = *lo;
   switch (n.op) {
-    case BinaryOp::Add: return Interval{x->lo + y->lo, x->hi + y->hi};
-    case BinaryOp::Sub: return Interval{x->lo - y->hi, x->hi - y->lo};
+    case BinaryOp::Add:
+      return Interval{x->lo + y->lo, x->hi + y->hi};
+    case BinaryOp::Sub:
+      return Interval{x->lo - y->hi, x->hi - y->lo};
     case BinaryOp::Mul: {
       if (y_const) return scale(*x, *y_const);
       auto x_lo = x->lo.as_constant();
@@ -143,8 +148,10 @@ std::optional<Interval> bound_binary(const BinaryNode& n, const RangingVars& ran
     case BinaryOp::Mod:
       if (!y_const || *y_const <= 0) return std::nullopt;
       return modulo(*x, *y_const);
-    case BinaryOp::Min: return min_max(*x, *y, true);
-    case BinaryOp::Max: return min_max(*x, *y, false);
+    case BinaryOp::Min:
+      return min_max(*x, *y, true);
+    case BinaryOp::Max:
+      return min_max(*x, *y, false);
     case BinaryOp::EQ:
     case BinaryOp::NE:
     case BinaryOp::LT:
@@ -152,7 +159,8 @@ std::optional<Interval> bound_binary(const BinaryNode& n, const RangingVars& ran
     case BinaryOp::GT:
     case BinaryOp::GE:
     case BinaryOp::And:
-    case BinaryOp::Or: return std::nullopt;
+    case BinaryOp::Or:
+      return std::nullopt;
   }
   return std::nullopt;
 }
@@ -269,8 +277,10 @@ std::optional<Interval> bound_of(const Expr& e, const RangingVars& ranging) {
   if (!is_scalar_integer(e)) return std::nullopt;
   if (!uses_ranging(e, ranging)) return point(Affine::of(e));
   switch (e->kind) {
-    case ExprKind::Var: return constant_interval(0, ranging.at(static_cast<const VarNode*>(e.get())) - 1);
-    case ExprKind::Binary: return bound_binary(static_cast<const BinaryNode&>(*e), ranging);
+    case ExprKind::Var:
+      return constant_interval(0, ranging.at(static_cast<const VarNode*>(e.get())) - 1);
+    case ExprKind::Binary:
+      return bound_binary(static_cast<const BinaryNode&>(*e), ranging);
     case ExprKind::Cast: {
       // Integer widening keeps the values; narrowing might wrap.
       const Expr& v = static_cast<const CastNode&>(*e).value;
@@ -289,7 +299,8 @@ std::optional<Interval> bound_of(const Expr& e, const RangingVars& ranging) {
     case ExprKind::BufferLoad:
     case ExprKind::Call:
     case ExprKind::Ramp:
-    case ExprKind::Broadcast: break;
+    case ExprKind::Broadcast:
+      break;
   }
   return std::nullopt;
 }

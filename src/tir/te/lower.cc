@@ -70,7 +70,8 @@ class Remap : public Mutator {
     auto it = region_min.find(n.buffer.get());
     if (it == region_min.end()) return Mutator::mutate_BufferLoad(e, n);
     std::vector<Expr> indices;
-    for (size_t k = 0; k < n.indices.size(); ++k) indices.push_back(rebase_index(mutate(n.indices[k]), it->second[k]));
+    for (size_t k = 0; k < n.indices.size(); ++k)
+      indices.push_back(rebase_index(mutate(n.indices[k]), it->second[k]));
     return load(buffers.at(n.buffer.get()), indices);
   }
 };
@@ -128,9 +129,9 @@ class Lowering {
     std::vector<Leaf> leaves;      // this function's loops (renamed, extents of the region)
     std::vector<Expr> region_min;  // per axis: first index of the region (0 at the top level)
     std::vector<int64_t> region_extent;
-    std::vector<Expr> index;      // per axis: the index into the buffer, an expression of leaves
-    std::vector<Expr> guards;     // index < extent, where a split does not divide the region
-    Expr value;                   // the element, in leaves, with inlined stages substituted
+    std::vector<Expr> index;   // per axis: the index into the buffer, an expression of leaves
+    std::vector<Expr> guards;  // index < extent, where a split does not divide the region
+    Expr value;                // the element, in leaves, with inlined stages substituted
     Buffer buffer;
   };
 
@@ -172,7 +173,8 @@ void Lowering::check_and_attach() {
                   " is not among the arguments; pass it in `args`");
     if (st.inlined_) {
       if (in.is_arg)
-        throw Error("lower @" + name_ + ": tensor " + st.tensor_->name + " is an argument and cannot be inlined");
+        throw Error("lower @" + name_ + ": tensor " + st.tensor_->name +
+                    " is an argument and cannot be inlined");
       inliner_.bodies[st.tensor_->buffer.get()] = {st.tensor_.get(), st.body_};
     }
   }
@@ -181,8 +183,7 @@ void Lowering::check_and_attach() {
     if (!st.attach_stage_ || !info_[i].computed) continue;
     const std::string at = "lower @" + name_ + ": tensor " + st.tensor_->name + " is computed at %" +
                            st.attach_loop_->name + " of " + st.attach_stage_->tensor_->name;
-    if (info_[i].is_arg)
-      throw Error(at + ", but it is an argument, and arguments are written whole");
+    if (info_[i].is_arg) throw Error(at + ", but it is an argument, and arguments are written whole");
     size_t parent = kNone;
     for (size_t j = 0; j < stages.size(); ++j)
       if (stages[j].get() == st.attach_stage_) parent = j;
@@ -317,7 +318,8 @@ void Lowering::derive_loops(size_t i) {
     const Stage::Relation& rel = st.relations_[r];
     if (rel.kind == Stage::Relation::Kind::Split) {
       int64_t inner = extent.at(rel.inner.get());
-      value[rel.single.get()] = add(mul(value.at(rel.outer.get()), int_imm(inner)), value.at(rel.inner.get()));
+      value[rel.single.get()] =
+          add(mul(value.at(rel.outer.get()), int_imm(inner)), value.at(rel.inner.get()));
     } else {
       Expr f = value.at(rel.single.get());
       int64_t inner = extent.at(rel.inner.get());

@@ -26,8 +26,7 @@ class LoadOrder : public Visitor {
 
  protected:
   void visit_BufferLoad(const BufferLoadNode& n) override {
-    if (std::find(order.begin(), order.end(), n.buffer.get()) == order.end())
-      order.push_back(n.buffer.get());
+    if (std::find(order.begin(), order.end(), n.buffer.get()) == order.end()) order.push_back(n.buffer.get());
     Visitor::visit_BufferLoad(n);
   }
 };
@@ -36,8 +35,7 @@ void check_shape(const std::vector<int64_t>& shape, const std::string& name) {
   if (name.empty()) throw Error("a tensor needs a name");
   for (int64_t d : shape)
     if (d <= 0)
-      throw Error("tensor " + name + ": every dimension must be positive, got " +
-                  std::to_string(d));
+      throw Error("tensor " + name + ": every dimension must be positive, got " + std::to_string(d));
 }
 
 std::shared_ptr<TensorNode> new_tensor(const std::vector<int64_t>& shape, DataType dtype,
@@ -100,8 +98,12 @@ Tensor placeholder(std::vector<int64_t> shape, DataType dtype, std::string name)
 
 Tensor compute(std::vector<int64_t> shape, const std::function<Expr(const Axes&)>& fcompute,
                std::string name) {
-  return compute(shape, [&](const Axes& i) { return Reduction{ReduceKind::None, fcompute(i), {}}; },
-                 name);
+  return compute(
+      shape,
+      [&](const Axes& i) {
+        return Reduction{ReduceKind::None, fcompute(i), {}};
+      },
+      name);
 }
 
 Tensor compute(std::vector<int64_t> shape, const std::function<Reduction(const Axes&)>& fcompute,

@@ -31,7 +31,8 @@ class PrefixReturns : public Mutator {
     bool changed = false;
     for (size_t i = 0; i < n.stmts.size(); ++i) {
       const Stmt& c = n.stmts[i];
-      bool checked = is_parallel_loop(c) && i + 1 < n.stmts.size() && is_parallel_failure_check(n.stmts[i + 1]);
+      bool checked =
+          is_parallel_loop(c) && i + 1 < n.stmts.size() && is_parallel_failure_check(n.stmts[i + 1]);
       Stmt m = checked ? c : mutate(c);
       changed |= m != c;
       out.push_back(m);
@@ -75,7 +76,8 @@ Stmt release_on_every_exit(const Stmt& body, const Stmt& release) {
   return seq({released, release});
 }
 
-Stmt lowered_allocation(const Buffer& buffer, const Expr& allocate_call, const Stmt& body, const Stmt& release) {
+Stmt lowered_allocation(const Buffer& buffer, const Expr& allocate_call, const Stmt& body,
+                        const Stmt& release) {
   return let_stmt(buffer->data, allocate_call,
                   seq({null_check(buffer->data, describe_buffer(*buffer)),
                        decl_buffer(buffer, release_on_every_exit(body, release))}));

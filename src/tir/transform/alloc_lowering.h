@@ -27,6 +27,7 @@ Stmt null_check(const Var& data, const std::string& what);
 Stmt release_on_every_exit(const Stmt& body, const Stmt& release);
 
 // let data = allocate_call; null check; decl_buffer buffer { body, released on every exit }
-Stmt lowered_allocation(const Buffer& buffer, const Expr& allocate_call, const Stmt& body, const Stmt& release);
+Stmt lowered_allocation(const Buffer& buffer, const Expr& allocate_call, const Stmt& body,
+                        const Stmt& release);
 
 }  // namespace kiln::tir

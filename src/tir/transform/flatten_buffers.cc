@@ -33,11 +33,14 @@ Expr combine(BinaryOp op, Expr a, Expr b) {
   if (op == BinaryOp::Add && a->dtype.lanes == 1 && b->dtype.lanes > 1) std::swap(a, b);
   if (auto* r = as<RampNode>(a); r && b->dtype.lanes == 1) {
     if (op == BinaryOp::Add) return ramp(simplify_expr(add(r->base, b)), r->stride, r->lanes);
-    if (op == BinaryOp::Mul) return ramp(simplify_expr(mul(r->base, b)), simplify_expr(mul(r->stride, b)), r->lanes);
+    if (op == BinaryOp::Mul)
+      return ramp(simplify_expr(mul(r->base, b)), simplify_expr(mul(r->stride, b)), r->lanes);
   }
   if (a->dtype.lanes != b->dtype.lanes) {
-    if (a->dtype.lanes == 1) a = broadcast(a, b->dtype.lanes);
-    else b = broadcast(b, a->dtype.lanes);
+    if (a->dtype.lanes == 1)
+      a = broadcast(a, b->dtype.lanes);
+    else
+      b = broadcast(b, a->dtype.lanes);
   }
   return simplify_expr(binary(op, a, b));
 }
@@ -54,9 +57,10 @@ class Flattener : public Mutator {
       // A strided buffer spans up to the last element it can address.
       Expr span = int_imm(1, numel->dtype);
       for (size_t i = 0; i < b->shape.size(); ++i)
-        span = combine(BinaryOp::Add, span,
-                       combine(BinaryOp::Mul, combine(BinaryOp::Sub, b->shape[i], int_imm(1, b->shape[i]->dtype)),
-                               b->strides[i]));
+        span = combine(
+            BinaryOp::Add, span,
+            combine(BinaryOp::Mul, combine(BinaryOp::Sub, b->shape[i], int_imm(1, b->shape[i]->dtype)),
+                    b->strides[i]));
       numel = span;
     }
     Buffer flat = make_buffer(b->name, b->dtype, {numel}, b->scope, b->alignment, {}, b->data);

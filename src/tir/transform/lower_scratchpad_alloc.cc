@@ -16,8 +16,8 @@
 // becomes
 //   let %A_buf_data = call_extern<handle>("HexagonBackendAllocateVTCM", uint32(2048), uint32(128))
 //   if isnull(%A_buf_data) {
-//     evaluate call_extern<int32>("KilnBackendPrependLastError", "buffer %A_buf (2048 bytes, scope local.vtcm)")
-//     return -1
+//     evaluate call_extern<int32>("KilnBackendPrependLastError", "buffer %A_buf (2048 bytes, scope
+//     local.vtcm)") return -1
 //   }
 //   decl_buffer %A_buf: Buffer[(2048), int8, scope="local.vtcm", align=128, data=%A_buf_data]
 //   <body, with `return c` becoming `free; return c`>
@@ -212,8 +212,8 @@ PrimFunc lower_with_static_plan(const PrimFunc& f) {
   for (const Placement& p : by_offset) {
     total = std::max(total, p.offset + p.bytes);
     align = std::max(align, p.buffer->alignment);
-    layout += (layout.empty() ? "" : ", ") + std::string("%") + p.buffer->name + " at " +
-              std::to_string(p.offset);
+    layout +=
+        (layout.empty() ? "" : ", ") + std::string("%") + p.buffer->name + " at " + std::to_string(p.offset);
   }
   KILN_CHECK(total <= int64_t(UINT32_MAX), "static scratchpad plan of @", f->name, " needs ", total,
              " bytes, more than a VTCM allocation can hold");
@@ -222,12 +222,11 @@ PrimFunc lower_with_static_plan(const PrimFunc& f) {
   // one before the plan's release goes on every exit.
   Stmt planned = LowerPerBuffer().mutate(UsePlan(pool, plan).mutate(f->body));
   Stmt body = release_on_every_exit(planned, free_call(pool));
-  std::string what = "the scratchpad plan of @" + f->name + " (" + std::to_string(total) +
-                     " bytes: " + layout + ")";
+  std::string what =
+      "the scratchpad plan of @" + f->name + " (" + std::to_string(total) + " bytes: " + layout + ")";
   Expr call = call_extern(DataType::handle(), "HexagonBackendAllocateVTCM",
                           {int_imm(total, DataType::uint32()), int_imm(align, DataType::uint32())});
-  return make_prim_func(f->name, f->params,
-                        let_stmt(pool, call, seq({null_check(pool, what), body})));
+  return make_prim_func(f->name, f->params, let_stmt(pool, call, seq({null_check(pool, what), body})));
 }
 
 }  // namespace

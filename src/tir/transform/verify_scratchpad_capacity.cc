@@ -27,7 +27,8 @@ class Capacity : public Visitor {
     if (!is_scratchpad(b.scope)) return Visitor::visit_Allocate(n);
     auto bytes = b.const_bytes();
     KILN_CHECK(bytes.has_value(), "@", f_.name, ": scratchpad buffer %", b.name, " (scope ",
-               scope_name(b.scope), ") has a size that is not known at compile time, so it cannot be "
+               scope_name(b.scope),
+               ") has a size that is not known at compile time, so it cannot be "
                "checked against the VTCM capacity; give it constant extents");
     uint64_t reserved = (uint64_t(*bytes) + b.alignment - 1) / b.alignment * b.alignment;
     live_ += reserved;
@@ -54,12 +55,11 @@ void verify_scratchpad_capacity(const PrimFuncNode& f, uint64_t capacity) {
   c.visit(f.body);
   if (c.peak <= capacity) return;
   std::string msg = "@" + f.name + " needs " + std::to_string(c.peak) +
-                    " bytes of scratchpad (VTCM) at its peak but the target has " +
-                    std::to_string(capacity) + " bytes; live at the peak:";
+                    " bytes of scratchpad (VTCM) at its peak but the target has " + std::to_string(capacity) +
+                    " bytes; live at the peak:";
   for (const BufferNode* b : c.peak_set)
-    msg += "\n  %" + b->name + ": " + std::to_string(*b->const_bytes()) + " bytes (" +
-           dtype_str(b->dtype) + ", scope " + scope_name(b->scope) + ", align " +
-           std::to_string(b->alignment) + ")";
+    msg += "\n  %" + b->name + ": " + std::to_string(*b->const_bytes()) + " bytes (" + dtype_str(b->dtype) +
+           ", scope " + scope_name(b->scope) + ", align " + std::to_string(b->alignment) + ")";
   msg += "\nuse smaller tiles, free buffers earlier, or target a chip with more VTCM";
   throw Error(msg);
 }
