@@ -31,12 +31,14 @@ e2e: build
 # and on all threads (the bench sets both sides' thread counts itself); then
 # PP-OCR's conv shapes (3x3, pointwise, depthwise, strided) against oneDNN's
 # convolution on one thread; then PP-OCR's GEMM shapes against OpenBLAS and
-# oneDNN (Google Benchmark), one thread.
+# oneDNN, and its elementwise ops and softmax against oneDNN (Google
+# Benchmark), one thread.
 bench: setup $(BUILD)/build.ninja
-	@ninja -C $(BUILD) kiln_bench_matmul kiln_bench_conv kiln_bench_gemm
+	@ninja -C $(BUILD) kiln_bench_matmul kiln_bench_conv kiln_bench_gemm kiln_bench_eltwise
 	@$(BUILD)/kiln_bench_matmul
 	@$(BUILD)/kiln_bench_conv
 	@$(BUILD)/kiln_bench_gemm --benchmark_min_time=0.2
+	@$(BUILD)/kiln_bench_eltwise --benchmark_min_time=0.2
 
 # Fuzzes the .kir parser for 60 s (libFuzzer + ASan + UBSan, in build-fuzz/).
 fuzz: setup
