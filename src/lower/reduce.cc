@@ -217,6 +217,15 @@ Lowered softmax_impl(const LowerContext& c, bool log) {
         },
         c.name + "_sum");
   }
+  // softmax multiplies by the sum's reciprocal, computed once per row in
+  // float64 and rounded: a float64 division per element (and the casts
+  // around it) made a 40 x 6625 softmax 2.6x slower than oneDNN's. The
+  // result is within two float32 ulps of the reference's rounded quotient.
+  te::Tensor inv;
+  if (!log)
+    inv = te::compute(
+        rs, [&](const te::Axes& i) { return tir::cast(t, tir::div(constant(1.0, f64), (*s)(i))); },
+        c.name + "_reciprocal");
   te::Tensor y = te::compute(
       xs,
       [&](const te::Axes& i) {
@@ -224,11 +233,11 @@ Lowered softmax_impl(const LowerContext& c, bool log) {
         ri[axis] = tir::int_imm(0);
         Expr d = tir::sub((*x)(i), (*m)(ri));
         if (log) return tir::sub(d, tir::cast(t, tir::call_intrinsic(tir::Intrinsic::Log, {(*s)(ri)})));
-        Expr e = tir::cast(f64, tir::call_intrinsic(tir::Intrinsic::Exp, {d}));
-        return tir::cast(t, tir::div(e, (*s)(ri)));
+        return tir::mul(tir::call_intrinsic(tir::Intrinsic::Exp, {d}), (*inv)(ri));
       },
       c.name);
-  return lowered({y});
+  if (log) return lowered({y});
+  return lowered({y}, {inv});
 }
 
 Lowered softmax(const LowerContext& c) { return softmax_impl(c, false); }
