@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "bench_util.h"
+#include "benchmark_times.h"
 #include "codegen/codegen.h"
 #include "codegen/target.h"
 #include "lower/lower.h"
@@ -166,18 +167,6 @@ void check(codegen::JitModule& jit, size_t i) {
     throw Error(std::string(c.what) + ": kiln and oneDNN differ by up to " + std::to_string(max_err));
 }
 
-class Collector : public benchmark::ConsoleReporter {
- public:
-  Collector() : ConsoleReporter(OO_None) {}
-  std::map<std::string, double> seconds;
-  void ReportRuns(const std::vector<Run>& runs) override {
-    for (const Run& r : runs)
-      if (r.run_type == Run::RT_Iteration && r.iterations > 0)
-        seconds[r.run_name.function_name] = r.real_accumulated_time / double(r.iterations);
-    ConsoleReporter::ReportRuns(runs);
-  }
-};
-
 std::string bench_name(size_t i, const char* peer) { return std::string(kCases[i].what) + "/" + peer; }
 
 }  // namespace
@@ -215,16 +204,12 @@ int main(int argc, char** argv) try {
       counters(state);
     })->UseRealTime();
   }
-  benchmark::Initialize(&argc, argv);
-  Collector collector;
-  benchmark::RunSpecifiedBenchmarks(&collector);
-  benchmark::Shutdown();
+  const std::map<std::string, double> seconds = bench::run_benchmarks(argc, argv);
 
   std::printf("\n%-30s %10s %10s %9s\n", "elementwise (one thread)", "kiln us", "oneDNN us", "vs oneDNN");
   for (size_t i = 0; i < std::size(kCases); ++i) {
-    auto k = collector.seconds.find(bench_name(i, "kiln")),
-         d = collector.seconds.find(bench_name(i, "oneDNN"));
-    if (k == collector.seconds.end() || d == collector.seconds.end()) continue;  // filtered out
+    auto k = seconds.find(bench_name(i, "kiln")), d = seconds.find(bench_name(i, "oneDNN"));
+    if (k == seconds.end() || d == seconds.end()) continue;  // filtered out
     std::printf("%-30s %10.1f %10.1f %8.2fx\n", kCases[i].what, k->second * 1e6, d->second * 1e6,
                 d->second / k->second);
   }

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "bench_util.h"
+#include "benchmark_times.h"
 #include "codegen/codegen.h"
 #include "codegen/target.h"
 #include "lower/lower.h"
@@ -102,19 +103,6 @@ void check(codegen::JitModule& jit, size_t i) {
     throw Error(std::string(g.what) + ": kiln and OpenBLAS differ by up to " + std::to_string(max_err));
 }
 
-// Keeps each run's real time per benchmark name for the table.
-class Collector : public benchmark::ConsoleReporter {
- public:
-  Collector() : ConsoleReporter(OO_None) {}
-  std::map<std::string, double> seconds;
-  void ReportRuns(const std::vector<Run>& runs) override {
-    for (const Run& r : runs)
-      if (r.run_type == Run::RT_Iteration && r.iterations > 0)
-        seconds[r.run_name.function_name] = r.real_accumulated_time / double(r.iterations);
-    ConsoleReporter::ReportRuns(runs);
-  }
-};
-
 const char* const kPeers[] = {"kiln", "OpenBLAS", "oneDNN"};
 
 std::string bench_name(size_t shape, const char* peer) {
@@ -159,18 +147,14 @@ int main(int argc, char** argv) try {
       counters(state);
     })->UseRealTime();
   }
-  benchmark::Initialize(&argc, argv);
-  Collector collector;
-  benchmark::RunSpecifiedBenchmarks(&collector);
-  benchmark::Shutdown();
+  const std::map<std::string, double> seconds = bench::run_benchmarks(argc, argv);
 
   std::printf("\n%-28s %10s %10s %10s %8s %11s %9s\n", "GEMM (one thread)", "kiln us", "OpenBLAS", "oneDNN",
               "kiln GF", "vs OpenBLAS", "vs oneDNN");
   for (size_t i = 0; i < std::size(kShapes); ++i) {
     double t[3] = {0, 0, 0};
     for (int p = 0; p < 3; ++p)
-      if (auto it = collector.seconds.find(bench_name(i, kPeers[p])); it != collector.seconds.end())
-        t[p] = it->second;
+      if (auto it = seconds.find(bench_name(i, kPeers[p])); it != seconds.end()) t[p] = it->second;
     if (t[0] <= 0) continue;  // filtered out
     auto ratio = [&](double peer) { return peer > 0 ? peer / t[0] : 0.0; };
     std::printf("%-28s %10.1f %10.1f %10.1f %8.1f %10.2fx %8.2fx\n", kShapes[i].what, t[0] * 1e6, t[1] * 1e6,

@@ -6,40 +6,30 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <utility>
+
 #include "runtime/runtime_abi.h"
 
 namespace kiln {
 
+// Every instruction-set extension LLVM may use in host code that some
+// x86-64 CPUs lack (code for znver3 may use AMD's sse4a; for
+// sapphirerapids, avx512bf16): a module needing one the machine lacks is
+// refused at load time instead of dying of an illegal instruction. One list
+// for the names recorded and the checks (__builtin_cpu_supports takes only
+// literal names).
+#define KILN_CPU_FEATURES(X)                                                                                \
+  X("sse4.2")                                                                                               \
+  X("avx")                                                                                                  \
+  X("avx2") X("fma") X("f16c") X("popcnt") X("bmi") X("bmi2") X("sse4a") X("xop") X("fma4") X("avx512f")    \
+      X("avx512bw") X("avx512dq") X("avx512vl") X("avx512cd") X("avx512vbmi") X("avx512ifma")               \
+          X("avx512vnni") X("avx512bf16") X("avx512vbmi2") X("avx512bitalg") X("avx512vpopcntdq") X("gfni") \
+              X("vpclmulqdq")
+
 const std::vector<std::string>& recorded_cpu_features() {
-  // Every instruction-set extension LLVM may use in host code that some
-  // x86-64 CPUs lack (code for znver3 may use AMD's sse4a; for
-  // sapphirerapids, avx512bf16): a module needing one the machine lacks is
-  // refused at load time instead of dying of an illegal instruction.
-  static const std::vector<std::string> names = {"sse4.2",
-                                                 "avx",
-                                                 "avx2",
-                                                 "fma",
-                                                 "f16c",
-                                                 "popcnt",
-                                                 "bmi",
-                                                 "bmi2",
-                                                 "sse4a",
-                                                 "xop",
-                                                 "fma4",
-                                                 "avx512f",
-                                                 "avx512bw",
-                                                 "avx512dq",
-                                                 "avx512vl",
-                                                 "avx512cd",
-                                                 "avx512vbmi",
-                                                 "avx512ifma",
-                                                 "avx512vnni",
-                                                 "avx512bf16",
-                                                 "avx512vbmi2",
-                                                 "avx512bitalg",
-                                                 "avx512vpopcntdq",
-                                                 "gfni",
-                                                 "vpclmulqdq"};
+#define KILN_FEATURE_NAME(f) f,
+  static const std::vector<std::string> names = {KILN_CPU_FEATURES(KILN_FEATURE_NAME)};
+#undef KILN_FEATURE_NAME
   return names;
 }
 
@@ -47,32 +37,14 @@ namespace {
 
 bool cpu_has(const std::string& f) {
 #if defined(__x86_64__)
-  __builtin_cpu_init();
-  if (f == "sse4.2") return __builtin_cpu_supports("sse4.2");
-  if (f == "avx") return __builtin_cpu_supports("avx");
-  if (f == "avx2") return __builtin_cpu_supports("avx2");
-  if (f == "fma") return __builtin_cpu_supports("fma");
-  if (f == "f16c") return __builtin_cpu_supports("f16c");
-  if (f == "avx512f") return __builtin_cpu_supports("avx512f");
-  if (f == "avx512bw") return __builtin_cpu_supports("avx512bw");
-  if (f == "avx512dq") return __builtin_cpu_supports("avx512dq");
-  if (f == "avx512vl") return __builtin_cpu_supports("avx512vl");
-  if (f == "popcnt") return __builtin_cpu_supports("popcnt");
-  if (f == "bmi") return __builtin_cpu_supports("bmi");
-  if (f == "bmi2") return __builtin_cpu_supports("bmi2");
-  if (f == "sse4a") return __builtin_cpu_supports("sse4a");
-  if (f == "xop") return __builtin_cpu_supports("xop");
-  if (f == "fma4") return __builtin_cpu_supports("fma4");
-  if (f == "avx512cd") return __builtin_cpu_supports("avx512cd");
-  if (f == "avx512vbmi") return __builtin_cpu_supports("avx512vbmi");
-  if (f == "avx512ifma") return __builtin_cpu_supports("avx512ifma");
-  if (f == "avx512vnni") return __builtin_cpu_supports("avx512vnni");
-  if (f == "avx512bf16") return __builtin_cpu_supports("avx512bf16");
-  if (f == "avx512vbmi2") return __builtin_cpu_supports("avx512vbmi2");
-  if (f == "avx512bitalg") return __builtin_cpu_supports("avx512bitalg");
-  if (f == "avx512vpopcntdq") return __builtin_cpu_supports("avx512vpopcntdq");
-  if (f == "gfni") return __builtin_cpu_supports("gfni");
-  if (f == "vpclmulqdq") return __builtin_cpu_supports("vpclmulqdq");
+  static const std::vector<std::pair<std::string, bool>> present = [] {
+    __builtin_cpu_init();
+#define KILN_FEATURE_CHECK(f) {f, bool(__builtin_cpu_supports(f))},
+    return std::vector<std::pair<std::string, bool>>{KILN_CPU_FEATURES(KILN_FEATURE_CHECK)};
+#undef KILN_FEATURE_CHECK
+  }();
+  for (const auto& [name, has] : present)
+    if (name == f) return has;
 #endif
   return false;
 }

@@ -103,7 +103,7 @@ class ThreadPool {
   explicit ThreadPool(int threads) {
     for (int i = 1; i < threads; ++i) {
       try {
-        workers_.emplace_back([this, i] { work(i); });
+        workers_.emplace_back([this] { work(); });
       } catch (const std::system_error&) {
         break;  // fewer threads than asked for still run every launch
       }
@@ -185,7 +185,7 @@ class ThreadPool {
   }
 
   // A worker claims chunks of every launch until none is left.
-  void work(int) {
+  void work() {
     uint64_t seen = 0;
     std::unique_lock<std::mutex> lock(mu_);
     for (;;) {
