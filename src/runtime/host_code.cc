@@ -18,13 +18,34 @@ namespace kiln {
 // refused at load time instead of dying of an illegal instruction. One list
 // for the names recorded and the checks (__builtin_cpu_supports takes only
 // literal names).
-#define KILN_CPU_FEATURES(X)                                                                                \
-  X("sse4.2")                                                                                               \
-  X("avx")                                                                                                  \
-  X("avx2") X("fma") X("f16c") X("popcnt") X("bmi") X("bmi2") X("sse4a") X("xop") X("fma4") X("avx512f")    \
-      X("avx512bw") X("avx512dq") X("avx512vl") X("avx512cd") X("avx512vbmi") X("avx512ifma")               \
-          X("avx512vnni") X("avx512bf16") X("avx512vbmi2") X("avx512bitalg") X("avx512vpopcntdq") X("gfni") \
-              X("vpclmulqdq")
+// clang-format off
+#define KILN_CPU_FEATURES(X) \
+  X("sse4.2") \
+  X("avx") \
+  X("avx2") \
+  X("fma") \
+  X("f16c") \
+  X("popcnt") \
+  X("bmi") \
+  X("bmi2") \
+  X("sse4a") \
+  X("xop") \
+  X("fma4") \
+  X("avx512f") \
+  X("avx512bw") \
+  X("avx512dq") \
+  X("avx512vl") \
+  X("avx512cd") \
+  X("avx512vbmi") \
+  X("avx512ifma") \
+  X("avx512vnni") \
+  X("avx512bf16") \
+  X("avx512vbmi2") \
+  X("avx512bitalg") \
+  X("avx512vpopcntdq") \
+  X("gfni") \
+  X("vpclmulqdq")
+// clang-format on
 
 const std::vector<std::string>& recorded_cpu_features() {
 #define KILN_FEATURE_NAME(f) f,
