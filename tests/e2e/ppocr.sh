@@ -29,6 +29,7 @@ skip() { echo "SKIPPED: $*"; exit 77; }
 command -v node >/dev/null || skip "node is not installed (run scripts/setup.sh)"
 command -v npm >/dev/null || skip "npm is not installed (run scripts/setup.sh)"
 [ -x "$compare" ] || { echo "error: $compare not built (ninja -C $build kiln_onnx_compare)"; exit 1; }
+[ -x "$build/tests/kiln_c_api_run" ] || { echo "error: kiln_c_api_run not built (ninja -C $build kiln_c_api_run)"; exit 1; }
 
 mkdir -p "$work"
 cd "$work"
@@ -100,6 +101,12 @@ for entry in "${models[@]}"; do
   kmod=$("$compare" "$dir/model.kmod" "$dir" --atol "$atol" --rtol "$rtol") || status=1
   echo "$kmod" | sed 's/^/  .kmod: /'
   "$kiln" run "$dir/model.kmod" --input "$name=$dir/input.npy" --out "$dir/kmod_out" >/dev/null || status=1
+  # cls through the C API (kiln.h, a C program linked with the runtime alone):
+  # bit for bit what `kiln run` wrote, also from 4 threads with their own buffers.
+  if [ "$model" = ch_ppocr_mobile_v2.0_cls_infer ]; then
+    "$build/tests/kiln_c_api_run" "$dir/model.kmod" --input "$name=$dir/input.npy" --expect "$dir/kmod_out" \
+      --threads 4 --iterations 10 | grep -E 'bitwise|PASS' | sed 's/^/  C API: /' || status=1
+  fi
   if [ "$bench" = "--bench" ]; then
     i_ms=$(field kiln_ms "$interp"); c1=$(field kiln_ms "$compiled1"); c2=$(field kiln_ms "$compiled2")
     label=$model
