@@ -90,7 +90,8 @@ typedef enum kiln_status_code {
   KILN_BAD_BUFFER = 3,       /* a buffer of the wrong size or dtype */
   KILN_NOT_BOUND = 4,        /* kiln_run_invoke with an input not bound */
   KILN_RUN_FAILED = 5,       /* the run itself failed (a kernel or backend error) */
-  KILN_INTERNAL = 6          /* a bug in kiln: please report it with the message */
+  KILN_INTERNAL = 6,         /* a bug in kiln: please report it with the message */
+  KILN_BAD_PLUGIN = 7        /* a backend plugin refused (kiln_load_backend_plugin) */
 } kiln_status_code;
 
 /* Element types (the names kiln prints, kiln_dtype_name). */
@@ -115,6 +116,15 @@ int kiln_api_version(void);             /* KILN_API_VERSION of the runtime linke
 const char* kiln_version(void);         /* "0.1.0": the kiln release, recorded in each .kmod */
 const char* kiln_dtype_name(int dtype); /* "float32", ...; "unknown" for a value out of range */
 size_t kiln_dtype_size(int dtype);      /* bytes per element; 0 for a value out of range */
+
+/* ---- backend plugins (kiln/backend_plugin.h) */
+
+/* Loads a backend plugin and registers its runtime, so modules compiled for
+ * its backend (`kiln compile --plugin FILE -b NAME`) load. Loading the same
+ * file again does nothing. Refused with KILN_BAD_PLUGIN and a message naming
+ * the file: no such file, no entry point, another ABI version, a backend name
+ * already taken. */
+kiln_status* kiln_load_backend_plugin(const char* path);
 
 /* ---- modules */
 

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "kiln/runtime/error.h"
+#include "runtime/backend_plugin.h"
 #include "runtime/file_io.h"
 #include "runtime/module_file.h"
 #include "runtime/vm.h"
@@ -258,6 +259,13 @@ const char* kiln_dtype_name(int dtype) {
 
 size_t kiln_dtype_size(int dtype) {
   return valid_dtype(dtype) ? static_cast<size_t>(kiln::dtype_bytes(static_cast<DType>(dtype))) : 0;
+}
+
+kiln_status* kiln_load_backend_plugin(const char* path) {
+  return guarded(KILN_BAD_PLUGIN, [&] {
+    require_arg(path, "kiln_load_backend_plugin", "path");
+    kiln::load_backend_plugin(path);
+  });
 }
 
 kiln_status* kiln_module_load_file(const char* path, kiln_module** module) {

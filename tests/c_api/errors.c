@@ -97,6 +97,9 @@ int main(int argc, char** argv) {
   EXPECT_ERROR(kiln_module_load_memory(NULL, 10, "x", &m), KILN_INVALID_ARGUMENT, "data is NULL");
   EXPECT_ERROR(kiln_module_load_file(path, NULL), KILN_INVALID_ARGUMENT, "module is NULL");
 
+  snprintf(scratch, sizeof scratch, "%s/no_such_plugin.so", argv[2]);
+  EXPECT_ERROR(kiln_load_backend_plugin(scratch), KILN_BAD_PLUGIN, "no_such_plugin.so", "no such file");
+
   /* ---- a good module from memory; the bytes may go once it is loaded */
   MUST(kiln_module_load_memory(bytes, size, "small_cnn.kmod", &m));
   memset(bytes, 0, size);

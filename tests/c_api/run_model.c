@@ -1,12 +1,13 @@
 /* Runs a .kmod through the C API (kiln/kiln.h) alone and checks its outputs.
  *
- *   kiln_c_api_run MODEL.kmod [--memory] [--input NAME=FILE.npy ...]
+ *   kiln_c_api_run MODEL.kmod [--memory] [--plugin FILE.so] [--input NAME=FILE.npy ...]
  *                  [--write-inputs DIR] [--expect DIR] [--threads N] [--iterations K]
  *
  * Inputs not given by --input are a ramp ((i % 251) / 50 - 2.5 for floats,
  * i % 7 - 3 for integers); --write-inputs saves every input as
  * DIR/input_<i>.npy, for `kiln run --input` to read the same values.
- * --memory loads the module from bytes instead of the file.
+ * --memory loads the module from bytes instead of the file; --plugin loads
+ * a backend plugin first (kiln_load_backend_plugin).
  * --expect compares output i bit for bit with DIR/output_<i>.npy (what
  * `kiln run --out DIR` writes). --threads N runs the module from N threads at
  * once, each with its own input and output buffers (thread t's float inputs
@@ -288,6 +289,8 @@ int main(int argc, char** argv) {
     int has_value = i + 1 < argc;
     if (!strcmp(argv[i], "--memory"))
       from_memory = 1;
+    else if (!strcmp(argv[i], "--plugin") && has_value)
+      CHECK(kiln_load_backend_plugin(argv[++i]));
     else if (!strcmp(argv[i], "--input") && has_value && num_input_args < MAX_TENSORS)
       input_args[num_input_args++] = argv[++i];
     else if (!strcmp(argv[i], "--write-inputs") && has_value)

@@ -5,6 +5,7 @@
 
 #include "commands.h"
 #include "kiln/runtime/error.h"
+#include "plugins.h"
 
 namespace {
 
@@ -26,12 +27,29 @@ std::string command_names(CLI::App& app) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Backend plugins first (--plugin anywhere on the line, KILN_PLUGIN_PATH),
+  // so their backends are known to every command.
+  std::vector<char*> args;
+  try {
+    args = kiln::cli::load_plugins(argc, argv);
+  } catch (const kiln::Error& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return 1;
+  }
+  argc = static_cast<int>(args.size()) - 1;
+  argv = args.data();
   CLI::App app{"kiln: compile and run neural networks on accelerators and the host"};
   // Usage errors read like every other error: "error: ...".
   app.failure_message(
       [](const CLI::App* a, const CLI::Error& e) { return "error: " + CLI::FailureMessage::simple(a, e); });
   app.require_subcommand(1);
   app.set_version_flag("--version", "kiln 0.1.0");
+  // Taken out by load_plugins before parsing; listed for --help.
+  std::vector<std::string> plugin_help;
+  app.add_option(
+      "--plugin", plugin_help,
+      "Load a backend plugin (a shared library, <kiln/backend_plugin.h>); repeatable, anywhere on the "
+      "line; KILN_PLUGIN_PATH=a.so:b.so too");
   kiln::cli::add_run_command(app);
   kiln::cli::add_opt_command(app);
   kiln::cli::add_ops_command(app);

@@ -1,0 +1,127 @@
+// The compiler side of a backend plugin: its patterns and its codegen.
+#include "plugins.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "backends/graph_codegen.h"
+#include "backends/registry.h"
+#include "kiln/runtime/error.h"
+#include "pattern/registry.h"
+#include "runtime/backend_plugin.h"
+
+namespace kiln::cli {
+namespace {
+
+constexpr size_t kErrorSize = 1024;
+
+nlohmann::json type_json(const Type& t) {
+  if (!t || !t->is_tensor()) return nullptr;
+  return {{"shape", t->tensor.shape}, {"dtype", std::string(dtype_name(t->tensor.dtype))}};
+}
+
+std::vector<kiln_plugin_option> option_array(const std::map<std::string, std::string>& options) {
+  std::vector<kiln_plugin_option> out;
+  for (const auto& [k, v] : options) out.push_back({k.c_str(), v.c_str()});
+  return out;
+}
+
+PatternCheck check_of(const kiln_backend_plugin* p, const kiln_plugin_pattern& pat) {
+  if (!pat.check) return {};
+  std::string name = pat.name, op = pat.op;
+  kiln_plugin_check_fn check = pat.check;
+  return [name, op, check](const Match& m, const BackendOptions& options) -> std::optional<std::string> {
+    const CallNode* c = m.find_call(op);
+    if (!c) return "internal: the match has no " + op + " call";
+    nlohmann::json j{{"op", op}, {"inputs", nlohmann::json::array()}, {"output", type_json(c->type)}};
+    for (const auto& a : c->args) j["inputs"].push_back(type_json(a->type));
+    std::string text = j.dump();
+    auto opts = option_array(options);
+    char reason[kErrorSize] = {};
+    if (check(name.c_str(), text.c_str(), opts.data(), opts.size(), reason, sizeof reason) == 0)
+      return std::nullopt;
+    return reason[0] ? std::string(reason) : std::string("rejected by the plugin's check");
+  };
+}
+
+BackendArtifacts plugin_codegen(const kiln_backend_plugin* p, const Module& m,
+                                const std::vector<Function>& functions, const CodegenOptions& options) {
+  BackendArtifacts out;
+  GraphLowering state;
+  auto opts = option_array(options);
+  for (const auto& f : functions) {
+    std::string symbol = f->attrs.get_string("global_symbol");
+    Graph g = lower_to_graph(m, *f, symbol, state);
+    std::string text = graph_to_json(g);
+    kiln_plugin_bytes bytes{nullptr, 0};
+    char error[kErrorSize] = {};
+    if (p->codegen(symbol.c_str(), text.c_str(), opts.data(), opts.size(), &bytes, error, sizeof error) != 0)
+      throw Error(std::string(p->name) + " plugin codegen of @" + f->name + ": " + error);
+    Tensor artifact = Tensor::empty({static_cast<int64_t>(bytes.size)}, DType::UInt8);
+    if (bytes.size) std::memcpy(artifact.raw(), bytes.data, bytes.size);
+    p->free_bytes(&bytes);
+    // The plugin's bytes ride along as a constant of the function's graph (runtime/backend_plugin.h).
+    std::string name = plugin_artifact_name(symbol);
+    g.constants.push_back({name, TensorDesc{artifact.shape(), DType::UInt8}});
+    out.constants[name] = artifact;
+    out.artifacts[symbol] = graph_to_json(g);
+  }
+  for (auto& [name, t] : state.constants) out.constants[name] = t;
+  return out;
+}
+
+void register_compiler_side(const LoadedBackendPlugin& loaded) {
+  const kiln_backend_plugin* p = loaded.plugin;
+  std::string backend = p->name;
+  if (find_backend_codegen(backend)) return;  // this plugin, loaded already
+  PatternRegistry& registry = pattern_registry();
+  for (size_t i = 0; i < p->num_patterns; ++i) {
+    const kiln_plugin_pattern& pat = p->patterns[i];
+    std::string what = "plugin " + loaded.path + ": pattern " + std::to_string(i);
+    KILN_CHECK(pat.name && pat.op, what, " has no name or no op");
+    std::vector<Pattern> inputs;
+    for (uint32_t k = 0; k < pat.num_inputs; ++k) inputs.push_back(annotate("input", wildcard()));
+    registry.add(PatternEntry{backend + "." + pat.name, annotate("root", is_op(pat.op, std::move(inputs))),
+                              check_of(p, pat), pat.priority, pat.description ? pat.description : ""});
+  }
+  register_backend_codegen(BackendCodegen{
+      backend, std::string(p->description ? p->description : "") + " (plugin " + loaded.path + ")",
+      [p](const Module& m, const std::vector<Function>& fns, const CodegenOptions& o) {
+        return plugin_codegen(p, m, fns, o);
+      }});
+}
+
+void load_one(const std::string& path) { register_compiler_side(load_backend_plugin(path)); }
+
+}  // namespace
+
+std::vector<char*> load_plugins(int argc, char** argv) {
+  if (const char* env = std::getenv("KILN_PLUGIN_PATH"); env && *env) {
+    std::string list = env;
+    for (size_t at = 0; at <= list.size();) {
+      size_t end = list.find(':', at);
+      if (end == std::string::npos) end = list.size();
+      if (end > at) load_one(list.substr(at, end - at));
+      at = end + 1;
+    }
+  }
+  std::vector<char*> rest;
+  for (int i = 0; i < argc; ++i) {
+    if (i > 0 && std::strcmp(argv[i], "--plugin") == 0) {
+      KILN_CHECK(i + 1 < argc, "--plugin needs a file: --plugin path/libmy_backend.so");
+      load_one(argv[++i]);
+      continue;
+    }
+    if (i > 0 && std::strncmp(argv[i], "--plugin=", 9) == 0) {
+      load_one(argv[i] + 9);
+      continue;
+    }
+    rest.push_back(argv[i]);
+  }
+  rest.push_back(nullptr);
+  return rest;
+}
+
+}  // namespace kiln::cli
