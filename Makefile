@@ -3,7 +3,7 @@ BUILD ?= build
 CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKILN_WERROR=ON
 LAUNCHER := $(shell command -v ccache >/dev/null 2>&1 && echo -DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
 
-.PHONY: all setup build run test e2e fuzz bench check-builds clean
+.PHONY: all setup build run test e2e fuzz check-sanitize bench check-builds clean
 
 all: build
 
@@ -40,9 +40,16 @@ bench: setup $(BUILD)/build.ninja
 	@$(BUILD)/kiln_bench_gemm --benchmark_min_time=0.2
 	@$(BUILD)/kiln_bench_eltwise --benchmark_min_time=0.2
 
-# Fuzzes the .kir parser for 60 s (libFuzzer + ASan + UBSan, in build-fuzz/).
+# Fuzzes the .kir parser, the .kmod loader, the kiln.graph loader and the
+# ONNX importer for FUZZ_SECONDS each (libFuzzer + ASan + UBSan, clang-19, in
+# build-fuzz/; corpus in tests/fuzz/corpus/, which `make test` replays).
+FUZZ_SECONDS ?= 60
 fuzz: setup
-	@scripts/fuzz.sh 60
+	@scripts/fuzz.sh $(FUZZ_SECONDS)
+
+# The whole ctest suite on an ASan + UBSan build (build-sanitize/; slow).
+check-sanitize: setup
+	@scripts/check-sanitize.sh
 
 # The `kiln` target from a clean copy of the tree: CMake's default generator,
 # Release, and clang-19 with warnings as errors (slow: too long for CI).

@@ -340,6 +340,10 @@ class Parser {
   }
 
   Expr int_literal(const Token& t, DataType type, bool negate) {
+    // `%x -9223372036854775808` subtracts 2^63, which no integer type holds.
+    if (negate && t.int_value == std::numeric_limits<int64_t>::min())
+      throw lex_.error_at(t, "integer 9223372036854775808 does not fit " + dtype_str(type) +
+                                 " (nor int64); write the expression another way");
     int64_t v = negate ? -t.int_value : t.int_value;
     if (type.is_bool() || type.bits < 64) {
       int bits = type.is_bool() ? 1 : type.bits;
