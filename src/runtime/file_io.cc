@@ -112,39 +112,70 @@ std::string bytes_str(uint64_t bytes) {
 
 uint64_t max_file_bytes() { return byte_limit_from_env("KILN_MAX_FILE_BYTES", kDefaultMaxFileBytes); }
 
-std::string read_file(const std::string& path, std::string_view kind) {
+namespace {
+
+// Reads `fd` to its end, refusing more than `limit` bytes.
+std::string read_bounded(int fd, const std::string& path, const std::string& what, uint64_t limit,
+                         uint64_t size_hint) {
+  std::string out;
+  out.reserve(static_cast<size_t>(size_hint));
+  char buf[1 << 16];
+  for (;;) {
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw Error("cannot read " + what + ": " + errno_str());
+    if (n == 0) break;
+    // A pipe, or a file that grew since the stat: still bounded.
+    if (out.size() + static_cast<size_t>(n) > limit)
+      throw Error(path + ": more than " + bytes_str(limit) + ", larger than the limit of " +
+                  bytes_str(limit) + " (set KILN_MAX_FILE_BYTES to raise it)");
+    out.append(buf, static_cast<size_t>(n));
+  }
+  return out;
+}
+
+}  // namespace
+
+void check_file_size(const std::string& path, std::string_view kind) {
   std::string what = (kind.empty() ? "" : std::string(kind) + " ") + "'" + path + "'";
-  uint64_t limit = max_file_bytes();
-  auto too_large = [&](uint64_t size, bool at_least) {
-    return Error(path + ": " + (at_least ? "more than " : "") + bytes_str(size) +
-                 ", larger than the limit of " + bytes_str(limit) + " (set KILN_MAX_FILE_BYTES to raise it)");
-  };
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) throw Error("cannot open " + what + ": " + errno_str());
   if (S_ISDIR(st.st_mode)) throw Error(path + ": is a folder, not a file");
   // A device (/dev/zero, /dev/random, a terminal) may never end.
   if (!S_ISREG(st.st_mode) && !S_ISFIFO(st.st_mode))
     throw Error(path + ": not a regular file (a device or socket); give a file");
+  uint64_t limit = max_file_bytes();
   if (S_ISREG(st.st_mode) && static_cast<uint64_t>(st.st_size) > limit)
-    throw too_large(static_cast<uint64_t>(st.st_size), false);
-  Fd f{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
-  if (f.fd < 0) throw Error("cannot open " + what + ": " + errno_str());
-  std::string out;
-  if (S_ISREG(st.st_mode)) out.reserve(static_cast<size_t>(st.st_size));
-  char buf[1 << 16];
-  for (;;) {
-    ssize_t n = ::read(f.fd, buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) throw Error("cannot read " + what + ": " + errno_str());
-    if (n == 0) break;
-    // A pipe, or a file that grew since the stat: still bounded.
-    if (out.size() + static_cast<size_t>(n) > limit) throw too_large(limit, true);
-    out.append(buf, static_cast<size_t>(n));
-  }
-  return out;
+    throw Error(path + ": " + bytes_str(static_cast<uint64_t>(st.st_size)) + ", larger than the limit of " +
+                bytes_str(limit) + " (set KILN_MAX_FILE_BYTES to raise it)");
 }
 
-void write_file(const std::string& path, std::string_view bytes) {
+std::string read_file(const std::string& path, std::string_view kind) {
+  std::string what = (kind.empty() ? "" : std::string(kind) + " ") + "'" + path + "'";
+  check_file_size(path, kind);
+  struct stat st {};
+  Fd f{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
+  if (f.fd < 0) throw Error("cannot open " + what + ": " + errno_str());
+  uint64_t hint = ::fstat(f.fd, &st) == 0 && S_ISREG(st.st_mode) ? static_cast<uint64_t>(st.st_size) : 0;
+  return read_bounded(f.fd, path, what, max_file_bytes(), hint);
+}
+
+std::string read_input(const std::string& path, std::string_view kind) {
+  if (path != "-") return read_file(path, kind);
+  if (::isatty(0))
+    throw Error(
+        "'-' reads " + (kind.empty() ? std::string("the input") : std::string(kind)) +
+        " from standard input, which is a terminal; pipe a file in (kiln ... - < FILE) or name the file");
+  return read_bounded(0, "standard input", "standard input", max_file_bytes(), 0);
+}
+
+void write_output(const std::string& path, std::string_view bytes) {
+  if (path != "-") return write_file(path, bytes);
+  std::fflush(stdout);  // what the program printed before comes first
+  if (!write_all(1, bytes)) throw Error("cannot write to standard output: " + errno_str());
+}
+
+void write_file(const std::string& path, std::string_view bytes, bool executable) {
   if (path.empty()) throw Error("cannot write a file with an empty name");
   struct stat st {};
   bool exists = ::stat(path.c_str(), &st) == 0;
@@ -165,7 +196,7 @@ void write_file(const std::string& path, std::string_view bytes) {
   for (int attempt = 0; f.fd < 0; ++attempt) {
     tmp = (dir == "/" ? "" : dir) + "/." + base + ".tmp-" + std::to_string(::getpid()) + "-" +
           std::to_string(counter++);
-    f.fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    f.fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, executable ? 0777 : 0666);
     if (f.fd < 0 && (errno != EEXIST || attempt > 100))
       throw Error("cannot write '" + path + "': cannot create a file in " + dir + ": " + errno_str());
   }

@@ -24,8 +24,20 @@ uint64_t max_file_bytes();
 std::string read_file(const std::string& path, std::string_view kind = {});
 
 // Writes `bytes` to `path` atomically (see above); throws kiln::Error naming
-// the path when it cannot.
-void write_file(const std::string& path, std::string_view bytes);
+// the path when it cannot. A new file is `executable` (mode 0777 less the
+// umask) when asked; an existing one keeps its mode.
+void write_file(const std::string& path, std::string_view bytes, bool executable = false);
+
+// What read_file checks before it reads: `path` exists, is a file or a pipe
+// (not a folder or a device) and is within max_file_bytes(). For readers that
+// take a part of a file (ONNX external data).
+void check_file_size(const std::string& path, std::string_view kind = {});
+
+// The command line's convention on top: "-" is standard input (read to the
+// same limit; a terminal is refused) and standard output. Any other path is
+// read_file / write_file.
+std::string read_input(const std::string& path, std::string_view kind = {});
+void write_output(const std::string& path, std::string_view bytes);
 
 // A byte count from an environment variable: `fallback` when unset, an Error
 // naming the variable when malformed. Shared by the size limits.

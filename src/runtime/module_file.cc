@@ -1,6 +1,8 @@
 // .kmod writer and loader.
 #include "runtime/module_file.h"
 
+#include <sys/stat.h>
+
 #include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -247,11 +249,18 @@ uint64_t write_kmod(const std::string& path, const Executable& exe) {
 
 Executable read_kmod(const std::string& path) { return decode_kmod(read_file(path), path); }
 
+bool is_kmod_bytes(std::string_view bytes) {
+  return bytes.size() >= sizeof kMagic && std::memcmp(bytes.data(), kMagic, sizeof kMagic) == 0;
+}
+
 bool is_kmod_file(const std::string& path) {
+  // Reading from a pipe would take its first bytes from whoever reads next.
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return false;
   std::ifstream in(path, std::ios::binary);
   char buf[8] = {};
   in.read(buf, 8);
-  return in.gcount() == 8 && std::memcmp(buf, kMagic, 8) == 0;
+  return in.gcount() == 8 && is_kmod_bytes(std::string_view(buf, 8));
 }
 
 }  // namespace kiln

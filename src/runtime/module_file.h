@@ -17,6 +17,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 
 #include "runtime/vm.h"
 
@@ -33,7 +34,10 @@ Executable decode_kmod(const std::string& bytes, const std::string& what);
 // Written atomically (runtime/file_io.h); returns the bytes written.
 uint64_t write_kmod(const std::string& path, const Executable& exe);
 Executable read_kmod(const std::string& path);
-// True when the file starts with the .kmod magic.
+// True when the file starts with the .kmod magic. Only a regular file is
+// looked at: a pipe is never read (its bytes belong to the reader after), so
+// a caller with a pipe reads it whole and asks is_kmod_bytes.
 bool is_kmod_file(const std::string& path);
+bool is_kmod_bytes(std::string_view bytes);
 
 }  // namespace kiln

@@ -8,6 +8,9 @@
 // link check of every import against the runtime ABI and the named
 // libraries. For Hexagon, exe links a static executable with a generated
 // harness and kiln's Hexagon runtime (run it with `kiln run --target`).
+#include <stdlib.h>
+
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <optional>
@@ -35,11 +38,38 @@ struct BuildOpts {
 };
 
 std::vector<tir::PrimFunc> read_prim_functions(const std::string& path) {
-  std::string text = read_file(path);
+  std::string text = read_input(path, "module");
   // A module may hold graph functions too; `build` compiles its prim functions.
   Module m = parse_module(text, path);
   KILN_CHECK(!m.prim_functions.empty(), path, " has no prim functions to build");
   return std::vector<tir::PrimFunc>(m.prim_functions.begin(), m.prim_functions.end());
+}
+
+// Text (ll, asm) is made in memory; binaries are made in a scratch folder
+// (the linker writes files) and copied. Either way the output is written by
+// write_file, atomically, and "-" is standard output.
+void emit(const std::vector<tir::PrimFunc>& funcs, codegen::EmitKind kind, const std::string& out,
+          const codegen::CodegenOptions& cg) {
+  if (kind == codegen::EmitKind::LLVMIR || kind == codegen::EmitKind::Assembly)
+    return write_output(out, codegen::emit_text(funcs, kind, cg));
+  std::error_code ec;
+  std::filesystem::path scratch = std::filesystem::temp_directory_path(ec);
+  if (ec) scratch = ".";
+  char name[] = "kiln-build-XXXXXX";
+  std::string dir = (scratch / name).string();
+  if (!::mkdtemp(dir.data())) throw Error("cannot create a scratch folder in " + scratch.string());
+  struct Remove {
+    std::string dir;
+    ~Remove() {
+      std::error_code ignored;
+      std::filesystem::remove_all(dir, ignored);
+    }
+  } remove{dir};
+  std::string made = dir + "/out";
+  codegen::emit_to_file(funcs, kind, made, cg);
+  std::string bytes = read_file(made);
+  if (out == "-") return write_output(out, bytes);
+  write_file(out, bytes, kind != codegen::EmitKind::Object);
 }
 
 int run_build(const BuildOpts& o) {
@@ -56,7 +86,7 @@ int run_build(const BuildOpts& o) {
   codegen::CodegenOptions cg;
   cg.target = target;
   cg.link_libs = o.link_libs;
-  codegen::emit_to_file(funcs, kind, o.output, cg);
+  emit(funcs, kind, o.output, cg);
   return 0;
 }
 
@@ -66,10 +96,11 @@ void add_build_command(CLI::App& app) {
   auto opts = std::make_shared<BuildOpts>();
   CLI::App* cmd =
       app.add_subcommand("build", "compile prim functions for the host or Hexagon with checked linking");
-  cmd->add_option("file", opts->input, "a .kir file of prim functions")->required();
+  cmd->add_option("file", opts->input, "a .kir file of prim functions (- reads it from standard input)")
+      ->required();
   cmd->add_option("--target", opts->target, "llvm (the host CPU) or hexagon-v66|v68|v69|v73 (HVX 128 B)");
   cmd->add_option("--emit", opts->emit, "ll, asm, obj, so (host) or exe (Hexagon static executable)");
-  cmd->add_option("-o,--output", opts->output, "output file")->required();
+  cmd->add_option("-o,--output,--out", opts->output, "output file (- for standard output)")->required();
   cmd->add_option("--link-lib", opts->link_libs,
                   "a library that may provide imports: a shared library (host) or an object file (Hexagon)");
   cmd->add_option("--vtcm-capacity", opts->vtcm_capacity,

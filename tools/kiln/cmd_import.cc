@@ -5,8 +5,11 @@
 #include <iostream>
 
 #include "commands.h"
+#include "frontend/load_model.h"
 #include "frontend/onnx/importer.h"
 #include "ir/text.h"
+#include "module_output.h"
+#include "runtime/file_io.h"
 
 namespace kiln::cli {
 
@@ -23,8 +26,10 @@ struct ImportArgs {
 void add_import_command(CLI::App& app) {
   auto args = std::make_shared<ImportArgs>();
   auto* cmd = app.add_subcommand("import", "Import an ONNX model into kiln IR text (.kir + .npz weights)");
-  cmd->add_option("model", args->model, "ONNX model (.onnx)");
-  cmd->add_option("-o,--output", args->output, "Output .kir file (default: print the IR to stdout)");
+  cmd->add_option("model", args->model, "ONNX model (.onnx; - reads it from standard input)");
+  cmd->add_option("-o,--output,--out", args->output,
+                  "Output .kir file, weights beside it in a .npz (default: print the IR; -: print it with "
+                  "every constant inline, to parse back)");
   cmd->add_option("--input-shape", args->input_shapes,
                   "Bind an input's symbolic dimensions: NAME=D0,D1,... by its ONNX name (repeatable)");
   cmd->add_option("--inline-limit", args->inline_limit,
@@ -41,13 +46,12 @@ void add_import_command(CLI::App& app) {
     ImportOptions opts;
     opts.inline_limit = args->inline_limit;
     for (const auto& f : args->input_shapes) parse_input_shape_flag(f, opts);
-    Module m = import_onnx(args->model, opts);
-    if (args->output.empty()) {
-      std::cout << print_module(m);
-      return;
-    }
-    save_module(m, args->output, args->inline_limit);
-    std::cerr << "wrote " << args->output << "\n";
+    Module m = is_stream_path(args->model)
+                   ? import_onnx_bytes(read_input(args->model, "ONNX model"),
+                                       args->model == "-" ? "standard input" : args->model, opts, ".")
+                   : import_onnx(args->model, opts);
+    write_module_output(m, args->output, args->inline_limit);
+    if (!args->output.empty() && args->output != "-") std::cerr << "wrote " << args->output << "\n";
   });
 }
 

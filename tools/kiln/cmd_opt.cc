@@ -9,6 +9,8 @@
 
 #include "commands.h"
 #include "ir/text.h"
+#include "module_output.h"
+#include "runtime/file_io.h"
 #include "tir/transform/passes.h"
 #include "transform/pass.h"
 
@@ -22,9 +24,12 @@ void add_opt_command(CLI::App& app) {
     bool print_after_all = false;
     bool time_passes = false;
     bool list = false;
+    std::string output;
   };
   auto o = std::make_shared<Opts>();
-  cmd->add_option("model", o->model, "Model file (.kir)");
+  cmd->add_option("model", o->model, "Model file (.kir; - reads it from standard input)");
+  cmd->add_option("-o,--output,--out", o->output,
+                  "Write the module to FILE.kir (-: to standard output, every constant inline)");
   cmd->add_option("--passes", o->passes, "Comma-separated pass names, run in order")->delimiter(',');
   cmd->add_flag("--print-after-all", o->print_after_all, "Print the module after each pass that changed it");
   cmd->add_flag("--time-passes", o->time_passes, "Print the time each pass took");
@@ -36,7 +41,8 @@ void add_opt_command(CLI::App& app) {
       return;
     }
     if (o->model.empty()) throw CLI::RequiredError("model");
-    Module m = load_module(o->model);
+    Module m =
+        o->model == "-" ? parse_module(read_input("-", "model"), "standard input") : load_module(o->model);
     PipelineOptions popts;
     popts.print_after_all = o->print_after_all;
     popts.time_passes = o->time_passes;
@@ -63,7 +69,7 @@ void add_opt_command(CLI::App& app) {
       if (o->print_after_all) std::cerr << "# IR after " << spec << "\n" << print_module(m) << "\n";
     }
     flush();
-    std::cout << print_module(m);
+    write_module_output(m, o->output);
   });
 }
 

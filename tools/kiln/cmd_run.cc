@@ -247,8 +247,8 @@ std::vector<Tensor> run_on_vm(Executable exe, const RunOpts& o, std::string* fai
   ro.verify = o.verify;
   ro.tolerance = {o.atol, o.rtol};
   RunResult run = vm.run(args, ro);
-  if (!o.dispatch_log.empty()) write_file(o.dispatch_log, dispatch_log(run.events));
-  if (!o.profile.empty()) write_file(o.profile, chrome_trace(run.events));
+  if (!o.dispatch_log.empty()) write_output(o.dispatch_log, dispatch_log(run.events));
+  if (!o.profile.empty()) write_output(o.profile, chrome_trace(run.events));
   int kernels = 0, kernels_ok = 0;
   std::string first_divergent;
   for (const auto& c : run.checks) {
@@ -276,7 +276,7 @@ std::vector<Tensor> run_on_vm(Executable exe, const RunOpts& o, std::string* fai
     if (!o.profile.empty()) {
       VirtualMachine::RunOptions warm;
       warm.record_events = true;
-      write_file(o.profile, chrome_trace(vm.run(args, warm).events));
+      write_output(o.profile, chrome_trace(vm.run(args, warm).events));
     }
   }
   return std::move(run.outputs);
@@ -286,6 +286,24 @@ void check_vm_flags(const RunOpts& o, bool on_vm) {
   if (on_vm) return;
   if (!o.flags.options.empty() || o.flags.strict || o.flags.lift_constants)
     throw Error("--option, --strict and --lift-constants need --backend");
+}
+
+// Creates the --output folder; false when nothing is to be written: no
+// --output, or a device such as /dev/null (the outputs are printed only).
+bool make_output_folder(const std::string& dir) {
+  if (dir.empty()) return false;
+  if (dir == "-")
+    throw Error(
+        "kiln run --output names a folder for the output .npy files; '-' (standard output) is not one");
+  std::error_code ec;
+  std::filesystem::file_status st = std::filesystem::status(dir, ec);
+  if (!ec && std::filesystem::is_character_file(st)) return false;
+  if (std::filesystem::exists(st) && !std::filesystem::is_directory(st))
+    throw Error("kiln run --output " + dir +
+                ": not a folder; the outputs are written as DIR/output_0.npy, ...");
+  std::filesystem::create_directories(dir, ec);
+  if (ec) throw Error("cannot create output folder " + dir + ": " + ec.message());
+  return true;
 }
 
 // A prim function: inputs for the buffers it reads (files, or random with a
@@ -319,15 +337,11 @@ void run_prim(const tir::PrimFunc& f, const RunOpts& o) {
   std::cout << "@" << f->name << " on " << ro.target.name << "\n";
   std::cout << "VTCM pool (" << (ro.target.is_hexagon() ? "Hexagon runtime" : "host runtime")
             << "): " << r.vtcm_pool << "\n";
-  if (!o.out_dir.empty()) {
-    std::error_code ec;
-    std::filesystem::create_directories(o.out_dir, ec);
-    if (ec) throw Error("cannot create output folder " + o.out_dir + ": " + ec.message());
-  }
+  bool write = make_output_folder(o.out_dir);
   for (const auto& [name, t] : r.outputs) {
     std::cout << name << ": " << tensor_summary(t) << "\n";
     if (t.numel() <= o.print_limit) print_values(t);
-    if (!o.out_dir.empty()) write_npy(o.out_dir + "/" + name + ".npy", t);
+    if (write) write_npy(o.out_dir + "/" + name + ".npy", t);
   }
 }
 
@@ -343,22 +357,18 @@ tir::PrimFunc find_prim_entry(const Module& m, const std::string& entry) {
 // Prints the outputs by index and model name; with --out, writes each as
 // output_<i>.npy and <file_stem(name)>.npy, and outputs.json listing them.
 void write_outputs(const std::vector<Tensor>& outs, const ModelNames& names, const RunOpts& o) {
-  if (!o.out_dir.empty()) {
-    std::error_code ec;
-    std::filesystem::create_directories(o.out_dir, ec);
-    if (ec) throw Error("cannot create output folder " + o.out_dir + ": " + ec.message());
-  }
+  bool write = make_output_folder(o.out_dir);
   std::vector<OutputFiles> files = output_files(names, outs.size());
   for (size_t i = 0; i < outs.size(); ++i) {
     std::string name = "output_" + std::to_string(i);
     if (i < names.outputs.size() && names.outputs[i] != name) name += " " + quote_string(names.outputs[i]);
     std::cout << name << ": " << tensor_summary(outs[i]) << "\n";
     if (outs[i].numel() <= o.print_limit) print_values(outs[i]);
-    if (o.out_dir.empty()) continue;
+    if (!write) continue;
     write_npy(o.out_dir + "/" + files[i].index_file, outs[i]);
     if (!files[i].named_file.empty()) write_npy(o.out_dir + "/" + files[i].named_file, outs[i]);
   }
-  if (!o.out_dir.empty()) write_file(o.out_dir + "/outputs.json", outputs_json(names, files, outs));
+  if (write) write_file(o.out_dir + "/outputs.json", outputs_json(names, files, outs));
 }
 
 void run(const RunOpts& o) {
@@ -366,27 +376,31 @@ void run(const RunOpts& o) {
   ModelNames names;
   std::string failure;  // of --verify
   bool vm_flags = !o.dispatch_log.empty() || !o.profile.empty() || o.verify;
-  if (is_kmod_file(o.model)) {
+  // "-" and pipes are read once, whole, and told apart by their content.
+  std::optional<std::string> streamed;
+  if (is_stream_path(o.model)) streamed = read_input(o.model, "model");
+  std::string what = o.model == "-" ? "standard input" : o.model;
+  if (streamed ? is_kmod_bytes(*streamed) : is_kmod_file(o.model)) {
     if (!o.target.empty())
-      throw Error(o.model + " is compiled already; --target is for prim functions in .kir files");
+      throw Error(what + " is compiled already; --target is for prim functions in .kir files");
     if (!o.flags.backends.empty())
-      throw Error(o.model +
-                  " is compiled already; its backends were chosen by `kiln compile` (drop --backend)");
+      throw Error(what + " is compiled already; its backends were chosen by `kiln compile` (drop --backend)");
     if (!o.flags.input_shapes.empty())
-      throw Error(o.model +
+      throw Error(what +
                   " is compiled already; its input shapes were fixed by `kiln compile` (drop --input-shape)");
     if (!o.flags.options.empty())
-      throw Error(o.model +
+      throw Error(what +
                   " is compiled already; its backend options were fixed by `kiln compile` (drop --option)");
-    Executable exe = read_kmod(o.model);
+    Executable exe = streamed ? decode_kmod(*streamed, what) : read_kmod(o.model);
     if (!exe.offload_summary.empty()) std::cout << "offload: " << exe.offload_summary << "\n";
     names = exe.names;
     outs = run_on_vm(std::move(exe), o, &failure);
   } else {
-    Module m = load_model(o.model, o.flags.import_options());
+    Module m = streamed ? load_model_bytes(*streamed, what, o.flags.import_options())
+                        : load_model(o.model, o.flags.import_options());
     if (tir::PrimFunc prim = find_prim_entry(m, o.entry)) return run_prim(prim, o);
     const FunctionNode* fn = m.find(o.entry);
-    if (!fn) throw Error(o.model + ": no function @" + o.entry + " to run (use --entry NAME)");
+    if (!fn) throw Error(what + ": no function @" + o.entry + " to run (use --entry NAME)");
     check_vm_flags(o, !o.flags.backends.empty());
     if (o.interpret) {
       if (!o.flags.backends.empty() || vm_flags || o.repeat > 0)
@@ -419,13 +433,15 @@ void add_run_command(CLI::App& app) {
   auto* cmd =
       app.add_subcommand("run", "Run a model on the reference interpreter, or on backends through the VM");
   auto o = std::make_shared<RunOpts>();
-  cmd->add_option("model", o->model, "Model file (.kir, .onnx or a compiled .kmod)")->required();
+  cmd->add_option("model", o->model,
+                  "Model file (.kir, .onnx or a compiled .kmod; - reads it from standard input)")
+      ->required();
   cmd->add_option(
       "--input,-i", o->inputs,
       "NAME=FILE.npy for an input of the entry function: the model's own (ONNX) name or kiln's %NAME");
   cmd->add_option("--random-inputs", o->seed, "Fill inputs not given with random values from SEED")
       ->check(kUnsigned64);
-  cmd->add_option("--out,-o", o->out_dir,
+  cmd->add_option("-o,--output,--out", o->out_dir,
                   "Write DIR/output_0.npy, output_1.npy, ... (tuples flattened), each also under its model "
                   "(ONNX) name, and DIR/outputs.json listing them");
   cmd->add_option("--entry", o->entry, "Function to run")->capture_default_str();
@@ -439,10 +455,12 @@ void add_run_command(CLI::App& app) {
                   "After the run, time N more runs (after a warm-up) and print the median and "
                   "minimum latency")
       ->check(kNonNegative);
-  cmd->add_option("--dispatch-log", o->dispatch_log, "Write one JSON line per backend dispatch");
+  cmd->add_option("--dispatch-log", o->dispatch_log,
+                  "Write one JSON line per backend dispatch (- for standard output)");
   cmd->add_option(
       "--profile", o->profile,
-      "Write a Chrome trace (Perfetto) with host and backend tracks (with --repeat: of a warm run)");
+      "Write a Chrome trace (Perfetto) with host and backend tracks (with --repeat: of a warm run; - for "
+      "standard output)");
   cmd->add_flag("--verify", o->verify,
                 "Also run every offloaded function on the reference kernels and compare");
   cmd->add_option("--atol", o->atol, "--verify: absolute tolerance")

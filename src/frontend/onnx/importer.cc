@@ -16,6 +16,8 @@
 #include "onnx/defs/schema.h"
 #include "runtime/file_io.h"
 
+#include <google/protobuf/io/coded_stream.h>
+
 namespace kiln {
 
 using namespace onnx_import;
@@ -52,10 +54,44 @@ int64_t default_opset(const onnx::ModelProto& model, const std::string& what) {
 
 // ONNX's own checker, when the installed library knows the model's opset
 // (it rejects opsets newer than itself, which kiln's converters still read).
+// ONNX's checker looks for external data files relative to the current
+// folder (check_model(ModelProto) takes no model folder), and kiln reads them
+// itself, within the file size limit (onnx_tensor.cc). So the checker is
+// shown a copy in which each external initializer is a graph input of the
+// same type.
+onnx::ModelProto without_external_data(const onnx::ModelProto& model) {
+  onnx::ModelProto copy = model;
+  auto* inits = copy.mutable_graph()->mutable_initializer();
+  for (int i = inits->size() - 1; i >= 0; --i) {
+    const onnx::TensorProto& t = inits->Get(i);
+    if (t.data_location() != onnx::TensorProto_DataLocation_EXTERNAL) continue;
+    bool listed = false;
+    for (const auto& in : copy.graph().input()) listed = listed || in.name() == t.name();
+    if (!listed) {
+      auto* in = copy.mutable_graph()->add_input();
+      in->set_name(t.name());
+      auto* tt = in->mutable_type()->mutable_tensor_type();
+      tt->set_elem_type(t.data_type());
+      for (int64_t d : t.dims()) tt->mutable_shape()->add_dim()->set_dim_value(d);
+    }
+    inits->DeleteSubrange(i, 1);
+  }
+  return copy;
+}
+
+bool has_external_data(const onnx::ModelProto& model) {
+  for (const auto& t : model.graph().initializer())
+    if (t.data_location() == onnx::TensorProto_DataLocation_EXTERNAL) return true;
+  return false;
+}
+
 void run_checker(const onnx::ModelProto& model, int64_t opset, const std::string& what) {
   if (opset > newest_known_opset()) return;
   try {
-    onnx::checker::check_model(model);
+    if (has_external_data(model))
+      onnx::checker::check_model(without_external_data(model));
+    else
+      onnx::checker::check_model(model);
   } catch (const std::exception& e) {
     std::string msg = e.what();
     throw Error(what + ": not a valid ONNX model (ONNX checker): " + msg);
@@ -173,15 +209,44 @@ std::vector<Var> bind_inputs(const onnx::GraphProto& graph, const std::set<std::
   return params;
 }
 
+// Parses `bytes` with protobuf's nesting limit set to `depth` messages.
+bool parse_model(const std::string& bytes, int depth, onnx::ModelProto& model) {
+  google::protobuf::io::CodedInputStream in(reinterpret_cast<const uint8_t*>(bytes.data()),
+                                            static_cast<int>(bytes.size()));
+  in.SetRecursionLimit(depth);
+  return model.ParseFromCodedStream(&in) && in.ConsumedEntireMessage();
+}
+
+// Protobuf reads at most this many nested messages. Each If, Loop or Scan
+// body is three levels deeper (node, attribute, graph).
+constexpr int kProtobufDepth = 100;
+
+// The model, or an Error that says why it cannot be read: not protobuf, or
+// subgraphs nested deeper than protobuf reads (told apart by parsing again
+// with a deeper limit, which only a too-deep model passes).
+onnx::ModelProto parse_model_proto(const std::string& bytes, const std::string& what) {
+  if (bytes.empty()) throw Error(what + ": the file is empty, not an ONNX model");
+  if (bytes.size() > static_cast<size_t>(INT32_MAX))
+    throw Error(what + ": " + bytes_str(bytes.size()) + "; protobuf reads ONNX models of less than 2 GiB " +
+                "(store the weights as external data)");
+  onnx::ModelProto model;
+  if (parse_model(bytes, kProtobufDepth, model)) return model;
+  onnx::ModelProto deeper;
+  if (parse_model(bytes, 20 * kProtobufDepth, deeper))
+    throw Error(what +
+                ": the model nests subgraphs (If, Loop or Scan bodies) deeper than protobuf's limit of " +
+                std::to_string(kProtobufDepth) +
+                " nested messages, about 33 levels of subgraphs; flatten the nesting (e.g. fold the If "
+                "conditions that are constants) before importing");
+  throw Error(what +
+              ": not an ONNX model (protobuf parse failed; is the file truncated or of another format?)");
+}
+
 }  // namespace
 
 Module import_onnx_bytes(const std::string& bytes, const std::string& what, const ImportOptions& opts,
                          const std::string& base_dir) {
-  onnx::ModelProto model;
-  if (bytes.empty()) throw Error(what + ": the file is empty, not an ONNX model");
-  if (!model.ParseFromString(bytes))
-    throw Error(what +
-                ": not an ONNX model (protobuf parse failed; is the file truncated or of another format?)");
+  onnx::ModelProto model = parse_model_proto(bytes, what);
   if (!model.has_graph()) throw Error(what + ": the ONNX model has no graph");
   int64_t opset = default_opset(model, what);
   if (opset < kMinOpset || opset > kMaxOpset) {
@@ -273,10 +338,8 @@ Module import_onnx_bytes(const std::string& bytes, const std::string& what, cons
 }
 
 ModelNames onnx_model_names(const std::string& path) {
-  onnx::ModelProto model;
-  std::string bytes = read_file(path, "ONNX model");
-  if (bytes.empty() || !model.ParseFromString(bytes) || !model.has_graph())
-    throw Error(path + ": not an ONNX model (protobuf parse failed, or no graph)");
+  onnx::ModelProto model = parse_model_proto(read_file(path, "ONNX model"), path);
+  if (!model.has_graph()) throw Error(path + ": the ONNX model has no graph");
   const onnx::GraphProto& graph = model.graph();
   std::set<std::string> initializers;
   for (const auto& init : graph.initializer()) initializers.insert(init.name());

@@ -83,15 +83,19 @@ static std::string read_external(const onnx::TensorProto& t, const std::string& 
     throw Error(tensor_what(t) + ": external data location '" + location +
                 "' must be a relative path inside the model's folder");
   std::string path = base_dir.empty() ? location : base_dir + "/" + location;
+  try {
+    check_file_size(path, "external data file");  // not a device, not over KILN_MAX_FILE_BYTES
+  } catch (const Error& e) {
+    throw Error(tensor_what(t) + ": " + e.message());
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) throw Error(tensor_what(t) + ": cannot open external data file '" + path + "'");
   in.seekg(0, std::ios::end);
   int64_t size = in.tellg();
   if (length < 0) length = size - offset;
   if (offset < 0 || length < 0 || offset > size || length > size - offset)
-    throw Error(tensor_what(t) + ": external data range [" + std::to_string(offset) + ", " +
-                std::to_string(offset + length) + ") is outside '" + path + "' (" + std::to_string(size) +
-                " bytes)");
+    throw Error(tensor_what(t) + ": external data of " + std::to_string(length) + " bytes at offset " +
+                std::to_string(offset) + " is outside '" + path + "' (" + std::to_string(size) + " bytes)");
   if (static_cast<uint64_t>(length) != nbytes)
     throw Error(tensor_what(t) + ": external data has " + std::to_string(length) +
                 " bytes but its shape needs " + std::to_string(nbytes));
