@@ -14,7 +14,6 @@ Executable build_executable(const Module& partitioned, const std::string& entry,
   Executable exe;
   GraphLowering state;
   exe.host = lower_to_graph(m, *m.find(entry), entry, state);
-  exe.constants = std::move(state.constants);
   // Backends in the order their first function appears in the module.
   for (const auto& f : m.functions) {
     if (!f->attrs.has("Codegen")) continue;
@@ -30,14 +29,22 @@ Executable build_executable(const Module& partitioned, const std::string& entry,
         for (const auto& [k, v] : it->second) part->options[k] = v;
     }
     const std::string& symbol = f->attrs.get_string("global_symbol");
-    part->functions.push_back({symbol, artifacts.at(backend).artifacts.at(symbol)});
+    // The reference graph for --verify, unless the artifact is that graph.
+    std::string graph = graph_to_json(lower_to_graph(m, *f, symbol, state));
+    const std::string& artifact = artifacts.at(backend).artifacts.at(symbol);
+    part->functions.push_back({symbol, artifact, graph == artifact ? "" : graph});
   }
+  auto add_constant = [&](const std::string& name, const Tensor& t) {
+    auto [it, fresh] = exe.constants.emplace(name, t);
+    KILN_CHECK(fresh || it->second.bitwise_equal(t), "build: two different constants are named '", name, "'");
+  };
+  exe.constants = state.constants;
   for (auto& [backend, a] : artifacts)
-    for (auto& [name, t] : a.constants) {
-      auto [it, fresh] = exe.constants.emplace(name, t);
-      KILN_CHECK(fresh || it->second.bitwise_equal(t), "build: two different constants are named '", name,
-                 "'");
-    }
+    for (auto& [name, t] : a.constants) add_constant(name, t);
+  // Constants a codegen made that no graph reads (a DSP executable) go to its init by name.
+  for (auto& part : exe.backends)
+    for (const auto& [name, t] : artifacts.at(part.backend).constants)
+      if (!state.constants.count(name)) part.constants.push_back(name);
   return exe;
 }
 

@@ -67,6 +67,9 @@ void check_codegen_options(const RunCodegenOptions& o, const std::vector<std::st
       c->check_options(o.for_backend(b));
 }
 
-void register_all_backends(PatternRegistry& patterns) { register_example_npu(patterns); }
+void register_all_backends(PatternRegistry& patterns) {
+  register_example_npu(patterns);
+  register_hexagon(patterns);
+}
 
 }  // namespace kiln

@@ -65,10 +65,11 @@ void check_codegen_options(const RunCodegenOptions& o, const std::vector<std::st
 // "example_npu, ...": the registered backends, for messages.
 std::string registered_backends();
 
-// Registers the built-in backends' patterns and codegens (example_npu).
+// Registers the built-in backends' patterns and codegens (example_npu, hexagon).
 void register_all_backends(PatternRegistry& patterns);
 
 // Each backend's entry point, called from register_all_backends.
 void register_example_npu(PatternRegistry& patterns);
+void register_hexagon(PatternRegistry& patterns);
 
 }  // namespace kiln

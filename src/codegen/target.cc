@@ -33,6 +33,7 @@ Target host_target() {
 }
 
 schedule::CpuTarget schedule_target(const Target& t) {
+  if (t.is_hexagon()) return {t.vector_bytes, 32, t.vtcm_capacity};
   return {t.vector_bytes, t.vector_bytes >= 64 ? 32 : 16};
 }
 

@@ -132,8 +132,10 @@ std::optional<tir::PrimFunc> lower_kernel(const KernelSpec& spec, std::string* w
                                           const schedule::CpuTarget& cpu = schedule::host_cpu_target());
 
 // Whether one op instance can be lowered; the reason when it cannot.
+// Scheduled for `cpu` (a DSP's scratchpad tiles can be what does not fit).
 std::optional<std::string> why_not_lowered(const std::string& op, const std::vector<TensorDesc>& in,
-                                           const std::vector<TensorDesc>& out, const Attrs& attrs);
+                                           const std::vector<TensorDesc>& out, const Attrs& attrs,
+                                           const schedule::CpuTarget& cpu = schedule::host_cpu_target());
 
 // ---------------------------------------------------------------- helpers for definitions
 

@@ -4,6 +4,7 @@
 
 #include "lower/lower.h"
 #include "schedule/schedule.h"
+#include "tir/transform/passes.h"
 
 namespace kiln::lower {
 
@@ -211,21 +212,48 @@ std::optional<tir::PrimFunc> lower_kernel(const KernelSpec& spec, std::string* w
     seen.insert(t.get());
     outputs.push_back(t);
   }
-  te::Schedule s(outputs);
-  for (const auto& st : s.stages()) {
-    const te::TensorNode& t = *st->tensor();
-    if (!t.is_placeholder() && !st->is_output() && t.reduction.kind == te::ReduceKind::None &&
-        !materialized.count(&t))
-      st->compute_inline();
-  }
-  schedule::apply_default_schedule(s, anchors, cpu);
+  auto make_schedule = [&] {
+    te::Schedule s(outputs);
+    for (const auto& st : s.stages()) {
+      const te::TensorNode& t = *st->tensor();
+      if (!t.is_placeholder() && !st->is_output() && t.reduction.kind == te::ReduceKind::None &&
+          !materialized.count(&t))
+        st->compute_inline();
+    }
+    return s;
+  };
   std::vector<te::Tensor> args = params;
   args.insert(args.end(), outputs.begin(), outputs.end());
-  return te::lower(s, args, spec.name);
+  if (!cpu.scratchpad_bytes) {
+    te::Schedule s = make_schedule();
+    schedule::apply_default_schedule(s, anchors, cpu);
+    return te::lower(s, args, spec.name);
+  }
+  // A scratchpad target: the largest tiles whose working set fits half the
+  // scratchpad (the other half is left for double buffering and other kernels' tiles).
+  uint64_t smallest = 0;
+  for (int level = 0;; ++level) {
+    te::Schedule s = make_schedule();
+    tir::PrimFunc f;
+    try {
+      if (!schedule::apply_scratchpad_schedule(s, cpu, level)) break;
+      f = te::lower(s, args, spec.name);
+    } catch (const Error& e) {
+      if (why) *why = "its tiles could not be scheduled into VTCM: " + e.message();
+      return std::nullopt;
+    }
+    smallest = tir::scratchpad_peak_bytes(*f);
+    if (smallest <= cpu.scratchpad_bytes / 2) return f;
+  }
+  if (why)
+    *why = "its working set cannot be tiled into VTCM: the smallest tiles need " + std::to_string(smallest) +
+           " bytes, more than half of the target's " + std::to_string(cpu.scratchpad_bytes);
+  return std::nullopt;
 }
 
 std::optional<std::string> why_not_lowered(const std::string& op, const std::vector<TensorDesc>& in,
-                                           const std::vector<TensorDesc>& out, const Attrs& attrs) {
+                                           const std::vector<TensorDesc>& out, const Attrs& attrs,
+                                           const schedule::CpuTarget& cpu) {
   KernelSpec spec;
   spec.name = "probe";
   spec.params = in;
@@ -234,7 +262,7 @@ std::optional<std::string> why_not_lowered(const std::string& op, const std::vec
   spec.ops.push_back(k);
   for (size_t o = 0; o < out.size(); ++o) spec.outputs.push_back({0, int(o)});
   std::string why;
-  if (lower_kernel(spec, &why)) return std::nullopt;
+  if (lower_kernel(spec, &why, cpu)) return std::nullopt;
   return why;
 }
 

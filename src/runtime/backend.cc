@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "backends/example_npu/runtime/npu_runtime.h"
+#include "backends/hexagon/runtime/hexagon_runtime.h"
 
 namespace kiln {
 
@@ -25,6 +26,7 @@ void ensure_builtins() {
 // Writes the map directly: it runs inside ensure_builtins' call_once.
 void register_builtin_backend_runtimes() {
   factories()["example_npu"] = [] { return example_npu::make_runtime(); };
+  factories()["hexagon"] = [] { return hexagon::make_runtime(); };
 }
 
 void register_backend_runtime(const std::string& name, BackendRuntimeFactory factory) {
@@ -65,6 +67,7 @@ std::string DispatchEvent::to_json() const {
   j["fused"] = fused;
   j["bytes_per_tier"] = bytes_per_tier;
   j["cycles"] = cycles;
+  if (!counters.empty()) j["counters"] = counters;
   j["duration_us"] = duration_us;
   return j.dump();
 }

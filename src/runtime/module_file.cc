@@ -68,8 +68,12 @@ std::string encode_kmod(const Executable& exe) {
   json backends = json::array();
   for (const auto& b : exe.backends) {
     json jb{{"backend", b.backend}, {"options", b.options}, {"functions", json::array()}};
-    for (const auto& f : b.functions)
-      jb["functions"].push_back({{"symbol", f.symbol}, {"artifact", f.artifact}});
+    for (const auto& f : b.functions) {
+      json jf{{"symbol", f.symbol}, {"artifact", f.artifact}};
+      if (!f.graph.empty()) jf["graph"] = f.graph;
+      jb["functions"].push_back(jf);
+    }
+    if (!b.constants.empty()) jb["constants"] = b.constants;
     backends.push_back(jb);
   }
   json names = json::array();
@@ -177,7 +181,9 @@ Executable decode_kmod(const std::string& bytes, const std::string& what) {
       b.backend = jb.at("backend").get<std::string>();
       b.options = jb.at("options").get<std::map<std::string, std::string>>();
       for (const auto& f : jb.at("functions"))
-        b.functions.push_back({f.at("symbol").get<std::string>(), f.at("artifact").get<std::string>()});
+        b.functions.push_back({f.at("symbol").get<std::string>(), f.at("artifact").get<std::string>(),
+                               f.value("graph", std::string())});
+      b.constants = jb.value("constants", std::vector<std::string>());
       exe.backends.push_back(std::move(b));
     }
     if (listed.size() != exe.backends.size())

@@ -33,6 +33,7 @@ std::string chrome_trace(const std::vector<DispatchEvent>& events) {
       args["tiles"] = e.tiles;
       args["fused"] = e.fused;
       args["bytes_per_tier"] = e.bytes_per_tier;
+      for (const auto& [k, v] : e.counters) args[k] = v;
     }
     trace.push_back({{"name", e.node + " (" + e.op + ")"},
                      {"cat", e.backend},

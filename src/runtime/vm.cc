@@ -34,8 +34,15 @@ VirtualMachine::VirtualMachine(Executable exe) : exe_(std::move(exe)) {
                   "', which this runtime does not have (it has: " + known + ")");
     }
     std::map<std::string, Tensor> constants;
+    for (const auto& name : part.constants) {
+      auto it = exe_.constants.find(name);
+      KILN_CHECK(it != exe_.constants.end(), "module: constant '", name, "' of backend ", part.backend,
+                 " is missing");
+      constants[name] = it->second;
+    }
     for (const auto& f : part.functions) {
-      Graph g = graph_from_json(f.artifact, part.backend + " function " + f.symbol);
+      Graph g =
+          graph_from_json(f.graph.empty() ? f.artifact : f.graph, part.backend + " function " + f.symbol);
       for (const auto& c : g.constants) {
         auto it = exe_.constants.find(c.name);
         KILN_CHECK(it != exe_.constants.end(), "module: constant '", c.name, "' of ", f.symbol,

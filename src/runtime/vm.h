@@ -28,6 +28,9 @@ struct BackendPart {
   std::string backend;
   std::map<std::string, std::string> options;  // codegen options, given to init
   std::vector<BackendFunction> functions;
+  // Module constants the codegen added besides those its graphs read (a
+  // DSP executable), given to init too.
+  std::vector<std::string> constants = {};
 };
 
 // Where intermediate values live: offsets into one arena, planned at compile

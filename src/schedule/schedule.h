@@ -16,9 +16,14 @@ namespace kiln::schedule {
 // The CPU a schedule is for: the width and number of its vector registers
 // (AVX-512: 64 bytes, 32 registers; AVX2: 32, 16; SSE: 16, 16). The
 // compile pipeline takes it from its target (codegen::Target).
+//
+// A DSP with a scratchpad (Hexagon: scratchpad_bytes = its VTCM) gets the
+// scratchpad schedule instead (scratchpad_schedule.cc): one thread, the
+// working set tiled into the scratchpad, float kernels scalar.
 struct CpuTarget {
   int vector_bytes = 32;
   int vector_registers = 16;
+  uint64_t scratchpad_bytes = 0;
   int64_t float32_lanes() const { return vector_bytes / 4; }
 };
 // The machine's own.
@@ -49,6 +54,7 @@ struct AnchorTile {
 // `rows` rounded up to whole such blocks (1024 rows with AVX2: 1026, in
 // tiles of 6 rows by 16 columns rather than 4; the extra rows read a
 // clamped index and are never stored).
+// A scratchpad target (no register tiles) keeps `rows`.
 int64_t tile_rows(const CpuTarget& cpu, int64_t rows, int64_t cols);
 
 // Register-tiles `a` when the schedule's only output is `a` or an
@@ -57,6 +63,14 @@ int64_t tile_rows(const CpuTarget& cpu, int64_t rows, int64_t cols);
 // The tiled stages are marked done in `done`.
 bool tile_anchor(tir::te::Schedule& s, const AnchorTile& a, const CpuTarget& cpu,
                  std::vector<const tir::te::Stage*>& done);
+
+// A DSP's schedule (scratchpad_schedule.cc): the kernel's output computed
+// tile by tile, each tile's inputs copied into the scratchpad (cache_read
+// at the tile loop) and its result computed there (cache_write). `level`
+// picks the tile size, 0 the whole output, each level about half the last;
+// false when the tiles cannot get smaller. The caller lowers the levels in
+// order and keeps the first whose scratchpad peak fits.
+bool apply_scratchpad_schedule(tir::te::Schedule& s, const CpuTarget& cpu, int level);
 
 // Schedules every computed (not inlined) stage of `s`: anchors in register
 // tiles where they can be, everything else by the rules above.

@@ -79,6 +79,7 @@ int64_t column_vectors(const CpuTarget& cpu, int64_t cb) {
 }  // namespace
 
 int64_t tile_rows(const CpuTarget& cpu, int64_t rows, int64_t cols) {
+  if (cpu.scratchpad_bytes) return rows;
   const int64_t limit = row_block_limit(cpu, column_vectors(cpu, column_block(cpu, cols)));
   if (rows <= limit) return rows;
   // Useful rows per tile: whole blocks of `limit` (the last one partly

@@ -58,7 +58,10 @@ struct DispatchEvent {
   int64_t tiles = 1;
   bool fused = false;
   std::map<std::string, int64_t> bytes_per_tier;
-  int64_t cycles = 0;   // modelled device cycles (0 for host ops)
+  int64_t cycles = 0;  // modelled device cycles (0 for host ops)
+  // A backend's own figures ("vtcm_high_water_bytes" -> 36864), shown in
+  // traces and dispatch logs.
+  std::map<std::string, int64_t> counters;
   double start_us = 0;  // wall clock, relative to the run's start
   double duration_us = 0;
 
@@ -71,6 +74,9 @@ using NodeObserver = std::function<void(const std::string& node, const Tensor& v
 struct BackendFunction {
   std::string symbol;
   std::string artifact;  // what the backend's codegen produced
+  // The function as a kiln.graph, which --verify runs on the reference
+  // kernels; empty when the artifact is that graph.
+  std::string graph = {};
 };
 
 class BackendRuntime {

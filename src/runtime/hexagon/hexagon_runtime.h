@@ -11,4 +11,7 @@ int kiln_hexagon_init_vtcm(uint64_t capacity);
 /* The pool, or NULL before kiln_hexagon_init_vtcm. */
 const kiln_vtcm_pool* kiln_hexagon_vtcm_pool(void);
 
+/* The DSP session's server on stdin/stdout (serve.c); the process's exit status. */
+int kiln_hexagon_serve(void);
+
 #endif /* KILN_RUNTIME_HEXAGON_HEXAGON_RUNTIME_H_ */

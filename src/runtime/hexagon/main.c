@@ -1,6 +1,7 @@
 /* The Hexagon executable's entry: `_start`, the command line, and one call.
  *
  *   EXE ENTRY ARG...   (the protocol is in runtime/hexagon/harness.h)
+ *   EXE --serve        a DSP session on stdin/stdout (runtime/hexagon/session.h)
  *
  * Inputs are read into freshly mapped buffers (zero-filled where no input is
  * given), the prim function runs through its packed entry, the VTCM pool's
@@ -68,6 +69,7 @@ static void print_pool(void) {
 }
 
 static int run(int argc, char** argv) {
+  if (argc == 2 && kiln_streq(argv[1], "--serve")) return kiln_hexagon_serve();
   if (argc < 2) {
     kiln_put(2, "usage: EXE ENTRY ARG... (see runtime/hexagon/harness.h)\n");
     list_entries();

@@ -57,6 +57,8 @@ PrimFunc promote_accumulators(const PrimFunc& f);
 // capacity; the error lists the buffers live at the peak and their sizes.
 // Runs before lower-scratchpad-alloc (it reads allocate statements).
 void verify_scratchpad_capacity(const PrimFuncNode& f, uint64_t capacity);
+// The peak that check measures: the most scratchpad bytes live at once.
+uint64_t scratchpad_peak_bytes(const PrimFuncNode& f);
 
 // lower-scratchpad-alloc: each allocation in a scratchpad scope becomes
 // HexagonBackendAllocateVTCM(bytes, alignment), a null check that records an

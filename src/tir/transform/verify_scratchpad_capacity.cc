@@ -50,6 +50,12 @@ class Capacity : public Visitor {
 
 }  // namespace
 
+uint64_t scratchpad_peak_bytes(const PrimFuncNode& f) {
+  Capacity c(f);
+  c.visit(f.body);
+  return c.peak;
+}
+
 void verify_scratchpad_capacity(const PrimFuncNode& f, uint64_t capacity) {
   Capacity c(f);
   c.visit(f.body);

@@ -1,0 +1,123 @@
+// The schedule of a kernel for a DSP with a scratchpad (Hexagon's VTCM).
+//
+// The kernel's output Y is computed into a scratchpad buffer and copied out
+// tile by tile (cache_write, then the copy's loops split into tiles); the
+// compute is placed at the tile loop (compute_at), and each input that only
+// it reads is copied into the scratchpad there too (cache_read), so each
+// tile's working set sits in VTCM while it is computed:
+//
+//   for (t_c, t_h) in tiles(Y):              Y: [1, 16, 8, 8], tiles of [1, 8, 4, 8]
+//     X_buf = X[window of the tile]          global.vtcm, bound inference sizes it
+//     W_buf = W[the tile's channels]         global.vtcm
+//     Y_vtcm = conv(X_buf, W_buf)            global.vtcm
+//     Y[tile] = Y_vtcm
+//
+// Other computed stages (a materialized transpose, a softmax's row maximum)
+// are kept whole in the scratchpad. `level` chooses the tile: level 0 is the
+// whole output; each level halves the largest tile extent, outer axes before
+// the innermost. The caller lowers each level and keeps the first whose
+// scratchpad peak fits (lower/registry.cc). One thread, no vector hints:
+// this QEMU cannot run HVX floating point, and LLVM vectorizes integer loops
+// for HVX by itself.
+#include <algorithm>
+
+#include "schedule/schedule.h"
+
+namespace kiln::schedule {
+namespace {
+
+namespace te = tir::te;
+
+// The tile extents at `level`, or empty when the tiles cannot get smaller.
+std::vector<int64_t> tile_extents(const std::vector<int64_t>& shape, int level) {
+  std::vector<int64_t> tile = shape;
+  for (int l = 0; l < level; ++l) {
+    size_t best = tile.size();
+    // The largest outer extent above 1; the innermost axis only when no outer one is left.
+    for (size_t a = 0; a + 1 < tile.size(); ++a)
+      if (tile[a] > 1 && (best == tile.size() || tile[a] > tile[best])) best = a;
+    if (best == tile.size() && !tile.empty() && tile.back() > 1) best = tile.size() - 1;
+    if (best == tile.size()) return {};
+    tile[best] = (tile[best] + 1) / 2;
+  }
+  return tile;
+}
+
+// Whether every read of `st`'s value ends up in `target` through inlined stages only.
+bool feeds_only(const te::Schedule& s, const te::Stage& st, const te::TensorNode* target) {
+  if (st.tensor().get() == target) return true;
+  if (!st.inlined()) return false;
+  bool any = false;
+  for (const auto& other : s.stages())
+    for (const auto& in : other->tensor()->inputs)
+      if (in.get() == st.tensor().get()) {
+        if (!feeds_only(s, *other, target)) return false;
+        any = true;
+      }
+  return any;
+}
+
+void order_reduction(te::Stage& st) {
+  std::vector<tir::Var> spatial, reduce;
+  for (const te::Leaf& l : st.leaves()) (l.reduce ? reduce : spatial).push_back(l.var);
+  if (reduce.empty() || spatial.empty() || !st.leaves().back().reduce) return;
+  std::vector<tir::Var> order(spatial.begin(), spatial.end() - 1);
+  order.insert(order.end(), reduce.begin(), reduce.end());
+  order.push_back(spatial.back());
+  st.reorder(order);
+}
+
+}  // namespace
+
+bool apply_scratchpad_schedule(te::Schedule& s, const CpuTarget& cpu, int level) {
+  std::vector<te::Stage*> outputs, computed;
+  for (const auto& st : s.stages()) {
+    if (st->is_output()) outputs.push_back(st.get());
+    if (!st->tensor()->is_placeholder() && !st->inlined() && !st->is_output()) computed.push_back(st.get());
+  }
+  if (outputs.size() != 1 || outputs[0]->tensor()->is_placeholder()) return level == 0;
+  std::vector<int64_t> tile = tile_extents(outputs[0]->tensor()->shape, level);
+  if (tile.empty()) return false;
+
+  te::Tensor y = outputs[0]->tensor();
+  te::Tensor yv = s.cache_write(y, "global.vtcm");
+  te::Stage& out = s[y];
+  std::vector<tir::Var> outers, inners;
+  // Split every axis into (tile loop, element loop); tile loops outermost.
+  std::vector<tir::Var> axes;
+  for (const te::Leaf& l : out.leaves()) axes.push_back(l.var);
+  for (size_t a = 0; a < axes.size(); ++a) {
+    auto [o, i] = out.split_with_tail(axes[a], tile[a]);
+    outers.push_back(o);
+    inners.push_back(i);
+  }
+  std::vector<tir::Var> order = outers;
+  order.insert(order.end(), inners.begin(), inners.end());
+  out.reorder(order);
+  const tir::Var& tile_loop = outers.back();
+
+  // Inputs only the output's compute reads: one tile's region each.
+  std::vector<te::Tensor> placeholders;
+  for (const auto& st : s.stages())
+    if (st->tensor()->is_placeholder()) placeholders.push_back(st->tensor());
+  for (const te::Tensor& p : placeholders) {
+    std::vector<te::Tensor> readers;
+    bool only = true;
+    for (const auto& other : s.stages())
+      for (const auto& in : other->tensor()->inputs)
+        if (in.get() == p.get()) {
+          readers.push_back(other->tensor());
+          only = only && feeds_only(s, *other, yv.get());
+        }
+    if (readers.empty() || !only) continue;
+    te::Tensor buf = s.cache_read(p, "global.vtcm", readers);
+    s[buf].compute_at(out, tile_loop);
+  }
+  s[yv].compute_at(out, tile_loop);
+  order_reduction(s[yv]);
+  for (te::Stage* st : computed) st->set_scope("global.vtcm");
+  (void)cpu;
+  return true;
+}
+
+}  // namespace kiln::schedule
