@@ -46,9 +46,15 @@ std::vector<const PatternEntry*> PatternRegistry::for_backends(
   std::vector<const PatternEntry*> out;
   for (const auto& e : entries_)
     if (std::find(backends.begin(), backends.end(), e.backend()) != backends.end()) out.push_back(&e);
-  // stable_sort keeps registration order among equal priorities.
-  kiln::stable_sort(out,
-                    [](const PatternEntry* a, const PatternEntry* b) { return a->priority > b->priority; });
+  // On equal priorities the backend listed first wins (--backend
+  // example_npu,hexagon); stable_sort keeps registration order within one backend.
+  auto rank = [&](const PatternEntry* e) {
+    return std::find(backends.begin(), backends.end(), e->backend()) - backends.begin();
+  };
+  kiln::stable_sort(out, [&](const PatternEntry* a, const PatternEntry* b) {
+    if (a->priority != b->priority) return a->priority > b->priority;
+    return rank(a) < rank(b);
+  });
   return out;
 }
 

@@ -52,7 +52,8 @@ class PatternRegistry {
   const PatternEntry* find(const std::string& name) const;
   // Entries of one backend (exact name), by priority then registration order.
   std::vector<const PatternEntry*> for_backend(const std::string& backend) const;
-  // Entries of several backends merged into one claim order.
+  // Entries of several backends merged into one claim order: by priority,
+  // then the order of `backends` (the first listed wins a tie).
   std::vector<const PatternEntry*> for_backends(const std::vector<std::string>& backends) const;
   // Backend names with at least one entry, in first-registration order.
   std::vector<std::string> backends() const;

@@ -20,6 +20,7 @@
 // this QEMU cannot run HVX floating point, and LLVM vectorizes integer loops
 // for HVX by itself.
 #include <algorithm>
+#include <set>
 
 #include "schedule/schedule.h"
 
@@ -43,17 +44,35 @@ std::vector<int64_t> tile_extents(const std::vector<int64_t>& shape, int level) 
   return tile;
 }
 
-// Whether every read of `st`'s value ends up in `target` through inlined stages only.
-bool feeds_only(const te::Schedule& s, const te::Stage& st, const te::TensorNode* target) {
-  if (st.tensor().get() == target) return true;
+// Whether every read of `st`'s value is by a stage of `targets`, directly or
+// through inlined stages.
+bool feeds_only(const te::Schedule& s, const te::Stage& st, const std::set<const te::TensorNode*>& targets) {
+  if (targets.count(st.tensor().get())) return true;
   if (!st.inlined()) return false;
   bool any = false;
   for (const auto& other : s.stages())
     for (const auto& in : other->tensor()->inputs)
       if (in.get() == st.tensor().get()) {
-        if (!feeds_only(s, *other, target)) return false;
+        if (!feeds_only(s, *other, targets)) return false;
         any = true;
       }
+  return any;
+}
+
+// Whether the stages reading `t` all feed only `targets`. `copy_out` (the
+// output after cache_write) reads only its cache, whatever its tensor lists.
+bool read_only_by(const te::Schedule& s, const te::TensorNode* t,
+                  const std::set<const te::TensorNode*>& targets, const te::TensorNode* copy_out,
+                  std::vector<te::Tensor>* readers) {
+  bool any = false;
+  for (const auto& other : s.stages())
+    if (other->tensor().get() != copy_out)
+      for (const auto& in : other->tensor()->inputs)
+        if (in.get() == t) {
+          if (!feeds_only(s, *other, targets)) return false;
+          if (readers) readers->push_back(other->tensor());
+          any = true;
+        }
   return any;
 }
 
@@ -96,26 +115,41 @@ bool apply_scratchpad_schedule(te::Schedule& s, const CpuTarget& cpu, int level)
   out.reorder(order);
   const tir::Var& tile_loop = outers.back();
 
-  // Inputs only the output's compute reads: one tile's region each.
+  // Stages whose values only the tile's compute reads are computed per tile
+  // too (an anchor under its epilogue, a row's maximum under a softmax):
+  // consumers first, so a producer sees where its readers went.
+  std::set<const te::TensorNode*> per_tile = {yv.get()};
+  std::vector<te::Stage*> attached = {&s[yv]};
+  for (auto it = computed.rbegin(); it != computed.rend(); ++it) {
+    te::Stage& st = **it;
+    if (!read_only_by(s, st.tensor().get(), per_tile, y.get(), nullptr)) {
+      st.set_scope("global.vtcm");  // whole, in VTCM (the capacity check judges it)
+      continue;
+    }
+    per_tile.insert(st.tensor().get());
+    attached.push_back(&st);
+  }
+  // Inputs only those stages read: each tile's region copied in.
   std::vector<te::Tensor> placeholders;
   for (const auto& st : s.stages())
     if (st->tensor()->is_placeholder()) placeholders.push_back(st->tensor());
   for (const te::Tensor& p : placeholders) {
     std::vector<te::Tensor> readers;
-    bool only = true;
-    for (const auto& other : s.stages())
-      for (const auto& in : other->tensor()->inputs)
-        if (in.get() == p.get()) {
-          readers.push_back(other->tensor());
-          only = only && feeds_only(s, *other, yv.get());
-        }
-    if (readers.empty() || !only) continue;
+    if (!read_only_by(s, p.get(), per_tile, y.get(), &readers)) continue;
+    // A materialized elementwise reader (a conv's padded input) is itself
+    // the copy into VTCM, and bound inference sees its exact window.
+    bool copied_by_readers = std::all_of(readers.begin(), readers.end(), [&](const te::Tensor& r) {
+      return !s[r].inlined() && r->reduction.kind == te::ReduceKind::None;
+    });
+    if (copied_by_readers) continue;
     te::Tensor buf = s.cache_read(p, "global.vtcm", readers);
     s[buf].compute_at(out, tile_loop);
   }
-  s[yv].compute_at(out, tile_loop);
-  order_reduction(s[yv]);
-  for (te::Stage* st : computed) st->set_scope("global.vtcm");
+  for (te::Stage* st : attached) {
+    st->set_scope("global.vtcm");
+    st->compute_at(out, tile_loop);
+    order_reduction(*st);
+  }
   (void)cpu;
   return true;
 }

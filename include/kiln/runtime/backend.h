@@ -59,11 +59,11 @@ struct DispatchEvent {
   bool fused = false;
   std::map<std::string, int64_t> bytes_per_tier;
   int64_t cycles = 0;  // modelled device cycles (0 for host ops)
-  // A backend's own figures ("vtcm_high_water_bytes" -> 36864), shown in
-  // traces and dispatch logs.
-  std::map<std::string, int64_t> counters;
   double start_us = 0;  // wall clock, relative to the run's start
   double duration_us = 0;
+  // A backend's own figures ("vtcm_high_water_bytes" -> 36864), shown in
+  // traces and dispatch logs.
+  std::map<std::string, int64_t> counters = {};
 
   std::string to_json() const;  // one line, for --dispatch-log
 };

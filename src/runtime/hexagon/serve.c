@@ -85,6 +85,13 @@ static int fail_u64(const char* a, uint64_t v, const char* b) {
 
 static int reply(uint32_t status, const char* message) {
   uint32_t n = (uint32_t)kiln_strlen(message);
+  /* Also on stderr: a session that ends here may lose its reply (a socket
+   * closed with unread input resets), but the host reads stderr. */
+  if (status != 0) {
+    kiln_put(2, "kiln-hexagon: error: ");
+    kiln_put(2, message);
+    kiln_put(2, "\n");
+  }
   if (write_u32(KILN_HX_SESSION_MAGIC) || write_u32(status) || write_u32(n)) return -1;
   return write_all(message, n);
 }

@@ -1,0 +1,272 @@
+// The hexagon backend end to end: model regions partitioned to the DSP,
+// compiled through the shared lowering, tiled into VTCM and run in a DSP
+// session under qemu-hexagon-static, checked against the reference
+// interpreter; the backend next to the example NPU; a region whose tiles
+// cannot fit VTCM staying on the host; the emulator killed mid-session; and
+// malformed region programs and session requests.
+#include <dirent.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <fstream>
+
+#include "backends/hexagon/runtime/dsp_session.h"
+#include "backends/hexagon/runtime/region_program.h"
+#include "cli_util.h"
+#include "driver/compile_model.h"
+#include "frontend/load_model.h"
+#include "interp/interpreter.h"
+#include "ir/text.h"
+#include "lower/lower.h"
+#include "runtime/module_file.h"
+#include "test_util.h"
+#include "tir/text.h"
+#include "tir/transform/passes.h"
+
+namespace kiln {
+namespace {
+
+const std::string kSmallCnn = std::string(KILN_SOURCE_DIR) + "/examples/small_cnn/small_cnn.kir";
+
+std::vector<Tensor> random_args(const FunctionNode& fn, uint64_t seed) {
+  std::vector<Tensor> args;
+  for (const auto& p : fn.params) {
+    Tensor t = Tensor::empty(p->type->tensor.shape, p->type->tensor.dtype);
+    for (int64_t i = 0; i < t.numel(); ++i) {
+      seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+      t.set_from_double(i, double(seed >> 40) / double(1 << 24) * 2 - 1);
+    }
+    args.push_back(t);
+  }
+  return args;
+}
+
+driver::CompileOptions offload_to(std::vector<std::string> backends, const std::string& dsp = "hexagon-v68") {
+  driver::CompileOptions o;
+  o.partition.backends = std::move(backends);
+  o.codegen.backend["hexagon"]["target"] = dsp;
+  o.partition.backend_options.backend["hexagon"]["target"] = dsp;
+  return o;
+}
+
+void expect_close(const std::vector<Tensor>& got, const std::vector<Tensor>& want, double tol) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t o = 0; o < want.size(); ++o) {
+    ASSERT_EQ(got[o].shape(), want[o].shape());
+    for (int64_t i = 0; i < want[o].numel(); ++i)
+      ASSERT_NEAR(got[o].get_as_double(i), want[o].get_as_double(i), tol)
+          << "output " << o << " element " << i;
+  }
+}
+
+const DispatchEvent* hexagon_event(const RunResult& r) {
+  for (const auto& e : r.events)
+    if (e.backend == "hexagon") return &e;
+  return nullptr;
+}
+
+TEST(HexagonBackend, SmallCnnRunsOnTheDspTiledIntoV66Vtcm) {
+  Module m = load_model(kSmallCnn);
+  std::vector<Tensor> args = random_args(*m.find("main"), 7);
+  std::vector<Tensor> want = interpret(m, "main", args);
+  driver::CompileSummary summary;
+  Executable exe = driver::compile_model(m, offload_to({"hexagon"}, "hexagon-v66"), &summary);
+  // Every op the backend can compile is on the DSP; softmax (its float64
+  // reciprocal needs a division the Hexagon runtime lacks) stays on the host.
+  EXPECT_NE(summary.report.summary().find("10 of 11 ops offloaded in 1 region (hexagon: 10)"),
+            std::string::npos)
+      << summary.report.summary();
+  ASSERT_EQ(exe.backends.size(), 1u);
+  EXPECT_EQ(exe.backends[0].backend, "hexagon");
+  EXPECT_EQ(exe.backends[0].constants, std::vector<std::string>{"hexagon.executable"});
+  // Through the .kmod bytes, as `kiln run model.kmod` loads it.
+  Executable loaded = decode_kmod(encode_kmod(exe), "small_cnn.kmod");
+  VirtualMachine vm(loaded);
+  VirtualMachine::RunOptions ro;
+  ro.record_events = true;
+  ro.verify = true;
+  RunResult r = vm.run(args, ro);
+  expect_close(r.outputs, want, 1e-5);
+  for (const auto& c : r.checks) EXPECT_TRUE(c.ok) << c.str();
+  const DispatchEvent* e = hexagon_event(r);
+  ASSERT_NE(e, nullptr);
+  EXPECT_EQ(e->engine, "hexagon-v66");
+  // The tiles went through the VTCM pool and stayed within v66's 256 KiB.
+  EXPECT_EQ(e->counters.at("vtcm_capacity_bytes"), 256 << 10);
+  EXPECT_GT(e->counters.at("vtcm_allocations"), 5);
+  EXPECT_GT(e->counters.at("vtcm_high_water_bytes"), 0);
+  EXPECT_LE(e->counters.at("vtcm_high_water_bytes"), 128 << 10);
+  EXPECT_EQ(e->counters.at("vtcm_used_bytes"), 0);  // every tile freed
+  // A second run in the same session gives the same values.
+  EXPECT_TRUE(vm.run(args)[0].bitwise_equal(r.outputs[0]));
+}
+
+TEST(HexagonBackend, RegionsOnTheExampleNpuAndTheDspTogether) {
+  Module m = load_model(kSmallCnn);
+  std::vector<Tensor> args = random_args(*m.find("main"), 11);
+  std::vector<Tensor> want = interpret(m, "main", args);
+  driver::CompileSummary summary;
+  Executable exe = driver::compile_model(m, offload_to({"example_npu", "hexagon"}), &summary);
+  // The NPU, listed first, wins ties; the pooling and flatten it has no
+  // pattern for go to the DSP.
+  std::string s = summary.report.summary();
+  EXPECT_NE(s.find("example_npu: "), std::string::npos) << s;
+  EXPECT_NE(s.find("hexagon: "), std::string::npos) << s;
+  ASSERT_EQ(exe.backends.size(), 2u);
+  VirtualMachine vm(exe);
+  VirtualMachine::RunOptions ro;
+  ro.record_events = true;
+  RunResult r = vm.run(args, ro);
+  expect_close(r.outputs, want, 1e-5);
+  EXPECT_NE(hexagon_event(r), nullptr);
+}
+
+TEST(HexagonBackend, WorkingSetThatCannotBeTiledStaysOnTheHostWithTheReason) {
+  // A 70000-long dot product: one output element already reads 280 KB of
+  // each operand, more than half of v66's VTCM.
+  Module m = parse_module(R"(
+def @main(%x: Tensor[(1, 70000), float32], %w: Tensor[(70000, 1), float32]) -> Tensor[(1, 1), float32] {
+  %y = matmul(%x, %w)
+  %r = nn.relu(%y)
+  return %r
+})",
+                          "big.kir");
+  driver::CompileSummary summary;
+  Executable exe = driver::compile_model(m, offload_to({"hexagon"}, "hexagon-v66"), &summary);
+  const auto* y = summary.report.find("main", "y");
+  ASSERT_NE(y, nullptr);
+  EXPECT_NE(y->reason.find("cannot be tiled into VTCM"), std::string::npos) << y->reason;
+  EXPECT_NE(y->reason.find("hexagon-v66"), std::string::npos) << y->reason;
+  // v68's 4 MiB takes it.
+  driver::CompileSummary big;
+  driver::compile_model(m, offload_to({"hexagon"}, "hexagon-v68"), &big);
+  EXPECT_EQ(big.report.find("main", "y")->backend, "hexagon") << big.report.find("main", "y")->reason;
+}
+
+// The emulators this process started.
+std::vector<int> emulator_children() {
+  std::vector<int> out;
+  DIR* d = opendir("/proc");
+  while (dirent* ent = d ? readdir(d) : nullptr) {
+    int pid = atoi(ent->d_name);
+    if (pid <= 0) continue;
+    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+    std::string line;
+    std::getline(stat, line);
+    size_t close = line.rfind(')');
+    if (close == std::string::npos || line.find("qemu-hexagon") == std::string::npos) continue;
+    int ppid = 0;
+    char state;
+    if (sscanf(line.c_str() + close + 1, " %c %d", &state, &ppid) == 2 && ppid == getpid())
+      out.push_back(pid);
+  }
+  if (d) closedir(d);
+  return out;
+}
+
+TEST(HexagonBackend, KillingTheEmulatorIsAClearErrorNotAHang) {
+  Module m = load_model(kSmallCnn);
+  std::vector<Tensor> args = random_args(*m.find("main"), 3);
+  Executable exe = driver::compile_model(m, offload_to({"hexagon"}));
+  auto before = emulator_children();
+  VirtualMachine vm(exe);
+  vm.run(args);
+  std::vector<int> started;
+  for (int pid : emulator_children())
+    if (std::find(before.begin(), before.end(), pid) == before.end()) started.push_back(pid);
+  ASSERT_EQ(started.size(), 1u) << "one DSP session per loaded module";
+  kill(started[0], SIGKILL);
+  std::string err = testing::error_of([&] { vm.run(args); });
+  EXPECT_NE(err.find("region hexagon_main_0"), std::string::npos) << err;
+  EXPECT_NE(err.find("killed by signal 9"), std::string::npos) << err;
+  // Later runs say the session has ended instead of trying again.
+  err = testing::error_of([&] { vm.run(args); });
+  EXPECT_NE(err.find("the session has ended"), std::string::npos) << err;
+}
+
+TEST(HexagonBackend, MalformedRegionProgramsAreClearErrors) {
+  using hexagon::region_from_json;
+  EXPECT_NE(testing::error_of([] { region_from_json("{", "r"); }).find("not valid JSON"), std::string::npos);
+  EXPECT_NE(testing::error_of([] {
+              region_from_json(R"({"format": "kiln.graph"})", "r");
+            }).find("not a kiln.hexagon.region"),
+            std::string::npos);
+  EXPECT_NE(testing::error_of([] {
+              region_from_json(R"({"format": "kiln.hexagon.region", "version": 9})", "r");
+            }).find("version 9"),
+            std::string::npos);
+  std::string past = testing::error_of([] {
+    region_from_json(R"({"format": "kiln.hexagon.region", "version": 1, "target": "hexagon-v68",
+      "executable": "e", "slots": [{"name": "x", "kind": "input", "dtype": "float32", "shape": [2]}],
+      "inputs": [0], "outputs": [3], "steps": []})",
+                     "region r");
+  });
+  EXPECT_NE(past.find("region r: slot 3 is past the slot table"), std::string::npos) << past;
+}
+
+TEST(HexagonBackend, SessionRefusesStepsTheExecutableDoesNotHold) {
+  Module m = load_model(kSmallCnn);
+  Executable exe = driver::compile_model(m, offload_to({"hexagon"}));
+  const Tensor& elf = exe.constants.at("hexagon.executable");
+  std::string path = std::string(KILN_BINARY_DIR) + "/hexagon_session_test.elf";
+  {
+    std::ofstream out(path, std::ios::binary);
+    out.write(static_cast<const char*>(elf.raw()), std::streamsize(elf.nbytes()));
+  }
+  ASSERT_EQ(chmod(path.c_str(), 0700), 0);
+  hexagon::DspSession session;
+  hexagon::SessionRegion region;
+  region.inputs = {0};
+  region.outputs = {1};
+  region.steps.push_back({"no_such_kernel", {0, 1}});
+  Status s = session.start(path, {{16, nullptr}, {16, nullptr}}, {region}, 60);
+  EXPECT_NE(s.message.find("the executable holds no kernel @no_such_kernel"), std::string::npos) << s.message;
+}
+
+TEST(HexagonBackend, CliTargetNamesTheDsp) {
+  auto r = testing::kiln_cmd("run " + kSmallCnn +
+                             " --backend hexagon --target hexagon-v66 --random-inputs 1 --verify");
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("(hexagon): max abs"), std::string::npos) << r.out;
+  r = testing::kiln_cmd("run " + kSmallCnn + " --backend example_npu --target hexagon-v66 --random-inputs 1");
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.out.find("--backend hexagon --target hexagon-v66"), std::string::npos) << r.out;
+}
+
+// A conv + relu kernel for a 24 KiB scratchpad: tiles of 4 channels by 8
+// rows, each tile's padded input window and weights copied into VTCM, the
+// tile computed there and copied out; the peak within half the scratchpad.
+TEST(ScratchpadSchedule, ConvTilesAndTheirWindowsSitInVtcm) {
+  lower::KernelSpec spec;
+  spec.name = "k";
+  TensorDesc x{{1, 8, 16, 16}, DType::Float32}, w{{16, 8, 3, 3}, DType::Float32},
+      y{{1, 16, 16, 16}, DType::Float32};
+  spec.params = {x, w};
+  Attrs pad = normalize_attrs(*find_op("nn.conv2d"), Attrs{{"padding", std::vector<int64_t>{1, 1, 1, 1}}});
+  lower::KernelOp conv{"nn.conv2d", pad, {x, w}, {y}, {{0, -1, 0}, {1, -1, 0}}};
+  lower::KernelOp relu{"nn.relu", normalize_attrs(*find_op("nn.relu"), {}), {y}, {y}, {{-1, 0, 0}}};
+  spec.ops = {conv, relu};
+  spec.outputs = {{1, 0}};
+  schedule::CpuTarget dsp{128, 32, 24 << 10};
+  std::string why;
+  auto f = lower::lower_kernel(spec, &why, dsp);
+  ASSERT_TRUE(f) << why;
+  std::string text = tir::print_prim_func(**f);
+  for (const char* line : {
+           "for %i1_outer from 0 extent 4 {",
+           "for %i2_outer from 0 extent 2 {",
+           "allocate %conv2d_0_pad: Buffer[(1, 8, 10, 18), float32, scope=\"global.vtcm\", align=128]",
+           "allocate %in1_buf: Buffer[(4, 8, 3, 3), float32, scope=\"global.vtcm\", align=128]",
+           "allocate %relu_1_global_vtcm: Buffer[(1, 4, 8, 16), float32, scope=\"global.vtcm\", align=128]",
+       })
+    EXPECT_NE(text.find(line), std::string::npos) << line << "\n" << text;
+  EXPECT_LE(tir::scratchpad_peak_bytes(**f), 12u << 10);
+  // Too small for even one output element's window: the reason, not a kernel.
+  schedule::CpuTarget tiny{128, 32, 256};
+  EXPECT_FALSE(lower::lower_kernel(spec, &why, tiny));
+  EXPECT_NE(why.find("cannot be tiled into VTCM"), std::string::npos) << why;
+}
+
+}  // namespace
+}  // namespace kiln
