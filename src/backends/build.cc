@@ -14,6 +14,10 @@ Executable build_executable(const Module& partitioned, const std::string& entry,
   Executable exe;
   GraphLowering state;
   exe.host = lower_to_graph(m, *m.find(entry), entry, state);
+  // Each backend's reference graphs are lowered as its codegen lowered them
+  // (one naming state per backend, functions in module order), so unnamed
+  // constants get the same names.
+  std::map<std::string, GraphLowering> graphs_of;
   // Backends in the order their first function appears in the module.
   for (const auto& f : m.functions) {
     if (!f->attrs.has("Codegen")) continue;
@@ -30,7 +34,7 @@ Executable build_executable(const Module& partitioned, const std::string& entry,
     }
     const std::string& symbol = f->attrs.get_string("global_symbol");
     // The reference graph for --verify, unless the artifact is that graph.
-    std::string graph = graph_to_json(lower_to_graph(m, *f, symbol, state));
+    std::string graph = graph_to_json(lower_to_graph(m, *f, symbol, graphs_of[backend]));
     const std::string& artifact = artifacts.at(backend).artifacts.at(symbol);
     part->functions.push_back({symbol, artifact, graph == artifact ? "" : graph});
   }
@@ -39,12 +43,14 @@ Executable build_executable(const Module& partitioned, const std::string& entry,
     KILN_CHECK(fresh || it->second.bitwise_equal(t), "build: two different constants are named '", name, "'");
   };
   exe.constants = state.constants;
+  for (auto& [backend, g] : graphs_of)
+    for (auto& [name, t] : g.constants) add_constant(name, t);
   for (auto& [backend, a] : artifacts)
     for (auto& [name, t] : a.constants) add_constant(name, t);
   // Constants a codegen made that no graph reads (a DSP executable) go to its init by name.
   for (auto& part : exe.backends)
     for (const auto& [name, t] : artifacts.at(part.backend).constants)
-      if (!state.constants.count(name)) part.constants.push_back(name);
+      if (!graphs_of[part.backend].constants.count(name)) part.constants.push_back(name);
   return exe;
 }
 

@@ -145,7 +145,9 @@ PrimRunResult run_on_hexagon(const tir::PrimFunc& lowered, std::vector<Tensor>& 
                 std::to_string(run.exit_code) + "): " + why);
   }
   for (size_t i = 0; i < params.size(); ++i)
-    if (params[i].written) r.outputs.push_back({params[i].name, read_npy(outputs[i])});
+    // The harness writes the flattened buffer; the caller gets the parameter's shape.
+    if (params[i].written)
+      r.outputs.push_back({params[i].name, read_npy(outputs[i]).reshape(params[i].shape)});
   return r;
 }
 

@@ -172,7 +172,7 @@ TEST_F(ByocCli, BrokenKmodFilesAreClearErrors) {
   EXPECT_NE(flip.out.find("checksum mismatch"), std::string::npos) << flip.out;
   Result unknown = kiln_cmd("partition " + model + " --backend nope");
   EXPECT_EQ(unknown.code, 1);
-  EXPECT_NE(unknown.out.find("unknown backend 'nope' (registered: example_npu)"), std::string::npos)
+  EXPECT_NE(unknown.out.find("unknown backend 'nope' (registered: example_npu, hexagon)"), std::string::npos)
       << unknown.out;
 }
 

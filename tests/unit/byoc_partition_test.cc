@@ -19,6 +19,13 @@
 namespace kiln {
 namespace {
 
+// The example NPU alone (an empty list would let every registered backend claim).
+PartitionOptions example_npu_only() {
+  PartitionOptions o;
+  o.backends = {"example_npu"};
+  return o;
+}
+
 std::string read_text(const std::string& path) {
   std::ifstream in(path);
   std::stringstream ss;
@@ -109,7 +116,7 @@ def @main(%x: Tensor[(1, 4, 8, 8), float32], %w: Tensor[(4, 4, 3, 3), float32]) 
 TEST(ByocPartition, UnsupportedOpsInTheMiddleStayOnTheHostWithoutCycles) {
   Module m = parse_module(kMiddleFallback, "middle.kir");
   PartitionReport report;
-  Module parted = partition_module(m, {}, true, &report);
+  Module parted = partition_module(m, example_npu_only(), true, &report);
   verify_module(parted);
   // %c feeds %m directly and, through exp/log on the host, %a -> %m: the
   // conv and the add/multiply cannot be one region.
@@ -131,6 +138,7 @@ TEST(ByocPartition, UnsupportedOpsInTheMiddleStayOnTheHostWithoutCycles) {
 TEST(ByocPartition, StrictModeListsTheOps) {
   Module m = parse_module(kMiddleFallback, "middle.kir");
   PartitionOptions opts;
+  opts.backends = {"example_npu"};
   opts.strict = true;
   try {
     partition_module(m, opts, true, nullptr);
@@ -147,7 +155,7 @@ TEST(ByocPartition, StrictModeListsTheOps) {
 TEST(ByocPartition, ReportJsonAndDot) {
   Module m = parse_module(kMiddleFallback, "middle.kir");
   PartitionReport report;
-  partition_module(m, {}, true, &report);
+  partition_module(m, example_npu_only(), true, &report);
   std::string json = report.to_json();
   EXPECT_NE(json.find("\"summary\": \"4 of 6 ops offloaded in 2 regions (example_npu: 4); 2 on the host\""),
             std::string::npos)

@@ -24,6 +24,13 @@
 namespace kiln {
 namespace {
 
+// The example NPU alone (an empty list would let every registered backend claim).
+PartitionOptions example_npu_only() {
+  PartitionOptions o;
+  o.backends = {"example_npu"};
+  return o;
+}
+
 using testing::error_of;
 
 Tensor ramp(const Shape& shape, float start, float step) {
@@ -361,7 +368,7 @@ def @main(%x: Tensor[(2, 4), float32]) -> Tensor[(2, 4), float32] {
 }
 )",
                           "k.kir");
-  return build_executable(partition_module(m, {}, true, nullptr));
+  return build_executable(partition_module(m, example_npu_only(), true, nullptr));
 }
 
 TEST(Kmod, SavesAndLoadsBack) {

@@ -84,8 +84,9 @@ TEST_F(CliStrict, BackendOptionsNameABackendInUseAndAKeyItTakes) {
   std::string model = file("m.kir", kMiddle);
   Result typo = kiln_cmd("run " + model + " -b example_npu --random-inputs 1 --option exmple_npu.l1=8K");
   EXPECT_EQ(typo.code, 1) << typo.out;
-  EXPECT_TRUE(
-      has(typo, "error: --option exmple_npu.l1=8K: unknown backend 'exmple_npu' (registered: example_npu)"))
+  EXPECT_TRUE(has(
+      typo,
+      "error: --option exmple_npu.l1=8K: unknown backend 'exmple_npu' (registered: example_npu, hexagon)"))
       << typo.out;
   Result unused = kiln_cmd("compile " + model + " -o " + path("m.kmod") + " --option example_npu.l1=8K");
   EXPECT_EQ(unused.code, 1) << unused.out;

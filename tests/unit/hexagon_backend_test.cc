@@ -9,18 +9,24 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <fstream>
 
 #include "backends/hexagon/runtime/dsp_session.h"
 #include "backends/hexagon/runtime/region_program.h"
 #include "cli_util.h"
+#include "codegen/codegen.h"
+#include "codegen/hexagon.h"
+#include "codegen/prim_runner.h"
 #include "driver/compile_model.h"
 #include "frontend/load_model.h"
 #include "interp/interpreter.h"
 #include "ir/text.h"
+#include "kiln/runtime/npy.h"
 #include "lower/lower.h"
 #include "runtime/module_file.h"
 #include "test_util.h"
+#include "tir/te/te.h"
 #include "tir/text.h"
 #include "tir/transform/passes.h"
 
@@ -266,6 +272,42 @@ TEST(ScratchpadSchedule, ConvTilesAndTheirWindowsSitInVtcm) {
   schedule::CpuTarget tiny{128, 32, 256};
   EXPECT_FALSE(lower::lower_kernel(spec, &why, tiny));
   EXPECT_NE(why.find("cannot be tiled into VTCM"), std::string::npos) << why;
+}
+
+// Kernel runs keep shapes both ways: a (64, 32) buffer comes back (64, 32),
+// and the standalone executable takes a (64, 32) .npy for the buffer the
+// build flattened to (2048).
+TEST(HexagonPrimRun, TwoDimensionalBuffersKeepTheirShape) {
+  namespace te = tir::te;
+  te::Tensor a = te::placeholder({64, 32}, tir::DataType::int32(), "A");
+  te::Tensor c = te::compute(
+      {64, 32}, [&](const te::Axes& i) { return tir::add((*a)(i), tir::int_imm(3)); }, "C");
+  te::Schedule s({c});
+  tir::PrimFunc f = te::lower(s, {a, c}, "plus3");
+  Tensor in = Tensor::empty({64, 32}, DType::Int32);
+  for (int64_t i = 0; i < in.numel(); ++i) in.data<int32_t>()[i] = int32_t(i * 7 - 1000);
+  codegen::PrimRunOptions o;
+  o.target = codegen::parse_target("hexagon-v68");
+  codegen::PrimRunResult r = codegen::run_prim_function(f, {{"A", in}}, o);
+  ASSERT_EQ(r.outputs.size(), 1u);
+  const Tensor& out = r.outputs[0].second;
+  ASSERT_EQ(out.shape(), (Shape{64, 32}));
+  for (int64_t i = 0; i < out.numel(); ++i) ASSERT_EQ(out.data<int32_t>()[i], i * 7 - 1000 + 3) << i;
+
+  std::string dir = std::string(KILN_BINARY_DIR) + "/hexagon-prim-2d";
+  std::filesystem::create_directories(dir);
+  codegen::CodegenOptions cg;
+  cg.target = o.target;
+  tir::TirPassOptions passes = codegen::tir_pass_options(cg.target);
+  codegen::emit_to_file({tir::lower_for_build(f, passes)}, codegen::EmitKind::Executable, dir + "/plus3.elf",
+                        cg);
+  write_npy(dir + "/a.npy", in);
+  codegen::ProcessResult run = codegen::run_hexagon_executable(
+      dir + "/plus3.elf", {"plus3", dir + "/a.npy", "-", "-", dir + "/c.npy"});
+  ASSERT_EQ(run.exit_code, 0) << run.err << run.out;
+  Tensor flat = read_npy(dir + "/c.npy");
+  ASSERT_EQ(flat.numel(), 2048);
+  for (int64_t i = 0; i < flat.numel(); ++i) ASSERT_EQ(flat.data<int32_t>()[i], i * 7 - 1000 + 3) << i;
 }
 
 }  // namespace

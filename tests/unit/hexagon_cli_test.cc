@@ -176,7 +176,8 @@ TEST_F(HexagonCli, Errors) {
       "run " +
           file("g.kir", "def @main(%x: Tensor[(2), float32]) -> Tensor[(2), float32] {\n  return %x\n}\n") +
           " --target hexagon-v68",
-      "a model's host code runs on this machine (llvm or llvm -mcpu=NAME); offload regions to the DSP with --backend hexagon --target hexagon-v68");
+      "a model's host code runs on this machine (llvm or llvm -mcpu=NAME); offload regions to the DSP with "
+      "--backend hexagon --target hexagon-v68");
 }
 
 }  // namespace

@@ -17,6 +17,13 @@
 namespace kiln {
 namespace {
 
+// The example NPU alone (an empty list would let every registered backend claim).
+PartitionOptions example_npu_only() {
+  PartitionOptions o;
+  o.backends = {"example_npu"};
+  return o;
+}
+
 Tensor random_tensor(const Shape& shape, DType dtype, uint32_t seed) {
   std::mt19937 rng(seed);
   Tensor t = Tensor::empty(shape, dtype);
@@ -360,7 +367,7 @@ def @main(%x: Tensor[(1, 512), float32], %w: Tensor[(512, 512), float32]) -> Ten
 )",
                           "big.kir");
   PartitionReport report;
-  partition_module(m, {}, true, &report);
+  partition_module(m, example_npu_only(), true, &report);
   EXPECT_NE(report.ops[0].reason.find("weight of 1048576 bytes cannot be tiled into L2 (524288 bytes)"),
             std::string::npos)
       << report.ops[0].reason;

@@ -57,10 +57,11 @@ ImportOptions BackendFlags::import_options() const {
 
 void CompileFlags::add_to(CLI::App* cmd, bool with_target) {
   if (with_target)
-    cmd->add_option("--target", target,
-                    "The CPU of the host code: llvm (this machine's, the default) or llvm -mcpu=NAME "
-                    "(x86-64-v3, skylake-avx512, znver3, ...); with --backend hexagon, hexagon-v66|v68|v69|v73 "
-                    "names the DSP");
+    cmd->add_option(
+        "--target", target,
+        "The CPU of the host code: llvm (this machine's, the default) or llvm -mcpu=NAME "
+        "(x86-64-v3, skylake-avx512, znver3, ...); with --backend hexagon, hexagon-v66|v68|v69|v73 "
+        "names the DSP");
   cmd->add_flag("--strict-compile", strict_compile,
                 "Fail, naming them, when host ops would run on reference kernels instead of compiled code");
   cmd->add_flag("--print-after-all", print_after_all,
@@ -88,7 +89,8 @@ driver::CompileOptions CompileFlags::options(const BackendFlags& backend, const 
     if (std::find(b.begin(), b.end(), "hexagon") == b.end())
       throw Error("--target " + target +
                   ": a model's host code runs on this machine (llvm or llvm -mcpu=NAME); "
-                  "offload regions to the DSP with --backend hexagon --target " + target);
+                  "offload regions to the DSP with --backend hexagon --target " +
+                  target);
     auto& given = o.codegen.backend["hexagon"];
     if (given.count("target") && given["target"] != target && "hexagon-" + given["target"] != target)
       throw Error("--target " + target + " and --option hexagon.target=" + given["target"] + " disagree");

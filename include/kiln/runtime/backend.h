@@ -58,7 +58,7 @@ struct DispatchEvent {
   int64_t tiles = 1;
   bool fused = false;
   std::map<std::string, int64_t> bytes_per_tier;
-  int64_t cycles = 0;  // modelled device cycles (0 for host ops)
+  int64_t cycles = 0;   // modelled device cycles (0 for host ops)
   double start_us = 0;  // wall clock, relative to the run's start
   double duration_us = 0;
   // A backend's own figures ("vtcm_high_water_bytes" -> 36864), shown in
