@@ -86,6 +86,12 @@ for entry in "${models[@]}"; do
   fi
   npu=$("${cmp[@]}" --backend example_npu) || status=1
   echo "$npu" | sed 's/^/  example_npu: /'
+  # cls with its regions on the Hexagon DSP (qemu-hexagon-static), against
+  # the same ONNX Runtime outputs (the larger models take minutes under QEMU).
+  if [ "$model" = ch_ppocr_mobile_v2.0_cls_infer ]; then
+    hexagon=$("${cmp[@]}" --backend hexagon) || status=1
+    echo "$hexagon" | sed 's/^/  hexagon: /'
+  fi
   # kiln compile from the .onnx file to a .kmod, and the arena against the
   # sum of the intermediates it holds (which it must undercut).
   t0=$(date +%s%N)
