@@ -14,14 +14,20 @@ set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 build="${KILN_SANITIZE_BUILD:-$root/build-sanitize}"
 jobs="${SANITIZE_JOBS:-$(nproc)}"
-flags="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
+# GCC's flow analysis under the sanitizers warns of uninitialised members in
+# std::variant and std::optional that are not (-Wmaybe-uninitialized): the
+# warnings are not what this build checks, so they are neither errors nor shown.
+flags="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer -Wno-maybe-uninitialized"
 
 if [ ! -f "$build/build.ninja" ]; then
   launcher=()
   command -v ccache >/dev/null 2>&1 && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
   # The Python extension would need the ASan runtime preloaded into python3: off.
-  cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKILN_WERROR=ON -DKILN_PYTHON=OFF \
-    -DCMAKE_C_FLAGS="$flags" -DCMAKE_CXX_FLAGS="$flags" \
+  # Its own build type: -O1 compiles faster than the project's -O2 and keeps
+  # the reports' stacks readable.
+  cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Sanitize -DKILN_WERROR=OFF -DKILN_PYTHON=OFF \
+    -DCMAKE_C_FLAGS="$flags" -DCMAKE_CXX_FLAGS="$flags" -DCMAKE_C_FLAGS_SANITIZE="-O1 -g1" \
+    -DCMAKE_CXX_FLAGS_SANITIZE="-O1 -g1" \
     -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined" \
     -DCMAKE_SHARED_LINKER_FLAGS="-fsanitize=address,undefined" "${launcher[@]}" >/dev/null
 fi
