@@ -78,6 +78,9 @@ int run_build(const BuildOpts& o) {
   codegen::EmitKind kind = codegen::parse_emit_kind(o.emit);
   tir::TirPassOptions pass_options = codegen::tir_pass_options(target);
   pass_options.static_scratchpad_plan = o.static_scratchpad_plan;
+  // kiln's Hexagon runtime runs a parallel loop as one task; the host's
+  // thread pool runs its tasks at once.
+  if (target.is_hexagon()) pass_options.parallel_tasks = 1;
   auto funcs = read_prim_functions(o.input);
   for (auto& f : funcs) {
     f = tir::lower_for_build(f, pass_options);

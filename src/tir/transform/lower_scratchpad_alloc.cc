@@ -23,6 +23,7 @@
 //   <body, with `return c` becoming `free; return c`>
 //   evaluate call_extern<int32>("HexagonBackendFreeVTCM", %A_buf_data)
 #include <algorithm>
+#include <set>
 
 #include "ir/stable_sort.h"
 #include "tir/mutator.h"
@@ -68,11 +69,14 @@ class LowerPerBuffer : public Mutator {
 // allocation at entry (null-checked, freed on every exit) and each scratchpad
 // buffer becomes an address_offset into it. Buffers whose live ranges do not
 // overlap share bytes. A live range is the span of statements (in program
-// order) that touch the buffer, widened to the whole outermost loop when a
-// use is inside a loop, since a later iteration may read what an earlier one
-// wrote. Buffers allocated inside a parallel loop are not in the plan: tasks
-// running at once would share their bytes. Each task allocates them from the
-// pool as without the plan.
+// order) that touch the buffer, widened to the whole of a loop that lies
+// inside the buffer's allocation when a use is inside it, since a later
+// iteration may read what an earlier one wrote. A loop around the allocation
+// does not widen it: each iteration allocates the buffer afresh, so buffers
+// allocated one after the other in a loop body share bytes like any others.
+// Buffers allocated inside a parallel loop are not in the plan: tasks running
+// at once would share their bytes. Each task allocates them from the pool as
+// without the plan.
 
 struct LiveRange {
   int first = -1, last = -1;
@@ -84,13 +88,14 @@ class Liveness : public Visitor {
 
  protected:
   void visit_For(const ForNode& n) override {
-    int start = ++counter_;
-    ++depth_;
+    loops_.push_back({++counter_, {}});
     Visitor::visit_For(n);
-    --depth_;
-    if (depth_ > 0) return;
-    for (auto& [b, r] : ranges)
-      if (r.last >= start) r = {std::min(r.first, start), counter_};
+    OpenLoop loop = std::move(loops_.back());
+    loops_.pop_back();
+    for (const BufferNode* b : loop.widened) {
+      LiveRange& r = ranges[b];
+      r = {std::min(r.first, loop.start), counter_};
+    }
   }
   void visit_BufferStore(const BufferStoreNode& n) override {
     ++counter_;
@@ -107,25 +112,30 @@ class Liveness : public Visitor {
   }
   void visit_Allocate(const AllocateNode& n) override {
     int at = ++counter_;
+    alloc_depth_[n.buffer.get()] = loops_.size();
     Visitor::visit_Allocate(n);
     // An unused buffer still gets a (short) range, at its allocation.
     if (!ranges.count(n.buffer.get())) ranges[n.buffer.get()] = {at, at};
   }
 
  private:
+  struct OpenLoop {
+    int start;
+    std::set<const BufferNode*> widened;  // buffers used in it that live across its iterations
+  };
   void touch(const BufferNode* b) {
     LiveRange& r = ranges[b];
     if (r.first < 0) r.first = counter_;
     r.last = counter_;
+    // The outermost open loop inside the buffer's allocation (parameters:
+    // outside every loop) carries its contents from one iteration to the next.
+    auto it = alloc_depth_.find(b);
+    size_t depth = it == alloc_depth_.end() ? 0 : it->second;
+    if (depth < loops_.size()) loops_[depth].widened.insert(b);
   }
   int counter_ = 0;
-  int depth_ = 0;
-};
-
-struct Placement {
-  const BufferNode* buffer;
-  int64_t bytes, offset;
-  LiveRange live;
+  std::vector<OpenLoop> loops_;
+  std::unordered_map<const BufferNode*, size_t> alloc_depth_;
 };
 
 // The scratchpad buffers the plan places: those outside parallel loops.
@@ -145,43 +155,54 @@ class CollectScratchpad : public Visitor {
 
 int64_t align_up(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
 
+struct Candidate {
+  const BufferNode* buffer;
+  int64_t bytes;
+  LiveRange live;
+};
+
 // Largest buffers first, each at the lowest aligned offset that no placed
 // buffer with an overlapping live range occupies.
-std::vector<Placement> place(const std::vector<const BufferNode*>& buffers,
-                             const std::unordered_map<const BufferNode*, LiveRange>& ranges) {
-  std::vector<Placement> order;
+std::vector<ScratchpadPlacement> place(const std::vector<const BufferNode*>& buffers,
+                                       const std::unordered_map<const BufferNode*, LiveRange>& ranges) {
+  std::vector<Candidate> order;
   for (const BufferNode* b : buffers) {
     auto bytes = b->const_bytes();
     KILN_CHECK(bytes.has_value(), "static scratchpad plan: buffer %", b->name,
                " has a dynamic size; the plan needs constant sizes (turn the option off for it)");
-    order.push_back({b, *bytes, 0, ranges.at(b)});
+    order.push_back({b, *bytes, ranges.at(b)});
   }
-  kiln::stable_sort(order, [](const Placement& x, const Placement& y) { return x.bytes > y.bytes; });
-  std::vector<Placement> placed;
-  for (Placement p : order) {
+  kiln::stable_sort(order, [](const Candidate& x, const Candidate& y) { return x.bytes > y.bytes; });
+  std::vector<Candidate> placed_live;
+  std::vector<ScratchpadPlacement> placed;
+  for (const Candidate& c : order) {
     int64_t offset = 0;
     for (bool moved = true; moved;) {
       moved = false;
-      offset = align_up(offset, p.buffer->alignment);
-      for (const Placement& q : placed) {
-        bool live_together = p.live.first <= q.live.last && q.live.first <= p.live.last;
-        bool bytes_overlap = offset < q.offset + q.bytes && q.offset < offset + p.bytes;
+      offset = align_up(offset, c.buffer->alignment);
+      for (size_t i = 0; i < placed.size(); ++i) {
+        const ScratchpadPlacement& q = placed[i];
+        const LiveRange& ql = placed_live[i].live;
+        bool live_together = c.live.first <= ql.last && ql.first <= c.live.last;
+        bool bytes_overlap = offset < q.offset + q.bytes && q.offset < offset + c.bytes;
         if (live_together && bytes_overlap) {
           offset = q.offset + q.bytes;
           moved = true;
         }
       }
     }
-    p.offset = offset;
-    placed.push_back(p);
+    placed.push_back({c.buffer, c.bytes, offset});
+    placed_live.push_back(c);
   }
+  kiln::stable_sort(
+      placed, [](const ScratchpadPlacement& x, const ScratchpadPlacement& y) { return x.offset < y.offset; });
   return placed;
 }
 
 class UsePlan : public Mutator {
  public:
-  UsePlan(Var pool, const std::vector<Placement>& plan) : pool_(std::move(pool)) {
-    for (const Placement& p : plan) offsets_[p.buffer] = p.offset;
+  UsePlan(Var pool, const ScratchpadPlan& plan) : pool_(std::move(pool)) {
+    for (const ScratchpadPlacement& p : plan.placements) offsets_[p.buffer] = p.offset;
   }
 
  protected:
@@ -199,37 +220,43 @@ class UsePlan : public Mutator {
 };
 
 PrimFunc lower_with_static_plan(const PrimFunc& f) {
-  CollectScratchpad collect;
-  collect.visit(f->body);
-  if (collect.buffers.empty()) return LowerPerBuffer().mutate_function(f);
-  Liveness live;
-  live.visit(f->body);
-  std::vector<Placement> plan = place(collect.buffers, live.ranges);
-  int64_t total = 0, align = 1;
+  ScratchpadPlan plan = plan_scratchpad(*f);
+  if (plan.placements.empty()) return LowerPerBuffer().mutate_function(f);
+  KILN_CHECK(plan.bytes <= int64_t(UINT32_MAX), "static scratchpad plan of @", f->name, " needs ", plan.bytes,
+             " bytes, more than a VTCM allocation can hold");
   std::string layout;
-  std::vector<Placement> by_offset = plan;
-  kiln::stable_sort(by_offset, [](const Placement& x, const Placement& y) { return x.offset < y.offset; });
-  for (const Placement& p : by_offset) {
-    total = std::max(total, p.offset + p.bytes);
-    align = std::max(align, p.buffer->alignment);
+  for (const ScratchpadPlacement& p : plan.placements)
     layout +=
         (layout.empty() ? "" : ", ") + std::string("%") + p.buffer->name + " at " + std::to_string(p.offset);
-  }
-  KILN_CHECK(total <= int64_t(UINT32_MAX), "static scratchpad plan of @", f->name, " needs ", total,
-             " bytes, more than a VTCM allocation can hold");
   Var pool = make_var("vtcm_plan_data", DataType::handle());
   // Buffers inside parallel loops, left out of the plan, are lowered one by
   // one before the plan's release goes on every exit.
   Stmt planned = LowerPerBuffer().mutate(UsePlan(pool, plan).mutate(f->body));
   Stmt body = release_on_every_exit(planned, free_call(pool));
   std::string what =
-      "the scratchpad plan of @" + f->name + " (" + std::to_string(total) + " bytes: " + layout + ")";
-  Expr call = call_extern(DataType::handle(), "HexagonBackendAllocateVTCM",
-                          {int_imm(total, DataType::uint32()), int_imm(align, DataType::uint32())});
+      "the scratchpad plan of @" + f->name + " (" + std::to_string(plan.bytes) + " bytes: " + layout + ")";
+  Expr call =
+      call_extern(DataType::handle(), "HexagonBackendAllocateVTCM",
+                  {int_imm(plan.bytes, DataType::uint32()), int_imm(plan.alignment, DataType::uint32())});
   return make_prim_func(f->name, f->params, let_stmt(pool, call, seq({null_check(pool, what), body})));
 }
 
 }  // namespace
+
+ScratchpadPlan plan_scratchpad(const PrimFuncNode& f) {
+  CollectScratchpad collect;
+  collect.visit(f.body);
+  ScratchpadPlan plan;
+  if (collect.buffers.empty()) return plan;
+  Liveness live;
+  live.visit(f.body);
+  plan.placements = place(collect.buffers, live.ranges);
+  for (const ScratchpadPlacement& p : plan.placements) {
+    plan.bytes = std::max(plan.bytes, p.offset + p.bytes);
+    plan.alignment = std::max(plan.alignment, p.buffer->alignment);
+  }
+  return plan;
+}
 
 PrimFunc lower_scratchpad_alloc(const PrimFunc& f, const TirPassOptions& options) {
   if (options.static_scratchpad_plan) return lower_with_static_plan(f);

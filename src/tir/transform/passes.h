@@ -21,6 +21,12 @@ struct TirPassOptions {
   // lower-scratchpad-alloc: one pool allocation per function, buffers at
   // liveness-based offsets, instead of one allocation per buffer.
   bool static_scratchpad_plan = false;
+  // verify-scratchpad-capacity: how many tasks of a parallel loop may hold
+  // their scratchpad buffers at once (at most the loop's extent). 0: the host
+  // runtime's threads (runtime/thread_pool.h: KILN_NUM_THREADS, else the
+  // machine's); 1 where a parallel loop runs as one task (kiln's Hexagon
+  // runtime).
+  int parallel_tasks = 0;
   // lower-workspace-alloc: main-memory buffers larger than this (or of a
   // dynamic size) come from the runtime's workspace instead of the stack.
   uint64_t stack_limit_bytes = 64ull << 10;
@@ -53,11 +59,17 @@ PrimFunc unroll_loops(const PrimFunc& f);
 // and stored after it.
 PrimFunc promote_accumulators(const PrimFunc& f);
 
-// verify-scratchpad-capacity: the peak of live scratchpad bytes must fit the
-// capacity; the error lists the buffers live at the peak and their sizes.
-// Runs before lower-scratchpad-alloc (it reads allocate statements).
-void verify_scratchpad_capacity(const PrimFuncNode& f, uint64_t capacity);
-// The peak that check measures: the most scratchpad bytes live at once.
+// verify-scratchpad-capacity: the scratchpad bytes the lowered function will
+// hold at once must fit options.scratchpad_capacity. That is the plan that
+// will run: with options.static_scratchpad_plan the plan's pool
+// (plan_scratchpad) plus what the tasks of a parallel loop allocate, else the
+// peak of live allocations. The buffers a task of a parallel loop allocates
+// count once per task that may run at once (options.parallel_tasks). The
+// error lists the buffers at the peak and their sizes. Runs before
+// lower-scratchpad-alloc (it reads allocate statements).
+void verify_scratchpad_capacity(const PrimFuncNode& f, const TirPassOptions& options);
+// The most scratchpad bytes live at once in one task (a parallel loop's
+// tasks one at a time), each allocation rounded up to its alignment.
 uint64_t scratchpad_peak_bytes(const PrimFuncNode& f);
 
 // lower-scratchpad-alloc: each allocation in a scratchpad scope becomes
@@ -65,6 +77,20 @@ uint64_t scratchpad_peak_bytes(const PrimFuncNode& f);
 // error naming the buffer, its bytes and scope and returns -1, and
 // HexagonBackendFreeVTCM on every path out of the buffer's scope.
 PrimFunc lower_scratchpad_alloc(const PrimFunc& f, const TirPassOptions& options = {});
+// The static plan lower-scratchpad-alloc makes with
+// options.static_scratchpad_plan: one pool of `bytes` (aligned to the
+// largest alignment) and each scratchpad buffer outside parallel loops at an
+// offset in it, by offset. Empty when there are no such buffers.
+struct ScratchpadPlacement {
+  const BufferNode* buffer;
+  int64_t bytes, offset;
+};
+struct ScratchpadPlan {
+  int64_t bytes = 0;
+  int64_t alignment = 1;
+  std::vector<ScratchpadPlacement> placements;
+};
+ScratchpadPlan plan_scratchpad(const PrimFuncNode& f);
 
 // lower-workspace-alloc: each global/local allocation of a dynamic size or
 // more than options.stack_limit_bytes becomes KilnBackendAllocWorkspace(bytes,

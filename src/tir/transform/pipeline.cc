@@ -16,7 +16,7 @@ const NamedPass kPasses[] = {
     {"simplify", [](const PrimFunc& f, const TirPassOptions&) { return simplify(f); }},
     {"verify-scratchpad-capacity",
      [](const PrimFunc& f, const TirPassOptions& o) {
-       verify_scratchpad_capacity(*f, o.scratchpad_capacity);
+       verify_scratchpad_capacity(*f, o);
        return f;
      }},
     {"lower-scratchpad-alloc",
