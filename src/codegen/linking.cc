@@ -3,9 +3,11 @@
 #include <dlfcn.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <map>
 
 #include "codegen/codegen.h"
+#include "codegen/hexagon.h"
 #include "runtime/runtime_abi.h"
 #include "tir/mutator.h"
 
@@ -65,12 +67,48 @@ const char* import_source_name(ImportSource s) {
   return "?";
 }
 
+namespace {
+
+#if defined(__x86_64__)
+constexpr uint16_t kHostMachine = kElfMachineX86_64;
+#elif defined(__aarch64__)
+constexpr uint16_t kHostMachine = kElfMachineAArch64;
+#else
+#error "kiln's host target is x86-64 (or AArch64)"
+#endif
+
+// What dlopen is given for a --link-lib: a file that exists is checked and
+// loaded by its path (dlopen would search the library path for a name
+// without a slash, and report a file for another machine as missing or as
+// a bad ELF header); anything else is a library name for dlopen to find.
+std::string host_library_path(const std::string& lib) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(lib, ec)) return lib;
+  const std::string expected = "a host build loads shared libraries for " + elf_machine_name(kHostMachine) +
+                               " (ELF e_machine " + std::to_string(kHostMachine) + ", type ET_DYN)";
+  std::optional<ElfHeader> h = read_elf_header(lib);
+  if (!h) throw Error("--link-lib " + lib + " is not an ELF file; " + expected);
+  if (h->machine != kHostMachine)
+    throw Error("--link-lib " + lib + " is " + describe_elf(*h) + "; " + expected +
+                (h->machine == kElfMachineHexagon
+                     ? "; pass Hexagon objects to a Hexagon build (--target hexagon-v68)"
+                     : ""));
+  if (h->type == kElfRelocatable)
+    throw Error("--link-lib " + lib + " is " + describe_elf(*h) + "; " + expected +
+                ": link it into one with `cc -shared -fPIC -o lib" +
+                std::filesystem::path(lib).stem().string() + ".so " + lib + "`");
+  if (lib.find('/') == std::string::npos) return "./" + lib;
+  return lib;
+}
+
+}  // namespace
+
 std::vector<ResolvedImport> resolve_imports(const std::vector<Import>& imports,
                                             const std::vector<std::string>& link_libs) {
   // Handles stay open for the life of the process: resolved addresses may be called later.
   std::vector<std::pair<std::string, void*>> libs;
   for (const std::string& lib : link_libs) {
-    void* h = dlopen(lib.c_str(), RTLD_NOW | RTLD_LOCAL);
+    void* h = dlopen(host_library_path(lib).c_str(), RTLD_NOW | RTLD_LOCAL);
     if (!h) {
       const char* why = dlerror();
       throw Error("cannot load library '" + lib + "' named by --link-lib: " + (why ? why : "unknown reason"));

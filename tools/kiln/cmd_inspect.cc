@@ -3,14 +3,20 @@
 // Lists the exports and imports of a module and, for each import, where it
 // resolves: the runtime ABI, kiln's Hexagon runtime (for Hexagon code), a
 // named library, or UNRESOLVED. FILE is a .kir module (its prim functions are
-// lowered as `kiln build --target` would, so the scratchpad calls show), or an
-// object file / shared library (its symbol table; a Hexagon object resolves
-// against the Hexagon runtime). Exit code 1 when an import is unresolved.
+// lowered as `kiln build --target` would, so the scratchpad calls show; for
+// Hexagon they are compiled to an object, and its undefined symbols are the
+// imports, with those LLVM adds such as __hexagon_divdf3: what the link will
+// see), or an object file / shared library (its symbol table; a Hexagon object
+// resolves against the Hexagon runtime). Exit code 1 when an import is
+// unresolved.
 // For an .onnx model, a .kir module and a compiled .kmod it first lists the
 // model's input and output names (runtime/model_names.h): the ONNX name of
 // each input with its kiln parameter, and of each output with the file
 // `kiln run --out` writes it to. A .kmod's exports are its host kernels and
 // its imports the runtime ABI symbols they call.
+#include <stdlib.h>
+
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -53,6 +59,30 @@ bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
+// What the link of `funcs` for Hexagon will see: the undefined symbols of
+// their object (compiled in a scratch folder), the prim functions' extern
+// calls with their callers among them.
+std::vector<codegen::Import> hexagon_link_imports(const std::vector<tir::PrimFunc>& funcs,
+                                                  const codegen::Target& target) {
+  std::error_code ec;
+  std::filesystem::path tmp = std::filesystem::temp_directory_path(ec);
+  std::string dir = ((ec ? std::filesystem::path(".") : tmp) / "kiln-inspect-XXXXXX").string();
+  if (!::mkdtemp(dir.data())) throw Error("cannot create a scratch folder for " + dir);
+  struct Remove {
+    std::string dir;
+    ~Remove() {
+      std::error_code ignored;
+      std::filesystem::remove_all(dir, ignored);
+    }
+  } remove{dir};
+  codegen::CodegenOptions cg;
+  cg.target = target;
+  cg.check_imports = false;  // reported below, with the symbols LLVM adds
+  std::string obj = dir + "/kernels.o";
+  codegen::emit_to_file(funcs, codegen::EmitKind::Object, obj, cg);
+  return codegen::hexagon_object_imports(obj, codegen::collect_imports(funcs));
+}
+
 void print_model_names(const ModelNames& names) {
   if (names.empty()) return;
   std::cout << "inputs (model name -> kiln parameter):\n";
@@ -84,9 +114,10 @@ int run_inspect(const InspectOpts& o) {
     print_model_names(model_names(m));
     std::vector<tir::PrimFunc> funcs;
     tir::TirPassOptions passes = codegen::tir_pass_options(target);
+    if (hexagon) passes.parallel_tasks = 1;  // kiln's Hexagon runtime runs a parallel loop as one task
     for (const auto& f : m.prim_functions) funcs.push_back(tir::lower_for_build(f, passes));
     for (const auto& f : funcs) exports.push_back(f->name);
-    imports = codegen::collect_imports(funcs);
+    imports = hexagon ? hexagon_link_imports(funcs, target) : codegen::collect_imports(funcs);
   } else {
     codegen::ObjectSymbols syms = codegen::read_object_symbols(o.input);
     hexagon = syms.hexagon;
@@ -96,7 +127,7 @@ int run_inspect(const InspectOpts& o) {
   std::cout << "exports:\n";
   for (const auto& e : exports) std::cout << "  " << e << "\n";
   std::cout << "imports:\n";
-  std::vector<std::string> unresolved;
+  std::vector<std::string> unresolved, missing_helpers;
   auto resolved = hexagon ? codegen::resolve_hexagon_imports(imports, o.link_libs)
                           : codegen::resolve_imports(imports, o.link_libs);
   for (const auto& r : resolved) {
@@ -108,14 +139,30 @@ int run_inspect(const InspectOpts& o) {
     std::cout << "  " << r.import.symbol << "  " << where;
     std::string callers;
     for (const auto& c : r.import.callers) callers += (callers.empty() ? "@" : ", @") + c;
-    if (!callers.empty()) std::cout << "  (called by " << callers << ")";
+    std::string helper = hexagon ? codegen::hexagon_llvm_helper_purpose(r.import.symbol) : "";
+    if (!helper.empty()) {
+      std::cout << "  (LLVM calls it for " << helper << (callers.empty() ? "" : " in " + callers) << ")";
+    } else if (!callers.empty()) {
+      std::cout << "  (called by " << callers << ")";
+    }
     std::cout << "\n";
-    if (r.source == codegen::ImportSource::Unresolved && !libc) unresolved.push_back(r.import.symbol);
+    if (r.source != codegen::ImportSource::Unresolved || libc) continue;
+    unresolved.push_back(r.import.symbol);
+    if (!helper.empty()) missing_helpers.push_back(r.import.symbol + " (" + helper + ")");
   }
   std::cout.flush();
   if (!unresolved.empty()) {
     std::string names;
     for (const auto& u : unresolved) names += (names.empty() ? "'" : ", '") + u + "'";
+    std::string helpers;
+    for (const auto& h : missing_helpers) helpers += (helpers.empty() ? "" : ", ") + h;
+    if (!helpers.empty())
+      throw Error(
+          o.input + ": " + std::to_string(unresolved.size()) + " import(s) UNRESOLVED: " + names +
+          "; LLVM's Hexagon code generator calls " + helpers +
+          ", which kiln's Hexagon runtime (src/runtime/hexagon/builtins.c) does not define, so the "
+          "link would fail: avoid those operations in the kernel (float32 instead of float64) or name "
+          "an object that defines them with --link-lib");
     throw Error(o.input + ": " + std::to_string(unresolved.size()) + " import(s) UNRESOLVED: " + names +
                 "; " + (hexagon ? "kiln's Hexagon runtime exports" : "the kiln runtime exports") +
                 " only kiln/runtime/backend_api.h" + (hexagon ? " and the helpers of docs/hexagon.md" : "") +
