@@ -52,9 +52,24 @@ DType tensor_dtype(tir::DataType t, const std::string& param, const std::string&
     if (t.code == Code::Float && t.bits == 16) return DType::Float16;
     if (t.code == Code::Bool) return DType::Bool;
   }
-  throw Error("parameter %" + param + " of @" + fn + " has element type " + tir::dtype_str(t) +
-              ", which kiln cannot read or write as a tensor (supported: int8, uint8, int32, int64, "
-              "float16, float32, bool); call the kernel from your own program instead");
+  const std::string what = "parameter %" + param + " of @" + fn + " has element type " + tir::dtype_str(t);
+  const char* supported = "kiln's tensors hold int8, uint8, int32, int64, float16, float32 and bool";
+  // int16 and float64 buffers compile and run (the Hexagon harness reads and
+  // writes <i2 and <f8 .npy files); only kiln's Tensor, which `kiln run`
+  // passes them in, has no such element type (kiln/runtime/dtype.h).
+  bool compiles =
+      t.lanes == 1 && ((t.code == Code::Int && t.bits == 16) || (t.code == Code::UInt && t.bits == 16) ||
+                       (t.code == Code::Float && t.bits == 64));
+  if (compiles)
+    throw Error(
+        what + ", which kiln run cannot pass: " + supported + " (no " + tir::dtype_str(t) +
+        "). The kernel itself builds: for Hexagon, `kiln build FILE.kir --target hexagon-v68 --emit exe -o "
+        "k.elf` makes an executable that reads and writes " +
+        tir::dtype_str(t) + " .npy files (qemu-hexagon-static -cpu v67 k.elf " + fn +
+        " IN.npy OUT.npy ..., docs/hexagon.md); for the host, --emit so and call it from your program; "
+        "or give the parameter a type kiln's tensors hold");
+  throw Error(what + ", which kiln cannot read or write as a tensor (" + supported +
+              "); call the kernel from your own program instead");
 }
 
 std::string temp_dir() {
@@ -218,6 +233,9 @@ PrimRunResult run_prim_function(const tir::PrimFunc& f, const std::map<std::stri
   tir::TirPassOptions pass_options = tir_pass_options(target);
   pass_options.scratchpad_capacity = capacity;
   pass_options.static_scratchpad_plan = options.static_scratchpad_plan;
+  // kiln's Hexagon runtime runs a parallel loop as one task; the host's
+  // thread pool runs its tasks at once.
+  if (options.target.is_hexagon()) pass_options.parallel_tasks = 1;
   tir::PrimFunc lowered = tir::lower_for_build(f, pass_options);
   if (options.target.is_hexagon()) return run_on_hexagon(lowered, args, params, options, capacity);
   return run_on_host(lowered, args, params, options, capacity);
