@@ -32,13 +32,14 @@ e2e: build
 # PP-OCR's conv shapes (3x3, pointwise, depthwise, strided) against oneDNN's
 # convolution on one thread; then PP-OCR's GEMM shapes against OpenBLAS and
 # oneDNN, and its elementwise ops and softmax against oneDNN (Google
-# Benchmark), one thread.
+# Benchmark), one thread; then the DSP session's dispatch overhead under QEMU.
 bench: setup $(BUILD)/build.ninja
-	@ninja -C $(BUILD) kiln_bench_matmul kiln_bench_conv kiln_bench_gemm kiln_bench_eltwise
+	@ninja -C $(BUILD) kiln_bench_matmul kiln_bench_conv kiln_bench_gemm kiln_bench_eltwise kiln_bench_hexagon_dispatch
 	@$(BUILD)/kiln_bench_matmul
 	@$(BUILD)/kiln_bench_conv
 	@$(BUILD)/kiln_bench_gemm --benchmark_min_time=0.2
 	@$(BUILD)/kiln_bench_eltwise --benchmark_min_time=0.2
+	@$(BUILD)/kiln_bench_hexagon_dispatch
 
 # Fuzzes the .kir parser, the .kmod loader, the kiln.graph loader and the
 # ONNX importer for FUZZ_SECONDS each (libFuzzer + ASan + UBSan, clang-19, in

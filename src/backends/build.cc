@@ -6,7 +6,7 @@
 namespace kiln {
 
 Executable build_executable(const Module& partitioned, const std::string& entry,
-                            const RunCodegenOptions& codegen) {
+                            const RunCodegenOptions& codegen, std::vector<std::string>* notes) {
   const FunctionNode* main = partitioned.find(entry);
   KILN_CHECK(main != nullptr, "build: the module has no function @", entry);
   std::map<std::string, BackendArtifacts> artifacts;
@@ -47,6 +47,9 @@ Executable build_executable(const Module& partitioned, const std::string& entry,
     for (auto& [name, t] : g.constants) add_constant(name, t);
   for (auto& [backend, a] : artifacts)
     for (auto& [name, t] : a.constants) add_constant(name, t);
+  if (notes)
+    for (const auto& part : exe.backends)
+      for (const auto& n : artifacts.at(part.backend).notes) notes->push_back(part.backend + ": " + n);
   // Constants a codegen made that no graph reads (a DSP executable) go to its init by name.
   for (auto& part : exe.backends)
     for (const auto& [name, t] : artifacts.at(part.backend).constants)

@@ -12,7 +12,8 @@
 
 namespace kiln {
 
+// `notes`, when given, receives the backends' summary lines ("hexagon: ...").
 Executable build_executable(const Module& partitioned, const std::string& entry = "main",
-                            const RunCodegenOptions& codegen = {});
+                            const RunCodegenOptions& codegen = {}, std::vector<std::string>* notes = nullptr);
 
 }  // namespace kiln

@@ -27,6 +27,9 @@ using CodegenOptions = std::map<std::string, std::string>;
 struct BackendArtifacts {
   std::map<std::string, std::string> artifacts;
   std::map<std::string, Tensor> constants;
+  // Lines for the compile summary (the hexagon backend: each region's
+  // kernels and static VTCM plan).
+  std::vector<std::string> notes = {};
 };
 
 // Turns all offloaded functions of one backend into artifacts. Called once

@@ -140,7 +140,7 @@ Executable compile_model(const Module& input, const CompileOptions& opts, Compil
 
   // 3. Backend codegen; the rest becomes the host program.
   Executable exe = stages.run(
-      "backend-codegen", [&] { return build_executable(m, opts.entry, opts.codegen); },
+      "backend-codegen", [&] { return build_executable(m, opts.entry, opts.codegen, &sum.backend_notes); },
       [](const Executable& r) { return print_host_program(r.host); });
   if (sum.offloaded) exe.offload_summary = sum.report.summary();
   exe.names = host_model_names(input, opts.entry, exe.host);

@@ -58,6 +58,7 @@ struct CompileSummary {
   int64_t arena_bytes = 0;                                           // the intermediate values' arena
   int64_t intermediate_bytes = 0;                                    // their sizes added up
   double compile_ms = 0;
+  std::vector<std::string> backend_notes;  // "hexagon: region ... VTCM plan ...", one line each
   // "compiled 412 host ops into 130 kernels (95 distinct); 0 ops on reference kernels"
   // and, when some remain, "(take x2: ..., topk x1: ...)".
   std::string str() const;

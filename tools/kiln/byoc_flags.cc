@@ -100,7 +100,11 @@ driver::CompileOptions CompileFlags::options(const BackendFlags& backend, const 
   return o;
 }
 
-std::string compile_line(const driver::CompileSummary& s) { return "compile: " + s.str(); }
+std::string compile_line(const driver::CompileSummary& s) {
+  std::string line = "compile: " + s.str();
+  for (const auto& n : s.backend_notes) line += "\n  " + n;
+  return line;
+}
 
 std::string offload_line(const PartitionReport& report, bool merged) {
   return "offload: " + report.summary() +

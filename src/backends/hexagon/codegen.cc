@@ -1,6 +1,8 @@
 // The hexagon backend's codegen (see codegen.h).
 #include "backends/hexagon/codegen.h"
 
+#include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -109,6 +111,26 @@ RegionProgram compile_region(const Graph& g, const codegen::Target& target,
   return p;
 }
 
+std::string kib(uint64_t bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f KiB", double(bytes) / 1024.0);
+  return buf;
+}
+
+// "hexagon_main_0 on hexagon-v66: 5 kernels, VTCM peak 36.0 KiB of 256.0 KiB
+// (static plan per kernel: nn.conv2d+add+nn.relu 36.0 KiB, ...)"
+std::string plan_note(const std::string& symbol, const RegionProgram& p, const codegen::Target& target) {
+  uint64_t peak = 0;
+  std::string per_kernel;
+  for (const auto& st : p.steps) {
+    peak = std::max(peak, st.vtcm_bytes);
+    per_kernel += (per_kernel.empty() ? "" : ", ") + st.ops + " " + kib(st.vtcm_bytes);
+  }
+  return symbol + " on " + target.name + ": " + std::to_string(p.steps.size()) + " kernel" +
+         (p.steps.size() == 1 ? "" : "s") + ", VTCM peak " + kib(peak) + " of " + kib(target.vtcm_capacity) +
+         " (static plan per kernel: " + per_kernel + ")";
+}
+
 std::string read_bytes(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   std::ostringstream os;
@@ -151,8 +173,10 @@ BackendArtifacts codegen(const Module& m, const std::vector<Function>& functions
     vtcm_of[k->name] = tir::scratchpad_peak_bytes(*k);
     for (const std::string& pass : tir::tir_build_passes()) k = tir::run_tir_pass(pass, k, passes);
   }
-  for (auto& [symbol, p] : programs)
+  for (auto& [symbol, p] : programs) {
     for (auto& st : p.steps) st.vtcm_bytes = vtcm_of[st.kernel];
+    out.notes.push_back(plan_note(symbol, p, target));
+  }
 
   ScratchDir dir;
   codegen::CodegenOptions cg;
