@@ -833,14 +833,14 @@ void add_hexagon_harness(llvm::Module& m, const std::vector<tir::PrimFunc>& func
                   llvm::GlobalValue::ExternalLinkage);
 }
 
-void optimize(llvm::Module& m, llvm::TargetMachine& tm, int opt_level) {
+void optimize(llvm::Module& m, llvm::TargetMachine& tm, int opt_level, bool loop_vectorize) {
   if (opt_level <= 0) return;
   llvm::LoopAnalysisManager lam;
   llvm::FunctionAnalysisManager fam;
   llvm::CGSCCAnalysisManager cgam;
   llvm::ModuleAnalysisManager mam;
   llvm::PipelineTuningOptions pto;
-  pto.LoopVectorization = true;
+  pto.LoopVectorization = loop_vectorize;
   pto.SLPVectorization = true;
   llvm::PassBuilder pb(&tm, pto);
   pb.registerModuleAnalyses(mam);
@@ -898,7 +898,7 @@ std::unique_ptr<llvm::Module> build_module(llvm::LLVMContext& ctx, const std::ve
   llvm::raw_string_ostream os(err);
   if (llvm::verifyModule(*m, &os))
     throw Error("internal error: codegen produced invalid LLVM IR: " + os.str());
-  optimize(*m, tm, opt_level);
+  optimize(*m, tm, opt_level, options.loop_vectorize);
   return m;
 }
 

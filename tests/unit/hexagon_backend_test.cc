@@ -9,6 +9,8 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 
@@ -126,6 +128,70 @@ TEST(HexagonBackend, RegionsOnTheExampleNpuAndTheDspTogether) {
   RunResult r = vm.run(args, ro);
   expect_close(r.outputs, want, 1e-5);
   EXPECT_NE(hexagon_event(r), nullptr);
+}
+
+TEST(HexagonBackend, Int8SmallCnnIsBitExactOnTheDsp) {
+  Module m = load_model(std::string(KILN_SOURCE_DIR) + "/examples/small_cnn/small_cnn_int8.kir");
+  Tensor image = Tensor::empty({1, 3, 32, 32}, DType::Int8);
+  for (int64_t i = 0; i < image.numel(); ++i) image.data<int8_t>()[i] = int8_t((i * 73 + 11) % 255 - 127);
+  std::vector<Tensor> want = interpret(m, "main", {image});
+  driver::CompileOptions o = offload_to({"hexagon"}, "hexagon-v66");
+  std::string asm_path = std::string(KILN_BINARY_DIR) + "/small_cnn_int8.s";
+  o.codegen.backend["hexagon"]["asm"] = asm_path;
+  driver::CompileSummary summary;
+  Executable exe = driver::compile_model(m, o, &summary);
+  EXPECT_NE(summary.report.summary().find("19 of 19 ops offloaded in 1 region (hexagon: 19)"),
+            std::string::npos)
+      << summary.report.summary();
+  ASSERT_EQ(summary.backend_notes.size(), 1u);
+  EXPECT_NE(summary.backend_notes[0].find("hexagon_main_0 on hexagon-v66: 4 kernels, VTCM peak"),
+            std::string::npos)
+      << summary.backend_notes[0];
+  VirtualMachine vm(exe);
+  std::vector<Tensor> got = vm.run({image});
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_TRUE(got[0].bitwise_equal(want[0]));
+  // The tiles' VTCM comes from the runtime's allocation calls.
+  std::ifstream in(asm_path);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("call HexagonBackendAllocateVTCM"), std::string::npos);
+  EXPECT_NE(text.find("call HexagonBackendFreeVTCM"), std::string::npos);
+}
+
+// floor, ceil and round (to nearest even) come from kiln's Hexagon runtime
+// (floorf, ceilf, roundevenf): bit for bit the host's on halves, the sign of
+// zero, large and tiny values, infinities and NaN.
+TEST(HexagonBackend, RoundingMatchesTheHostBitForBit) {
+  const std::vector<float> values = {0.0f,    -0.0f,      0.5f,        -0.5f,        1.5f,        -1.5f,
+                                     2.5f,    -2.5f,      0.49999997f, -0.49999997f, 0.50000006f, 1e-30f,
+                                     -1e-30f, 8388607.5f, -8388607.5f, 8388609.0f,   1e30f,       -1e30f,
+                                     3.7f,    -3.7f,      INFINITY,    -INFINITY,    NAN,         123456.5f};
+  const int64_t n = int64_t(values.size());
+  std::string shape = "Tensor[(" + std::to_string(n) + "), float32]";
+  Module m =
+      parse_module("def @main(%x: " + shape + ") -> (" + shape + ", " + shape + ", " + shape +
+                       ") {\n  %f = floor(%x)\n  %c = ceil(%x)\n  %r = round(%x)\n  return (%f, %c, %r)\n}\n",
+                   "round.kir");
+  Tensor x = Tensor::empty({n}, DType::Float32);
+  std::copy(values.begin(), values.end(), x.data<float>());
+  std::vector<Tensor> want = interpret(m, "main", {x});
+  driver::CompileSummary summary;
+  Executable exe = driver::compile_model(m, offload_to({"hexagon"}), &summary);
+  EXPECT_NE(summary.report.summary().find("3 of 3 ops offloaded"), std::string::npos)
+      << summary.report.summary();
+  VirtualMachine vm(exe);
+  std::vector<Tensor> got = vm.run({x});
+  ASSERT_EQ(got.size(), 3u);
+  for (size_t o = 0; o < 3; ++o)
+    for (int64_t i = 0; i < n; ++i) {
+      float g = got[o].data<float>()[i], w = want[o].data<float>()[i];
+      if (std::isnan(w)) {
+        EXPECT_TRUE(std::isnan(g)) << "output " << o << " of " << values[size_t(i)];
+        continue;
+      }
+      EXPECT_EQ(std::memcmp(&g, &w, 4), 0)
+          << "output " << o << " of " << values[size_t(i)] << ": " << g << " vs " << w;
+    }
 }
 
 TEST(HexagonBackend, WorkingSetThatCannotBeTiledStaysOnTheHostWithTheReason) {

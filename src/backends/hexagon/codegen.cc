@@ -12,6 +12,7 @@
 #include "backends/hexagon/runtime/region_program.h"
 #include "codegen/codegen.h"
 #include "driver/kernels.h"
+#include "runtime/file_io.h"
 #include "tir/transform/passes.h"
 
 namespace kiln::hexagon {
@@ -143,9 +144,9 @@ std::string read_bytes(const std::string& path) {
 
 codegen::Target target_from_options(const CodegenOptions& options) {
   for (const auto& [k, v] : options)
-    if (k != "target" && k != "timeout")
+    if (k != "target" && k != "timeout" && k != "asm")
       throw Error("hexagon: unknown option '" + k +
-                  "' (hexagon takes target=hexagon-v66|v68|v69|v73, timeout=SECONDS)");
+                  "' (hexagon takes target=hexagon-v66|v68|v69|v73, timeout=SECONDS, asm=FILE)");
   auto it = options.find("target");
   std::string name = it == options.end() ? "hexagon-v68" : it->second;
   if (name.rfind("hexagon-", 0) != 0) name = "hexagon-" + name;
@@ -181,8 +182,12 @@ BackendArtifacts codegen(const Module& m, const std::vector<Function>& functions
   ScratchDir dir;
   codegen::CodegenOptions cg;
   cg.target = target;
+  cg.loop_vectorize = false;
   const std::string exe = dir.path + "/regions.elf";
   codegen::emit_to_file(kernels, codegen::EmitKind::Executable, exe, cg);
+  // --option hexagon.asm=FILE: the regions' kernels as Hexagon assembly, to read.
+  if (auto it = options.find("asm"); it != options.end())
+    write_file(it->second, codegen::emit_text(kernels, codegen::EmitKind::Assembly, cg));
   std::string bytes = read_bytes(exe);
   Tensor t = Tensor::empty({int64_t(bytes.size())}, DType::UInt8);
   std::copy(bytes.begin(), bytes.end(), static_cast<char*>(t.raw()));

@@ -9,7 +9,8 @@
 // (runtime/region_program.h).
 //
 // Options: `target` (hexagon-v66|v68|v69|v73, default hexagon-v68; `kiln
-// --target hexagon-vNN` sets it) and `timeout` (seconds, for the runtime).
+// --target hexagon-vNN` sets it), `asm` (a file to write the regions'
+// kernels to as Hexagon assembly) and `timeout` (seconds, for the runtime).
 #pragma once
 
 #include "backends/registry.h"

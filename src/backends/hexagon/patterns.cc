@@ -75,7 +75,7 @@ void register_hexagon(PatternRegistry& r) {
   for (const char* op : {"add", "subtract", "multiply", "divide", "maximum", "minimum"})
     add(r, op, 2, 5, "compiled for the DSP");
   for (const char* op : {"nn.relu", "clip", "sigmoid", "nn.hard_swish", "nn.hard_sigmoid", "nn.leaky_relu",
-                         "negative", "abs", "exp", "sqrt"})
+                         "negative", "abs", "exp", "sqrt", "round", "floor", "ceil", "astype"})
     add(r, op, 1, 5, "compiled for the DSP");
   add(r, "nn.batch_norm", 5, 5, "(inference) compiled for the DSP");
   for (const char* op : {"reshape", "flatten", "squeeze", "expand_dims", "permute_dims"})

@@ -203,6 +203,47 @@ float sqrtf(float x) {
 
 float __hexagon_sqrtf(float x) { return sqrtf(x); }
 
+/* ---------------------------------------------------------------- rounding
+ *
+ * floorf, ceilf and roundevenf (what LLVM calls for the floor, ceil and
+ * round ops), from the bits: a float of magnitude 2^23 or more (and inf,
+ * NaN) is already an integer; below, the fraction bits are cleared and the
+ * result adjusted by one. The sign of zero is kept. */
+static float integral_part(float x, int mode) { /* mode: -1 floor, +1 ceil, 0 to nearest even */
+  union {
+    float f;
+    uint32_t u;
+  } v = {x};
+  uint32_t exp = (v.u >> 23) & 0xff, sign = v.u & 0x80000000u;
+  if (exp >= 127 + 23) return x; /* integral, inf or NaN */
+  union {
+    float f;
+    uint32_t u;
+  } t;
+  if (exp < 127) { /* |x| < 1 */
+    if ((v.u & 0x7fffffffu) == 0) return x;
+    int up = mode > 0 ? !sign : mode < 0 ? (int)(sign >> 31) : exp == 126 && (v.u & 0x7fffff) != 0;
+    t.u = up ? (sign | 0x3f800000u) : sign; /* +-1 or +-0 */
+    return t.f;
+  }
+  uint32_t frac_bits = 127 + 23 - exp, mask = (1u << frac_bits) - 1, frac = v.u & mask;
+  t.u = v.u & ~mask; /* truncated toward zero */
+  if (frac == 0) return x;
+  int away; /* one more unit away from zero */
+  if (mode == 0) {
+    uint32_t half = 1u << (frac_bits - 1);
+    away = frac > half || (frac == half && ((t.u >> frac_bits) & 1));
+  } else {
+    away = mode < 0 ? sign != 0 : sign == 0;
+  }
+  if (away) t.u += 1u << frac_bits; /* carries into the exponent correctly */
+  return t.f;
+}
+
+float floorf(float x) { return integral_part(x, -1); }
+float ceilf(float x) { return integral_part(x, 1); }
+float roundevenf(float x) { return integral_part(x, 0); }
+
 /* ---------------------------------------------------------------- expf */
 
 static float scale_by_power_of_two(float y, int32_t k) {
