@@ -16,9 +16,9 @@
 // are kept whole in the scratchpad. `level` chooses the tile: level 0 is the
 // whole output; each level halves the largest tile extent, outer axes before
 // the innermost. The caller lowers each level and keeps the first whose
-// scratchpad peak fits (lower/registry.cc). One thread, no vector hints:
-// this QEMU cannot run HVX floating point, and LLVM vectorizes integer loops
-// for HVX by itself.
+// scratchpad peak fits (lower/registry.cc). One thread; innermost loops
+// carry the vector hint, which vectorize-loops follows for integer loops
+// only (this QEMU cannot run HVX floating point).
 #include <algorithm>
 #include <set>
 
@@ -149,6 +149,13 @@ bool apply_scratchpad_schedule(te::Schedule& s, const CpuTarget& cpu, int level)
     st->set_scope("global.vtcm");
     st->compute_at(out, tile_loop);
     order_reduction(*st);
+  }
+  // Innermost loops carry the vector hint: copies in and out of VTCM and
+  // integer compute become HVX (vectorize-loops leaves float loops scalar).
+  for (const auto& st : s.stages()) {
+    if (st->tensor()->is_placeholder() || st->inlined() || st->leaves().empty()) continue;
+    const te::Leaf& inner = st->leaves().back();
+    if (!inner.reduce && inner.extent >= 4 && inner.kind == tir::ForKind::Serial) st->vectorize(inner.var);
   }
   (void)cpu;
   return true;

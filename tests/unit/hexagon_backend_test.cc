@@ -156,6 +156,15 @@ TEST(HexagonBackend, Int8SmallCnnIsBitExactOnTheDsp) {
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   EXPECT_NE(text.find("call HexagonBackendAllocateVTCM"), std::string::npos);
   EXPECT_NE(text.find("call HexagonBackendFreeVTCM"), std::string::npos);
+  // hvx=on: integer loops as HVX vectors (copies into VTCM are vmem loads
+  // and stores), still bit-exact; float loops stay scalar.
+  o.codegen.backend["hexagon"]["hvx"] = "on";
+  Executable hvx = driver::compile_model(m, o);
+  VirtualMachine vm_hvx(hvx);
+  EXPECT_TRUE(vm_hvx.run({image})[0].bitwise_equal(want[0]));
+  std::ifstream in_hvx(asm_path);
+  std::string hvx_text((std::istreambuf_iterator<char>(in_hvx)), std::istreambuf_iterator<char>());
+  EXPECT_NE(hvx_text.find("vmem("), std::string::npos);
 }
 
 // floor, ceil and round (to nearest even) come from kiln's Hexagon runtime

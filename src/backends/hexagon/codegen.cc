@@ -142,11 +142,19 @@ std::string read_bytes(const std::string& path) {
 
 }  // namespace
 
+bool hvx_from_options(const CodegenOptions& options) {
+  auto it = options.find("hvx");
+  if (it == options.end() || it->second == "off") return false;
+  if (it->second == "on") return true;
+  throw Error("hexagon: option hvx=" + it->second + " must be on or off");
+}
+
 codegen::Target target_from_options(const CodegenOptions& options) {
   for (const auto& [k, v] : options)
-    if (k != "target" && k != "timeout" && k != "asm")
+    if (k != "target" && k != "timeout" && k != "asm" && k != "hvx")
       throw Error("hexagon: unknown option '" + k +
-                  "' (hexagon takes target=hexagon-v66|v68|v69|v73, timeout=SECONDS, asm=FILE)");
+                  "' (hexagon takes target=hexagon-v66|v68|v69|v73, hvx=on|off, timeout=SECONDS, asm=FILE)");
+  hvx_from_options(options);
   auto it = options.find("target");
   std::string name = it == options.end() ? "hexagon-v68" : it->second;
   if (name.rfind("hexagon-", 0) != 0) name = "hexagon-" + name;
@@ -169,6 +177,12 @@ BackendArtifacts codegen(const Module& m, const std::vector<Function>& functions
     programs.push_back({symbol, compile_region(g, target, kernels, kernel_ops)});
   }
   tir::TirPassOptions passes = codegen::tir_pass_options(target);
+  // hvx=on: HVX vectors for integer loops (copies into VTCM, int8 and int32
+  // compute); float loops stay scalar. Off by default: the clamped reads of
+  // a padded window become gathers, and under QEMU the int8 small_cnn ran
+  // 10.3 ms with them against 4.4 ms scalar (compile 1.5 s against 0.4 s).
+  passes.vector_bytes = hvx_from_options(options) ? target.vector_bytes : 0;
+  passes.vector_float = false;
   std::map<std::string, uint64_t> vtcm_of;
   for (auto& k : kernels) {
     vtcm_of[k->name] = tir::scratchpad_peak_bytes(*k);

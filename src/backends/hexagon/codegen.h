@@ -9,8 +9,9 @@
 // (runtime/region_program.h).
 //
 // Options: `target` (hexagon-v66|v68|v69|v73, default hexagon-v68; `kiln
-// --target hexagon-vNN` sets it), `asm` (a file to write the regions'
-// kernels to as Hexagon assembly) and `timeout` (seconds, for the runtime).
+// --target hexagon-vNN` sets it), `hvx` (on: integer loops as HVX vectors;
+// default off), `asm` (a file to write the regions' kernels to as Hexagon
+// assembly) and `timeout` (seconds, for the runtime).
 #pragma once
 
 #include "backends/registry.h"
@@ -18,8 +19,11 @@
 
 namespace kiln::hexagon {
 
-// The DSP the options name; throws kiln::Error on an unknown name or option key.
+// The DSP the options name; throws kiln::Error on an unknown name, option
+// key or value.
 codegen::Target target_from_options(const CodegenOptions& options);
+// Whether the options ask for HVX vectors in integer loops (hvx=on).
+bool hvx_from_options(const CodegenOptions& options);
 
 BackendArtifacts codegen(const Module& m, const std::vector<Function>& functions,
                          const CodegenOptions& options);

@@ -33,6 +33,9 @@ struct TirPassOptions {
   // vectorize-loops: the target's vector register width in bytes (AVX2 32,
   // AVX-512 64); 0 leaves vectorized loops to LLVM's loop vectorizer.
   int64_t vector_bytes = 0;
+  // vectorize-loops: false leaves loops that touch floats scalar (Hexagon
+  // model regions: no HVX floating point, which this QEMU cannot run).
+  bool vector_float = true;
 };
 
 // flatten-buffers: every buffer becomes one-dimensional; indices are

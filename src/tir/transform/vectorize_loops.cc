@@ -48,6 +48,28 @@ class WidestElement : public Visitor {
   }
 };
 
+// Whether anything in a loop body is a float (a buffer's element, a cast's
+// result, a constant).
+class TouchesFloat : public Visitor {
+ public:
+  bool found = false;
+
+ protected:
+  void visit_BufferLoad(const BufferLoadNode& n) override {
+    found = found || n.buffer->dtype.is_float();
+    Visitor::visit_BufferLoad(n);
+  }
+  void visit_BufferStore(const BufferStoreNode& n) override {
+    found = found || n.buffer->dtype.is_float();
+    Visitor::visit_BufferStore(n);
+  }
+  void visit_Cast(const CastNode& n) override {
+    found = found || n.dtype.is_float();
+    Visitor::visit_Cast(n);
+  }
+  void visit_FloatImm(const FloatImmNode&) override { found = true; }
+};
+
 // Variables of loops that start at a constant >= 0: never negative.
 class NonNegativeVars : public Visitor {
  public:
@@ -267,8 +289,8 @@ class LaneRewriter {
 
 class LoopVectorizer : public Mutator {
  public:
-  LoopVectorizer(int64_t vector_bytes, VarSet non_negative)
-      : vector_bytes_(vector_bytes), non_negative_(std::move(non_negative)) {}
+  LoopVectorizer(int64_t vector_bytes, bool vector_float, VarSet non_negative)
+      : vector_bytes_(vector_bytes), vector_float_(vector_float), non_negative_(std::move(non_negative)) {}
 
  protected:
   Stmt mutate_For(const Stmt& s, const ForNode& n) override {
@@ -276,6 +298,11 @@ class LoopVectorizer : public Mutator {
     auto& f = static_cast<const ForNode&>(*m);
     auto extent = as_const_int(f.extent);
     if (f.for_kind != ForKind::Vectorized || !extent || *extent < 2) return m;
+    if (!vector_float_) {
+      TouchesFloat floats;
+      floats.visit(f.body);
+      if (floats.found) return m;
+    }
     WidestElement widest;
     widest.visit(f.body);
     // Lanes of one vector register for the widest element.
@@ -319,6 +346,7 @@ class LoopVectorizer : public Mutator {
 
  private:
   int64_t vector_bytes_;
+  bool vector_float_;
   VarSet non_negative_;
 };
 
@@ -328,7 +356,7 @@ PrimFunc vectorize_loops(const PrimFunc& f, const TirPassOptions& options) {
   if (options.vector_bytes <= 0) return f;
   NonNegativeVars loops;
   loops.visit(f->body);
-  return LoopVectorizer(options.vector_bytes, std::move(loops.vars)).mutate_function(f);
+  return LoopVectorizer(options.vector_bytes, options.vector_float, std::move(loops.vars)).mutate_function(f);
 }
 
 }  // namespace kiln::tir
