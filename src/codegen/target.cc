@@ -50,6 +50,9 @@ tir::TirPassOptions tir_pass_options(const Target& t) {
   tir::TirPassOptions o;
   o.scratchpad_capacity = t.vtcm_capacity;
   o.vector_bytes = t.is_hexagon() ? 0 : t.vector_bytes;
+  // No HVX floating point is asked for: a float loop's vector hint would
+  // make LLVM form vectors it cannot select.
+  o.vector_float = !t.is_hexagon();
   return o;
 }
 

@@ -183,6 +183,7 @@ BackendArtifacts codegen(const Module& m, const std::vector<Function>& functions
   // 10.3 ms with them against 4.4 ms scalar (compile 1.5 s against 0.4 s).
   passes.vector_bytes = hvx_from_options(options) ? target.vector_bytes : 0;
   passes.vector_float = false;
+  passes.drop_vector_hints = true;
   std::map<std::string, uint64_t> vtcm_of;
   for (auto& k : kernels) {
     vtcm_of[k->name] = tir::scratchpad_peak_bytes(*k);

@@ -33,9 +33,13 @@ struct TirPassOptions {
   // vectorize-loops: the target's vector register width in bytes (AVX2 32,
   // AVX-512 64); 0 leaves vectorized loops to LLVM's loop vectorizer.
   int64_t vector_bytes = 0;
-  // vectorize-loops: false leaves loops that touch floats scalar (Hexagon
-  // model regions: no HVX floating point, which this QEMU cannot run).
+  // vectorize-loops: false makes loops that touch floats scalar, dropping
+  // their hint (Hexagon: kiln asks for no HVX floating point, and LLVM
+  // cannot select float vector operations without it).
   bool vector_float = true;
+  // vectorize-loops: loops it does not rewrite lose their hint too, instead
+  // of leaving them to LLVM's loop vectorizer (which the hint forces).
+  bool drop_vector_hints = false;
 };
 
 // flatten-buffers: every buffer becomes one-dimensional; indices are

@@ -289,20 +289,25 @@ class LaneRewriter {
 
 class LoopVectorizer : public Mutator {
  public:
-  LoopVectorizer(int64_t vector_bytes, bool vector_float, VarSet non_negative)
-      : vector_bytes_(vector_bytes), vector_float_(vector_float), non_negative_(std::move(non_negative)) {}
+  LoopVectorizer(const TirPassOptions& options, VarSet non_negative)
+      : vector_bytes_(options.vector_bytes),
+        vector_float_(options.vector_float),
+        drop_hints_(options.drop_vector_hints),
+        non_negative_(std::move(non_negative)) {}
 
  protected:
   Stmt mutate_For(const Stmt& s, const ForNode& n) override {
     Stmt m = Mutator::mutate_For(s, n);
     auto& f = static_cast<const ForNode&>(*m);
     auto extent = as_const_int(f.extent);
-    if (f.for_kind != ForKind::Vectorized || !extent || *extent < 2) return m;
+    if (f.for_kind != ForKind::Vectorized) return m;
+    auto serial = [&] { return drop_hints_ ? for_loop(f.var, f.min, f.extent, ForKind::Serial, f.body) : m; };
     if (!vector_float_) {
       TouchesFloat floats;
       floats.visit(f.body);
-      if (floats.found) return m;
+      if (floats.found) return for_loop(f.var, f.min, f.extent, ForKind::Serial, f.body);
     }
+    if (vector_bytes_ <= 0 || !extent || *extent < 2) return serial();
     WidestElement widest;
     widest.visit(f.body);
     // Lanes of one vector register for the widest element.
@@ -347,16 +352,17 @@ class LoopVectorizer : public Mutator {
  private:
   int64_t vector_bytes_;
   bool vector_float_;
+  bool drop_hints_;
   VarSet non_negative_;
 };
 
 }  // namespace
 
 PrimFunc vectorize_loops(const PrimFunc& f, const TirPassOptions& options) {
-  if (options.vector_bytes <= 0) return f;
+  if (options.vector_bytes <= 0 && options.vector_float && !options.drop_vector_hints) return f;
   NonNegativeVars loops;
   loops.visit(f->body);
-  return LoopVectorizer(options.vector_bytes, options.vector_float, std::move(loops.vars)).mutate_function(f);
+  return LoopVectorizer(options, std::move(loops.vars)).mutate_function(f);
 }
 
 }  // namespace kiln::tir
