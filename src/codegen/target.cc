@@ -53,6 +53,8 @@ tir::TirPassOptions tir_pass_options(const Target& t) {
   // No HVX floating point is asked for: a float loop's vector hint would
   // make LLVM form vectors it cannot select.
   o.vector_float = !t.is_hexagon();
+  // kiln's Hexagon runtime runs a parallel loop as one task.
+  if (t.is_hexagon()) o.parallel_tasks = 1;
   return o;
 }
 
