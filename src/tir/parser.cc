@@ -18,6 +18,10 @@ class Parser {
  public:
   explicit Parser(Lexer& lex) : lex_(lex) {}
 
+  // Expressions and statements nest at most this deep, so that no input can
+  // overflow the stack (the graph parser caps its nesting the same way).
+  static constexpr int kMaxDepth = 256;
+
   PrimFunc function() {
     lex_.expect_ident("prim");
     Token name = lex_.expect(TokenKind::Global, "the function name (@name)");
@@ -201,6 +205,7 @@ class Parser {
   }
 
   Stmt stmt() {
+    Nested guard(*this);
     Token t = lex_.peek();
     size_t mark = names_.size();
     if (lex_.accept_ident("for")) {
@@ -319,6 +324,7 @@ class Parser {
   }
 
   Expr expr(int min_prec = 0) {
+    Nested guard(*this);
     Expr lhs = unary();
     while (true) {
       // `%x -1` lexes as %x and -1: a subtraction.
@@ -499,6 +505,20 @@ class Parser {
                                "' (extern C functions are called as call_extern<type>(\"name\", ...))");
   }
 
+  // One level of nesting while it is parsed; throws past kMaxDepth.
+  struct Nested {
+    Parser& p;
+    explicit Nested(Parser& parser) : p(parser) {
+      if (p.depth_ >= kMaxDepth)
+        throw p.lex_.error_at(p.lex_.peek(), "nesting is deeper than " + std::to_string(kMaxDepth) +
+                                                 " levels; split the expression or the loop nest");
+      ++p.depth_;
+    }
+    ~Nested() { --p.depth_; }
+    Nested(const Nested&) = delete;
+    Nested& operator=(const Nested&) = delete;
+  };
+  int depth_ = 0;
   Lexer& lex_;
   std::vector<Entry> names_;
   bool data_ref_ = false;  // data= names an existing variable (decl_buffer)

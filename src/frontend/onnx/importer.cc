@@ -3,6 +3,7 @@
 #include "frontend/onnx/importer.h"
 
 #include <algorithm>
+#include <cstdio>
 
 #include <fstream>
 #include <iostream>
@@ -209,6 +210,75 @@ std::vector<Var> bind_inputs(const onnx::GraphProto& graph, const std::set<std::
   return params;
 }
 
+// The offset of the first byte of `s` that is not valid UTF-8 (a stray
+// continuation byte, a truncated or overlong sequence, a surrogate, past
+// U+10FFFF: the rule of kiln's lexer), or npos.
+size_t invalid_utf8_at(const std::string& s) {
+  auto byte = [&](size_t i) { return i < s.size() ? static_cast<uint8_t>(s[i]) : 0; };
+  for (size_t i = 0; i < s.size();) {
+    uint8_t b0 = byte(i);
+    if (b0 < 0x80) {
+      ++i;
+      continue;
+    }
+    size_t n = b0 >= 0xC2 && b0 <= 0xDF ? 2 : b0 >= 0xE0 && b0 <= 0xEF ? 3 : b0 >= 0xF0 && b0 <= 0xF4 ? 4 : 0;
+    if (n == 0) return i;
+    for (size_t k = 1; k < n; ++k)
+      if ((byte(i + k) & 0xC0) != 0x80) return i;
+    uint8_t b1 = byte(i + 1);
+    if ((b0 == 0xE0 && b1 < 0xA0) || (b0 == 0xED && b1 >= 0xA0) || (b0 == 0xF0 && b1 < 0x90) ||
+        (b0 == 0xF4 && b1 >= 0x90))
+      return i;
+    i += n;
+  }
+  return std::string::npos;
+}
+
+// ONNX strings are UTF-8 by the standard, but protobuf does not check it in
+// ONNX's proto2 messages. Names and string attributes reach the module (and
+// its .kir text, which must be UTF-8), so other bytes are an error here,
+// naming the string, rather than a .kir that kiln cannot read back.
+void check_utf8(const std::string& s, const std::string& field, const std::string& what) {
+  size_t at = invalid_utf8_at(s);
+  if (at == std::string::npos) return;
+  std::string shown;
+  for (unsigned char c : s) {
+    if (c >= 0x20 && c < 0x7f) {
+      shown += static_cast<char>(c);
+      continue;
+    }
+    char hex[8];
+    std::snprintf(hex, sizeof hex, "\\x%02x", c);
+    shown += hex;
+  }
+  char byte[8];
+  std::snprintf(byte, sizeof byte, "0x%02x", static_cast<unsigned char>(s[at]));
+  throw Error(what + ": " + field + " \"" + shown + "\" is not valid UTF-8 (byte " + byte + " at offset " +
+              std::to_string(at) + "); ONNX strings are UTF-8: fix the name in the exporter");
+}
+
+void check_graph_utf8(const onnx::GraphProto& g, const std::string& what) {
+  check_utf8(g.name(), "the graph name", what);
+  for (const auto& v : g.input()) check_utf8(v.name(), "the input name", what);
+  for (const auto& v : g.output()) check_utf8(v.name(), "the output name", what);
+  for (const auto& v : g.value_info()) check_utf8(v.name(), "the value name", what);
+  for (const auto& t : g.initializer()) check_utf8(t.name(), "the initializer name", what);
+  for (const auto& n : g.node()) {
+    check_utf8(n.name(), "the node name", what);
+    check_utf8(n.op_type(), "the operator name", what);
+    check_utf8(n.domain(), "the operator domain", what);
+    for (const auto& i : n.input()) check_utf8(i, "the node input", what);
+    for (const auto& o : n.output()) check_utf8(o, "the node output", what);
+    for (const auto& a : n.attribute()) {
+      check_utf8(a.name(), "the attribute name", what);
+      check_utf8(a.s(), "the string of attribute " + a.name(), what);
+      for (const auto& str : a.strings()) check_utf8(str, "a string of attribute " + a.name(), what);
+      if (a.has_g()) check_graph_utf8(a.g(), what);
+      for (const auto& sub : a.graphs()) check_graph_utf8(sub, what);
+    }
+  }
+}
+
 // Parses `bytes` with protobuf's nesting limit set to `depth` messages.
 bool parse_model(const std::string& bytes, int depth, onnx::ModelProto& model) {
   google::protobuf::io::CodedInputStream in(reinterpret_cast<const uint8_t*>(bytes.data()),
@@ -247,6 +317,7 @@ onnx::ModelProto parse_model_proto(const std::string& bytes, const std::string& 
 Module import_onnx_bytes(const std::string& bytes, const std::string& what, const ImportOptions& opts,
                          const std::string& base_dir) {
   onnx::ModelProto model = parse_model_proto(bytes, what);
+  if (model.has_graph()) check_graph_utf8(model.graph(), what);
   if (!model.has_graph()) throw Error(what + ": the ONNX model has no graph");
   int64_t opset = default_opset(model, what);
   if (opset < kMinOpset || opset > kMaxOpset) {
