@@ -2,10 +2,12 @@
 #
 #   P/include/kiln/**                 public headers (C API kiln.h, runtime C++ headers)
 #   P/lib/libkiln_runtime.a           the runtime (no compiler, no LLVM)
-#   P/lib/libkiln_compiler.a, libkiln_codegen.a   the compiler and its LLVM code generator
+#   P/lib/libkiln_compiler.a          the compiler with its LLVM code generator
 #   P/bin/kiln                        the command
 #   P/lib/kiln/kiln_hexagon_rt.o      the Hexagon runtime (KILN_HEXAGON_RUNTIME=... for kiln)
-#   P/lib/cmake/kiln/                 find_package(kiln): kiln::runtime, kiln::compiler
+#   P/lib/cmake/kiln/                 find_package(kiln): kiln::runtime, kiln::compiler,
+#                                     kiln::plugin (the plugin ABI's headers alone)
+#                                     (kiln::codegen: another name for kiln::compiler)
 #   P/lib/pkgconfig/kiln-runtime.pc   the runtime for pkg-config users
 #
 # Installing only copies what the build made. tests/install_consumer/ builds a
@@ -19,11 +21,12 @@ install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/kiln DESTINATION ${CMAKE_INSTALL
         FILES_MATCHING PATTERN "*.h")
 
 set_target_properties(kiln_runtime PROPERTIES EXPORT_NAME runtime)
+set_target_properties(kiln_plugin_headers PROPERTIES EXPORT_NAME plugin)
 set_target_properties(kiln_compiler PROPERTIES EXPORT_NAME compiler)
 set_target_properties(kiln_codegen PROPERTIES EXPORT_NAME codegen)
 # Two export sets, so a program that embeds the runtime needs neither ONNX,
 # protobuf nor LLVM installed to find kiln.
-install(TARGETS kiln_runtime EXPORT kilnRuntimeTargets ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
+install(TARGETS kiln_runtime kiln_plugin_headers EXPORT kilnRuntimeTargets ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
 install(TARGETS kiln_compiler kiln_codegen EXPORT kilnCompilerTargets ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
 install(TARGETS kiln RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 # The freestanding Hexagon runtime kiln links into Hexagon executables. The

@@ -14,7 +14,7 @@
 #include <filesystem>
 #include <iostream>
 
-#include "backends/build.h"
+#include "driver/build.h"
 #include "interp/interpreter.h"
 #include "ir/text.h"
 #include "pattern/registry.h"

@@ -1,10 +1,17 @@
-// Compiler-side backend registry: each backend's patterns and codegen.
+// Compiler-side backend registry: one Backend object per backend.
 //
-// register_all_backends() is the ONE place that adds the built-in backends
-// (called once by pattern_registry() on first use); tests add their own
-// backends with the same calls. The runtime side of a backend registers
-// separately (register_builtin_backend_runtimes in src/runtime/backend.h), so
-// the runtime library never links the compiler.
+// A backend is data plus functions: its name and version, the patterns it
+// claims (with their checks and priorities), the options it takes (typed,
+// with defaults), its codegen and its runtime factory. register_backend()
+// is the one call that makes it known: its patterns go into
+// pattern_registry(), its runtime to the runtime registry
+// (kiln/runtime/backend.h), its codegen and options here.
+//
+// The built-in backends are listed once, in backends/builtin.h; this
+// registry registers them on first use, and the runtime library registers
+// their runtimes from the same list (backends/builtin_runtimes.cc) without
+// linking the compiler. Plugins (tools/kiln/plugins.cc) and tests call
+// register_backend() themselves.
 #pragma once
 
 #include <functional>
@@ -13,10 +20,10 @@
 #include <vector>
 
 #include "ir/ir.h"
+#include "kiln/runtime/backend.h"
+#include "pattern/registry.h"
 
 namespace kiln {
-
-class PatternRegistry;
 
 // Per-backend codegen options: key -> value ("tile_policy" -> "max").
 using CodegenOptions = std::map<std::string, std::string>;
@@ -37,21 +44,58 @@ struct BackendArtifacts {
 using CodegenFn = std::function<BackendArtifacts(const Module& m, const std::vector<Function>& functions,
                                                  const CodegenOptions& options)>;
 
-// Throws kiln::Error naming an option key or value the backend does not take,
-// so a misspelt option fails before partitioning, whatever is offloaded.
+// Throws kiln::Error on options that pass their declared types but not the
+// backend's own rules (memory tiers that shrink, an unknown DSP).
 using CheckOptionsFn = std::function<void(const CodegenOptions& options)>;
 
-struct BackendCodegen {
-  std::string backend;
-  std::string description;
-  CodegenFn codegen;
-  CheckOptionsFn check_options = {};  // unset: options are not checked before codegen
+// How an option's value is read.
+enum class OptionType {
+  String,  // any text
+  Int,     // a decimal integer
+  Size,    // a positive byte count: 4096, 64K, 1M
+  Choice,  // one of `choices`
+  File,    // a path (not checked for existence: it may be an output)
 };
 
-// Replaces an entry of the same backend.
-void register_backend_codegen(BackendCodegen codegen);
-const BackendCodegen* find_backend_codegen(const std::string& backend);
-void remove_backend_codegen(const std::string& backend);
+struct BackendOption {
+  std::string name;
+  OptionType type = OptionType::String;
+  std::string default_value;  // "" when the option has none (unset means off)
+  std::string description;
+  std::vector<std::string> choices = {};  // OptionType::Choice
+};
+
+struct Backend {
+  std::string name;  // an identifier: `--backend NAME`, "NAME.pattern"
+  std::string version;
+  std::string description;
+  std::vector<PatternEntry> patterns;  // each named "NAME.<pattern>"
+  std::vector<BackendOption> options;
+  CodegenFn codegen;
+  BackendRuntimeFactory runtime = {};  // empty: registered by the runtime library itself
+  CheckOptionsFn check_options = {};   // after the typed checks
+  // A plugin of ABI v1 declares no options; its own checks judge them.
+  bool options_declared = true;
+};
+
+// Registers a backend (replacing one of the same name with its patterns).
+// Throws kiln::Error on a malformed backend.
+void register_backend(Backend backend);
+void unregister_backend(const std::string& name);
+// nullptr when no backend of that name is registered.
+const Backend* find_backend(const std::string& name);
+// Registered backends in registration order (the built-ins first).
+std::vector<const Backend*> registered_backend_list();
+// "example_npu, ...": the registered backends, for messages.
+std::string registered_backends();
+
+// One option value checked against its declaration: the error names the
+// backend, the option, the value and what was expected.
+void check_option_value(const std::string& backend, const BackendOption& decl, const std::string& value);
+// The declared defaults under `options` (options given win).
+CodegenOptions with_defaults(const Backend& backend, const CodegenOptions& options);
+// "l1=SIZE (default 256K): ...", one line per option, for listings.
+std::vector<std::string> describe_options(const Backend& backend);
 
 struct RunCodegenOptions;  // transform/partition.h
 
@@ -63,16 +107,18 @@ struct RunCodegenOptions;  // transform/partition.h
 void add_codegen_option(RunCodegenOptions& o, const std::string& key, const std::string& value,
                         const std::vector<std::string>& backends, const std::string& flag,
                         const std::string& not_given);
-// Each of `backends`' own check of its options (check_options).
+// Each of `backends`' options against its declarations, then its own check.
 void check_codegen_options(const RunCodegenOptions& o, const std::vector<std::string>& backends);
-// "example_npu, ...": the registered backends, for messages.
-std::string registered_backends();
 
-// Registers the built-in backends' patterns and codegens (example_npu, hexagon).
-void register_all_backends(PatternRegistry& patterns);
-
-// Each backend's entry point, called from register_all_backends.
-void register_example_npu(PatternRegistry& patterns);
-void register_hexagon(PatternRegistry& patterns);
+// For backends whose patterns are added to pattern_registry() separately (the
+// Python package's): a codegen under a backend name, without patterns.
+struct BackendCodegen {
+  std::string backend;
+  std::string description;
+  CodegenFn codegen;
+  CheckOptionsFn check_options = {};
+};
+void register_backend_codegen(BackendCodegen codegen);
+void remove_backend_codegen(const std::string& backend);
 
 }  // namespace kiln

@@ -4,8 +4,8 @@
 #include <iostream>
 #include <sstream>
 
-#include "backends/build.h"
 #include "codegen/codegen.h"
+#include "driver/build.h"
 #include "driver/compile_model.h"
 #include "driver/kernels.h"
 #include "ir/model_names.h"

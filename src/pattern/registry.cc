@@ -2,9 +2,7 @@
 #include "pattern/registry.h"
 
 #include <algorithm>
-#include <mutex>
 
-#include "backends/registry.h"
 #include "ir/stable_sort.h"
 
 namespace kiln {
@@ -47,7 +45,7 @@ std::vector<const PatternEntry*> PatternRegistry::for_backends(
   for (const auto& e : entries_)
     if (std::find(backends.begin(), backends.end(), e.backend()) != backends.end()) out.push_back(&e);
   // On equal priorities the backend listed first wins (--backend
-  // example_npu,hexagon); stable_sort keeps registration order within one backend.
+  // a,b: a wins); stable_sort keeps registration order within one backend.
   auto rank = [&](const PatternEntry* e) {
     return std::find(backends.begin(), backends.end(), e->backend()) - backends.begin();
   };
@@ -67,13 +65,6 @@ std::vector<std::string> PatternRegistry::backends() const {
   for (const auto& e : entries_)
     if (std::find(out.begin(), out.end(), e.backend()) == out.end()) out.push_back(e.backend());
   return out;
-}
-
-PatternRegistry& pattern_registry() {
-  static PatternRegistry registry;
-  static std::once_flag once;
-  std::call_once(once, [] { register_all_backends(registry); });
-  return registry;
 }
 
 }  // namespace kiln

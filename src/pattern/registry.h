@@ -5,11 +5,11 @@
 // patterns compete for one op, the higher priority claims it first; equal
 // priorities go by registration order. Registering a name again replaces the
 // entry (keeping its place in the registration order). Lookups by backend
-// compare the backend name exactly, so "example_npu" never lists
-// "example_npu2.*".
+// compare the backend name exactly, so "my_npu" never lists
+// "my_npu2.*".
 //
-// Backends add their entries from register_all_backends() (src/backends/),
-// never from static initialisers.
+// A backend's entries come with its Backend object (register_backend in
+// src/backends/registry.h), never from static initialisers.
 #pragma once
 
 #include <functional>
@@ -63,7 +63,9 @@ class PatternRegistry {
   std::vector<PatternEntry> entries_;  // registration order
 };
 
-// The process-wide registry. The first call runs register_all_backends().
+// The process-wide registry: every registered backend's patterns. Kept by
+// the backend registry (src/backends/registry.cc), whose first use
+// registers the built-in backends.
 PatternRegistry& pattern_registry();
 
 }  // namespace kiln

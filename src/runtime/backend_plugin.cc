@@ -51,13 +51,7 @@ class PluginRuntime : public BackendRuntime {
   Status init(const std::vector<BackendFunction>& functions, const std::map<std::string, Tensor>& constants,
               const std::map<std::string, std::string>& options) override {
     std::vector<kiln_plugin_function> fns;
-    for (const auto& f : functions) {
-      auto it = constants.find(plugin_artifact_name(f.symbol));
-      if (it == constants.end())
-        return Status::error("function " + f.symbol +
-                             " has no plugin artifact; recompile the model with kiln --plugin");
-      fns.push_back({f.symbol.c_str(), static_cast<const char*>(it->second.raw()), it->second.nbytes()});
-    }
+    for (const auto& f : functions) fns.push_back({f.symbol.c_str(), f.artifact.data(), f.artifact.size()});
     std::vector<kiln_plugin_tensor> consts;  // names point into the map's keys
     for (const auto& [name, t] : constants) consts.push_back(plugin_tensor(name, t));
     std::vector<kiln_plugin_option> opts;
@@ -130,8 +124,6 @@ void check_description(const kiln_backend_plugin* p, const std::string& what) {
 }
 
 }  // namespace
-
-std::string plugin_artifact_name(const std::string& symbol) { return symbol + ".plugin_artifact"; }
 
 const LoadedBackendPlugin& load_backend_plugin(const std::string& path) {
   std::lock_guard<std::mutex> lock(plugins_mutex());

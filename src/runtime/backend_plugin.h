@@ -6,10 +6,9 @@
 // the compiler side (patterns, codegen) registers from the description
 // (tools/kiln/plugins.cc). Every refusal is a kiln::Error naming the file.
 //
-// A plugin's artifact travels in the .kmod as a uint8 constant named
-// plugin_artifact_name(symbol), listed among the constants of the function's
-// kiln.graph (the artifact the VM reads), so the runtime gets it back at init
-// whatever format the plugin chose.
+// A plugin's artifact is its codegen's bytes, whatever format it chose
+// (BackendFunction::artifact); the function's kiln.graph travels beside it
+// (BackendFunction::graph) for --verify and for the constants it reads.
 #pragma once
 
 #include <string>
@@ -29,7 +28,5 @@ struct LoadedBackendPlugin {
 const LoadedBackendPlugin& load_backend_plugin(const std::string& path);
 // The plugins loaded so far, in load order.
 std::vector<const LoadedBackendPlugin*> loaded_backend_plugins();
-
-std::string plugin_artifact_name(const std::string& symbol);
 
 }  // namespace kiln

@@ -5,13 +5,13 @@
 // the op name, input value names, output types and EVERY attribute, so a
 // backend can execute a graph without the compiler:
 //
-//   {"format": "kiln.graph", "version": 1, "name": "example_npu_main_0",
+//   {"format": "kiln.graph", "version": 1, "name": "my_npu_main_0",
 //    "inputs": [{"name": "x", "shape": [2, 4], "dtype": "float32"}],
 //    "constants": [{"name": "w", "shape": [4, 8], "dtype": "float32"}],
 //    "nodes": [{"name": "y", "op": "matmul", "inputs": ["x", "w"],
 //               "outputs": [{"name": "y", "shape": [2, 8], "dtype": "float32"}],
 //               "attrs": {"out_dtype": ""}, "group": 0,
-//               "pattern": "example_npu.matmul_relu_fused"}, ...],
+//               "pattern": "my_npu.matmul_relu_fused"}, ...],
 //    "outputs": ["z"]}
 //
 // Constants are referenced by name; their data is stored outside the JSON

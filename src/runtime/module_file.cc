@@ -18,6 +18,52 @@ namespace {
 
 constexpr char kMagic[8] = {'K', 'I', 'L', 'N', 'M', 'O', 'D', '\0'};
 
+// Artifacts in a backend's own binary format (a plugin's) are not JSON text:
+// the header keeps them in base64.
+bool is_ascii(const std::string& s) {
+  for (unsigned char c : s)
+    if (c >= 0x80) return false;
+  return true;
+}
+
+constexpr char kBase64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+std::string to_base64(const std::string& in) {
+  std::string out;
+  for (size_t i = 0; i < in.size(); i += 3) {
+    uint32_t v = uint32_t(uint8_t(in[i])) << 16;
+    if (i + 1 < in.size()) v |= uint32_t(uint8_t(in[i + 1])) << 8;
+    if (i + 2 < in.size()) v |= uint8_t(in[i + 2]);
+    out += kBase64[(v >> 18) & 63];
+    out += kBase64[(v >> 12) & 63];
+    out += i + 1 < in.size() ? kBase64[(v >> 6) & 63] : '=';
+    out += i + 2 < in.size() ? kBase64[v & 63] : '=';
+  }
+  return out;
+}
+
+std::string from_base64(const std::string& in, const std::string& what) {
+  if (in.size() % 4)
+    throw Error(what + ": a base64 artifact of " + std::to_string(in.size()) + " characters");
+  std::string out;
+  for (size_t i = 0; i < in.size(); i += 4) {
+    uint32_t v = 0;
+    int pad = 0;
+    for (size_t k = 0; k < 4; ++k) {
+      char c = in[i + k];
+      const char* at = c ? std::strchr(kBase64, c) : nullptr;
+      bool padding = c == '=' && i + 4 == in.size() && k >= 2 && (k == 3 || in[i + 3] == '=');
+      if (!at && !padding) throw Error(what + ": the base64 artifact is malformed");
+      if (padding) ++pad;
+      v = (v << 6) | uint32_t(at ? at - kBase64 : 0);
+    }
+    out += char(v >> 16);
+    if (pad < 2) out += char((v >> 8) & 0xff);
+    if (pad < 1) out += char(v & 0xff);
+  }
+  return out;
+}
+
 uint64_t fnv1a(const char* data, size_t n) {
   uint64_t h = 1469598103934665603ull;
   for (size_t i = 0; i < n; ++i) {
@@ -68,8 +114,13 @@ std::string encode_kmod(const Executable& exe) {
   json backends = json::array();
   for (const auto& b : exe.backends) {
     json jb{{"backend", b.backend}, {"options", b.options}, {"functions", json::array()}};
+    if (!b.version.empty()) jb["version"] = b.version;
     for (const auto& f : b.functions) {
-      json jf{{"symbol", f.symbol}, {"artifact", f.artifact}};
+      json jf{{"symbol", f.symbol}};
+      if (is_ascii(f.artifact))
+        jf["artifact"] = f.artifact;
+      else
+        jf["artifact_base64"] = to_base64(f.artifact);
       if (!f.graph.empty()) jf["graph"] = f.graph;
       jb["functions"].push_back(jf);
     }
@@ -179,10 +230,16 @@ Executable decode_kmod(const std::string& bytes, const std::string& what) {
     for (const auto& jb : h.at("backends")) {
       BackendPart b;
       b.backend = jb.at("backend").get<std::string>();
+      b.version = jb.value("version", std::string());
       b.options = jb.at("options").get<std::map<std::string, std::string>>();
-      for (const auto& f : jb.at("functions"))
-        b.functions.push_back({f.at("symbol").get<std::string>(), f.at("artifact").get<std::string>(),
-                               f.value("graph", std::string())});
+      for (const auto& f : jb.at("functions")) {
+        std::string symbol = f.at("symbol").get<std::string>();
+        std::string artifact =
+            f.contains("artifact_base64")
+                ? from_base64(f.at("artifact_base64").get<std::string>(), what + ": " + symbol)
+                : f.at("artifact").get<std::string>();
+        b.functions.push_back({symbol, std::move(artifact), f.value("graph", std::string())});
+      }
       b.constants = jb.value("constants", std::vector<std::string>());
       exe.backends.push_back(std::move(b));
     }

@@ -30,8 +30,12 @@ VirtualMachine::VirtualMachine(Executable exe) : exe_(std::move(exe)) {
     if (!rt) {
       std::string known;
       for (const auto& n : backend_runtime_names()) known += (known.empty() ? "" : ", ") + n;
+      std::string version = part.version.empty() ? "" : " version " + part.version;
       throw Error("module needs backend runtime '" + part.backend +
-                  "', which this runtime does not have (it has: " + known + ")");
+                  "', which this runtime does not have (it has: " + known +
+                  "); if it is a plugin backend, load the plugin that provides " + part.backend + version +
+                  ": kiln --plugin path/lib" + part.backend + ".so, KILN_PLUGIN_PATH=path/lib" +
+                  part.backend + ".so, or kiln_load_backend_plugin() in the C API");
     }
     std::map<std::string, Tensor> constants;
     for (const auto& name : part.constants) {

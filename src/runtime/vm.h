@@ -26,6 +26,7 @@ namespace kiln {
 
 struct BackendPart {
   std::string backend;
+  std::string version;                         // the backend's, when compiled (a plugin's declared version)
   std::map<std::string, std::string> options;  // codegen options, given to init
   std::vector<BackendFunction> functions;
   // Module constants the codegen added besides those its graphs read (a

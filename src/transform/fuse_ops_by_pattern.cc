@@ -11,9 +11,9 @@
 // when none of its ops is claimed, its intermediate values are not used
 // outside it, and the pattern's check accepts it.
 //
-//   %y = matmul(%x, %w)             %z = @example_npu_matmul_relu_fused_0(%x, %w)
-//   %z = nn.relu(%y)         ==>    def @example_npu_matmul_relu_fused_0(%x, %w) attrs
-//   return %z                         {Codegen = "example_npu", Composite = "example_npu.matmul_relu_fused",
+//   %y = matmul(%x, %w)             %z = @my_npu_matmul_relu_fused_0(%x, %w)
+//   %z = nn.relu(%y)         ==>    def @my_npu_matmul_relu_fused_0(%x, %w) attrs
+//   return %z                         {Codegen = "my_npu", Composite = "my_npu.matmul_relu_fused",
 //   ...}
 //
 // With bind_constants = false, constants the match uses become parameters

@@ -64,7 +64,7 @@ struct PartitionReport {
   OpDecision* find(const std::string& function, const std::string& var);
   int64_t offloaded_count() const;
   int64_t region_count() const;
-  // "12 of 14 ops offloaded to example_npu in 3 regions; 2 on the host"
+  // "12 of 14 ops offloaded to my_npu in 3 regions; 2 on the host"
   std::string summary() const;
   // One line per op: who took it, or why not.
   std::string explain() const;

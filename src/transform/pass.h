@@ -34,7 +34,7 @@ Module fold_scale_shift(const Module& m);
 // Checks the module (verify_module) and returns it unchanged.
 Module verify_pass(const Module& m);
 
-// Options given with a pass name: "fuse-ops-by-pattern{backends=example_npu strict=1}".
+// Options given with a pass name: "fuse-ops-by-pattern{backends=my_npu strict=1}".
 using PassOptions = std::map<std::string, std::string>;
 
 struct PassInfo {

@@ -5,10 +5,10 @@
 // had none) that no other function shares; each backend named by a Codegen
 // attribute has a registered codegen, which produced one artifact per
 // symbol. The module attribute "external_symbols" lists the symbols
-// ("example_npu_main_0 example_npu_main_1"); the artifacts go to the caller.
+// ("my_npu_main_0 my_npu_main_1"); the artifacts go to the caller.
 //
-//   def @example_npu_main_0(...) attrs {Codegen = "example_npu", ...}
-//   ==> module attrs {external_symbols = "example_npu_main_0"}
+//   def @my_npu_main_0(...) attrs {Codegen = "my_npu", ...}
+//   ==> module attrs {external_symbols = "my_npu_main_0"}
 #include <map>
 
 #include "transform/partition.h"
@@ -47,7 +47,7 @@ Module run_codegen(const Module& m, const RunCodegenOptions& opts,
   }
   std::string symbols;
   for (const auto& backend : backends) {
-    const BackendCodegen* cg = find_backend_codegen(backend);
+    const Backend* cg = find_backend(backend);
     KILN_CHECK(cg != nullptr, "run-codegen: no codegen registered for backend '", backend, "' (used by @",
                by_backend[backend][0]->name, ")");
     BackendArtifacts artifacts = cg->codegen(result, by_backend[backend], opts.for_backend(backend));

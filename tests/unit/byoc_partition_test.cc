@@ -10,7 +10,7 @@
 #include <regex>
 #include <sstream>
 
-#include "backends/build.h"
+#include "driver/build.h"
 #include "interp/interpreter.h"
 #include "ir/text.h"
 #include "runtime/vm.h"

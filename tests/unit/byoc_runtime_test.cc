@@ -9,8 +9,8 @@
 #include <random>
 #include <set>
 
-#include "backends/build.h"
 #include "backends/graph_codegen.h"
+#include "driver/build.h"
 #include "interp/interpreter.h"
 #include "ir/text.h"
 #include "op/op.h"

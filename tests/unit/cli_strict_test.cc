@@ -93,7 +93,10 @@ TEST_F(CliStrict, BackendOptionsNameABackendInUseAndAKeyItTakes) {
   EXPECT_TRUE(has(unused, "example_npu is not used (add --backend example_npu)")) << unused.out;
   Result key = kiln_cmd("partition " + model + " -b example_npu --option example_npu.l9=8K");
   EXPECT_EQ(key.code, 1) << key.out;
-  EXPECT_TRUE(has(key, "unknown device option 'l9' (known: l0, l1, l2, systolic, precision)")) << key.out;
+  EXPECT_TRUE(has(key,
+                  "example_npu: unknown option 'l9' (example_npu takes l0=SIZE, l1=SIZE, l2=SIZE, "
+                  "systolic=SIZE, precision=fp32|fp16|bf16)"))
+      << key.out;
   ASSERT_EQ(kiln_cmd("compile " + model + " -b example_npu -o " + path("m.kmod")).code, 0);
   Result compiled = kiln_cmd("run " + path("m.kmod") + " --random-inputs 1 --option example_npu.l1=8K");
   EXPECT_EQ(compiled.code, 1) << compiled.out;

@@ -5,7 +5,7 @@
 
 #include <cstring>
 
-#include "backends/build.h"
+#include "driver/build.h"
 #include "driver/compile_model.h"
 #include "driver/kernels.h"
 #include "interp/interpreter.h"

@@ -9,7 +9,7 @@
 #include <cmath>
 #include <random>
 
-#include "backends/build.h"
+#include "driver/build.h"
 #include "interp/interpreter.h"
 #include "ir/text.h"
 #include "runtime/vm.h"

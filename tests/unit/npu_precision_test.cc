@@ -84,8 +84,7 @@ TEST_F(NpuPrecisionCli, VerifyMeetsTheErrorTheFormatPredicts) {
 TEST_F(NpuPrecisionCli, AnUnknownPrecisionIsAnError) {
   Result r = run("fp8");
   EXPECT_NE(r.code, 0);
-  EXPECT_NE(r.out.find("example_npu device option precision=fp8: expected fp32, fp16 or bf16"),
-            std::string::npos)
+  EXPECT_NE(r.out.find("example_npu option precision=fp8: expected fp32, fp16 or bf16"), std::string::npos)
       << r.out;
 }
 

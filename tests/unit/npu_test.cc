@@ -8,7 +8,7 @@
 #include <random>
 #include <set>
 
-#include "backends/build.h"
+#include "driver/build.h"
 #include "interp/interpreter.h"
 #include "ir/text.h"
 #include "pattern/registry.h"

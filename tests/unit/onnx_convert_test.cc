@@ -8,7 +8,7 @@
 #include <cmath>
 #include <limits>
 
-#include "backends/build.h"
+#include "driver/build.h"
 #include "frontend/onnx/importer.h"
 #include "interp/interpreter.h"
 #include "onnx_test_util.h"

@@ -59,14 +59,10 @@ BackendArtifacts plugin_codegen(const kiln_backend_plugin* p, const Module& m,
     char error[kErrorSize] = {};
     if (p->codegen(symbol.c_str(), text.c_str(), opts.data(), opts.size(), &bytes, error, sizeof error) != 0)
       throw Error(std::string(p->name) + " plugin codegen of @" + f->name + ": " + error);
-    Tensor artifact = Tensor::empty({static_cast<int64_t>(bytes.size)}, DType::UInt8);
-    if (bytes.size) std::memcpy(artifact.raw(), bytes.data, bytes.size);
+    // The plugin's own bytes are the artifact; the build keeps the function's
+    // kiln.graph beside it for --verify (BackendFunction::graph).
+    out.artifacts[symbol] = std::string(bytes.data ? bytes.data : "", bytes.size);
     p->free_bytes(&bytes);
-    // The plugin's bytes ride along as a constant of the function's graph (runtime/backend_plugin.h).
-    std::string name = plugin_artifact_name(symbol);
-    g.constants.push_back({name, TensorDesc{artifact.shape(), DType::UInt8}});
-    out.constants[name] = artifact;
-    out.artifacts[symbol] = graph_to_json(g);
   }
   for (auto& [name, t] : state.constants) out.constants[name] = t;
   return out;
@@ -74,23 +70,28 @@ BackendArtifacts plugin_codegen(const kiln_backend_plugin* p, const Module& m,
 
 void register_compiler_side(const LoadedBackendPlugin& loaded) {
   const kiln_backend_plugin* p = loaded.plugin;
-  std::string backend = p->name;
-  if (find_backend_codegen(backend)) return;  // this plugin, loaded already
-  PatternRegistry& registry = pattern_registry();
+  Backend b;
+  b.name = p->name;
+  if (find_backend(b.name)) return;  // this plugin, loaded already
+  b.version = p->version ? p->version : "";
+  b.description = std::string(p->description ? p->description : "") + " (plugin " + loaded.path + ")";
   for (size_t i = 0; i < p->num_patterns; ++i) {
     const kiln_plugin_pattern& pat = p->patterns[i];
     std::string what = "plugin " + loaded.path + ": pattern " + std::to_string(i);
     KILN_CHECK(pat.name && pat.op, what, " has no name or no op");
     std::vector<Pattern> inputs;
     for (uint32_t k = 0; k < pat.num_inputs; ++k) inputs.push_back(annotate("input", wildcard()));
-    registry.add(PatternEntry{backend + "." + pat.name, annotate("root", is_op(pat.op, std::move(inputs))),
-                              check_of(p, pat), pat.priority, pat.description ? pat.description : ""});
+    b.patterns.push_back(PatternEntry{b.name + "." + pat.name,
+                                      annotate("root", is_op(pat.op, std::move(inputs))), check_of(p, pat),
+                                      pat.priority, pat.description ? pat.description : ""});
   }
-  register_backend_codegen(BackendCodegen{
-      backend, std::string(p->description ? p->description : "") + " (plugin " + loaded.path + ")",
-      [p](const Module& m, const std::vector<Function>& fns, const CodegenOptions& o) {
-        return plugin_codegen(p, m, fns, o);
-      }});
+  b.codegen = [p](const Module& m, const std::vector<Function>& fns, const CodegenOptions& o) {
+    return plugin_codegen(p, m, fns, o);
+  };
+  // ABI v1 declares no options: the plugin's codegen and checks judge them.
+  b.options_declared = false;
+  // The runtime was registered by load_backend_plugin (the runtime library's loader).
+  register_backend(std::move(b));
 }
 
 void load_one(const std::string& path) { register_compiler_side(load_backend_plugin(path)); }

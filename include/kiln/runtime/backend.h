@@ -17,8 +17,8 @@
 // values (Status), never an abort, including an artifact of an unknown
 // version or a malformed one.
 //
-// Backends register a factory by name from register_builtin_backend_runtimes()
-// (the one place for built-in backends) or, in tests, directly.
+// The built-in backends' factories come from their one list
+// (src/backends/builtin.h); plugins and tests register theirs by name.
 #pragma once
 
 #include <cstdint>
@@ -26,6 +26,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kiln/runtime/tensor.h"
@@ -101,7 +102,8 @@ void unregister_backend_runtime(const std::string& name);
 std::unique_ptr<BackendRuntime> make_backend_runtime(const std::string& name);
 std::vector<std::string> backend_runtime_names();
 
-// The built-in backend runtimes (example_npu); runs once, on first lookup.
-void register_builtin_backend_runtimes();
+// The built-in backends' runtimes by name (src/backends/builtin_runtimes.cc),
+// registered on the first lookup.
+std::vector<std::pair<std::string, BackendRuntimeFactory>> builtin_backend_runtimes();
 
 }  // namespace kiln

@@ -155,9 +155,7 @@ void add_unary(PatternRegistry& r, const std::string& name, const std::string& o
       op + " on the ACTIVATION engine");
 }
 
-}  // namespace
-
-void register_example_npu(PatternRegistry& r) {
+void add_patterns(PatternRegistry& r) {
   add(r, "conv2d_relu_fused", is_op("nn.relu", {conv2d_bias()}), conv_check(false), 20,
       "nn.conv2d (+ bias add) then nn.relu, fused on the CONV engine (no intermediate in DRAM)");
   add(r, "conv2d_activation_fused", activation_of(conv2d_bias()), conv_check(false), 20,
@@ -211,9 +209,33 @@ void register_example_npu(PatternRegistry& r) {
       5, "quantize float32 to int8 on the VECTOR engine");
   add(r, "dequantize", is_op("dequantize", {annotate("input", wildcard())}), check_dtypes, 5,
       "dequantize int8 to float32 on the VECTOR engine");
-  register_backend_codegen(
-      {"example_npu", "kiln.graph JSON for the example NPU emulator", example_npu_codegen,
-       [](const CodegenOptions& options) { example_npu::device_from_options(options); }});
 }
+
+}  // namespace
+
+// The backend as the registry takes it (listed in backends/builtin.h).
+namespace example_npu {
+Backend backend() {
+  PatternRegistry patterns;
+  add_patterns(patterns);
+  std::vector<BackendOption> options = {
+      {"l0", OptionType::Size, "4K", "L0 (register file) capacity in bytes"},
+      {"l1", OptionType::Size, "256K", "L1 scratchpad capacity in bytes"},
+      {"l2", OptionType::Size, "512K", "L2 buffer capacity in bytes (weights stay resident here)"},
+      {"systolic", OptionType::Size, "16", "the MATRIX engine's systolic array side"},
+      {"precision", OptionType::Choice, "fp32", "the arithmetic of every dispatch", {"fp32", "fp16", "bf16"}},
+  };
+  return Backend{"example_npu",
+                 "",
+                 "kiln.graph JSON for the example NPU emulator",
+                 patterns.entries(),
+                 std::move(options),
+                 example_npu_codegen,
+                 {},
+                 // Relations between options (l0 <= l1 <= l2), as codegen and runtime see them.
+                 [](const CodegenOptions& o) { example_npu::device_from_options(o); }};
+}
+
+}  // namespace example_npu
 
 }  // namespace kiln

@@ -65,9 +65,7 @@ void add(PatternRegistry& r, const std::string& op, int arity, int priority, con
                      op + " " + what});
 }
 
-}  // namespace
-
-void register_hexagon(PatternRegistry& r) {
+void add_patterns(PatternRegistry& r) {
   for (const char* op : {"nn.conv2d", "nn.dense", "matmul"})
     add(r, op, 2, 10, "compiled for the DSP, tiled into VTCM");
   for (const char* op : {"nn.max_pool2d", "nn.avg_pool2d", "nn.adaptive_avg_pool2d"})
@@ -80,9 +78,33 @@ void register_hexagon(PatternRegistry& r) {
   add(r, "nn.batch_norm", 5, 5, "(inference) compiled for the DSP");
   for (const char* op : {"reshape", "flatten", "squeeze", "expand_dims", "permute_dims"})
     add(r, op, 1, 3, "compiled for the DSP (a copy)");
-  register_backend_codegen({"hexagon", "kernels compiled for a Hexagon DSP, run under qemu-hexagon-static",
-                            hexagon::codegen,
-                            [](const CodegenOptions& options) { hexagon::target_from_options(options); }});
 }
+
+}  // namespace
+
+// The backend as the registry takes it (listed in backends/builtin.h).
+namespace hexagon {
+Backend backend() {
+  PatternRegistry patterns;
+  add_patterns(patterns);
+  std::vector<BackendOption> options = {
+      {"target", OptionType::String, "hexagon-v68",
+       "the DSP: hexagon-v66|v68|v69|v73 (kiln --target sets it)"},
+      {"hvx", OptionType::Choice, "off", "integer loops as HVX vectors", {"on", "off"}},
+      {"timeout", OptionType::Int, "300", "seconds the runtime waits for the DSP emulator"},
+      {"asm", OptionType::File, "", "a file to write the regions' kernels to as Hexagon assembly"},
+  };
+  return Backend{"hexagon",
+                 "",
+                 "kernels compiled for a Hexagon DSP, run under qemu-hexagon-static",
+                 patterns.entries(),
+                 std::move(options),
+                 hexagon::codegen,
+                 {},
+                 // The DSP named by target (and the values hexagon's codegen reads).
+                 [](const CodegenOptions& o) { hexagon::target_from_options(o); }};
+}
+
+}  // namespace hexagon
 
 }  // namespace kiln

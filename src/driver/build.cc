@@ -1,7 +1,8 @@
 // From a partitioned module to an Executable.
-#include "backends/build.h"
+#include "driver/build.h"
 
 #include "backends/graph_codegen.h"
+#include "backends/registry.h"
 
 namespace kiln {
 
@@ -26,8 +27,9 @@ Executable build_executable(const Module& partitioned, const std::string& entry,
     for (auto& p : exe.backends)
       if (p.backend == backend) part = &p;
     if (!part) {
-      exe.backends.push_back({backend, {}, {}});
+      exe.backends.push_back({backend, {}, {}, {}});
       part = &exe.backends.back();
+      if (const Backend* b = find_backend(backend)) part->version = b->version;
       part->options = codegen.global;
       if (auto it = codegen.backend.find(backend); it != codegen.backend.end())
         for (const auto& [k, v] : it->second) part->options[k] = v;
