@@ -87,6 +87,12 @@ int check(const char* pattern, const char* match_json, const kiln_plugin_option*
   return 0;
 }
 
+// Declared, so kiln checks `--option acme_npu.buffer=...` (a known key, an
+// integer) before partitioning; the check above still refuses values <= 0.
+const kiln_plugin_option_decl kOptions[] = {
+    {"buffer", KILN_OPTION_INT, "4096", "elements the device buffer holds", nullptr},
+};
+
 const kiln_plugin_pattern kPatterns[] = {
     {"add", "add", 2, 10, "add of two float32 tensors of one shape", check},
     {"subtract", "subtract", 2, 10, "subtract of two float32 tensors of one shape", check},
@@ -196,6 +202,8 @@ const kiln_backend_plugin kPlugin = {
     runtime_create,
     runtime_run,
     runtime_destroy,
+    kOptions,
+    sizeof kOptions / sizeof kOptions[0],
 };
 
 }  // namespace

@@ -73,6 +73,15 @@ expect "shapes [4,16] and [16] differ; acme_npu does not broadcast" "$work/parti
 "$kiln" --plugin "$plugin" partition "$model" -b acme_npu --option acme_npu.buffer=32 --explain \
   >"$work/partition_small.txt" 2>&1
 expect "64 elements exceed the buffer of 32" "$work/partition_small.txt"
+# The declared option: kiln checks its key and type before partitioning.
+for bad in bufer=32 buffer=lots; do
+  if "$kiln" --plugin "$plugin" partition "$model" -b acme_npu --option "acme_npu.$bad" >"$work/bad.txt" 2>&1; then
+    echo "FAIL: --option acme_npu.$bad was accepted"; exit 1
+  fi
+done
+expect "acme_npu option buffer=lots: expected an integer" "$work/bad.txt"
+"$kiln" --plugin "$plugin" partition "$model" -b acme_npu --option acme_npu.bufer=32 >"$work/bad.txt" 2>&1 || true
+expect "acme_npu: unknown option 'bufer' (acme_npu takes buffer=INT)" "$work/bad.txt"
 
 echo "== the reference interpreter's outputs (no backend)"
 "$kiln" run "$model" "${inputs[@]}" --interpret --out "$work/reference" --print-limit 0 >/dev/null

@@ -46,7 +46,8 @@
  *   static const kiln_plugin_pattern patterns[] = {{"relu", "nn.relu", 1, 10, "relu on my_npu", NULL}};
  *   static const kiln_backend_plugin plugin = {
  *       KILN_BACKEND_PLUGIN_ABI_VERSION, sizeof(kiln_backend_plugin), "my_npu", "1.0", "my NPU",
- *       patterns, 1, my_codegen, my_free, my_create, my_run, my_destroy};
+ *       patterns, 1, my_codegen, my_free, my_create, my_run, my_destroy,
+ *       options, 1};   (options: {{"buffer", KILN_OPTION_INT, "4096", "elements", NULL}})
  *   KILN_PLUGIN_EXPORT const kiln_backend_plugin* kiln_backend_plugin_v1(uint32_t kiln_abi_version) {
  *     return &plugin;
  *   }
@@ -120,9 +121,28 @@ typedef struct kiln_plugin_pattern {
   kiln_plugin_check_fn check; /* NULL: accept every match */
 } kiln_plugin_pattern;
 
+/* How kiln checks an option's value before partitioning. */
+typedef enum kiln_plugin_option_type {
+  KILN_OPTION_STRING = 0, /* any text */
+  KILN_OPTION_INT = 1,    /* a decimal integer */
+  KILN_OPTION_SIZE = 2,   /* a positive byte count: 4096, 64K, 1M */
+  KILN_OPTION_CHOICE = 3, /* one of `choices` */
+  KILN_OPTION_FILE = 4    /* a path */
+} kiln_plugin_option_type;
+
+/* An option the backend takes (`kiln --option my_npu.NAME=VALUE`). */
+typedef struct kiln_plugin_option_decl {
+  const char* name;
+  uint32_t type;             /* a kiln_plugin_option_type */
+  const char* default_value; /* NULL or "": none */
+  const char* description;
+  const char* choices; /* KILN_OPTION_CHOICE: "fast|exact" */
+} kiln_plugin_option_decl;
+
 typedef struct kiln_backend_plugin {
   uint32_t abi_version; /* KILN_BACKEND_PLUGIN_ABI_VERSION the plugin was built with; always first */
-  uint32_t struct_size; /* sizeof(kiln_backend_plugin) the plugin was built with */
+  uint32_t struct_size; /* sizeof(kiln_backend_plugin) the plugin was built with; at least
+                           KILN_BACKEND_PLUGIN_V1_MIN_SIZE */
   const char* name;     /* the backend's name (an identifier): `--backend NAME` */
   const char* version;  /* the plugin's own version, for messages and listings */
   const char* description;
@@ -144,7 +164,17 @@ typedef struct kiln_backend_plugin {
   int (*runtime_run)(void* state, const char* symbol, const kiln_plugin_tensor* inputs, size_t num_inputs,
                      kiln_plugin_tensor* outputs, size_t num_outputs, char* error, size_t error_size);
   void (*runtime_destroy)(void* state);
+
+  /* Added within ABI 1 (kiln reads them only when struct_size covers them):
+   * the options the backend declares. kiln refuses an option not declared or
+   * of the wrong type, naming what the backend takes, before partitioning.
+   * NULL: the options go to the callbacks unchecked. */
+  const kiln_plugin_option_decl* options;
+  size_t num_options;
 } kiln_backend_plugin;
+
+/* The size of an ABI 1 description without the fields added since. */
+#define KILN_BACKEND_PLUGIN_V1_MIN_SIZE offsetof(kiln_backend_plugin, options)
 
 typedef const kiln_backend_plugin* (*kiln_backend_plugin_entry_fn)(uint32_t kiln_abi_version);
 

@@ -48,7 +48,8 @@ using CodegenFn = std::function<BackendArtifacts(const Module& m, const std::vec
 // backend's own rules (memory tiers that shrink, an unknown DSP).
 using CheckOptionsFn = std::function<void(const CodegenOptions& options)>;
 
-// How an option's value is read.
+// How an option's value is read (the same numbering as the plugin ABI's
+// kiln_plugin_option_type).
 enum class OptionType {
   String,  // any text
   Int,     // a decimal integer
@@ -74,7 +75,8 @@ struct Backend {
   CodegenFn codegen;
   BackendRuntimeFactory runtime = {};  // empty: registered by the runtime library itself
   CheckOptionsFn check_options = {};   // after the typed checks
-  // A plugin of ABI v1 declares no options; its own checks judge them.
+  // false: the options are not declared (a plugin without declarations, a
+  // Python backend) and go to its checks and codegen unchecked.
   bool options_declared = true;
 };
 

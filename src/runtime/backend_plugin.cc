@@ -98,9 +98,9 @@ void check_description(const kiln_backend_plugin* p, const std::string& what) {
              ": the plugin was built for backend plugin ABI ", p->abi_version,
              ", but this kiln implements ABI ", KILN_BACKEND_PLUGIN_ABI_VERSION,
              "; rebuild it against this kiln's <kiln/backend_plugin.h>");
-  KILN_CHECK(p->struct_size >= sizeof(kiln_backend_plugin), what, ": the plugin's description is ",
+  KILN_CHECK(p->struct_size >= KILN_BACKEND_PLUGIN_V1_MIN_SIZE, what, ": the plugin's description is ",
              p->struct_size, " bytes, smaller than ABI ", KILN_BACKEND_PLUGIN_ABI_VERSION, "'s ",
-             sizeof(kiln_backend_plugin), "; rebuild it against this kiln's <kiln/backend_plugin.h>");
+             KILN_BACKEND_PLUGIN_V1_MIN_SIZE, "; rebuild it against this kiln's <kiln/backend_plugin.h>");
   KILN_CHECK(is_identifier(p->name), what, ": the backend name '", p->name ? p->name : "(null)",
              "' is not an identifier (letters, digits and '_')");
   std::string missing;

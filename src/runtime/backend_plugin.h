@@ -11,6 +11,7 @@
 // (BackendFunction::graph) for --verify and for the constants it reads.
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,12 @@ struct LoadedBackendPlugin {
   std::string path;
   const kiln_backend_plugin* plugin = nullptr;
   std::string name() const { return plugin->name; }
+  // The declared options, or nullptr when the plugin declares none (a
+  // description older than the options fields, or options NULL).
+  const kiln_plugin_option_decl* options() const {
+    bool has = plugin->struct_size >= offsetof(kiln_backend_plugin, num_options) + sizeof(size_t);
+    return has ? plugin->options : nullptr;
+  }
 };
 
 // Loads (once per path) and registers the plugin's runtime. Throws kiln::Error.

@@ -7,6 +7,9 @@
  *   -DKILN_TEST_PLUGIN_ABI=99          a description of another ABI version
  *   -DKILN_TEST_PLUGIN_NO_ENTRY        no kiln_backend_plugin_v1 symbol
  *   -DKILN_TEST_PLUGIN_NAME=example_npu  a name a built-in backend has
+ *   -DKILN_TEST_PLUGIN_SIZE=N          a struct_size of N (16: too small;
+ *                                      KILN_BACKEND_PLUGIN_V1_MIN_SIZE: built
+ *                                      before the options fields)
  */
 #include <kiln/backend_plugin.h>
 #include <stdio.h>
@@ -15,6 +18,9 @@
 
 #ifndef KILN_TEST_PLUGIN_ABI
 #define KILN_TEST_PLUGIN_ABI KILN_BACKEND_PLUGIN_ABI_VERSION
+#endif
+#ifndef KILN_TEST_PLUGIN_SIZE
+#define KILN_TEST_PLUGIN_SIZE sizeof(kiln_backend_plugin)
 #endif
 #ifndef KILN_TEST_PLUGIN_NAME
 #define KILN_TEST_PLUGIN_NAME plugin_relu
@@ -102,7 +108,7 @@ static void runtime_destroy(void* state) { free(state); }
 
 static const kiln_backend_plugin kPlugin = {
     KILN_TEST_PLUGIN_ABI,
-    sizeof(kiln_backend_plugin),
+    KILN_TEST_PLUGIN_SIZE,
     STR(KILN_TEST_PLUGIN_NAME),
     "1.0",
     "a relu device (tests/plugin/relu_plugin.c)",
@@ -113,6 +119,8 @@ static const kiln_backend_plugin kPlugin = {
     runtime_create,
     runtime_run,
     runtime_destroy,
+    NULL, /* options: none declared, so kiln passes any to the callbacks */
+    0,
 };
 
 #ifdef KILN_TEST_PLUGIN_NO_ENTRY

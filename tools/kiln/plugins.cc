@@ -17,6 +17,13 @@ namespace {
 
 constexpr size_t kErrorSize = 1024;
 
+static_assert(static_cast<int>(OptionType::String) == KILN_OPTION_STRING &&
+                  static_cast<int>(OptionType::Int) == KILN_OPTION_INT &&
+                  static_cast<int>(OptionType::Size) == KILN_OPTION_SIZE &&
+                  static_cast<int>(OptionType::Choice) == KILN_OPTION_CHOICE &&
+                  static_cast<int>(OptionType::File) == KILN_OPTION_FILE,
+              "the plugin ABI's option types are kiln's, by number");
+
 nlohmann::json type_json(const Type& t) {
   if (!t || !t->is_tensor()) return nullptr;
   return {{"shape", t->tensor.shape}, {"dtype", std::string(dtype_name(t->tensor.dtype))}};
@@ -88,8 +95,24 @@ void register_compiler_side(const LoadedBackendPlugin& loaded) {
   b.codegen = [p](const Module& m, const std::vector<Function>& fns, const CodegenOptions& o) {
     return plugin_codegen(p, m, fns, o);
   };
-  // ABI v1 declares no options: the plugin's codegen and checks judge them.
-  b.options_declared = false;
+  b.options_declared = loaded.options() != nullptr;
+  for (size_t i = 0; b.options_declared && i < p->num_options; ++i) {
+    const kiln_plugin_option_decl& d = loaded.options()[i];
+    std::string what = "plugin " + loaded.path + ": option " + std::to_string(i);
+    KILN_CHECK(d.name && *d.name, what, " has no name");
+    KILN_CHECK(d.type <= KILN_OPTION_FILE, what, " (", d.name, ") has an unknown type ", d.type);
+    BackendOption o{d.name, static_cast<OptionType>(d.type), d.default_value ? d.default_value : "",
+                    d.description ? d.description : ""};
+    for (std::string rest = d.choices ? d.choices : ""; !rest.empty();) {
+      size_t bar = rest.find('|');
+      o.choices.push_back(rest.substr(0, bar));
+      rest = bar == std::string::npos ? "" : rest.substr(bar + 1);
+    }
+    KILN_CHECK(o.type != OptionType::Choice || !o.choices.empty(), what, " (", d.name,
+               ") is a choice without choices");
+    if (!o.default_value.empty()) check_option_value(b.name, o, o.default_value);
+    b.options.push_back(std::move(o));
+  }
   // The runtime was registered by load_backend_plugin (the runtime library's loader).
   register_backend(std::move(b));
 }
