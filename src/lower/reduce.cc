@@ -221,10 +221,17 @@ Lowered softmax_impl(const LowerContext& c, bool log) {
   // float64 and rounded: a float64 division per element (and the casts
   // around it) made a 40 x 6625 softmax 2.6x slower than oneDNN's. The
   // result is within two float32 ulps of the reference's rounded quotient.
+  // A DSP (a scratchpad target: Hexagon) has no float64 division, and
+  // kiln's Hexagon runtime no __hexagon_divdf3: there the sum is rounded to
+  // float32 first and the reciprocal taken in float32 (within a few ulps).
   te::Tensor inv;
   if (!log)
     inv = te::compute(
-        rs, [&](const te::Axes& i) { return tir::cast(t, tir::div(constant(1.0, f64), (*s)(i))); },
+        rs,
+        [&](const te::Axes& i) {
+          if (c.cpu.scratchpad_bytes) return tir::div(constant(1.0, t), tir::cast(t, (*s)(i)));
+          return tir::cast(t, tir::div(constant(1.0, f64), (*s)(i)));
+        },
         c.name + "_reciprocal");
   te::Tensor y = te::compute(
       xs,

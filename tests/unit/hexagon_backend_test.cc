@@ -13,6 +13,8 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <set>
 
 #include "backends/hexagon/runtime/dsp_session.h"
 #include "backends/hexagon/runtime/region_program.h"
@@ -26,6 +28,7 @@
 #include "ir/text.h"
 #include "kiln/runtime/npy.h"
 #include "lower/lower.h"
+#include "pattern/registry.h"
 #include "runtime/module_file.h"
 #include "test_util.h"
 #include "tir/te/te.h"
@@ -80,9 +83,9 @@ TEST(HexagonBackend, SmallCnnRunsOnTheDspTiledIntoV66Vtcm) {
   std::vector<Tensor> want = interpret(m, "main", args);
   driver::CompileSummary summary;
   Executable exe = driver::compile_model(m, offload_to({"hexagon"}, "hexagon-v66"), &summary);
-  // Every op the backend can compile is on the DSP; softmax (its float64
-  // reciprocal needs a division the Hexagon runtime lacks) stays on the host.
-  EXPECT_NE(summary.report.summary().find("10 of 11 ops offloaded in 1 region (hexagon: 10)"),
+  // The whole model is on the DSP, softmax included (its reciprocal in
+  // float32 there: the Hexagon runtime has no float64 division).
+  EXPECT_NE(summary.report.summary().find("11 of 11 ops offloaded in 1 region (hexagon: 11)"),
             std::string::npos)
       << summary.report.summary();
   ASSERT_EQ(exe.backends.size(), 1u);
@@ -201,6 +204,95 @@ TEST(HexagonBackend, RoundingMatchesTheHostBitForBit) {
       EXPECT_EQ(std::memcmp(&g, &w, 4), 0)
           << "output " << o << " of " << values[size_t(i)] << ": " << g << " vs " << w;
     }
+}
+
+// Every op the hexagon backend claims, alone, on the DSP against the
+// reference interpreter: float32 within 1e-5 (softmax's reciprocal is
+// float32 there), integer ops bit for bit. The loop also checks that the
+// table covers every registered hexagon pattern.
+TEST(HexagonBackend, EveryClaimedOpMatchesTheReference) {
+  const std::map<std::string, std::pair<std::string, std::string>> models = {
+      {"conv2d", {"nn.conv2d(%x4, %w4, padding=[1, 1, 1, 1])", "Tensor[(2, 4, 6, 6), float32]"}},
+      {"dense", {"nn.dense(%m, %n)", "Tensor[(12, 9), float32]"}},
+      {"matmul", {"matmul(%m, %mt)", "Tensor[(12, 9), float32]"}},
+      {"max_pool2d",
+       {"nn.max_pool2d(%x4, pool_size=[3, 3], padding=[1, 1])", "Tensor[(2, 4, 6, 6), float32]"}},
+      {"avg_pool2d",
+       {"nn.avg_pool2d(%x4, pool_size=[2, 2], strides=[2, 2])", "Tensor[(2, 4, 3, 3), float32]"}},
+      {"adaptive_avg_pool2d", {"nn.adaptive_avg_pool2d(%x4)", "Tensor[(2, 4, 1, 1), float32]"}},
+      {"add", {"add(%x4, %y4)", "Tensor[(2, 4, 6, 6), float32]"}},
+      {"subtract", {"subtract(%x4, %y4)", "Tensor[(2, 4, 6, 6), float32]"}},
+      {"multiply", {"multiply(%x4, %y4)", "Tensor[(2, 4, 6, 6), float32]"}},
+      {"divide", {"divide(%x4, %y4)", "Tensor[(2, 4, 6, 6), float32]"}},
+      {"maximum", {"maximum(%x4, %y4)", "Tensor[(2, 4, 6, 6), float32]"}},
+      {"minimum", {"minimum(%x4, %y4)", "Tensor[(2, 4, 6, 6), float32]"}},
+      {"relu", {"nn.relu(%x4)", "Tensor[(2, 4, 6, 6), float32]"}},
+      {"clip", {"clip(%x4, a_min=-0.5, a_max=0.5)", "Tensor[(2, 4, 6, 6), float32]"}},
+      {"sigmoid", {"sigmoid(%x4)", "Tensor[(2, 4, 6, 6), float32]"}},
+      {"hard_swish", {"nn.hard_swish(%x4)", "Tensor[(2, 4, 6, 6), float32]"}},
+      {"hard_sigmoid", {"nn.hard_sigmoid(%x4)", "Tensor[(2, 4, 6, 6), float32]"}},
+      {"leaky_relu", {"nn.leaky_relu(%x4, alpha=0.1)", "Tensor[(2, 4, 6, 6), float32]"}},
+      {"negative", {"negative(%x4)", "Tensor[(2, 4, 6, 6), float32]"}},
+      {"abs", {"abs(%x4)", "Tensor[(2, 4, 6, 6), float32]"}},
+      {"exp", {"exp(%x4)", "Tensor[(2, 4, 6, 6), float32]"}},
+      {"sqrt", {"sqrt(%y4)", "Tensor[(2, 4, 6, 6), float32]"}},
+      {"round", {"round(%x4)", "Tensor[(2, 4, 6, 6), float32]"}},
+      {"floor", {"floor(%x4)", "Tensor[(2, 4, 6, 6), float32]"}},
+      {"ceil", {"ceil(%x4)", "Tensor[(2, 4, 6, 6), float32]"}},
+      {"astype", {"astype(%q4, dtype=\"int32\")", "Tensor[(2, 4, 6, 6), int32]"}},
+      {"batch_norm",
+       {"nn.batch_norm(%x4, %g, %g, %g, const(Tensor[(4,), float32], [1.0, 2.0, 0.5, 3.0]))",
+        "Tensor[(2, 4, 6, 6), float32]"}},
+      {"softmax", {"nn.softmax(%x4)", "Tensor[(2, 4, 6, 6), float32]"}},
+      {"reshape", {"reshape(%x4, newshape=[8, 36])", "Tensor[(8, 36), float32]"}},
+      {"flatten", {"flatten(%x4)", "Tensor[(2, 144), float32]"}},
+      {"squeeze", {"squeeze(%x1)", "Tensor[(4, 6, 6), float32]"}},
+      {"expand_dims", {"expand_dims(%x4, axis=0)", "Tensor[(1, 2, 4, 6, 6), float32]"}},
+      {"permute_dims", {"permute_dims(%x4, axes=[0, 2, 3, 1])", "Tensor[(2, 6, 6, 4), float32]"}},
+  };
+  const std::string params =
+      "%x4: Tensor[(2, 4, 6, 6), float32], %y4: Tensor[(2, 4, 6, 6), float32], %w4: Tensor[(4, 4, 3, 3), "
+      "float32], "
+      "%q4: Tensor[(2, 4, 6, 6), int8], %x1: Tensor[(1, 4, 6, 6), float32], %m: Tensor[(12, 10), float32], "
+      "%n: Tensor[(9, 10), float32], %mt: Tensor[(10, 9), float32], %g: Tensor[(4,), float32]";
+  std::set<std::string> covered;
+  for (const auto& [pattern, model] : models) {
+    SCOPED_TRACE(pattern);
+    Module m = parse_module(
+        "def @main(" + params + ") -> " + model.second + " {\n  %b = " + model.first + "\n  return %b\n}\n",
+        pattern + ".kir");
+    driver::CompileSummary summary;
+    Executable exe = driver::compile_model(m, offload_to({"hexagon"}), &summary);
+    ASSERT_EQ(summary.report.offloaded_count(), int64_t(summary.report.ops.size()))
+        << summary.report.explain();
+    EXPECT_EQ(summary.report.ops.back().pattern, "hexagon." + pattern) << summary.report.explain();
+    covered.insert(summary.report.ops.back().pattern);
+    std::vector<Tensor> args;
+    uint64_t seed = 17;
+    for (const auto& p : m.find("main")->params) {
+      Tensor t = Tensor::empty(p->type->tensor.shape, p->type->tensor.dtype);
+      for (int64_t i = 0; i < t.numel(); ++i) {
+        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+        double u = double(seed >> 40) / double(1 << 24);  // [0, 1)
+        // %y4 positive (sqrt, divide); integers over int8's range.
+        double v = p->name == "y4"            ? 0.25 + u
+                   : t.dtype() == DType::Int8 ? std::floor(u * 255) - 127
+                                              : u * 4 - 2;
+        t.set_from_double(i, v);
+      }
+      args.push_back(t);
+    }
+    std::vector<Tensor> want = interpret(m, "main", args);
+    VirtualMachine vm(exe);
+    std::vector<Tensor> got = vm.run(args);
+    ASSERT_EQ(got[0].dtype(), want[0].dtype());
+    if (want[0].dtype() == DType::Float32)
+      expect_close(got, want, 1e-5);
+    else
+      EXPECT_TRUE(got[0].bitwise_equal(want[0]));
+  }
+  for (const PatternEntry* e : pattern_registry().for_backend("hexagon"))
+    EXPECT_TRUE(covered.count(e->name)) << e->name << " has no case here";
 }
 
 TEST(HexagonBackend, WorkingSetThatCannotBeTiledStaysOnTheHostWithTheReason) {

@@ -76,6 +76,7 @@ void add_patterns(PatternRegistry& r) {
                          "negative", "abs", "exp", "sqrt", "round", "floor", "ceil", "astype"})
     add(r, op, 1, 5, "compiled for the DSP");
   add(r, "nn.batch_norm", 5, 5, "(inference) compiled for the DSP");
+  add(r, "nn.softmax", 1, 5, "compiled for the DSP (the reciprocal of the sum in float32)");
   for (const char* op : {"reshape", "flatten", "squeeze", "expand_dims", "permute_dims"})
     add(r, op, 1, 3, "compiled for the DSP (a copy)");
 }
