@@ -405,6 +405,20 @@ TEST(HexagonBackend, CliTargetNamesTheDsp) {
   r = testing::kiln_cmd("run " + kSmallCnn + " --backend example_npu --target hexagon-v66 --random-inputs 1");
   EXPECT_NE(r.code, 0);
   EXPECT_NE(r.out.find("--backend hexagon --target hexagon-v66"), std::string::npos) << r.out;
+  // Two backends in one flag, the first listed winning ties; both in the
+  // explanation, the report and the graph.
+  std::string dot = std::string(KILN_BINARY_DIR) + "/two_backends.dot";
+  r = testing::kiln_cmd("partition " + kSmallCnn + " --backend example_npu,hexagon --explain --dot " + dot);
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("(example_npu: 10, hexagon: 2)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("%g = nn.adaptive_avg_pool2d: hexagon by hexagon.adaptive_avg_pool2d"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(testing::read_text(dot).find("hexagon"), std::string::npos);
+  r = testing::kiln_cmd("run " + kSmallCnn + " --backend example_npu,hexagon --random-inputs 1 --verify");
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("(example_npu): max abs"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("(hexagon): max abs"), std::string::npos) << r.out;
 }
 
 // A conv + relu kernel for a 24 KiB scratchpad: tiles of 4 channels by 8

@@ -11,7 +11,9 @@ namespace kiln::cli {
 
 void BackendFlags::add_to(CLI::App* cmd) {
   cmd->add_option("--backend,-b", backends,
-                  "Offload to this backend (repeatable; `kiln partition --list` names them)");
+                  "Offload to these backends: repeatable or comma-separated, the first listed winning ties "
+                  "(`kiln partition --list` names them)")
+      ->delimiter(',');
   cmd->add_flag("--no-merge", no_merge,
                 "Keep each pattern match as its own region (default: merge adjacent matches of one backend, "
                 "never into a cycle)");
