@@ -421,23 +421,17 @@ class FunctionBuilder {
         if (t.is_float()) return b_.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, args[0]);
         if (t.is_uint()) return args[0];
         return b_.CreateBinaryIntrinsic(llvm::Intrinsic::abs, args[0], b_.getFalse());
-      case tir::Intrinsic::Sqrt:
-        return b_.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, args[0]);
       case tir::Intrinsic::Exp:
         if (t.is_vector() && t.is_float() && t.bits == 32) return vector_exp_f32(b_, args[0]);
         return b_.CreateUnaryIntrinsic(llvm::Intrinsic::exp, args[0]);
+      case tir::Intrinsic::Sqrt:
       case tir::Intrinsic::Log:
-        return b_.CreateUnaryIntrinsic(llvm::Intrinsic::log, args[0]);
       case tir::Intrinsic::Sin:
-        return b_.CreateUnaryIntrinsic(llvm::Intrinsic::sin, args[0]);
       case tir::Intrinsic::Cos:
-        return b_.CreateUnaryIntrinsic(llvm::Intrinsic::cos, args[0]);
       case tir::Intrinsic::Floor:
-        return b_.CreateUnaryIntrinsic(llvm::Intrinsic::floor, args[0]);
       case tir::Intrinsic::Ceil:
-        return b_.CreateUnaryIntrinsic(llvm::Intrinsic::ceil, args[0]);
       case tir::Intrinsic::Round:
-        return b_.CreateUnaryIntrinsic(llvm::Intrinsic::roundeven, args[0]);
+        return b_.CreateUnaryIntrinsic(llvm_unary_intrinsic(*intrinsic), args[0]);
       case tir::Intrinsic::Pow:
         return b_.CreateBinaryIntrinsic(llvm::Intrinsic::pow, args[0], args[1]);
       // No LLVM intrinsic: the C library's function, per lane.
@@ -451,6 +445,9 @@ class FunctionBuilder {
         return b_.CreateGEP(b_.getInt8Ty(), args[0], args[1]);
       case tir::Intrinsic::ParallelStatus:
         return b_.CreateLoad(b_.getInt32Ty(), parallel_status_slot());
+      case tir::Intrinsic::DotI8x4:
+        return dot_i8x4(b_, args[0], args[1], args[2],
+                        llvm::Triple(mod_.getTargetTriple()).getArch() == llvm::Triple::hexagon);
     }
     return nullptr;
   }

@@ -52,6 +52,13 @@ std::optional<LanePattern> lane_pattern(const tir::Expr& e);
 // each stays a normal number. x is clamped to [-104, 89] first (e^x is 0
 // below, infinite above, and the product rounds to those); NaN stays NaN.
 llvm::Value* vector_exp_f32(llvm::IRBuilder<>& b, llvm::Value* x);
+// The LLVM intrinsic of a one-operand float intrinsic of tensor IR (sqrt,
+// log, sin, cos, floor, ceil, round: roundeven).
+llvm::Intrinsic::ID llvm_unary_intrinsic(tir::Intrinsic i);
+// dot_i8x4 (tir.h): each int32 lane of `acc` plus the four products of its
+// int8 lanes of `a` and `b`. On Hexagon with 32 lanes one HVX
+// V6_vrmpybv_acc (vrmpy); elsewhere the products widened and summed by fours.
+llvm::Value* dot_i8x4(llvm::IRBuilder<>& b, llvm::Value* acc, llvm::Value* a, llvm::Value* w, bool hexagon);
 // The link check before codegen, by target.
 void check_target_imports(const std::vector<tir::PrimFunc>& funcs, const CodegenOptions& options);
 

@@ -1,7 +1,9 @@
 // Vector idioms the LLVM codegen emits (declared in codegen/llvm_internal.h):
 // lanes at constant offsets from one index, read as one span; exp of float32
-// vectors computed inline.
+// vectors computed inline; int8 dot products by fours (HVX vrmpy).
 #include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/IntrinsicsHexagon.h>
+#include <llvm/TargetParser/Triple.h>
 
 #include "codegen/llvm_internal.h"
 
@@ -87,6 +89,41 @@ llvm::Value* vector_exp_f32(llvm::IRBuilder<>& b, llvm::Value* x) {
   };
   llvm::Value* y = b.CreateFMul(b.CreateFMul(p, pow2(half)), pow2(b.CreateSub(ki, half)));
   return b.CreateSelect(b.CreateFCmpUNO(x, x), x, y);
+}
+
+llvm::Intrinsic::ID llvm_unary_intrinsic(tir::Intrinsic i) {
+  using I = tir::Intrinsic;
+  static const std::pair<I, llvm::Intrinsic::ID> table[] = {
+      {I::Sqrt, llvm::Intrinsic::sqrt},       {I::Log, llvm::Intrinsic::log},
+      {I::Sin, llvm::Intrinsic::sin},         {I::Cos, llvm::Intrinsic::cos},
+      {I::Floor, llvm::Intrinsic::floor},     {I::Ceil, llvm::Intrinsic::ceil},
+      {I::Round, llvm::Intrinsic::roundeven},
+  };
+  for (const auto& [t, id] : table)
+    if (t == i) return id;
+  KILN_ASSERT(false,
+              std::string("codegen: ") + tir::intrinsic_name(i) + " is not a one-operand float intrinsic");
+  return llvm::Intrinsic::not_intrinsic;
+}
+
+llvm::Value* dot_i8x4(llvm::IRBuilder<>& b, llvm::Value* acc, llvm::Value* a, llvm::Value* w, bool hexagon) {
+  auto* acc_type = llvm::cast<llvm::FixedVectorType>(acc->getType());
+  const unsigned lanes = acc_type->getNumElements();
+  if (hexagon && lanes == 32) {
+    // Vd.w += vrmpy(Vu.b, Vv.b): the operands as 32 words of four bytes.
+    llvm::Type* words = llvm::FixedVectorType::get(b.getInt32Ty(), 32);
+    return b.CreateIntrinsic(llvm::Intrinsic::hexagon_V6_vrmpybv_acc_128B, {},
+                             {acc, b.CreateBitCast(a, words), b.CreateBitCast(w, words)});
+  }
+  llvm::Type* wide = llvm::FixedVectorType::get(b.getInt32Ty(), 4 * lanes);
+  llvm::Value* products = b.CreateMul(b.CreateSExt(a, wide), b.CreateSExt(w, wide));
+  llvm::Value* sum = acc;
+  for (unsigned k = 0; k < 4; ++k) {
+    std::vector<int> pick;
+    for (unsigned i = 0; i < lanes; ++i) pick.push_back(int(4 * i + k));
+    sum = b.CreateAdd(sum, b.CreateShuffleVector(products, pick));
+  }
+  return sum;
 }
 
 }  // namespace kiln::codegen

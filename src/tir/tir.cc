@@ -334,6 +334,20 @@ Expr call_intrinsic(Intrinsic i, std::vector<Expr> args) {
       want(0);
       t = DataType::int32();
       break;
+    case Intrinsic::DotI8x4: {
+      // Hexagon: one HVX vrmpy (32 lanes); elsewhere widened products summed by fours.
+      want(3);
+      const DataType& acc = args[0]->dtype;
+      KILN_CHECK(acc.code == DataType::Code::Int && acc.bits == 32,
+                 "dot_i8x4 accumulates into int32 lanes, not ", dtype_str(acc));
+      for (size_t k = 1; k < 3; ++k)
+        KILN_CHECK(args[k]->dtype.code == DataType::Code::Int && args[k]->dtype.bits == 8 &&
+                       args[k]->dtype.lanes == 4 * acc.lanes,
+                   "dot_i8x4 takes int8 operands of four lanes per accumulator lane (", 4 * acc.lanes,
+                   " for ", dtype_str(acc), "), not ", dtype_str(args[k]->dtype));
+      t = acc;
+      break;
+    }
   }
   return std::make_shared<CallNode>(t, CallKind::Intrinsic, intrinsic_name(i), std::move(args));
 }

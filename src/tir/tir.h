@@ -222,23 +222,24 @@ struct BufferLoadNode : ExprNode {
 // extern calls go to a C function by symbol name, resolved at link time.
 enum class CallKind : uint8_t { Intrinsic, Extern };
 
-#define KILN_TIR_INTRINSICS(X)                                               \
-  X(IsNull, "isnull")                  /* handle -> bool */                  \
-  X(Abs, "abs")                        /* numeric */                         \
-  X(Sqrt, "sqrt")                      /* float */                           \
-  X(Exp, "exp")                        /* float */                           \
-  X(Log, "log")                        /* float */                           \
-  X(Tanh, "tanh")                      /* float */                           \
-  X(Erf, "erf")                        /* float */                           \
-  X(Sin, "sin")                        /* float */                           \
-  X(Cos, "cos")                        /* float */                           \
-  X(Floor, "floor")                    /* float */                           \
-  X(Ceil, "ceil")                      /* float */                           \
-  X(Round, "round")                    /* float: to nearest, ties to even */ \
-  X(Pow, "pow")                        /* float, float -> float */           \
-  X(Likely, "likely")                  /* bool hint for branches */          \
-  X(AddressOffset, "address_offset")   /* handle + int64 bytes -> handle */  \
-  X(ParallelStatus, "parallel_status") /* -> int32: how the last parallel loop ended (tir/parallel.h) */
+#define KILN_TIR_INTRINSICS(X)                                                                           \
+  X(IsNull, "isnull")                  /* handle -> bool */                                              \
+  X(Abs, "abs")                        /* numeric */                                                     \
+  X(Sqrt, "sqrt")                      /* float */                                                       \
+  X(Exp, "exp")                        /* float */                                                       \
+  X(Log, "log")                        /* float */                                                       \
+  X(Tanh, "tanh")                      /* float */                                                       \
+  X(Erf, "erf")                        /* float */                                                       \
+  X(Sin, "sin")                        /* float */                                                       \
+  X(Cos, "cos")                        /* float */                                                       \
+  X(Floor, "floor")                    /* float */                                                       \
+  X(Ceil, "ceil")                      /* float */                                                       \
+  X(Round, "round")                    /* float: to nearest, ties to even */                             \
+  X(Pow, "pow")                        /* float, float -> float */                                       \
+  X(Likely, "likely")                  /* bool hint for branches */                                      \
+  X(AddressOffset, "address_offset")   /* handle + int64 bytes -> handle */                              \
+  X(ParallelStatus, "parallel_status") /* -> int32: how the last parallel loop ended (tir/parallel.h) */ \
+  X(DotI8x4, "dot_i8x4")               /* int32xN acc, int8x4N a, b -> acc[i] + sum_k<4 a[4i+k] * b[4i+k] */
 
 enum class Intrinsic : uint8_t {
 #define KILN_TIR_ENUM_ENTRY(name, text) name,

@@ -491,5 +491,51 @@ TEST(HexagonPrimRun, TwoDimensionalBuffersKeepTheirShape) {
   for (int64_t i = 0; i < flat.numel(); ++i) ASSERT_EQ(flat.data<int32_t>()[i], i * 7 - 1000 + 3) << i;
 }
 
+// dot_i8x4, the tensor-IR intrinsic int8 dot products are written with: one
+// HVX vrmpy per 32 int32 lanes on Hexagon, widened products elsewhere; the
+// values on both against the sums computed here; operand lanes checked.
+TEST(HexagonDot, DotI8x4IsOneVrmpyAndMatchesOnBothTargets) {
+  const char* text = R"(prim @dot(%A: Buffer[(256), int8], %B: Buffer[(256), int8], %C: Buffer[(64), int32]) {
+  for %j from 0 extent 2 {
+    %C[ramp(%j * 32, 1, 32)] = dot_i8x4(%C[ramp(%j * 32, 1, 32)], %A[ramp(%j * 128, 1, 128)], %B[ramp(%j * 128, 1, 128)])
+  }
+})";
+  tir::PrimFunc f = tir::parse_prim_functions(text, "dot.kir").at(0);
+  Tensor a = Tensor::empty({256}, DType::Int8), b = Tensor::empty({256}, DType::Int8),
+         c = Tensor::empty({64}, DType::Int32);
+  for (int i = 0; i < 256; ++i) {
+    a.data<int8_t>()[i] = int8_t((i * 37 + 5) % 256 - 128);
+    b.data<int8_t>()[i] = int8_t((i * 91 + 17) % 256 - 128);
+  }
+  std::vector<int32_t> want(64);
+  for (int i = 0; i < 64; ++i) {
+    c.data<int32_t>()[i] = i * 1000 - 30000;
+    want[size_t(i)] = c.data<int32_t>()[i];
+    for (int k = 0; k < 4; ++k) want[size_t(i)] += a.data<int8_t>()[4 * i + k] * b.data<int8_t>()[4 * i + k];
+  }
+  for (const char* target : {"llvm", "hexagon-v68"}) {
+    SCOPED_TRACE(target);
+    codegen::PrimRunOptions o;
+    o.target = codegen::parse_target(target);
+    codegen::PrimRunResult r = codegen::run_prim_function(f, {{"A", a}, {"B", b}, {"C", c}}, o);
+    ASSERT_EQ(r.outputs.size(), 1u);
+    for (int i = 0; i < 64; ++i) ASSERT_EQ(r.outputs[0].second.data<int32_t>()[i], want[size_t(i)]) << i;
+  }
+  codegen::CodegenOptions cg;
+  cg.target = codegen::parse_target("hexagon-v68");
+  std::string text_asm = codegen::emit_text({tir::lower_for_build(f, codegen::tir_pass_options(cg.target))},
+                                            codegen::EmitKind::Assembly, cg);
+  EXPECT_NE(text_asm.find(".w += vrmpy(v"), std::string::npos) << text_asm;
+  std::string err = testing::error_of([] {
+    tir::parse_prim_functions(R"(prim @bad(%A: Buffer[(64), int8], %C: Buffer[(32), int32]) {
+  %C[ramp(0, 1, 32)] = dot_i8x4(%C[ramp(0, 1, 32)], %A[ramp(0, 1, 64)], %A[ramp(0, 1, 64)])
+})",
+                              "bad.kir");
+  });
+  EXPECT_NE(err.find("dot_i8x4 takes int8 operands of four lanes per accumulator lane (128"),
+            std::string::npos)
+      << err;
+}
+
 }  // namespace
 }  // namespace kiln
