@@ -7,6 +7,7 @@
 #include <dirent.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmath>
@@ -356,6 +357,26 @@ TEST(HexagonBackend, KillingTheEmulatorIsAClearErrorNotAHang) {
   // Later runs say the session has ended instead of trying again.
   err = testing::error_of([&] { vm.run(args); });
   EXPECT_NE(err.find("the session has ended"), std::string::npos) << err;
+}
+
+// A compiled module run where the emulator is not installed: the load fails
+// with what is missing and how to install it, before anything runs.
+TEST(HexagonBackend, MissingEmulatorIsAClearErrorAtLoad) {
+  std::string kmod = std::string(KILN_BINARY_DIR) + "/small_cnn_hexagon.kmod";
+  auto r = testing::kiln_cmd("compile " + kSmallCnn + " --backend hexagon -o " + kmod);
+  ASSERT_EQ(r.code, 0) << r.out;
+  std::string cmd = "env PATH=/nonexistent " + std::string(KILN_BINARY_DIR) + "/kiln run " + kmod +
+                    " --random-inputs 1 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  std::string out;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  int status = pclose(p);
+  EXPECT_NE(WEXITSTATUS(status), 0) << out;
+  EXPECT_NE(out.find("cannot run qemu-hexagon-static: No such file or directory"), std::string::npos) << out;
+  EXPECT_NE(out.find("scripts/setup.sh"), std::string::npos) << out;
 }
 
 TEST(HexagonBackend, MalformedRegionProgramsAreClearErrors) {

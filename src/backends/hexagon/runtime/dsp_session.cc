@@ -109,14 +109,25 @@ Status DspSession::start(const std::string& executable, const std::vector<Sessio
   timeout_ms_ = timeout_seconds * 1000;
   regions_ = regions;
   for (const auto& s : slots) slot_bytes_.push_back(s.bytes);
-  int sv[2], errp[2];
-  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0 || pipe2(errp, O_CLOEXEC) != 0)
-    return Status::error(std::string("hexagon: cannot create the session's channels: ") + strerror(errno));
-  // The child reports a failed exec through this pipe.
-  int execp[2];
-  if (pipe2(execp, O_CLOEXEC) != 0) return Status::error("hexagon: cannot create a pipe");
+  // The session's socket pair, the emulator's stderr, and a pipe through
+  // which the child reports a failed exec.
+  int sv[2] = {-1, -1}, errp[2] = {-1, -1}, execp[2] = {-1, -1};
+  auto close_all = [&] {
+    for (int fd : {sv[0], sv[1], errp[0], errp[1], execp[0], execp[1]})
+      if (fd >= 0) close(fd);
+  };
+  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0 || pipe2(errp, O_CLOEXEC) != 0 ||
+      pipe2(execp, O_CLOEXEC) != 0) {
+    std::string why = strerror(errno);
+    close_all();
+    return Status::error("hexagon: cannot create the session's channels: " + why);
+  }
   pid_t pid = fork();
-  if (pid < 0) return Status::error(std::string("hexagon: cannot start the emulator: ") + strerror(errno));
+  if (pid < 0) {
+    std::string why = strerror(errno);
+    close_all();
+    return Status::error("hexagon: cannot start the emulator: " + why);
+  }
   if (pid == 0) {
     dup2(sv[1], 0);
     dup2(sv[1], 1);
