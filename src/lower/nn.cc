@@ -67,11 +67,60 @@ std::optional<ConvAttrs> conv_attrs(const LowerContext& c) {
   return a;
 }
 
+// An int8 conv for a DSP (a scratchpad target): input channels in blocks of
+// four, innermost in both the padded window xb[n, cb, h, w, 4] and the
+// weights wb[o, cb, ky, kx, 4] (zero past the last channel), so the four
+// products of a block read four contiguous bytes of each. The reduction's
+// innermost axis is that block (rk, extent 4): the form form-dot-products
+// rewrites into dot_i8x4, one HVX vrmpy per 32 output columns.
+Lowered conv2d_int8_blocked(const LowerContext& c, const ConvAttrs& conv) {
+  const te::Tensor &x = c.inputs[0], &w = c.inputs[1];
+  const Shape &xs = c.in[0].shape, &ws = c.in[1].shape;
+  const int64_t C = xs[1], H = xs[2], W = xs[3], blocks = (C + 3) / 4;
+  const Pad2d& p = conv.pad;
+  const tir::DataType i8 = tir::DataType::int_(8), i32 = tir::DataType::int32();
+  auto channel = [](const Expr& b, const Expr& k) { return tir::add(tir::mul(b, tir::int_imm(4)), k); };
+  te::Tensor xb = te::compute(
+      {xs[0], blocks, H + p.top + p.bottom, W + p.left + p.right, 4},
+      [&](const te::Axes& i) {
+        Expr ch = channel(i[1], i[4]);
+        Expr h = tir::sub(i[2], tir::int_imm(p.top)), v = tir::sub(i[3], tir::int_imm(p.left));
+        Expr in = all(all(in_range(h, 0, H), in_range(v, 0, W)), tir::lt(ch, tir::int_imm(C)));
+        return tir::select(in, (*x)({i[0], clamp_index(ch, C), clamp_index(h, H), clamp_index(v, W)}),
+                           constant(0, i8));
+      },
+      c.name + "_window");
+  te::Tensor wb = te::compute(
+      {ws[0], blocks, ws[2], ws[3], 4},
+      [&](const te::Axes& i) {
+        Expr ch = channel(i[1], i[4]);
+        return tir::select(tir::lt(ch, tir::int_imm(C)), (*w)({i[0], clamp_index(ch, C), i[2], i[3]}),
+                           constant(0, i8));
+      },
+      c.name + "_weights");
+  te::IterVar rb = te::reduce_axis(blocks, "rb"), ry = te::reduce_axis(ws[2], "ry"),
+              rx = te::reduce_axis(ws[3], "rx"), rk = te::reduce_axis(4, "rk");
+  te::Tensor y = te::compute(
+      c.out[0].shape,
+      [&](const te::Axes& i) -> te::Reduction {
+        Expr h = tir::add(tir::mul(i[2], tir::int_imm(conv.strides[0])), ry.var);
+        Expr v = tir::add(tir::mul(i[3], tir::int_imm(conv.strides[1])), rx.var);
+        Expr prod = tir::mul(as_acc((*xb)({i[0], rb.var, h, v, rk.var}), i32),
+                             as_acc((*wb)({i[1], rb.var, ry.var, rx.var, rk.var}), i32));
+        return te::sum(prod, {rb, ry, rx, rk});
+      },
+      c.name);
+  return lowered({y}, {xb, wb});
+}
+
 Lowered conv2d(const LowerContext& c) {
   const te::Tensor &x = c.inputs[0], &w = c.inputs[1];
   const Shape &xs = c.in[0].shape, &ws = c.in[1].shape;
   auto conv = conv_attrs(c);
   if (!conv) return unsupported("strides and dilation must have 2 values");
+  if (c.cpu.scratchpad_bytes && c.in[0].dtype == DType::Int8 && c.in[1].dtype == DType::Int8 &&
+      c.out[0].dtype == DType::Int32 && conv->groups == 1 && conv->dilation == std::vector<int64_t>{1, 1})
+    return conv2d_int8_blocked(c, *conv);
   const std::vector<int64_t>&st = conv->strides, &dl = conv->dilation;
   const Pad2d pad = conv->pad;
   const int64_t groups = conv->groups;

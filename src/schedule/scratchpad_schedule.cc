@@ -45,22 +45,24 @@ std::vector<int64_t> tile_extents(const std::vector<int64_t>& shape, int level) 
 }
 
 // Whether every read of `st`'s value is by a stage of `targets`, directly or
-// through inlined stages.
-bool feeds_only(const te::Schedule& s, const te::Stage& st, const std::set<const te::TensorNode*>& targets) {
+// through inlined stages. `copy_out` (the output after cache_write) reads
+// only its cache, whatever its tensor lists.
+bool feeds_only(const te::Schedule& s, const te::Stage& st, const std::set<const te::TensorNode*>& targets,
+                const te::TensorNode* copy_out) {
   if (targets.count(st.tensor().get())) return true;
   if (!st.inlined()) return false;
   bool any = false;
   for (const auto& other : s.stages())
-    for (const auto& in : other->tensor()->inputs)
-      if (in.get() == st.tensor().get()) {
-        if (!feeds_only(s, *other, targets)) return false;
-        any = true;
-      }
+    if (other->tensor().get() != copy_out)
+      for (const auto& in : other->tensor()->inputs)
+        if (in.get() == st.tensor().get()) {
+          if (!feeds_only(s, *other, targets, copy_out)) return false;
+          any = true;
+        }
   return any;
 }
 
-// Whether the stages reading `t` all feed only `targets`. `copy_out` (the
-// output after cache_write) reads only its cache, whatever its tensor lists.
+// Whether the stages reading `t` all feed only `targets` (`copy_out` as above).
 bool read_only_by(const te::Schedule& s, const te::TensorNode* t,
                   const std::set<const te::TensorNode*>& targets, const te::TensorNode* copy_out,
                   std::vector<te::Tensor>* readers) {
@@ -69,20 +71,28 @@ bool read_only_by(const te::Schedule& s, const te::TensorNode* t,
     if (other->tensor().get() != copy_out)
       for (const auto& in : other->tensor()->inputs)
         if (in.get() == t) {
-          if (!feeds_only(s, *other, targets)) return false;
+          if (!feeds_only(s, *other, targets, copy_out)) return false;
           if (readers) readers->push_back(other->tensor());
           any = true;
         }
   return any;
 }
 
+// Spatial loops, reduce loops, then the innermost spatial loop. An int32
+// reduction whose last reduce axis has extent 4 (a blocked int8 conv's
+// channel block) keeps that axis innermost, under the columns: the form
+// form-dot-products turns into dot_i8x4.
 void order_reduction(te::Stage& st) {
   std::vector<tir::Var> spatial, reduce;
   for (const te::Leaf& l : st.leaves()) (l.reduce ? reduce : spatial).push_back(l.var);
   if (reduce.empty() || spatial.empty() || !st.leaves().back().reduce) return;
+  const te::TensorNode& t = *st.tensor();
+  bool block_of_four = t.dtype == tir::DataType::int32() && t.reduction.axes.size() > 1 &&
+                       t.reduction.axes.back().extent == 4 && st.leaves().back().extent == 4;
   std::vector<tir::Var> order(spatial.begin(), spatial.end() - 1);
-  order.insert(order.end(), reduce.begin(), reduce.end());
+  order.insert(order.end(), reduce.begin(), reduce.end() - (block_of_four ? 1 : 0));
   order.push_back(spatial.back());
+  if (block_of_four) order.push_back(reduce.back());
   st.reorder(order);
 }
 

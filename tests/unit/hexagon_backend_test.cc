@@ -155,11 +155,14 @@ TEST(HexagonBackend, Int8SmallCnnIsBitExactOnTheDsp) {
   std::vector<Tensor> got = vm.run({image});
   ASSERT_EQ(got.size(), 1u);
   EXPECT_TRUE(got[0].bitwise_equal(want[0]));
-  // The tiles' VTCM comes from the runtime's allocation calls.
+  // The tiles' VTCM comes from the runtime's allocation calls; the stride-1
+  // conv's products are HVX vrmpy on vector loads of its VTCM window.
   std::ifstream in(asm_path);
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   EXPECT_NE(text.find("call HexagonBackendAllocateVTCM"), std::string::npos);
   EXPECT_NE(text.find("call HexagonBackendFreeVTCM"), std::string::npos);
+  EXPECT_NE(text.find(".w += vrmpy(v"), std::string::npos);
+  EXPECT_NE(text.find("= vmem("), std::string::npos);
   // hvx=on: integer loops as HVX vectors (copies into VTCM are vmem loads
   // and stores), still bit-exact; float loops stay scalar.
   o.codegen.backend["hexagon"]["hvx"] = "on";

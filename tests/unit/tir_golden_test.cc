@@ -96,6 +96,7 @@ TEST_P(TirGolden, PassesGiveTheExpectedText) {
     options.stack_limit_bytes = std::stoull(limit);
   if (std::string bytes = header(input, "VECTOR-BYTES"); !bytes.empty())
     options.vector_bytes = std::stoll(bytes);
+  if (header(input, "DOT-PRODUCTS") == "on") options.dot_products = true;
   std::vector<std::string> passes;
   std::stringstream names(header(input, "PASSES"));
   for (std::string name; std::getline(names, name, ',');) passes.push_back(trim(name));
@@ -146,7 +147,7 @@ TEST(TirPasses, UnknownPassNameListsTheKnownOnes) {
     EXPECT_STREQ(e.what(),
                  "unknown tensor-IR pass 'lower-vtcm' (known: flatten-buffers, simplify, "
                  "verify-scratchpad-capacity, lower-scratchpad-alloc, vectorize-loops, "
-                 "unroll-loops, promote-accumulators, lower-workspace-alloc)");
+                 "form-dot-products, unroll-loops, promote-accumulators, lower-workspace-alloc)");
   }
 }
 

@@ -184,6 +184,7 @@ BackendArtifacts codegen(const Module& m, const std::vector<Function>& functions
   passes.vector_bytes = hvx_from_options(options) ? target.vector_bytes : 0;
   passes.vector_float = false;
   passes.drop_vector_hints = true;
+  passes.dot_products = true;
   std::map<std::string, uint64_t> vtcm_of;
   for (auto& k : kernels) {
     vtcm_of[k->name] = tir::scratchpad_peak_bytes(*k);

@@ -40,6 +40,9 @@ struct TirPassOptions {
   // vectorize-loops: loops it does not rewrite lose their hint too, instead
   // of leaving them to LLVM's loop vectorizer (which the hint forces).
   bool drop_vector_hints = false;
+  // form-dot-products: int8 products accumulated by fours become dot_i8x4
+  // (Hexagon model regions: HVX vrmpy).
+  bool dot_products = false;
 };
 
 // flatten-buffers: every buffer becomes one-dimensional; indices are
@@ -104,6 +107,12 @@ ScratchpadPlan plan_scratchpad(const PrimFuncNode& f);
 // alignment), a null check naming the buffer, and KilnBackendFreeWorkspace on
 // every path out of its scope; smaller ones stay on the stack.
 PrimFunc lower_workspace_alloc(const PrimFunc& f, const TirPassOptions& options = {});
+
+// form-dot-products: a loop over 32 or more int32 columns around a loop of
+// four int8 products (contiguous in one operand, the same four bytes of the
+// other for every column) becomes one dot_i8x4 per 32 columns; the rest of
+// the columns keep the loop. Needs flat buffers. Only with options.dot_products.
+PrimFunc form_dot_products(const PrimFunc& f, const TirPassOptions& options = {});
 
 // Applies the pass called `name`; unknown names are an error listing the known ones.
 PrimFunc run_tir_pass(const std::string& name, const PrimFunc& f, const TirPassOptions& options = {});

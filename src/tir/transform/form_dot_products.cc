@@ -1,0 +1,169 @@
+// form-dot-products: int8 products accumulated by fours into int32 become
+// dot_i8x4, 32 columns at a time (on Hexagon one HVX vrmpy each).
+//
+// Requires flat buffers (flatten-buffers: one index per access). Matches a
+// loop over columns j (extent >= 32, from 0) around a loop over k (extent 4,
+// from 0) that holds one store,
+//
+//   for %j from 0 extent 64 {
+//     for %k from 0 extent 4 {
+//       %acc[a + j] = %acc[a + j] + cast<int32>(%x[b + 4 * j + k]) * cast<int32>(%w[c + k])
+//     }
+//   }
+//
+// (a, b and c free of j and k; the two operands in either order), and
+// rewrites it, each 32 columns reading 128 contiguous bytes of x and the
+// same four bytes of w for every column:
+//
+//   for %j_dot from 0 extent 2 {
+//     %acc[ramp(a + j_dot * 32, 1, 32)] = dot_i8x4(%acc[ramp(a + j_dot * 32, 1, 32)],
+//         %x[ramp(b + j_dot * 128, 1, 128)], %w[broadcast(c, 128) + ramp(0, 1, 128) % broadcast(4, 128)])
+//   }
+//
+// Columns past the last whole 32 keep the original loop. Runs only when
+// options.dot_products is set (Hexagon model regions).
+#include <map>
+
+#include "tir/mutator.h"
+#include "tir/transform/passes.h"
+
+namespace kiln::tir {
+namespace {
+
+constexpr int kLanes = 32;  // int32 lanes of one 128-byte HVX vector
+
+// An index as a sum of variables times constants plus a constant, when it
+// is one (flattened loop indices are): what the match reads coefficients from.
+struct Linear {
+  std::map<const VarNode*, int64_t> coef;
+  int64_t constant = 0;
+};
+
+std::optional<Linear> linear(const Expr& e) {
+  if (auto c = as_const_int(e)) return Linear{{}, *c};
+  if (auto* v = as<VarNode>(e)) return Linear{{{v, 1}}, 0};
+  auto* b = as<BinaryNode>(e);
+  if (!b) return std::nullopt;
+  auto l = linear(b->a), r = linear(b->b);
+  if (!l || !r) return std::nullopt;
+  if (b->op == BinaryOp::Add || b->op == BinaryOp::Sub) {
+    int64_t sign = b->op == BinaryOp::Add ? 1 : -1;
+    for (const auto& [v, c] : r->coef) l->coef[v] += sign * c;
+    l->constant += sign * r->constant;
+    return l;
+  }
+  if (b->op != BinaryOp::Mul) return std::nullopt;
+  if (!r->coef.empty()) std::swap(l, r);
+  if (!r->coef.empty()) return std::nullopt;  // a product of two variables
+  for (auto& [v, c] : l->coef) c *= r->constant;
+  l->constant *= r->constant;
+  return l;
+}
+
+int64_t coefficient(const Linear& l, const Var& v) {
+  auto it = l.coef.find(v.get());
+  return it == l.coef.end() ? 0 : it->second;
+}
+
+bool same(const Linear& a, const Linear& b) {
+  auto nonzero = [](const Linear& l) {
+    std::map<const VarNode*, int64_t> m;
+    for (const auto& [v, c] : l.coef)
+      if (c) m[v] = c;
+    return m;
+  };
+  return a.constant == b.constant && nonzero(a) == nonzero(b);
+}
+
+const BufferLoadNode* int8_operand(const Expr& e) {
+  auto* c = as<CastNode>(e);
+  if (!c || c->dtype != DataType::int32()) return nullptr;
+  auto* l = as<BufferLoadNode>(c->value);
+  if (!l || l->indices.size() != 1 || l->dtype != DataType::int_(8)) return nullptr;
+  return l;
+}
+
+class DotProducts : public Mutator {
+ protected:
+  Stmt mutate_For(const Stmt& s, const ForNode& n) override {
+    Stmt m = Mutator::mutate_For(s, n);
+    auto& f = static_cast<const ForNode&>(*m);
+    if (auto r = rewrite(f)) return *r;
+    return m;
+  }
+
+ private:
+  std::optional<Stmt> rewrite(const ForNode& cols) {
+    auto extent = as_const_int(cols.extent);
+    auto inner = as<ForNode>(cols.body);
+    if (!extent || *extent < kLanes || as_const_int(cols.min) != 0 || !inner) return std::nullopt;
+    if (as_const_int(inner->extent) != 4 || as_const_int(inner->min) != 0) return std::nullopt;
+    auto* st = as<BufferStoreNode>(inner->body);
+    if (!st || st->indices.size() != 1 || st->buffer->dtype != DataType::int32()) return std::nullopt;
+    auto* add_node = as<BinaryNode>(st->value);
+    if (!add_node || add_node->op != BinaryOp::Add) return std::nullopt;
+    const Var &j = cols.var, &k = inner->var;
+    const Expr& index = st->indices[0];
+    // acc + x * w, the accumulator on either side.
+    auto out = linear(index);
+    if (!out || coefficient(*out, j) != 1 || coefficient(*out, k) != 0) return std::nullopt;
+    for (int side = 0; side < 2; ++side) {
+      auto* acc = as<BufferLoadNode>(side ? add_node->b : add_node->a);
+      auto* mul_node = as<BinaryNode>(side ? add_node->a : add_node->b);
+      // (Flattening gives each access its own buffer object: buffers compare by name.)
+      if (!acc || !mul_node || mul_node->op != BinaryOp::Mul || acc->buffer->name != st->buffer->name)
+        continue;
+      auto acc_index = linear(acc->indices[0]);
+      if (!acc_index || !same(*acc_index, *out)) continue;  // the same element
+      for (int order = 0; order < 2; ++order) {
+        const BufferLoadNode* x = int8_operand(order ? mul_node->b : mul_node->a);
+        const BufferLoadNode* w = int8_operand(order ? mul_node->a : mul_node->b);
+        if (!x || !w) continue;
+        auto xi = linear(x->indices[0]), wi = linear(w->indices[0]);
+        if (!xi || !wi || coefficient(*xi, j) != 4 || coefficient(*xi, k) != 1 || coefficient(*wi, j) != 0 ||
+            coefficient(*wi, k) != 1)
+          continue;
+        return build(cols, *extent, st->buffer, index, *x, *w);
+      }
+    }
+    return std::nullopt;
+  }
+
+  Stmt build(const ForNode& cols, int64_t extent, const Buffer& acc, const Expr& index,
+             const BufferLoadNode& x, const BufferLoadNode& w) {
+    const Var& j = cols.var;
+    DataType it = j->dtype;
+    auto at_zero = [&](const Expr& e) {
+      const Var& k = as<ForNode>(cols.body)->var;
+      return simplify_expr(substitute(e, {{j.get(), int_imm(0, it)}, {k.get(), int_imm(0, k->dtype)}}));
+    };
+    Var jd = make_var(j->name + "_dot", it);
+    Expr acc_index =
+        ramp(simplify_expr(add(at_zero(index), mul(jd, int_imm(kLanes, it)))), int_imm(1, it), kLanes);
+    Expr x_index = ramp(simplify_expr(add(at_zero(x.indices[0]), mul(jd, int_imm(4 * kLanes, it)))),
+                        int_imm(1, it), 4 * kLanes);
+    DataType wt = w.indices[0]->dtype;
+    Expr w_index =
+        add(broadcast(at_zero(w.indices[0]), 4 * kLanes),
+            mod(ramp(int_imm(0, wt), int_imm(1, wt), 4 * kLanes), broadcast(int_imm(4, wt), 4 * kLanes)));
+    Expr dot = call_intrinsic(Intrinsic::DotI8x4,
+                              {load(acc, {acc_index}), load(x.buffer, {x_index}), load(w.buffer, {w_index})});
+    std::vector<Stmt> out;
+    const int64_t whole = extent / kLanes;
+    out.push_back(
+        for_loop(jd, int_imm(0, it), int_imm(whole, it), ForKind::Serial, store(acc, {acc_index}, dot)));
+    if (extent % kLanes)
+      out.push_back(for_loop(j, int_imm(whole * kLanes, it), int_imm(extent - whole * kLanes, it),
+                             cols.for_kind, cols.body));
+    return seq(std::move(out));
+  }
+};
+
+}  // namespace
+
+PrimFunc form_dot_products(const PrimFunc& f, const TirPassOptions& options) {
+  if (!options.dot_products) return f;
+  return DotProducts().mutate_function(f);
+}
+
+}  // namespace kiln::tir
