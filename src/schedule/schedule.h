@@ -24,6 +24,9 @@ struct CpuTarget {
   int vector_bytes = 32;
   int vector_registers = 16;
   uint64_t scratchpad_bytes = 0;
+  // Scratchpad targets: vector hints on compute stages too, not only on the
+  // copies into and out of the scratchpad (Hexagon: --option hexagon.hvx=on).
+  bool vector_compute = false;
   int64_t float32_lanes() const { return vector_bytes / 4; }
 };
 // The machine's own.

@@ -129,6 +129,7 @@ bool apply_scratchpad_schedule(te::Schedule& s, const CpuTarget& cpu, int level)
   // too (an anchor under its epilogue, a row's maximum under a softmax):
   // consumers first, so a producer sees where its readers went.
   std::set<const te::TensorNode*> per_tile = {yv.get()};
+  std::set<const te::TensorNode*> copies = {y.get()};  // in and out of VTCM
   std::vector<te::Stage*> attached = {&s[yv]};
   for (auto it = computed.rbegin(); it != computed.rend(); ++it) {
     te::Stage& st = **it;
@@ -153,6 +154,7 @@ bool apply_scratchpad_schedule(te::Schedule& s, const CpuTarget& cpu, int level)
     });
     if (copied_by_readers) continue;
     te::Tensor buf = s.cache_read(p, "global.vtcm", readers);
+    copies.insert(buf.get());
     s[buf].compute_at(out, tile_loop);
   }
   for (te::Stage* st : attached) {
@@ -160,14 +162,15 @@ bool apply_scratchpad_schedule(te::Schedule& s, const CpuTarget& cpu, int level)
     st->compute_at(out, tile_loop);
     order_reduction(*st);
   }
-  // Innermost loops carry the vector hint: copies in and out of VTCM and
-  // integer compute become HVX (vectorize-loops leaves float loops scalar).
+  // Innermost loops carry the vector hint: the copies into and out of VTCM
+  // always, the compute stages when cpu.vector_compute (vectorize-loops
+  // leaves float loops scalar either way).
   for (const auto& st : s.stages()) {
     if (st->tensor()->is_placeholder() || st->inlined() || st->leaves().empty()) continue;
+    if (!cpu.vector_compute && !copies.count(st->tensor().get())) continue;
     const te::Leaf& inner = st->leaves().back();
     if (!inner.reduce && inner.extent >= 4 && inner.kind == tir::ForKind::Serial) st->vectorize(inner.var);
   }
-  (void)cpu;
   return true;
 }
 

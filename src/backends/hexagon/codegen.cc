@@ -49,13 +49,15 @@ std::string ops_of(const HostKernel& k) {
 
 // One region: its kernels (appended to `kernels`, named after the region)
 // and the program that calls them.
-RegionProgram compile_region(const Graph& g, const codegen::Target& target,
+RegionProgram compile_region(const Graph& g, const codegen::Target& target, bool hvx,
                              std::vector<tir::PrimFunc>& kernels, std::vector<HostKernel>& kernel_ops) {
   driver::KernelPlan plan = driver::plan_kernels(g);
   for (const auto& [op, e] : plan.reference_ops)
     throw Error("hexagon codegen: region " + g.name + ": " + op + " cannot be compiled for " + target.name +
                 ": " + e.second + "; only regions partitioned for hexagon can be compiled");
-  driver::LoweredKernels lowered = driver::lower_planned_kernels(g, plan, codegen::schedule_target(target));
+  schedule::CpuTarget dsp = codegen::schedule_target(target);
+  dsp.vector_compute = hvx;
+  driver::LoweredKernels lowered = driver::lower_planned_kernels(g, plan, dsp);
 
   RegionProgram p;
   p.target = target.name;
@@ -174,14 +176,14 @@ BackendArtifacts codegen(const Module& m, const std::vector<Function>& functions
   for (const auto& f : functions) {
     std::string symbol = f->attrs.get_string("global_symbol");
     Graph g = lower_to_graph(m, *f, symbol, state);
-    programs.push_back({symbol, compile_region(g, target, kernels, kernel_ops)});
+    programs.push_back({symbol, compile_region(g, target, hvx_from_options(options), kernels, kernel_ops)});
   }
   tir::TirPassOptions passes = codegen::tir_pass_options(target);
-  // hvx=on: HVX vectors for integer loops (copies into VTCM, int8 and int32
-  // compute); float loops stay scalar. Off by default: the clamped reads of
-  // a padded window become gathers, and under QEMU the int8 small_cnn ran
-  // 10.3 ms with them against 4.4 ms scalar (compile 1.5 s against 0.4 s).
-  passes.vector_bytes = hvx_from_options(options) ? target.vector_bytes : 0;
+  // HVX vectors for the integer copies into and out of VTCM (and with
+  // hvx=on for integer compute; float loops stay scalar). hvx is off by
+  // default: the clamped reads of a padded window become gathers, and under
+  // QEMU the int8 small_cnn ran 10.3 ms with them against 4.4 ms scalar.
+  passes.vector_bytes = target.vector_bytes;
   passes.vector_float = false;
   passes.drop_vector_hints = true;
   passes.dot_products = true;
