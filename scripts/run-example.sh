@@ -5,7 +5,8 @@
 # NPU emulator, checking every offloaded region against the reference. Then
 # the scratchpad kernel of examples/vtcm runs on the host and on emulated
 # Hexagon (v68, HVX, VTCM from kiln's Hexagon runtime), and the two outputs
-# must be identical.
+# must be identical. Last, the int8 CNN runs whole on the Hexagon backend
+# (regions tiled into VTCM, int8 convs on HVX vrmpy), verified.
 set -euo pipefail
 build=${1:-build}
 cd "$(dirname "$0")/.."
@@ -41,3 +42,9 @@ echo "host and Hexagon outputs are identical"
 
 echo
 echo "== outputs, partition report (JSON, DOT), dispatch log and Chrome trace are in $out/"
+
+echo
+model8=examples/small_cnn/small_cnn_int8.kir
+echo "== 6. the int8 CNN on the Hexagon DSP: kiln run $model8 --backend hexagon --target hexagon-v66 --verify"
+"$kiln" run "$model8" --backend hexagon --target hexagon-v66 --random-inputs 0 --verify --out "$out/hexagon" \
+  --profile "$out/trace-hexagon.json"
