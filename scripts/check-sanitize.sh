@@ -33,6 +33,11 @@ if [ ! -f "$build/build.ninja" ]; then
 fi
 nice ninja -C "$build" -j"$jobs"
 
+# The tests that build projects against the installed kiln (install_consumer,
+# out_of_tree_backend) link its instrumented libraries: their compilers take
+# the sanitizers from the environment (CMake reads these on a first configure).
+export CFLAGS="-fsanitize=address,undefined" CXXFLAGS="-fsanitize=address,undefined"
+export LDFLAGS="-fsanitize=address,undefined"
 huge=TirWorkspace.ImpossibleWorkspaceIsAnErrorOnTheHost
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 common="detect_leaks=1:abort_on_error=0:strict_string_checks=1:check_initialization_order=1"

@@ -102,7 +102,11 @@ typedef enum kiln_dtype {
   KILN_UINT8 = 3,
   KILN_INT32 = 4,
   KILN_INT64 = 5,
-  KILN_BOOL = 6 /* one byte per element, 0 or 1 */
+  KILN_BOOL = 6, /* one byte per element, 0 or 1 */
+  /* Not a dtype: makes every int a value of the type, so a caller's bad
+   * value reaches kiln's range check (an error status) and is not
+   * undefined behaviour in C++. */
+  KILN_DTYPE_INT_RANGE_ = 0x7fffffff
 } kiln_dtype;
 
 /* ---- statuses. NULL is success; these functions accept NULL. */

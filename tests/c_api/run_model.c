@@ -80,6 +80,8 @@ static const char* npy_descr(kiln_dtype t) {
       return "<i8";
     case KILN_BOOL:
       return "|b1";
+    case KILN_DTYPE_INT_RANGE_:
+      break;
   }
   return "?";
 }
@@ -172,6 +174,8 @@ static void fill_ramp(const kiln_tensor_info* info, void* data) {
       case KILN_FLOAT16:
         ((uint16_t*)data)[i] = (uint16_t)(0x3c00 + (i % 7));
         break; /* 1.0 and up */
+      case KILN_DTYPE_INT_RANGE_:
+        break;
     }
   }
 }

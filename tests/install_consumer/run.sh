@@ -65,7 +65,9 @@ echo "== main.c with pkg-config"
 PKG_CONFIG_PATH=$prefix/lib/pkgconfig
 export PKG_CONFIG_PATH
 # shellcheck disable=SC2046
-"$cc" -o "$work/kiln_consumer_pc" "$here/main.c" $(pkg-config --cflags --libs kiln-runtime)
+# CFLAGS/LDFLAGS from the environment: a sanitizer build's consumers need its
+# flags to link its instrumented libraries (scripts/check-sanitize.sh sets them).
+"$cc" ${CFLAGS:-} -o "$work/kiln_consumer_pc" "$here/main.c" $(pkg-config --cflags --libs kiln-runtime) ${LDFLAGS:-}
 
 echo "== the installed kiln compiles and runs small_cnn; the consumers match it"
 kiln=$prefix/bin/kiln
