@@ -382,6 +382,22 @@ TEST(HexagonBackend, MissingEmulatorIsAClearErrorAtLoad) {
   EXPECT_NE(out.find("scripts/setup.sh"), std::string::npos) << out;
 }
 
+// kiln inspect of a .kmod shows the module: what was offloaded, each backend
+// with its functions and their ops, the DSP executable, the host program.
+TEST(HexagonBackend, InspectShowsTheModulesBackendsRegionsAndHostProgram) {
+  std::string kmod = std::string(KILN_BINARY_DIR) + "/small_cnn_two_backends.kmod";
+  auto r = testing::kiln_cmd("compile " + kSmallCnn + " --backend example_npu,hexagon -o " + kmod);
+  ASSERT_EQ(r.code, 0) << r.out;
+  r = testing::kiln_cmd("inspect " + kmod);
+  EXPECT_EQ(r.code, 0) << r.out;
+  for (const char* line : {"  offload: 11 of 11 ops offloaded in 3 regions (example_npu: 9, hexagon: 2)",
+                           "  backend example_npu ", "  backend hexagon ",
+                           "    @hexagon_main_0: 2 ops (nn.adaptive_avg_pool2d, flatten), artifact ",
+                           "    constant hexagon.executable: ", "  host program (3 nodes):",
+                           "    f = call @hexagon_main_0", " = call @example_npu_main_0"})
+    EXPECT_NE(r.out.find(line), std::string::npos) << line << "\n" << r.out;
+}
+
 TEST(HexagonBackend, MalformedRegionProgramsAreClearErrors) {
   using hexagon::region_from_json;
   EXPECT_NE(testing::error_of([] { region_from_json("{", "r"); }).find("not valid JSON"), std::string::npos);

@@ -12,7 +12,11 @@
 // For an .onnx model, a .kir module and a compiled .kmod it first lists the
 // model's input and output names (runtime/model_names.h): the ONNX name of
 // each input with its kiln parameter, and of each output with the file
-// `kiln run --out` writes it to. A .kmod's exports are its host kernels and
+// `kiln run --out` writes it to. For a .kmod it then shows the module: what
+// was offloaded, each backend (version, options) with its functions and the
+// ops of each, the host program node by node (a compiled kernel, a call of an
+// offloaded function, or an op on its reference kernel), the CPU the host
+// code was compiled for and the arena; its exports are its host kernels and
 // its imports the runtime ABI symbols they call.
 #include <stdlib.h>
 
@@ -28,6 +32,7 @@
 #include "ir/model_names.h"
 #include "ir/text.h"
 #include "runtime/file_io.h"
+#include "runtime/graph.h"
 #include "runtime/module_file.h"
 #include "tir/text.h"
 #include "tir/transform/passes.h"
@@ -95,6 +100,50 @@ void print_model_names(const ModelNames& names) {
               << (files[i].named_file.empty() ? files[i].index_file : files[i].named_file) << "\n";
 }
 
+// "nn.conv2d+add+nn.relu, nn.max_pool2d, ..." for a function's graph.
+std::string graph_ops(const Graph& g) {
+  std::string ops;
+  for (const auto& n : g.nodes) ops += (ops.empty() ? "" : ", ") + (n.op.empty() ? "@" + n.callee : n.op);
+  return ops;
+}
+
+void print_module(const Executable& exe) {
+  std::cout << "module:\n";
+  if (!exe.offload_summary.empty()) std::cout << "  offload: " << exe.offload_summary << "\n";
+  for (const auto& part : exe.backends) {
+    std::cout << "  backend " << part.backend << (part.version.empty() ? "" : " " + part.version);
+    for (const auto& [k, v] : part.options) std::cout << " " << k << "=" << v;
+    std::cout << "\n";
+    for (const auto& f : part.functions) {
+      Graph g =
+          graph_from_json(f.graph.empty() ? f.artifact : f.graph, part.backend + " function " + f.symbol);
+      std::cout << "    @" << f.symbol << ": " << g.nodes.size() << " op" << (g.nodes.size() == 1 ? "" : "s")
+                << " (" << graph_ops(g) << "), artifact " << f.artifact.size() << " bytes\n";
+    }
+    for (const auto& c : part.constants)
+      std::cout << "    constant " << c << ": " << exe.constants.at(c).nbytes() << " bytes\n";
+  }
+  std::cout << "  host program (" << exe.host.nodes.size() << " nodes):\n";
+  for (const auto& n : exe.host.nodes) {
+    std::cout << "    " << n.name << " = ";
+    if (!n.kernel.empty())
+      std::cout << "kernel " << n.kernel;
+    else if (!n.callee.empty())
+      std::cout << "call @" << n.callee;
+    else
+      std::cout << n.op << " (reference kernel)";
+    std::cout << "\n";
+  }
+  if (!exe.host_code.empty()) {
+    std::cout << "  host code: " << exe.host_code.kernels.size() << " kernels for " << exe.host_code.cpu
+              << " (";
+    for (size_t i = 0; i < exe.host_code.cpu_features.size(); ++i)
+      std::cout << (i ? " " : "") << exe.host_code.cpu_features[i];
+    std::cout << ")\n";
+  }
+  if (exe.memory.arena_bytes > 0) std::cout << "  arena: " << exe.memory.arena_bytes << " bytes\n";
+}
+
 int run_inspect(const InspectOpts& o) {
   std::vector<std::string> exports;
   std::vector<codegen::Import> imports;
@@ -107,6 +156,7 @@ int run_inspect(const InspectOpts& o) {
   if (is_kmod_file(o.input)) {
     Executable exe = read_kmod(o.input);
     print_model_names(exe.names);
+    print_module(exe);
     for (const auto& k : exe.host_code.kernels) exports.push_back(k.symbol);
     for (const auto& s : exe.host_code.imports) imports.push_back(codegen::Import{s, {}});
   } else if (is_kir(o.input)) {
