@@ -64,15 +64,6 @@ std::string from_base64(const std::string& in, const std::string& what) {
   return out;
 }
 
-uint64_t fnv1a(const char* data, size_t n) {
-  uint64_t h = 1469598103934665603ull;
-  for (size_t i = 0; i < n; ++i) {
-    h ^= static_cast<unsigned char>(data[i]);
-    h *= 1099511628211ull;
-  }
-  return h;
-}
-
 template <typename T>
 void put(std::string& out, T v) {
   char buf[sizeof(T)];
@@ -108,6 +99,15 @@ struct Cursor {
 };
 
 }  // namespace
+
+uint64_t kmod_checksum(const char* data, size_t n) {
+  uint64_t h = 1469598103934665603ull;
+  for (size_t i = 0; i < n; ++i) {
+    h ^= static_cast<unsigned char>(data[i]);
+    h *= 1099511628211ull;
+  }
+  return h;
+}
 
 std::string encode_kmod(const Executable& exe) {
   json header;
@@ -175,7 +175,7 @@ std::string encode_kmod(const Executable& exe) {
   out += text;
   put<uint64_t>(out, data.size());
   out += data;
-  put<uint64_t>(out, fnv1a(out.data(), out.size()));
+  put<uint64_t>(out, kmod_checksum(out.data(), out.size()));
   return out;
 }
 
@@ -196,7 +196,7 @@ Executable decode_kmod(const std::string& bytes, const std::string& what) {
   if (c.at != bytes.size())
     throw Error(what + ": .kmod file has " + std::to_string(bytes.size() - c.at) +
                 " unexpected bytes at the end");
-  if (stored != fnv1a(bytes.data(), body))
+  if (stored != kmod_checksum(bytes.data(), body))
     throw Error(what + ": .kmod checksum mismatch: the file is corrupted; rebuild it with `kiln compile`");
   json h;
   try {

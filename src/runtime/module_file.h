@@ -30,6 +30,9 @@ inline constexpr uint32_t kKmodVersion = 2;
 inline constexpr const char* kKilnVersion = "0.1.0";
 
 std::string encode_kmod(const Executable& exe);
+// The checksum a .kmod ends with (FNV-1a, 64 bits) of the bytes before it;
+// the .kmod fuzz target recomputes it so mutations reach the header.
+uint64_t kmod_checksum(const char* data, size_t n);
 Executable decode_kmod(const std::string& bytes, const std::string& what);
 // Written atomically (runtime/file_io.h); returns the bytes written.
 uint64_t write_kmod(const std::string& path, const Executable& exe);

@@ -15,23 +15,10 @@
 
 #include "runtime/module_file.h"
 
-namespace {
-
-uint64_t fnv1a(const char* data, size_t n) {
-  uint64_t h = 1469598103934665603ull;
-  for (size_t i = 0; i < n; ++i) {
-    h ^= static_cast<unsigned char>(data[i]);
-    h *= 1099511628211ull;
-  }
-  return h;
-}
-
-}  // namespace
-
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string bytes(reinterpret_cast<const char*>(data), size);
   if (bytes.size() >= 8) {
-    uint64_t sum = fnv1a(bytes.data(), bytes.size() - 8);
+    uint64_t sum = kiln::kmod_checksum(bytes.data(), bytes.size() - 8);
     std::memcpy(bytes.data() + bytes.size() - 8, &sum, 8);
   }
   kiln::Executable exe;

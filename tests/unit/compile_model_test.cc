@@ -10,6 +10,7 @@
 #include "driver/kernels.h"
 #include "interp/interpreter.h"
 #include "ir/text.h"
+#include "random_args.h"
 #include "runtime/module_file.h"
 #include "test_util.h"
 
@@ -107,18 +108,7 @@ def @main(%x: Tensor[(1, 3, 12, 12), float32], %w: Tensor[(8, 3, 3, 3), float32]
   return %s
 })";
 
-std::vector<Tensor> random_args(const FunctionNode& fn, uint64_t seed) {
-  std::vector<Tensor> args;
-  for (const auto& p : fn.params) {
-    Tensor t = Tensor::empty(p->type->tensor.shape, p->type->tensor.dtype);
-    for (int64_t i = 0; i < t.numel(); ++i) {
-      seed = seed * 6364136223846793005ull + 1442695040888963407ull;
-      t.set_from_double(i, double(seed >> 40) / double(1 << 24) * 2 - 1);
-    }
-    args.push_back(t);
-  }
-  return args;
-}
+using testing::random_args;
 
 TEST(CompileModel, CompiledNetMatchesTheInterpreterAndTheArtifactRoundTrips) {
   Module m = parse(kSmallNet);

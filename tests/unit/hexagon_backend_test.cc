@@ -30,6 +30,7 @@
 #include "kiln/runtime/npy.h"
 #include "lower/lower.h"
 #include "pattern/registry.h"
+#include "random_args.h"
 #include "runtime/module_file.h"
 #include "test_util.h"
 #include "tir/te/te.h"
@@ -41,18 +42,7 @@ namespace {
 
 const std::string kSmallCnn = std::string(KILN_SOURCE_DIR) + "/examples/small_cnn/small_cnn.kir";
 
-std::vector<Tensor> random_args(const FunctionNode& fn, uint64_t seed) {
-  std::vector<Tensor> args;
-  for (const auto& p : fn.params) {
-    Tensor t = Tensor::empty(p->type->tensor.shape, p->type->tensor.dtype);
-    for (int64_t i = 0; i < t.numel(); ++i) {
-      seed = seed * 6364136223846793005ull + 1442695040888963407ull;
-      t.set_from_double(i, double(seed >> 40) / double(1 << 24) * 2 - 1);
-    }
-    args.push_back(t);
-  }
-  return args;
-}
+using testing::random_args;
 
 driver::CompileOptions offload_to(std::vector<std::string> backends, const std::string& dsp = "hexagon-v68") {
   driver::CompileOptions o;

@@ -10,6 +10,7 @@
 
 #include "driver/compile_model.h"
 #include "ir/text.h"
+#include "random_args.h"
 #include "runtime/module_file.h"
 #include "runtime/vm.h"
 
@@ -33,17 +34,9 @@ def @main(%x: Tensor[(1, 3, 12, 12), float32], %w: Tensor[(8, 3, 3, 3), float32]
 }
 )";
 
+// Elements in [-0.5, 0.5).
 std::vector<Tensor> random_args(const FunctionNode& fn, uint64_t seed) {
-  std::vector<Tensor> args;
-  for (const auto& p : fn.params) {
-    Tensor t = Tensor::empty(p->type->tensor.shape, p->type->tensor.dtype);
-    for (int64_t i = 0; i < t.numel(); ++i) {
-      seed = seed * 6364136223846793005ull + 1442695040888963407ull;
-      t.set_from_double(i, double(seed >> 40) / double(1 << 24) - 0.5);
-    }
-    args.push_back(t);
-  }
-  return args;
+  return testing::random_args(fn, seed, -0.5, 0.5);
 }
 
 // What a run recorded, without the times (which differ from run to run).
