@@ -11,6 +11,13 @@
 // library loads unless omp_set_num_threads changes it; the bench calls that
 // (found at run time, so the bench does not link OpenMP itself) before each
 // measurement, and kiln's own pool is sized with set_parallel_num_threads.
+//
+//   kiln_bench_matmul --cpu x86-64-v3
+//
+// compiles kiln's code for the named CPU instead of this machine's, and
+// limits oneDNN to AVX2 when that CPU has no AVX-512: on an AVX-512 machine
+// this measures the code an AVX2-only machine gets against the oneDNN such
+// a machine runs (same cores, so not a substitute for running there).
 #include <oneapi/dnnl/dnnl.h>
 
 #include <algorithm>
@@ -150,7 +157,7 @@ void print(const char* title, const Ratio& r) {
 // The matmul op as a compiled model gets it: its tensor-expression definition
 // (src/lower/nn.cc) with the default schedule chosen for this CPU
 // (src/schedule/), no hand tuning.
-tir::PrimFunc default_matmul() {
+tir::PrimFunc default_matmul(const codegen::Target& target) {
   TensorDesc a{{kN, kN}, DType::Float32};
   lower::KernelSpec spec;
   spec.name = "matmul_default";
@@ -159,7 +166,7 @@ tir::PrimFunc default_matmul() {
       {"matmul", normalize_attrs(*find_op("matmul"), {}), {a, a}, {a}, {{0, -1, 0}, {1, -1, 0}}});
   spec.outputs = {{0, 0}};
   std::string why;
-  auto f = lower::lower_kernel(spec, &why);
+  auto f = lower::lower_kernel(spec, &why, codegen::schedule_target(target));
   if (!f) throw Error("the matmul op is not lowered: " + why);
   return *f;
 }
@@ -167,28 +174,62 @@ tir::PrimFunc default_matmul() {
 // The matmul op compiled as a model is: kiln compile's pipeline, the host
 // code in a shared object as in a .kmod, run by the VM (which allocates
 // the output each run, as a model run does).
-VirtualMachine compiled_model() {
+VirtualMachine compiled_model(const codegen::Target& target) {
   const std::string n = std::to_string(kN);
   const std::string t = "Tensor[(" + n + ", " + n + "), float32]";
   Module m = parse_module(
       "def @main(%a: " + t + ", %b: " + t + ") -> " + t + " {\n  %y = matmul(%a, %b)\n  return %y\n}\n",
       "matmul.kir");
-  return VirtualMachine(driver::compile_model(m, driver::CompileOptions{}));
+  driver::CompileOptions options;
+  options.target = target;
+  return VirtualMachine(driver::compile_model(m, options));
 }
 
-int main() try {
-  // The pass options of a build for this machine (its vector width).
-  const tir::TirPassOptions options = codegen::tir_pass_options(codegen::host_target());
-  auto jit = codegen::JitModule::create({tir::lower_for_build(scheduled_matmul(false), options),
-                                         tir::lower_for_build(scheduled_matmul(true), options),
-                                         tir::lower_for_build(default_matmul(), options)});
+// --cpu NAME: kiln's code for that CPU; oneDNN limited to AVX2 when the
+// CPU has no AVX-512. Anything else on the command line is an error.
+codegen::Target bench_target(int argc, char** argv) {
+  if (argc == 1) return codegen::host_target();
+  if (argc == 3 && std::strcmp(argv[1], "--cpu") == 0) {
+    codegen::Target t = codegen::parse_target(std::string("llvm -mcpu=") + argv[2]);
+    const std::vector<std::string> features = codegen::target_cpu_features(t);
+    if (std::find(features.begin(), features.end(), "avx512f") == features.end() &&
+        dnnl_set_max_cpu_isa(dnnl_cpu_isa_avx2) != dnnl_success)
+      throw Error("oneDNN refused to limit itself to AVX2 (dnnl_set_max_cpu_isa)");
+    return t;
+  }
+  throw Error("usage: kiln_bench_matmul [--cpu NAME] (NAME as for kiln's --target \"llvm -mcpu=NAME\")");
+}
+
+std::string joined(const std::vector<std::string>& words) {
+  std::string out;
+  for (const std::string& w : words) out += (out.empty() ? "" : " ") + w;
+  return out;
+}
+
+int main(int argc, char** argv) try {
+  const codegen::Target target = bench_target(argc, argv);
+  const bool named_cpu = !target.cpu.empty();
+  // The pass options of a build for the target (its vector width).
+  const tir::TirPassOptions options = codegen::tir_pass_options(target);
+  codegen::CodegenOptions codegen_options;
+  codegen_options.target = target;
+  std::vector<tir::PrimFunc> funcs = {tir::lower_for_build(default_matmul(target), options)};
+  if (!named_cpu) {
+    funcs.push_back(tir::lower_for_build(scheduled_matmul(false), options));
+    funcs.push_back(tir::lower_for_build(scheduled_matmul(true), options));
+  }
+  auto jit = codegen::JitModule::create(funcs, codegen_options);
   std::printf("CPU: %s\n", codegen::host_cpu_summary().c_str());
+  if (named_cpu)
+    std::printf("kiln's code is for %s (%s); oneDNN's ISA: %s\n", codegen::target_cpu_name(target).c_str(),
+                joined(codegen::target_cpu_features(target)).c_str(),
+                dnnl_get_effective_cpu_isa() == dnnl_cpu_isa_avx2 ? "limited to AVX2" : "its own choice");
   Matrices m;
   const int threads = int(std::max(1u, std::thread::hardware_concurrency()));
   auto jit_call = [&](const std::string& name) {
     return [&jit, name](Matrices& mm) { jit->run(name, {mm.a.data(), mm.b.data(), mm.c_kiln.data()}); };
   };
-  VirtualMachine vm = compiled_model();
+  VirtualMachine vm = compiled_model(target);
   const std::vector<Tensor> inputs = {Tensor::wrap(m.a.data(), {kN, kN}, DType::Float32),
                                       Tensor::wrap(m.b.data(), {kN, kN}, DType::Float32)};
   Tensor y;
@@ -209,6 +250,11 @@ int main() try {
     std::snprintf(title, sizeof title, "the matmul op's kernel, JIT-compiled, %d thread%s", t,
                   t == 1 ? "" : "s");
     print(title, d);
+  }
+  if (named_cpu) {
+    // The hand-written schedule's 4 x 64 tile is sized for AVX-512.
+    std::printf("hand-written schedule: not run for a named CPU (its tile is sized for AVX-512)\n");
+    return 0;
   }
   Ratio single = compare(jit_call("matmul"), 1, m, 1, 2);
   print("hand-written schedule (4 x 64 tile, packed B panels), one thread", single);
