@@ -5,6 +5,8 @@
 # ratios and compile times, with the CPU. Outputs are checked too.
 #
 #   bench/e2e_ppocr.sh [BUILD_DIR]     (default: build)
+#   KILN_E2E_TARGET="llvm -mcpu=x86-64-v3" bench/e2e_ppocr.sh BUILD_DIR
+#                                      (kiln's code for another CPU)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 exec "$here/../tests/e2e/ppocr.sh" "${1:-build}" --bench

@@ -233,6 +233,7 @@ PrimRunResult run_prim_function(const tir::PrimFunc& f, const std::map<std::stri
   tir::TirPassOptions pass_options = tir_pass_options(target);
   pass_options.scratchpad_capacity = capacity;
   pass_options.static_scratchpad_plan = options.static_scratchpad_plan;
+  pass_options.check_bounds = options.check_bounds;
   // kiln's Hexagon runtime runs a parallel loop as one task; the host's
   // thread pool runs its tasks at once.
   if (options.target.is_hexagon()) pass_options.parallel_tasks = 1;

@@ -42,6 +42,7 @@ struct PrimRunOptions {
   std::vector<std::string> link_libs;     // as for `kiln build --link-lib`
   std::optional<uint64_t> vtcm_capacity;  // default: the target's
   bool static_scratchpad_plan = false;
+  bool check_bounds = false;  // run-time index and divisor checks (tir check-bounds)
   std::string work_dir;       // Hexagon: where files go (default: a temporary folder)
   int timeout_seconds = 300;  // Hexagon: the emulator's time limit
 };

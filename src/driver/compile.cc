@@ -175,6 +175,7 @@ Executable compile_model(const Module& input, const CompileOptions& opts, Compil
 
   // 6. Tensor-IR passes, by name, each over every kernel.
   tir::TirPassOptions tir_opts = codegen::tir_pass_options(opts.target);
+  tir_opts.check_bounds = opts.check_bounds;
   std::vector<tir::PrimFunc> funcs = lowered.funcs;
   for (const std::string& pass : tir::tir_build_passes())
     funcs = stages.run(

@@ -40,6 +40,9 @@ struct CompileOptions {
   bool strict_compile = false;
   // Compile host ops at all (false: every host op on its reference kernel).
   bool compile_host = true;
+  // Run-time checks of indices and integer divisors in the host kernels
+  // (tir check-bounds): a fault is an error naming kernel, buffer and index.
+  bool check_bounds = false;
   bool print_after_all = false;
   bool time_passes = false;
   std::ostream* log = nullptr;  // where printing and timing go (stderr when null)

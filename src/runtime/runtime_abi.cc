@@ -103,4 +103,17 @@ int32_t KilnBackendPrependLastError(const char* context) {
   return -1;
 }
 
+int32_t KilnBackendIndexError(const char* kernel, const char* buffer, int32_t dim, int64_t index,
+                              int64_t extent) {
+  kiln::t_last_error = std::string("kernel @") + (kernel ? kernel : "?") + ": index " +
+                       std::to_string(index) + " of buffer %" + (buffer ? buffer : "?") + " (dimension " +
+                       std::to_string(dim) + ") is outside [0, " + std::to_string(extent) + ")";
+  return -1;
+}
+
+int32_t KilnBackendCheckFailed(const char* message) {
+  kiln::t_last_error = message ? message : "a check failed";
+  return -1;
+}
+
 }  // extern "C"

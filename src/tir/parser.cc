@@ -5,6 +5,7 @@
 // the body of the statement that defines it. A name may be reused by a sibling
 // scope (two loops over %i) but never shadow one that is visible, so every
 // name means one thing where it is read.
+#include <cmath>
 #include <limits>
 #include <unordered_map>
 
@@ -118,7 +119,12 @@ class Parser {
   Buffer buffer_type(const std::string& name, Var* data) {
     lex_.expect_ident("Buffer");
     lex_.expect(TokenKind::LBracket, "'[' after Buffer");
+    const Token shape_at = lex_.peek();
     std::vector<Expr> shape = expr_list(TokenKind::LParen, TokenKind::RParen, "')' after the shape");
+    for (size_t d = 0; d < shape.size(); ++d)
+      if (auto n = as_const_int(shape[d]); n && *n < 0)
+        throw lex_.error_at(shape_at, "buffer %" + name + " has dimension " + std::to_string(d) + " of " +
+                                          std::to_string(*n) + "; a dimension is a size, 0 or more");
     lex_.expect(TokenKind::Comma, "',' and the element type");
     DataType t = dtype();
     MemoryScope scope = MemoryScope::Global;
@@ -331,8 +337,8 @@ class Parser {
       const Token& t = lex_.peek();
       if ((t.kind == TokenKind::Int || t.kind == TokenKind::Float) && t.text[0] == '-' && 5 >= min_prec) {
         Token n = lex_.next();
-        Expr rhs =
-            n.kind == TokenKind::Int ? int_literal(n, DataType::int32(), true) : float_imm(-n.float_value);
+        Expr rhs = n.kind == TokenKind::Int ? int_literal(n, DataType::int32(), true)
+                                            : float_const(n, -n.float_value);
         lhs = located(n, [&] { return sub(lhs, rhs); });
         continue;
       }
@@ -365,6 +371,19 @@ class Parser {
   }
 
   // A float literal: a number, inf, -inf or nan.
+  // A float literal of type t: a finite value beyond the type's range is an
+  // error, not a silent infinity.
+  Expr float_const(const Token& at, double v, DataType t = DataType::float32()) {
+    const double largest = t.bits == 16   ? 65504.0
+                           : t.bits == 32 ? double(std::numeric_limits<float>::max())
+                                          : 0;
+    if (largest > 0 && std::isfinite(v) && std::fabs(v) > largest)
+      throw lex_.error_at(at, at.text + " is outside the range of " + dtype_str(t) + " (largest " +
+                                  (t.bits == 16 ? std::string("65504") : std::string("3.4028235e38")) +
+                                  "); write inf for an infinity");
+    return float_imm(v, t);
+  }
+
   std::optional<double> float_literal() {
     const Token& t = lex_.peek();
     if (t.kind == TokenKind::Float || t.kind == TokenKind::Int) return lex_.next().float_value;
@@ -403,7 +422,7 @@ class Parser {
         return int_literal(t, DataType::int32(), false);
       case TokenKind::Float:
         lex_.next();
-        return float_imm(t.float_value);
+        return float_const(t, t.float_value);
       case TokenKind::String:
         lex_.next();
         return string_imm(t.text);
@@ -463,7 +482,7 @@ class Parser {
       if (type->is_float()) {
         auto v = float_literal();
         if (!v) lex_.fail_expected("a float literal");
-        e = float_imm(*v, *type);
+        e = float_const(lit, *v, *type);
       } else if (lit.kind == TokenKind::Int && !type->is_handle() && !type->is_vector()) {
         lex_.next();
         e = int_literal(lit, *type, false);

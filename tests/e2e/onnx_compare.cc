@@ -44,6 +44,7 @@ int run(int argc, char** argv) {
   int repeat = 1;
   std::vector<std::string> backends;
   bool interpret_only = false;
+  std::string target;  // --target: as kiln's (the machine's CPU when empty)
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto next = [&]() -> std::string {
@@ -62,12 +63,14 @@ int run(int argc, char** argv) {
       backends.push_back(next());
     else if (a == "--interpret")
       interpret_only = true;
+    else if (a == "--target")
+      target = next();
     else
       pos.push_back(a);
   }
   if (pos.size() != 2) {
     std::cerr << "usage: kiln_onnx_compare MODEL.onnx DIR --input-shape NAME=D0,D1,... [--atol A] [--rtol R] "
-                 "[--repeat N] [--backend NAME ...] [--interpret]\n";
+                 "[--repeat N] [--backend NAME ...] [--interpret] [--target \"llvm -mcpu=NAME\"]\n";
     return 2;
   }
   const std::string model = pos[0], dir = pos[1];
@@ -86,6 +89,7 @@ int run(int argc, char** argv) {
   } else if (!interpret_only) {
     driver::CompileOptions co;
     co.partition.backends = backends;
+    if (!target.empty()) co.target = codegen::parse_target(target);
     driver::CompileSummary summary;
     vm.emplace(driver::compile_model(m, co, &summary));
     compile_ms = summary.compile_ms;

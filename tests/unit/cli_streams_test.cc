@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_util.h"
+#include "kiln/runtime/npy.h"
 
 namespace kiln {
 namespace {
@@ -88,6 +89,35 @@ TEST_F(CliStreams, RunReadsAModelFromStandardInput) {
   Result bad = kiln_cmd("run - --random-inputs 1 < " + file("bad.kir", "def @main(%x) {"));
   EXPECT_EQ(bad.code, 1) << bad.out;
   EXPECT_TRUE(has(bad, "error: standard input:1:")) << bad.out;
+}
+
+TEST_F(CliStreams, AnInputCanComeFromStandardInput) {
+  std::string model = file("m.kir", kModel);
+  Tensor x = Tensor::empty({1, 3, 8, 8}, DType::Float32);
+  for (int64_t i = 0; i < x.numel(); ++i) x.set_from_double(i, double(i % 7) * 0.25 - 0.5);
+  write_npy(path("x.npy"), x);
+  Result from_file = kiln_cmd("run " + model + " --input x=" + path("x.npy") + " --print-limit 300");
+  ASSERT_EQ(from_file.code, 0) << from_file.out;
+  Result from_stdin = kiln_cmd("run " + model + " --input x=- --print-limit 300 < " + path("x.npy"));
+  ASSERT_EQ(from_stdin.code, 0) << from_stdin.out;
+  EXPECT_FALSE(outputs_of(from_file).empty()) << from_file.out;
+  EXPECT_EQ(outputs_of(from_stdin), outputs_of(from_file));
+  // Prim functions too.
+  std::string prim = file("p.kir", kPrim);
+  Tensor a = Tensor::empty({4}, DType::Float32);
+  for (int64_t i = 0; i < 4; ++i) a.set_from_double(i, double(i) + 0.5);
+  write_npy(path("a.npy"), a);
+  Result p = kiln_cmd("run " + prim + " --input A=- < " + path("a.npy"));
+  ASSERT_EQ(p.code, 0) << p.out;
+  EXPECT_TRUE(has(p, "[1, 3, 5, 7]")) << p.out;
+  // One reader of standard input; not a .npy there is an error naming it.
+  Result twice = kiln_cmd("run - --input x=- < " + model);
+  EXPECT_EQ(twice.code, 1) << twice.out;
+  EXPECT_TRUE(has(twice, "error: standard input can hold the model or one --input NAME=-, not 2"))
+      << twice.out;
+  Result garbage = kiln_cmd("run " + model + " --input x=- < " + model);
+  EXPECT_EQ(garbage.code, 1) << garbage.out;
+  EXPECT_TRUE(has(garbage, "standard input")) << garbage.out;
 }
 
 TEST_F(CliStreams, APipedModuleIsReadOnce) {

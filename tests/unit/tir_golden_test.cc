@@ -7,6 +7,7 @@
 //   # CAPACITY: 262144          (optional: the target's scratchpad bytes)
 //   # STACK-LIMIT: 1024         (optional: lower-workspace-alloc's limit in bytes)
 //   # VECTOR-BYTES: 32          (optional: vectorize-loops' vector width)
+//   # CHECK-BOUNDS: on          (optional: check-bounds' run-time checks)
 //   prim @f(...) { ... }
 //   # EXPECTED OUTPUT
 //   prim @f(...) { ... }
@@ -97,6 +98,7 @@ TEST_P(TirGolden, PassesGiveTheExpectedText) {
   if (std::string bytes = header(input, "VECTOR-BYTES"); !bytes.empty())
     options.vector_bytes = std::stoll(bytes);
   if (header(input, "DOT-PRODUCTS") == "on") options.dot_products = true;
+  if (header(input, "CHECK-BOUNDS") == "on") options.check_bounds = true;
   std::vector<std::string> passes;
   std::stringstream names(header(input, "PASSES"));
   for (std::string name; std::getline(names, name, ',');) passes.push_back(trim(name));
@@ -145,7 +147,7 @@ TEST(TirPasses, UnknownPassNameListsTheKnownOnes) {
     FAIL();
   } catch (const Error& e) {
     EXPECT_STREQ(e.what(),
-                 "unknown tensor-IR pass 'lower-vtcm' (known: flatten-buffers, simplify, "
+                 "unknown tensor-IR pass 'lower-vtcm' (known: check-bounds, flatten-buffers, simplify, "
                  "verify-scratchpad-capacity, lower-scratchpad-alloc, vectorize-loops, "
                  "form-dot-products, unroll-loops, promote-accumulators, lower-workspace-alloc)");
   }

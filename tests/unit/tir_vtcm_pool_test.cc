@@ -485,7 +485,8 @@ TEST(TirRuntimeAbi, TableComesFromTheHeader) {
   EXPECT_EQ(names, (std::vector<std::string>{"HexagonBackendAllocateVTCM", "HexagonBackendFreeVTCM",
                                              "KilnBackendAllocWorkspace", "KilnBackendFreeWorkspace",
                                              "KilnBackendSetLastError", "KilnBackendGetLastError",
-                                             "KilnBackendPrependLastError", "KilnBackendParallelFor"}));
+                                             "KilnBackendPrependLastError", "KilnBackendIndexError",
+                                             "KilnBackendCheckFailed", "KilnBackendParallelFor"}));
   EXPECT_EQ(find_runtime_symbol("HexagonBackendFreeVTCM")->address,
             reinterpret_cast<void*>(&HexagonBackendFreeVTCM));
   EXPECT_EQ(find_runtime_symbol("HexagonBackendAllocateVtcm"), nullptr);

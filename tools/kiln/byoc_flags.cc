@@ -69,6 +69,9 @@ void CompileFlags::add_to(CLI::App* cmd, bool with_target) {
   cmd->add_flag("--print-after-all", print_after_all,
                 "Print the IR after each compile stage and pass (graph passes, host program, tensor IR)");
   cmd->add_flag("--time-passes", time_passes, "Print the time of each compile stage and pass");
+  cmd->add_flag("--check-bounds", check_bounds,
+                "Generated code checks every index and integer divisor it cannot prove safe, and fails "
+                "naming kernel, buffer, index and extent (host kernels, prim functions and hexagon regions)");
 }
 
 driver::CompileOptions CompileFlags::options(const BackendFlags& backend, const std::string& entry) const {
@@ -80,6 +83,17 @@ driver::CompileOptions CompileFlags::options(const BackendFlags& backend, const 
   o.strict_compile = strict_compile;
   o.print_after_all = print_after_all;
   o.time_passes = time_passes;
+  o.check_bounds = check_bounds;
+  if (check_bounds) {
+    const auto& b = backend.backends;
+    if (std::find(b.begin(), b.end(), "hexagon") != b.end()) {
+      auto& given = o.codegen.backend["hexagon"];
+      if (given.count("check_bounds") && given["check_bounds"] != "on")
+        throw Error("--check-bounds and --option hexagon.check_bounds=" + given["check_bounds"] +
+                    " disagree");
+      given["check_bounds"] = "on";
+    }
+  }
   if (!target.empty()) {
     codegen::Target t = codegen::parse_target(target);
     if (!t.is_hexagon()) {

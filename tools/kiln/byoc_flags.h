@@ -34,6 +34,7 @@ struct CompileFlags {
   bool strict_compile = false;
   bool print_after_all = false;
   bool time_passes = false;
+  bool check_bounds = false;
   std::string target;  // "" (the machine's CPU) or "llvm -mcpu=NAME"
 
   // With `with_target`, also --target (`kiln run` has its own, shared with

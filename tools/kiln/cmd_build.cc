@@ -35,6 +35,7 @@ struct BuildOpts {
   std::optional<uint64_t> vtcm_capacity;  // default: the target's
   bool print_tir = false;
   bool static_scratchpad_plan = false;
+  bool check_bounds = false;
 };
 
 std::vector<tir::PrimFunc> read_prim_functions(const std::string& path) {
@@ -78,6 +79,7 @@ int run_build(const BuildOpts& o) {
   codegen::EmitKind kind = codegen::parse_emit_kind(o.emit);
   tir::TirPassOptions pass_options = codegen::tir_pass_options(target);
   pass_options.static_scratchpad_plan = o.static_scratchpad_plan;
+  pass_options.check_bounds = o.check_bounds;
   // kiln's Hexagon runtime runs a parallel loop as one task; the host's
   // thread pool runs its tasks at once.
   if (target.is_hexagon()) pass_options.parallel_tasks = 1;
@@ -109,6 +111,9 @@ void add_build_command(CLI::App& app) {
   cmd->add_option("--vtcm-capacity", opts->vtcm_capacity,
                   "scratchpad capacity in bytes (default: the target's; 4 MiB for the host)");
   cmd->add_flag("--print-tir", opts->print_tir, "print the lowered tensor IR");
+  cmd->add_flag("--check-bounds", opts->check_bounds,
+                "Check indices and integer divisors at run time (a fault is an error naming kernel, "
+                "buffer, index and extent)");
   cmd->add_flag("--static-scratchpad-plan", opts->static_scratchpad_plan,
                 "one VTCM allocation per function, buffers at liveness-based offsets");
   cmd->callback([opts] {

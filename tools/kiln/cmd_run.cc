@@ -150,6 +150,22 @@ std::vector<std::string> param_names(const FunctionNode& fn) {
   return out;
 }
 
+// An --input file; "-" is a .npy on standard input.
+Tensor read_input_npy(const std::string& file) {
+  if (file != "-") return read_npy(file);
+  return decode_npy(read_input("-", ".npy input"), "standard input");
+}
+
+// Standard input holds one thing: the model or one --input.
+void check_standard_input_once(const RunOpts& o) {
+  int readers = o.model == "-";
+  for (const std::string& flag : o.inputs)
+    if (flag.size() >= 2 && flag.compare(flag.size() - 2, 2, "=-") == 0) ++readers;
+  if (readers > 1)
+    throw Error("standard input can hold the model or one --input NAME=-, not " + std::to_string(readers) +
+                " of them; write the others to files");
+}
+
 // The inputs by --input and --random-inputs.
 std::vector<Tensor> gather_inputs(const std::string& fn_name, const std::vector<Param>& params,
                                   const ModelNames& names, const RunOpts& o) {
@@ -174,7 +190,7 @@ std::vector<Tensor> gather_inputs(const std::string& fn_name, const std::vector<
       continue;
     }
     const std::string& file = it->second.second;
-    Tensor t = read_npy(file);
+    Tensor t = read_input_npy(file);
     if (t.dtype() != want.dtype || t.shape() != want.shape)
       throw Error("input " + label + " from " + file + " is " + shape_str(t.shape()) + " " +
                   std::string(dtype_name(t.dtype())) + ", but @" + fn_name + " expects " +
@@ -320,19 +336,20 @@ void run_prim(const tir::PrimFunc& f, const RunOpts& o) {
     auto it = files.find(p.name);
     if (it == files.end()) it = files.find("%" + p.name);
     if (it != files.end()) {
-      inputs[p.name] = read_npy(it->second);
+      inputs[p.name] = read_input_npy(it->second);
       files.erase(it);
     } else if (p.needs_input() && o.seed) {
       inputs[p.name] = random_tensor(TensorDesc{p.shape, p.dtype}, state);
     }
   }
   for (const auto& [name, file] : files)  // unknown names: run_prim_function says so
-    inputs[name[0] == '%' ? name.substr(1) : name] = read_npy(file);
+    inputs[name[0] == '%' ? name.substr(1) : name] = read_input_npy(file);
   codegen::PrimRunOptions ro;
   ro.target = codegen::parse_target(o.target.empty() ? "llvm" : o.target);
   ro.link_libs = o.link_libs;
   ro.vtcm_capacity = o.vtcm_capacity;
   ro.static_scratchpad_plan = o.static_scratchpad_plan;
+  ro.check_bounds = o.compile.check_bounds;
   codegen::PrimRunResult r = codegen::run_prim_function(f, inputs, ro);
   std::cout << "@" << f->name << " on " << ro.target.name << "\n";
   std::cout << "VTCM pool (" << (ro.target.is_hexagon() ? "Hexagon runtime" : "host runtime")
@@ -376,6 +393,7 @@ void run(const RunOpts& o) {
   ModelNames names;
   std::string failure;  // of --verify
   bool vm_flags = !o.dispatch_log.empty() || !o.profile.empty() || o.verify;
+  check_standard_input_once(o);
   // "-" and pipes are read once, whole, and told apart by their content.
   std::optional<std::string> streamed;
   if (is_stream_path(o.model)) streamed = read_input(o.model, "model");
@@ -436,9 +454,9 @@ void add_run_command(CLI::App& app) {
   cmd->add_option("model", o->model,
                   "Model file (.kir, .onnx or a compiled .kmod; - reads it from standard input)")
       ->required();
-  cmd->add_option(
-      "--input,-i", o->inputs,
-      "NAME=FILE.npy for an input of the entry function: the model's own (ONNX) name or kiln's %NAME");
+  cmd->add_option("--input,-i", o->inputs,
+                  "NAME=FILE.npy for an input of the entry function: the model's own (ONNX) name or kiln's "
+                  "%NAME; FILE - reads the .npy from standard input");
   cmd->add_option("--random-inputs", o->seed, "Fill inputs not given with random values from SEED")
       ->check(kUnsigned64);
   cmd->add_option("-o,--output,--out", o->out_dir,

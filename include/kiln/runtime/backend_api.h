@@ -47,6 +47,13 @@ typedef int32_t (*KilnBackendParallelTask)(int64_t begin, int64_t end, void* env
   X(const char*, KilnBackendGetLastError, (void), "get the last error")                                     \
   /* The last error becomes "CONTEXT: previous error"; returns -1, the failure code. */                     \
   X(int32_t, KilnBackendPrependLastError, (const char* context), "add context to the last error")           \
+  /* --check-bounds: the last error says that `index` of dimension `dim` of `buffer` in                     \
+     kernel `kernel` is outside [0, extent); returns -1. */                                                 \
+  X(int32_t, KilnBackendIndexError,                                                                         \
+    (const char* kernel, const char* buffer, int32_t dim, int64_t index, int64_t extent),                   \
+    "report an index outside its buffer")                                                                   \
+  /* --check-bounds: the last error becomes `message`; returns -1. */                                       \
+  X(int32_t, KilnBackendCheckFailed, (const char* message), "report a failed check")                        \
   /* Runs task over [0, n) split into contiguous chunks, one per worker thread, and waits                   \
      for all of them: 0, or the failure code of the first failing chunk (its last error                     \
      becomes the caller's). Called from inside a task, it runs inline, serially. */                         \

@@ -151,12 +151,21 @@ bool hvx_from_options(const CodegenOptions& options) {
   throw Error("hexagon: option hvx=" + it->second + " must be on or off");
 }
 
+bool check_bounds_from_options(const CodegenOptions& options) {
+  auto it = options.find("check_bounds");
+  if (it == options.end() || it->second == "off") return false;
+  if (it->second == "on") return true;
+  throw Error("hexagon: option check_bounds=" + it->second + " must be on or off");
+}
+
 codegen::Target target_from_options(const CodegenOptions& options) {
   for (const auto& [k, v] : options)
-    if (k != "target" && k != "timeout" && k != "asm" && k != "hvx")
+    if (k != "target" && k != "timeout" && k != "asm" && k != "hvx" && k != "check_bounds")
       throw Error("hexagon: unknown option '" + k +
-                  "' (hexagon takes target=hexagon-v66|v68|v69|v73, hvx=on|off, timeout=SECONDS, asm=FILE)");
+                  "' (hexagon takes target=hexagon-v66|v68|v69|v73, hvx=on|off, check_bounds=on|off, "
+                  "timeout=SECONDS, asm=FILE)");
   hvx_from_options(options);
+  check_bounds_from_options(options);
   auto it = options.find("target");
   std::string name = it == options.end() ? "hexagon-v68" : it->second;
   if (name.rfind("hexagon-", 0) != 0) name = "hexagon-" + name;
@@ -187,6 +196,7 @@ BackendArtifacts codegen(const Module& m, const std::vector<Function>& functions
   passes.vector_float = false;
   passes.drop_vector_hints = true;
   passes.dot_products = true;
+  passes.check_bounds = check_bounds_from_options(options);
   std::map<std::string, uint64_t> vtcm_of;
   for (auto& k : kernels) {
     vtcm_of[k->name] = tir::scratchpad_peak_bytes(*k);

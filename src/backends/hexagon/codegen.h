@@ -24,6 +24,8 @@ namespace kiln::hexagon {
 codegen::Target target_from_options(const CodegenOptions& options);
 // Whether the options ask for HVX vectors in integer loops (hvx=on).
 bool hvx_from_options(const CodegenOptions& options);
+// check_bounds=on|off (default off): run-time index and divisor checks.
+bool check_bounds_from_options(const CodegenOptions& options);
 
 BackendArtifacts codegen(const Module& m, const std::vector<Function>& functions,
                          const CodegenOptions& options);

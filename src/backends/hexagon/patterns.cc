@@ -92,6 +92,11 @@ Backend backend() {
       {"target", OptionType::String, "hexagon-v68",
        "the DSP: hexagon-v66|v68|v69|v73 (kiln --target sets it)"},
       {"hvx", OptionType::Choice, "off", "integer loops as HVX vectors", {"on", "off"}},
+      {"check_bounds",
+       OptionType::Choice,
+       "off",
+       "check indices and integer divisors in the kernels (kiln --check-bounds sets it)",
+       {"on", "off"}},
       {"timeout", OptionType::Int, "300", "seconds the runtime waits for the DSP emulator"},
       {"asm", OptionType::File, "", "a file to write the regions' kernels to as Hexagon assembly"},
   };

@@ -101,9 +101,13 @@ class ModelRunner {
       : m_(std::move(m)), opts_(opts) {
     if (!opts.compiled) return;
     driver::CompileSummary summary;
-    // A compile error says so, apart from an error of the run.
+    // A compile error says so, apart from an error of the run. The kernels
+    // check their indices and divisors (--check-bounds): an index kiln's
+    // lowering gets wrong fails the test with its kernel and buffer named.
+    driver::CompileOptions compile;
+    compile.check_bounds = true;
     try {
-      vm_ = std::make_unique<VirtualMachine>(driver::compile_model(m_, driver::CompileOptions{}, &summary));
+      vm_ = std::make_unique<VirtualMachine>(driver::compile_model(m_, compile, &summary));
     } catch (const std::exception& e) {
       throw Error(std::string("compile: ") + e.what());
     }

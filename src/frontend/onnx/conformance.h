@@ -24,7 +24,8 @@ struct ConformanceOptions {
   double atol = 1e-5;
   // Compile the imported model (default compile options, no backends) and
   // run it on the VM instead of the reference interpreter; outputs are
-  // compared the same way.
+  // compared the same way. The compiled kernels check their indices and
+  // integer divisors (CompileOptions::check_bounds).
   bool compiled = false;
 };
 

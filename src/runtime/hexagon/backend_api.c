@@ -115,6 +115,29 @@ int32_t KilnBackendPrependLastError(const char* context) {
   return -1;
 }
 
+int32_t KilnBackendIndexError(const char* kernel, const char* buffer, int32_t dim, int64_t index,
+                              int64_t extent) {
+  kiln_text t;
+  kiln_text_init(&t, g_last_error, sizeof g_last_error);
+  kiln_text_str(&t, "kernel @");
+  kiln_text_str(&t, kernel ? kernel : "?");
+  kiln_text_str(&t, ": index ");
+  kiln_text_i64(&t, index);
+  kiln_text_str(&t, " of buffer %");
+  kiln_text_str(&t, buffer ? buffer : "?");
+  kiln_text_str(&t, " (dimension ");
+  kiln_text_i64(&t, dim);
+  kiln_text_str(&t, ") is outside [0, ");
+  kiln_text_i64(&t, extent);
+  kiln_text_str(&t, ")");
+  return -1;
+}
+
+int32_t KilnBackendCheckFailed(const char* message) {
+  KilnBackendSetLastError(message ? message : "a check failed");
+  return -1;
+}
+
 int32_t KilnBackendParallelFor(int64_t n, KilnBackendParallelTask task, void* env) {
   if (n <= 0) return 0;
   if (!task) {

@@ -43,7 +43,16 @@ struct TirPassOptions {
   // form-dot-products: int8 products accumulated by fours become dot_i8x4
   // (Hexagon model regions: HVX vrmpy).
   bool dot_products = false;
+  // check-bounds: run-time checks of buffer indices and integer divisors
+  // (`--check-bounds`); without it only constant faults are refused.
+  bool check_bounds = false;
 };
+
+// check-bounds: constant indices outside their buffer and constant zero
+// divisors are a kiln::Error; with options.check_bounds, other indices and
+// divisors are checked at run time (the kernel returns -1 with the kernel,
+// buffer, dimension, index and extent in the last error).
+PrimFunc check_bounds(const PrimFunc& f, const TirPassOptions& options);
 
 // flatten-buffers: every buffer becomes one-dimensional; indices are
 // linearised with the buffer's strides (row-major when it has none).

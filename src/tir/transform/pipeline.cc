@@ -12,6 +12,7 @@ struct NamedPass {
 };
 
 const NamedPass kPasses[] = {
+    {"check-bounds", [](const PrimFunc& f, const TirPassOptions& o) { return check_bounds(f, o); }},
     {"flatten-buffers", [](const PrimFunc& f, const TirPassOptions&) { return flatten_buffers(f); }},
     {"simplify", [](const PrimFunc& f, const TirPassOptions&) { return simplify(f); }},
     {"verify-scratchpad-capacity",
@@ -57,15 +58,13 @@ const std::vector<std::string>& tir_build_passes() {
   // The capacity check reads allocate statements, so it runs before the
   // lowering replaces them with calls. Flattening runs after the lowerings so
   // that byte sizes come from the buffer's declared shape.
-  static const std::vector<std::string> names = {"verify-scratchpad-capacity",
-                                                 "lower-scratchpad-alloc",
-                                                 "lower-workspace-alloc",
-                                                 "flatten-buffers",
-                                                 "simplify",
-                                                 "form-dot-products",
-                                                 "vectorize-loops",
-                                                 "unroll-loops",
-                                                 "simplify",
+  // check-bounds runs first: its early returns are then seen by the
+  // allocation lowerings, which release buffers on them.
+  static const std::vector<std::string> names = {"check-bounds",           "verify-scratchpad-capacity",
+                                                 "lower-scratchpad-alloc", "lower-workspace-alloc",
+                                                 "flatten-buffers",        "simplify",
+                                                 "form-dot-products",      "vectorize-loops",
+                                                 "unroll-loops",           "simplify",
                                                  "promote-accumulators"};
   return names;
 }
