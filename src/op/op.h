@@ -90,7 +90,9 @@ void register_sort_ops(OpRegistry& r);         // sort.cc: topk
 void register_shape_ops(OpRegistry& r);        // shape.cc: reshape, permute_dims, concat, split, ...
 void register_nn_ops(
     OpRegistry& r);  // nn.cc: conv2d, conv2d_transpose, dense, matmul, pools, batch_norm, pad
-void register_image_ops(OpRegistry& r);  // image.cc: image.resize2d
-void register_quant_ops(OpRegistry& r);  // quant.cc: quantize, dequantize
+void register_image_ops(OpRegistry& r);      // image.cc: image.resize2d
+void register_quant_ops(OpRegistry& r);      // quant.cc: quantize, dequantize
+void register_recurrent_ops(OpRegistry& r);  // nn_recurrent.cc: nn.rnn, nn.gru, nn.lstm
+void register_einsum_ops(OpRegistry& r);     // einsum.cc: einsum
 
 }  // namespace kiln

@@ -36,6 +36,8 @@ static const OpRegistry& registry() {
     register_nn_ops(reg);
     register_image_ops(reg);
     register_quant_ops(reg);
+    register_recurrent_ops(reg);
+    register_einsum_ops(reg);
     return reg;
   }();
   return r;

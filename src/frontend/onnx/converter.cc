@@ -216,6 +216,8 @@ const ConverterTable& converters() {
     add_nn_converters(t);
     add_shape_converters(t);
     add_reduce_converters(t);
+    add_recurrent_converters(t);
+    add_einsum_converters(t);
     return t;
   }();
   return table;
