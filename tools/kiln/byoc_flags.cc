@@ -2,8 +2,10 @@
 #include "byoc_flags.h"
 
 #include <algorithm>
+#include <sstream>
 
 #include "backends/registry.h"
+#include "kiln/runtime/npy.h"
 #include "pattern/registry.h"
 #include "validators.h"
 
@@ -26,6 +28,9 @@ void BackendFlags::add_to(CLI::App* cmd) {
   cmd->add_option("--input-shape", input_shapes,
                   "NAME=D0,D1,... static shape for an ONNX input with symbolic dimensions, by its ONNX name "
                   "(or kiln's %NAME; repeatable)");
+  cmd->add_option("--input-value", input_values,
+                  "NAME=V0,V1,... (int64) or NAME=FILE.npy: the value of an ONNX input that holds a shape or "
+                  "axes (Reshape's shape, Expand's, ...), folded into the model as a constant (repeatable)");
 }
 
 PartitionOptions BackendFlags::partition_options() const {
@@ -51,9 +56,41 @@ RunCodegenOptions BackendFlags::codegen_options() const {
   return o;
 }
 
+// "NAME=1,3,4" (a 1-D int64 tensor) or "NAME=FILE.npy" into
+// opts.constant_inputs; the last '=' splits, so a name may contain '='.
+static void parse_input_value_flag(const std::string& flag, ImportOptions& opts) {
+  auto eq = flag.rfind('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == flag.size())
+    throw Error("--input-value '" + flag + "': expected NAME=V0,V1,... or NAME=FILE.npy (e.g. shape=1,3,4)");
+  const std::string name = flag.substr(0, eq);
+  const std::string value = flag.substr(eq + 1);
+  if (value.size() > 4 && value.compare(value.size() - 4, 4, ".npy") == 0) {
+    opts.constant_inputs[name] = read_npy(value);
+    return;
+  }
+  std::vector<int64_t> ints;
+  std::stringstream ss(value);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    size_t used = 0;
+    int64_t v = 0;
+    try {
+      v = std::stoll(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (item.empty() || used != item.size())
+      throw Error("--input-value '" + flag + "': '" + item +
+                  "' is not an integer (give integers or a .npy file)");
+    ints.push_back(v);
+  }
+  opts.constant_inputs[name] = Tensor::from_ints({static_cast<int64_t>(ints.size())}, ints);
+}
+
 ImportOptions BackendFlags::import_options() const {
   ImportOptions o;
   for (const auto& f : input_shapes) parse_input_shape_flag(f, o);
+  for (const auto& f : input_values) parse_input_value_flag(f, o);
   return o;
 }
 

@@ -22,6 +22,7 @@ struct BackendFlags {
   int64_t min_region_size = 1;
   std::vector<std::string> options;       // backend.key=value or key=value
   std::vector<std::string> input_shapes;  // NAME=D0,D1,... for ONNX inputs
+  std::vector<std::string> input_values;  // NAME=V0,V1,... or NAME=FILE.npy: inputs folded as constants
 
   void add_to(CLI::App* cmd);
   PartitionOptions partition_options() const;

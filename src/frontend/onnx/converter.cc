@@ -90,11 +90,12 @@ Tensor NodeContext::require_constant(size_t i, const std::string& what) const {
   std::string head =
       "input " + std::to_string(i) + " (" + what + ") must be a constant: kiln compiles static shapes";
   if (g_.is_graph_input(name))
-    unsupported(
-        head + ", but it is the graph input '" + name + "', whose values are known only at run time; make '" +
-        name +
-        "' a constant of the model (an initializer), or compute it from input shapes (Shape) and bind "
-        "those with --input-shape");
+    unsupported(head + ", but it is the graph input '" + name +
+                "', whose values are known only at run time; make '" + name +
+                "' a constant of the model (an initializer), give its value at import with --input-value " +
+                name +
+                "=V0,V1,... (or =FILE.npy), or compute it from input shapes (Shape) and bind those with "
+                "--input-shape");
   unsupported(
       head + ", but '" + name +
       "' is computed from the values of graph inputs at run time; make it a constant of the model, or "

@@ -200,6 +200,10 @@ std::vector<Var> bind_inputs(const onnx::GraphProto& graph, const std::set<std::
                   "', which is not an input of the model (inputs: " + (names.empty() ? "none" : names) +
                   "); use the model's input names");
     }
+  for (const auto& [name, value] : opts.constant_inputs)
+    if (!onnx_names.count(name) || initializers.count(name))
+      throw Error(what + ": --input-value names '" + name +
+                  "', which is not an input of the model; use the model's ONNX input names");
   if (!unbound.empty()) {
     std::string msg = what + ": input(s) with symbolic dimensions must be bound to static shapes:";
     for (const auto& u : unbound) msg += "\n  " + u;
