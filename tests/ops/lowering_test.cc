@@ -411,6 +411,10 @@ const std::map<std::string, std::string>& not_lowered() {
       {"trilu", "not lowered yet"},
       {"quantize", "not lowered yet"},
       {"dequantize", "not lowered yet"},
+      {"nn.rnn", "recurrences over time steps are not lowered yet"},
+      {"nn.gru", "recurrences over time steps are not lowered yet"},
+      {"nn.lstm", "recurrences over time steps are not lowered yet"},
+      {"einsum", "not lowered yet (the equation decides the loop nest)"},
   };
   return m;
 }
