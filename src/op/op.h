@@ -94,5 +94,6 @@ void register_image_ops(OpRegistry& r);      // image.cc: image.resize2d
 void register_quant_ops(OpRegistry& r);      // quant.cc: quantize, dequantize
 void register_recurrent_ops(OpRegistry& r);  // nn_recurrent.cc: nn.rnn, nn.gru, nn.lstm
 void register_einsum_ops(OpRegistry& r);     // einsum.cc: einsum
+void register_loss_ops(OpRegistry& r);       // loss.cc: nn.nll_loss
 
 }  // namespace kiln

@@ -38,6 +38,7 @@ static const OpRegistry& registry() {
     register_quant_ops(reg);
     register_recurrent_ops(reg);
     register_einsum_ops(reg);
+    register_loss_ops(reg);
     return reg;
   }();
   return r;

@@ -219,6 +219,7 @@ const ConverterTable& converters() {
     add_reduce_converters(t);
     add_recurrent_converters(t);
     add_einsum_converters(t);
+    add_loss_converters(t);
     return t;
   }();
   return table;
