@@ -90,10 +90,11 @@ void register_sort_ops(OpRegistry& r);         // sort.cc: topk
 void register_shape_ops(OpRegistry& r);        // shape.cc: reshape, permute_dims, concat, split, ...
 void register_nn_ops(
     OpRegistry& r);  // nn.cc: conv2d, conv2d_transpose, dense, matmul, pools, batch_norm, pad
-void register_image_ops(OpRegistry& r);      // image.cc: image.resize2d
-void register_quant_ops(OpRegistry& r);      // quant.cc: quantize, dequantize
-void register_recurrent_ops(OpRegistry& r);  // nn_recurrent.cc: nn.rnn, nn.gru, nn.lstm
-void register_einsum_ops(OpRegistry& r);     // einsum.cc: einsum
-void register_loss_ops(OpRegistry& r);       // loss.cc: nn.nll_loss
+void register_image_ops(OpRegistry& r);        // image.cc: image.resize2d
+void register_quant_ops(OpRegistry& r);        // quant.cc: quantize, dequantize
+void register_recurrent_ops(OpRegistry& r);    // nn_recurrent.cc: nn.rnn, nn.gru, nn.lstm
+void register_einsum_ops(OpRegistry& r);       // einsum.cc: einsum
+void register_grid_sample_ops(OpRegistry& r);  // grid_sample.cc: image.grid_sample
+void register_loss_ops(OpRegistry& r);         // loss.cc: nn.nll_loss
 
 }  // namespace kiln

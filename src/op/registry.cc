@@ -39,6 +39,7 @@ static const OpRegistry& registry() {
     register_recurrent_ops(reg);
     register_einsum_ops(reg);
     register_loss_ops(reg);
+    register_grid_sample_ops(reg);
     return reg;
   }();
   return r;

@@ -415,6 +415,7 @@ const std::map<std::string, std::string>& not_lowered() {
       {"nn.gru", "recurrences over time steps are not lowered yet"},
       {"nn.lstm", "recurrences over time steps are not lowered yet"},
       {"einsum", "not lowered yet (the equation decides the loop nest)"},
+      {"image.grid_sample", "data-dependent positions: not lowered yet"},
   };
   return m;
 }

@@ -220,6 +220,7 @@ const ConverterTable& converters() {
     add_recurrent_converters(t);
     add_einsum_converters(t);
     add_loss_converters(t);
+    add_sampling_converters(t);
     return t;
   }();
   return table;

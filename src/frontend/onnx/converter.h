@@ -128,6 +128,7 @@ void add_reduce_converters(ConverterTable& t);
 void add_recurrent_converters(ConverterTable& t);
 void add_einsum_converters(ConverterTable& t);
 void add_loss_converters(ConverterTable& t);
+void add_sampling_converters(ConverterTable& t);
 
 // Helpers shared by the families.
 int64_t normalize_axis(int64_t axis, int64_t rank, const NodeContext& n);
