@@ -416,6 +416,7 @@ const std::map<std::string, std::string>& not_lowered() {
       {"nn.lstm", "recurrences over time steps are not lowered yet"},
       {"einsum", "not lowered yet (the equation decides the loop nest)"},
       {"image.grid_sample", "data-dependent positions: not lowered yet"},
+      {"nn.nll_loss", "data-dependent class indices: the reference kernel checks each target"},
   };
   return m;
 }
