@@ -103,6 +103,12 @@ typedef enum kiln_dtype {
   KILN_INT32 = 4,
   KILN_INT64 = 5,
   KILN_BOOL = 6, /* one byte per element, 0 or 1 */
+  KILN_FLOAT64 = 7,
+  KILN_INT16 = 8,
+  KILN_UINT16 = 9,
+  KILN_UINT32 = 10,
+  KILN_UINT64 = 11,
+  KILN_BFLOAT16 = 12, /* the top 16 bits of a float32 */
   /* Not a dtype: makes every int a value of the type, so a caller's bad
    * value reaches kiln's range check (an error status) and is not
    * undefined behaviour in C++. */

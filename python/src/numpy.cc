@@ -22,6 +22,18 @@ py::dtype numpy_dtype(DType t) {
       return py::dtype::of<int64_t>();
     case DType::Bool:
       return py::dtype::of<bool>();
+    case DType::Float64:
+      return py::dtype::of<double>();
+    case DType::Int16:
+      return py::dtype::of<int16_t>();
+    case DType::UInt16:
+      return py::dtype::of<uint16_t>();
+    case DType::UInt32:
+      return py::dtype::of<uint32_t>();
+    case DType::UInt64:
+      return py::dtype::of<uint64_t>();
+    case DType::BFloat16:
+      throw Error("bfloat16 has no numpy dtype; convert the tensor to float32 (astype) first");
   }
   throw Error("internal error: a dtype outside the enum");
 }
@@ -30,18 +42,21 @@ std::string dtype_text(const py::dtype& d) { return d.attr("name").cast<std::str
 
 DType dtype_from_numpy(const py::dtype& d) {
   // Byte order and aliases are normalised by comparing the dtype objects.
-  for (DType t :
-       {DType::Float32, DType::Float16, DType::Int8, DType::UInt8, DType::Int32, DType::Int64, DType::Bool})
+  for (DType t : {DType::Float32, DType::Float16, DType::Float64, DType::Int8, DType::UInt8, DType::Int16,
+                  DType::UInt16, DType::Int32, DType::UInt32, DType::Int64, DType::UInt64, DType::Bool})
     if (d.is(numpy_dtype(t)) || d.attr("__eq__")(numpy_dtype(t)).cast<bool>()) return t;
   throw Error("numpy dtype " + dtype_text(d) +
-              " is not a kiln element type (float32, float16, int8, uint8, int32, int64, bool)");
+              " is not a kiln element type (float32, float16, float64, int8, uint8, int16, uint16, int32, "
+              "uint32, int64, uint64, bool)");
 }
 
 DType dtype_from_object(const py::handle& obj) {
   if (py::isinstance<py::str>(obj)) {
     std::string name = obj.cast<std::string>();
     if (auto t = dtype_from_name(name)) return *t;
-    throw Error("unknown dtype '" + name + "' (float32, float16, int8, uint8, int32, int64, bool)");
+    throw Error("unknown dtype '" + name +
+                "' (float32, float16, float64, bfloat16, int8, uint8, int16, uint16, int32, uint32, int64, "
+                "uint64, bool)");
   }
   return dtype_from_numpy(py::dtype::from_args(py::reinterpret_borrow<py::object>(obj)));
 }

@@ -46,30 +46,21 @@ DType tensor_dtype(tir::DataType t, const std::string& param, const std::string&
   if (t.lanes == 1) {
     if (t.code == Code::Int && t.bits == 8) return DType::Int8;
     if (t.code == Code::UInt && t.bits == 8) return DType::UInt8;
+    if (t.code == Code::Int && t.bits == 16) return DType::Int16;
+    if (t.code == Code::UInt && t.bits == 16) return DType::UInt16;
     if (t.code == Code::Int && t.bits == 32) return DType::Int32;
+    if (t.code == Code::UInt && t.bits == 32) return DType::UInt32;
     if (t.code == Code::Int && t.bits == 64) return DType::Int64;
+    if (t.code == Code::UInt && t.bits == 64) return DType::UInt64;
     if (t.code == Code::Float && t.bits == 32) return DType::Float32;
     if (t.code == Code::Float && t.bits == 16) return DType::Float16;
+    if (t.code == Code::Float && t.bits == 64) return DType::Float64;
     if (t.code == Code::Bool) return DType::Bool;
   }
-  const std::string what = "parameter %" + param + " of @" + fn + " has element type " + tir::dtype_str(t);
-  const char* supported = "kiln's tensors hold int8, uint8, int32, int64, float16, float32 and bool";
-  // int16 and float64 buffers compile and run (the Hexagon harness reads and
-  // writes <i2 and <f8 .npy files); only kiln's Tensor, which `kiln run`
-  // passes them in, has no such element type (kiln/runtime/dtype.h).
-  bool compiles =
-      t.lanes == 1 && ((t.code == Code::Int && t.bits == 16) || (t.code == Code::UInt && t.bits == 16) ||
-                       (t.code == Code::Float && t.bits == 64));
-  if (compiles)
-    throw Error(
-        what + ", which kiln run cannot pass: " + supported + " (no " + tir::dtype_str(t) +
-        "). The kernel itself builds: for Hexagon, `kiln build FILE.kir --target hexagon-v68 --emit exe -o "
-        "k.elf` makes an executable that reads and writes " +
-        tir::dtype_str(t) + " .npy files (qemu-hexagon-static -cpu v67 k.elf " + fn +
-        " IN.npy OUT.npy ..., docs/hexagon.md); for the host, --emit so and call it from your program; "
-        "or give the parameter a type kiln's tensors hold");
-  throw Error(what + ", which kiln cannot read or write as a tensor (" + supported +
-              "); call the kernel from your own program instead");
+  throw Error("parameter %" + param + " of @" + fn + " has element type " + tir::dtype_str(t) +
+              ", which kiln cannot read or write as a tensor (kiln's tensors hold scalar int8..int64, "
+              "uint8..uint64, float16, float32, float64, bfloat16 and bool); call the kernel from your own "
+              "program instead");
 }
 
 std::string temp_dir() {

@@ -34,7 +34,7 @@ struct PrimParamInfo {
 };
 
 // The parameters of `f` in order. Throws kiln::Error for a parameter kiln
-// cannot hold in a tensor (symbolic shapes, int16, handles, ...).
+// cannot hold in a tensor (symbolic shapes, vectors, handles, ...).
 std::vector<PrimParamInfo> prim_param_info(const tir::PrimFuncNode& f);
 
 struct PrimRunOptions {

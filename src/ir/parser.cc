@@ -492,7 +492,10 @@ class Parser {
       // Values that would round to infinity are an error, not a silent inf.
       float f = static_cast<float>(t.float_value);
       bool overflow =
-          std::isinf(f) || (dtype == DType::Float16 && std::isinf(half_to_float(float_to_half(f))));
+          dtype == DType::Float64
+              ? std::isinf(t.float_value)
+              : std::isinf(f) || (dtype == DType::Float16 && std::isinf(half_to_float(float_to_half(f)))) ||
+                    (dtype == DType::BFloat16 && std::isinf(bfloat16_to_float(float_to_bfloat16(f))));
       if (overflow)
         throw lex.error_at(t, "value " + t.text + " is out of range for " + std::string(dtype_name(dtype)));
       return t.float_value;
@@ -504,6 +507,11 @@ class Parser {
     if (dtype == DType::UInt8) lo = 0, hi = 255;
     if (dtype == DType::Int32)
       lo = std::numeric_limits<int32_t>::min(), hi = std::numeric_limits<int32_t>::max();
+    if (dtype == DType::Int16) lo = -32768, hi = 32767;
+    if (dtype == DType::UInt16) lo = 0, hi = 65535;
+    if (dtype == DType::UInt32) lo = 0, hi = std::numeric_limits<uint32_t>::max();
+    // The lexer's integers are int64, so uint64 text stops at 2^63 - 1.
+    if (dtype == DType::UInt64) lo = 0;
     if (t.int_value < lo || t.int_value > hi)
       throw lex.error_at(t, "value " + t.text + " is out of range for " + std::string(dtype_name(dtype)));
     return 0;  // integers are read from the token by the caller
@@ -560,6 +568,24 @@ class Parser {
           break;
         case DType::Bool:
           out.data<uint8_t>()[i] = fvals[i] != 0 ? 1 : 0;
+          break;
+        case DType::Float64:
+          out.data<double>()[i] = fvals[i];
+          break;
+        case DType::Int16:
+          out.data<int16_t>()[i] = static_cast<int16_t>(ivals[i]);
+          break;
+        case DType::UInt16:
+          out.data<uint16_t>()[i] = static_cast<uint16_t>(ivals[i]);
+          break;
+        case DType::UInt32:
+          out.data<uint32_t>()[i] = static_cast<uint32_t>(ivals[i]);
+          break;
+        case DType::UInt64:
+          out.data<uint64_t>()[i] = static_cast<uint64_t>(ivals[i]);
+          break;
+        case DType::BFloat16:
+          out.data<uint16_t>()[i] = float_to_bfloat16(static_cast<float>(fvals[i]));
           break;
       }
     }

@@ -61,6 +61,20 @@ std::string float32_text(float f) {
   return s;
 }
 
+// Shortest decimal text of a float64 that strtod reads back to the same bits.
+std::string float64_text(double d) {
+  if (std::isnan(d)) return std::signbit(d) ? "-nan" : "nan";
+  if (std::isinf(d)) return d > 0 ? "inf" : "-inf";
+  char buf[64];
+  for (int prec = 1; prec <= 17; ++prec) {
+    std::snprintf(buf, sizeof buf, "%.*g", prec, d);
+    if (std::strtod(buf, nullptr) == d) break;
+  }
+  std::string s = buf;
+  if (s.find_first_of(".eEn") == std::string::npos) s += ".0";
+  return s;
+}
+
 // Every half value is exactly a float, and the parser's path to a half goes
 // through float, so the float text reads back to the same half.
 std::string float16_text(uint16_t h) { return float32_text(half_to_float(h)); }
@@ -81,6 +95,18 @@ std::string element_text(const Tensor& t, int64_t i) {
       return std::to_string(t.data<int64_t>()[i]);
     case DType::Bool:
       return t.data<uint8_t>()[i] ? "true" : "false";
+    case DType::Float64:
+      return float64_text(t.data<double>()[i]);
+    case DType::Int16:
+      return std::to_string(t.data<int16_t>()[i]);
+    case DType::UInt16:
+      return std::to_string(t.data<uint16_t>()[i]);
+    case DType::UInt32:
+      return std::to_string(t.data<uint32_t>()[i]);
+    case DType::UInt64:
+      return std::to_string(t.data<uint64_t>()[i]);
+    case DType::BFloat16:  // every bfloat16 is exactly a float, and parsing goes through float
+      return float32_text(bfloat16_to_float(t.data<uint16_t>()[i]));
   }
   return "?";
 }

@@ -83,6 +83,16 @@ std::optional<tir::DataType> lowered_dtype(DType t) {
       return tir::DataType::int64();
     case DType::Bool:
       return tir::DataType::bool_();
+    // Not lowered yet: ops on these types run their reference kernels in the
+    // VM. Each needs its codegen checked against the interpreter first (and
+    // bfloat16 has no tir type).
+    case DType::Float64:
+    case DType::Int16:
+    case DType::UInt16:
+    case DType::UInt32:
+    case DType::UInt64:
+    case DType::BFloat16:
+      return std::nullopt;
   }
   return std::nullopt;
 }

@@ -3,8 +3,9 @@
 //
 // Semantics (the reference every backend is compared with):
 // - Binary ops (add, subtract, multiply, divide, power, maximum, minimum, mod,
-//   fmod) take two inputs of one dtype (float32, float16, int8, uint8, int32,
-//   int64) and broadcast like numpy. float16 computes in float and rounds once on store.
+//   fmod) take two inputs of one dtype (float32, float16, float64, bfloat16,
+//   int8, uint8, int16, uint16, int32, uint32, int64, uint64) and broadcast
+//   like numpy. float16 and bfloat16 compute in float and round once on store.
 //   Integer add/subtract/multiply wrap around (two's complement, like numpy).
 //   Integer divide truncates toward zero (like C and ONNX Div); INT_MIN / -1
 //   wraps to INT_MIN; division by zero throws kiln::Error. Integer power is
@@ -27,7 +28,8 @@
 // - astype converts any dtype to any dtype: float -> int truncates toward zero
 //   and saturates at the type's range, NaN -> 0; int -> narrower int wraps
 //   (like numpy and C); anything -> bool is "nonzero"; bool -> x is 0 or 1;
-//   -> float16 rounds to nearest even.
+//   -> float16 and -> bfloat16 round to nearest even (float64 -> 16-bit
+//   floats goes through float32, like numpy's casts).
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -40,9 +42,8 @@
 namespace kiln {
 namespace {
 
-constexpr std::initializer_list<DType> kNumeric = {DType::Float32, DType::Float16, DType::Int8,
-                                                   DType::UInt8,   DType::Int32,   DType::Int64};
-constexpr std::initializer_list<DType> kFloats = {DType::Float32, DType::Float16};
+constexpr std::initializer_list<DType> kNumeric = kNumericDTypes;
+constexpr std::initializer_list<DType> kFloats = kFloatDTypes;
 
 // ---- binary ---------------------------------------------------------------
 
@@ -206,21 +207,23 @@ void add_binary(OpRegistry& r, const char* summary) {
 
 // ---- unary ----------------------------------------------------------------
 
-// Applies f (double -> double) to a float32/float16 tensor.
+// Applies f (double -> double) to a float tensor (float32, float16, float64,
+// bfloat16); the result rounds once to the dtype (through float for the
+// 16-bit types, as before).
 template <typename F>
 void map_float(const Tensor& x, Tensor& y, F f) {
-  int64_t n = x.numel();
-  if (x.dtype() == DType::Float32) {
-    const float* px = x.data<float>();
-    float* py = y.data<float>();
-    for (int64_t i = 0; i < n; ++i) py[i] = static_cast<float>(f(static_cast<double>(px[i])));
-    return;
-  }
-  KILN_ASSERT(x.dtype() == DType::Float16, "map_float on a non-float tensor");
-  const uint16_t* px = x.data<uint16_t>();
-  uint16_t* py = y.data<uint16_t>();
-  for (int64_t i = 0; i < n; ++i)
-    py[i] = float_to_half(static_cast<float>(f(static_cast<double>(half_to_float(px[i])))));
+  KILN_ASSERT(is_float(x.dtype()), "map_float on a non-float tensor");
+  dispatch_dtype(x.dtype(), [&](auto tag) {
+    using Tag = decltype(tag);
+    using S = typename Tag::storage;
+    using C = typename Tag::compute;
+    if constexpr (std::is_floating_point_v<C>) {
+      const S* px = x.data<S>();
+      S* py = y.data<S>();
+      for (int64_t i = 0, n = x.numel(); i < n; ++i)
+        py[i] = Tag::store(static_cast<C>(f(static_cast<double>(Tag::load(px[i])))));
+    }
+  });
 }
 
 // Applies f to any numeric tensor: f(double) for floats, f(C) for integers,
@@ -417,7 +420,8 @@ DType astype_target(const Attrs& attrs) {
   auto t = dtype_from_name(name);
   if (!t)
     throw Error("astype: attribute 'dtype' = \"" + name +
-                "\" is not a dtype (expected float32, float16, int8, uint8, int32, int64 or bool)");
+                "\" is not a dtype (expected float32, float16, float64, bfloat16, int8, uint8, int16, "
+                "uint16, int32, uint32, int64, uint64 or bool)");
   return *t;
 }
 
@@ -436,6 +440,20 @@ T float_to_int(double v) {
   return static_cast<T>(v);
 }
 
+// float64 to float32 rounding to odd: then one more rounding to a 16-bit
+// float (11 or 8 significant bits) equals rounding the double directly, so a
+// float64 -> float16 / bfloat16 cast rounds once, like numpy.
+float round_to_odd_float(double d) {
+  float f = static_cast<float>(d);
+  if (std::isnan(d) || static_cast<double>(f) == d) return f;
+  if (std::isinf(f)) return std::copysign(std::numeric_limits<float>::max(), f);
+  uint32_t bits;
+  std::memcpy(&bits, &f, 4);
+  if (bits & 1u) return f;
+  return std::nextafter(f, d > static_cast<double>(f) ? std::numeric_limits<float>::infinity()
+                                                      : -std::numeric_limits<float>::infinity());
+}
+
 template <typename From, typename To>
 typename To::storage convert(typename From::storage s) {
   using FC = typename From::compute;
@@ -444,6 +462,8 @@ typename To::storage convert(typename From::storage s) {
   FC v = From::load(s);
   if constexpr (std::is_same_v<TC, bool>) {
     return To::store(v != FC{0});
+  } else if constexpr (std::is_same_v<FC, double> && std::is_same_v<TC, float> && sizeof(TS) == 2) {
+    return To::store(round_to_odd_float(v));
   } else if constexpr (std::is_floating_point_v<TC>) {
     return To::store(static_cast<TC>(v));
   } else if constexpr (std::is_floating_point_v<FC>) {

@@ -222,6 +222,12 @@ void resize_kernel(const std::vector<Tensor>& in, const Attrs& attrs, std::vecto
     case DType::Int32:
     case DType::Int64:
     case DType::Bool:
+    case DType::Float64:
+    case DType::Int16:
+    case DType::UInt16:
+    case DType::UInt32:
+    case DType::UInt64:
+    case DType::BFloat16:
       break;
   }
   KILN_ASSERT(false, "image.resize2d dtype passed inference");

@@ -29,6 +29,13 @@ inline std::string dtype_list_str(std::initializer_list<DType> dtypes) {
   return s;
 }
 
+// Every dtype but bool, and every float dtype: what most ops accept.
+inline constexpr std::initializer_list<DType> kNumericDTypes = {
+    DType::Float32, DType::Float16, DType::Float64, DType::BFloat16, DType::Int8,  DType::UInt8,
+    DType::Int16,   DType::UInt16,  DType::Int32,   DType::UInt32,   DType::Int64, DType::UInt64};
+inline constexpr std::initializer_list<DType> kFloatDTypes = {DType::Float32, DType::Float16, DType::Float64,
+                                                              DType::BFloat16};
+
 // Throws "OP: WHAT has dtype int8; expected one of float32, float16".
 inline void require_dtype(const std::string& op, const std::string& what, DType t,
                           std::initializer_list<DType> allowed) {
@@ -39,7 +46,8 @@ inline void require_dtype(const std::string& op, const std::string& what, DType 
 }
 
 // Compile-time facts about one dtype. `storage` is the C type in memory;
-// `compute` is the type arithmetic is done in (float16 computes in float).
+// `compute` is the type arithmetic is done in (float16 and bfloat16 compute
+// in float).
 template <DType D>
 struct DTypeTag;
 #define KILN_DTYPE_TAG(D, S, C)                                         \
@@ -56,6 +64,11 @@ KILN_DTYPE_TAG(DType::Int8, int8_t, int8_t);
 KILN_DTYPE_TAG(DType::UInt8, uint8_t, uint8_t);
 KILN_DTYPE_TAG(DType::Int32, int32_t, int32_t);
 KILN_DTYPE_TAG(DType::Int64, int64_t, int64_t);
+KILN_DTYPE_TAG(DType::Float64, double, double);
+KILN_DTYPE_TAG(DType::Int16, int16_t, int16_t);
+KILN_DTYPE_TAG(DType::UInt16, uint16_t, uint16_t);
+KILN_DTYPE_TAG(DType::UInt32, uint32_t, uint32_t);
+KILN_DTYPE_TAG(DType::UInt64, uint64_t, uint64_t);
 #undef KILN_DTYPE_TAG
 template <>
 struct DTypeTag<DType::Float16> {
@@ -64,6 +77,14 @@ struct DTypeTag<DType::Float16> {
   using compute = float;
   static compute load(storage s) { return half_to_float(s); }
   static storage store(compute c) { return float_to_half(c); }
+};
+template <>
+struct DTypeTag<DType::BFloat16> {
+  static constexpr DType dtype = DType::BFloat16;
+  using storage = uint16_t;
+  using compute = float;
+  static compute load(storage s) { return bfloat16_to_float(s); }
+  static storage store(compute c) { return float_to_bfloat16(c); }
 };
 template <>
 struct DTypeTag<DType::Bool> {
@@ -94,6 +115,18 @@ decltype(auto) dispatch_dtype(DType t, F&& f) {
       return f(DTypeTag<DType::Int64>{});
     case DType::Bool:
       return f(DTypeTag<DType::Bool>{});
+    case DType::Float64:
+      return f(DTypeTag<DType::Float64>{});
+    case DType::Int16:
+      return f(DTypeTag<DType::Int16>{});
+    case DType::UInt16:
+      return f(DTypeTag<DType::UInt16>{});
+    case DType::UInt32:
+      return f(DTypeTag<DType::UInt32>{});
+    case DType::UInt64:
+      return f(DTypeTag<DType::UInt64>{});
+    case DType::BFloat16:
+      return f(DTypeTag<DType::BFloat16>{});
   }
   KILN_ASSERT(false, "unknown dtype in dispatch_dtype");
   return f(DTypeTag<DType::Float32>{});

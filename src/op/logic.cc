@@ -18,10 +18,11 @@
 namespace kiln {
 namespace {
 
-constexpr std::initializer_list<DType> kNumeric = {DType::Float32, DType::Float16, DType::Int8,
-                                                   DType::UInt8,   DType::Int32,   DType::Int64};
+constexpr std::initializer_list<DType> kNumeric = kNumericDTypes;
 constexpr std::initializer_list<DType> kNumericOrBool = {
-    DType::Float32, DType::Float16, DType::Int8, DType::UInt8, DType::Int32, DType::Int64, DType::Bool};
+    DType::Float32, DType::Float16, DType::Float64, DType::BFloat16, DType::Int8,
+    DType::UInt8,   DType::Int16,   DType::UInt16,  DType::Int32,    DType::UInt32,
+    DType::Int64,   DType::UInt64,  DType::Bool};
 
 enum class CompareKind { Equal, NotEqual, Less, LessEqual, Greater, GreaterEqual };
 

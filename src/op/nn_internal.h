@@ -157,6 +157,12 @@ inline void store_acc(const Acc* src, int64_t n, Tensor& out, int64_t offset) {
     case DType::Int8:
     case DType::UInt8:
     case DType::Bool:
+    case DType::Float64:
+    case DType::Int16:
+    case DType::UInt16:
+    case DType::UInt32:
+    case DType::UInt64:
+    case DType::BFloat16:
       break;
   }
   KILN_ASSERT(false, "store_acc: unexpected output dtype " + std::string(dtype_name(out.dtype())));

@@ -96,5 +96,6 @@ void register_recurrent_ops(OpRegistry& r);    // nn_recurrent.cc: nn.rnn, nn.gr
 void register_einsum_ops(OpRegistry& r);       // einsum.cc: einsum
 void register_grid_sample_ops(OpRegistry& r);  // grid_sample.cc: image.grid_sample
 void register_loss_ops(OpRegistry& r);         // loss.cc: nn.nll_loss
+void register_bitwise_ops(OpRegistry& r);      // bitwise.cc: bitshift
 
 }  // namespace kiln

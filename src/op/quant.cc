@@ -38,6 +38,12 @@ QRange qrange(DType t) {
     case DType::Float16:
     case DType::Int64:
     case DType::Bool:
+    case DType::Float64:
+    case DType::Int16:
+    case DType::UInt16:
+    case DType::UInt32:
+    case DType::UInt64:
+    case DType::BFloat16:
       break;
   }
   KILN_ASSERT(false, "qrange of a non-quantized dtype");

@@ -76,10 +76,11 @@ std::vector<TensorDesc> reduce_infer(const std::vector<TensorDesc>& in, const At
   std::string op = reduce_name(K);
   const TensorDesc& x = in[0];
   if constexpr (K == ReduceKind::Max || K == ReduceKind::Min)
-    require_dtype(op, "input x", x.dtype,
-                  {DType::Float32, DType::Float16, DType::Int8, DType::UInt8, DType::Int32, DType::Int64});
+    require_dtype(op, "input x", x.dtype, kNumericDTypes);
   else
-    require_dtype(op, "input x", x.dtype, {DType::Float32, DType::Float16, DType::Int32, DType::Int64});
+    require_dtype(op, "input x", x.dtype,
+                  {DType::Float32, DType::Float16, DType::Float64, DType::BFloat16, DType::Int16,
+                   DType::UInt16, DType::Int32, DType::UInt32, DType::Int64, DType::UInt64});
   int64_t keepdims = attrs.get_int("keepdims");
   if (keepdims != 0 && keepdims != 1)
     throw Error(op + ": attribute 'keepdims' must be 0 or 1, got " + std::to_string(keepdims));
@@ -275,8 +276,7 @@ void add_softmax(OpRegistry& r) {
 
 // ---- argmax / argmin --------------------------------------------------------
 
-constexpr std::initializer_list<DType> kNumeric = {DType::Float32, DType::Float16, DType::Int8,
-                                                   DType::UInt8,   DType::Int32,   DType::Int64};
+constexpr std::initializer_list<DType> kNumeric = kNumericDTypes;
 
 int64_t bool_attr(const std::string& op, const Attrs& attrs, const std::string& name) {
   int64_t v = attrs.get_int(name);

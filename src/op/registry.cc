@@ -40,6 +40,7 @@ static const OpRegistry& registry() {
     register_einsum_ops(reg);
     register_loss_ops(reg);
     register_grid_sample_ops(reg);
+    register_bitwise_ops(reg);
     return reg;
   }();
   return r;

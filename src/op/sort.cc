@@ -19,8 +19,7 @@
 namespace kiln {
 namespace {
 
-constexpr std::initializer_list<DType> kNumeric = {DType::Float32, DType::Float16, DType::Int8,
-                                                   DType::UInt8,   DType::Int32,   DType::Int64};
+constexpr std::initializer_list<DType> kNumeric = kNumericDTypes;
 
 std::vector<TensorDesc> topk_infer(const std::vector<TensorDesc>& in, const Attrs& attrs) {
   const std::string op = "topk";

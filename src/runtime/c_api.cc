@@ -72,14 +72,16 @@ void require_arg(const void* p, const char* function, const char* arg) {
 }
 
 // The C enum and kiln::DType list the same types in the same order.
-static_assert(kiln::kNumDTypes == 7, "kiln_dtype in kiln.h lists every kiln::DType");
-static_assert(static_cast<int>(DType::Float32) == KILN_FLOAT32 &&
-                  static_cast<int>(DType::Float16) == KILN_FLOAT16 &&
-                  static_cast<int>(DType::Int8) == KILN_INT8 &&
-                  static_cast<int>(DType::UInt8) == KILN_UINT8 &&
-                  static_cast<int>(DType::Int32) == KILN_INT32 &&
-                  static_cast<int>(DType::Int64) == KILN_INT64 && static_cast<int>(DType::Bool) == KILN_BOOL,
-              "kiln_dtype values equal kiln::DType's");
+static_assert(kiln::kNumDTypes == 13, "kiln_dtype in kiln.h lists every kiln::DType");
+static_assert(
+    static_cast<int>(DType::Float32) == KILN_FLOAT32 && static_cast<int>(DType::Float16) == KILN_FLOAT16 &&
+        static_cast<int>(DType::Int8) == KILN_INT8 && static_cast<int>(DType::UInt8) == KILN_UINT8 &&
+        static_cast<int>(DType::Int32) == KILN_INT32 && static_cast<int>(DType::Int64) == KILN_INT64 &&
+        static_cast<int>(DType::Bool) == KILN_BOOL && static_cast<int>(DType::Float64) == KILN_FLOAT64 &&
+        static_cast<int>(DType::Int16) == KILN_INT16 && static_cast<int>(DType::UInt16) == KILN_UINT16 &&
+        static_cast<int>(DType::UInt32) == KILN_UINT32 && static_cast<int>(DType::UInt64) == KILN_UINT64 &&
+        static_cast<int>(DType::BFloat16) == KILN_BFLOAT16,
+    "kiln_dtype values equal kiln::DType's");
 
 bool valid_dtype(int d) { return d >= 0 && d < kiln::kNumDTypes; }
 

@@ -20,6 +20,16 @@ int dtype_bytes(DType t) {
       return 8;
     case DType::Bool:
       return 1;
+    case DType::Float64:
+      return 8;
+    case DType::Int16:
+    case DType::UInt16:
+    case DType::BFloat16:
+      return 2;
+    case DType::UInt32:
+      return 4;
+    case DType::UInt64:
+      return 8;
   }
   return 0;
 }
@@ -40,6 +50,18 @@ std::string_view dtype_name(DType t) {
       return "int64";
     case DType::Bool:
       return "bool";
+    case DType::Float64:
+      return "float64";
+    case DType::Int16:
+      return "int16";
+    case DType::UInt16:
+      return "uint16";
+    case DType::UInt32:
+      return "uint32";
+    case DType::UInt64:
+      return "uint64";
+    case DType::BFloat16:
+      return "bfloat16";
   }
   return "?";
 }
@@ -52,10 +74,33 @@ std::optional<DType> dtype_from_name(std::string_view name) {
   return std::nullopt;
 }
 
-bool is_float(DType t) { return t == DType::Float32 || t == DType::Float16; }
+bool is_float(DType t) {
+  return t == DType::Float32 || t == DType::Float16 || t == DType::Float64 || t == DType::BFloat16;
+}
+
+bool is_unsigned(DType t) {
+  return t == DType::UInt8 || t == DType::UInt16 || t == DType::UInt32 || t == DType::UInt64;
+}
 
 bool is_integer(DType t) {
-  return t == DType::Int8 || t == DType::UInt8 || t == DType::Int32 || t == DType::Int64;
+  return is_unsigned(t) || t == DType::Int8 || t == DType::Int16 || t == DType::Int32 || t == DType::Int64;
+}
+
+float bfloat16_to_float(uint16_t b) {
+  uint32_t bits = static_cast<uint32_t>(b) << 16;
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+uint16_t float_to_bfloat16(float f) {
+  uint32_t x;
+  std::memcpy(&x, &f, 4);
+  // A NaN must stay a NaN even when its payload sits in the dropped bits.
+  if ((x & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((x >> 16) | 0x0040u);
+  uint32_t lsb = (x >> 16) & 1u;
+  x += 0x7fffu + lsb;  // ties to even; a carry into the exponent is the right result (up to inf)
+  return static_cast<uint16_t>(x >> 16);
 }
 
 float half_to_float(uint16_t h) {

@@ -36,6 +36,18 @@ const char* dtype_descr(DType t) {
       return "<i8";
     case DType::Bool:
       return "|b1";
+    case DType::Float64:
+      return "<f8";
+    case DType::Int16:
+      return "<i2";
+    case DType::UInt16:
+      return "<u2";
+    case DType::UInt32:
+      return "<u4";
+    case DType::UInt64:
+      return "<u8";
+    case DType::BFloat16:
+      break;  // numpy has no bfloat16; encode_npy refuses it
   }
   return "?";
 }
@@ -55,9 +67,15 @@ DType dtype_from_descr(const std::string& d, const std::string& what) {
       if (code == "i4") return DType::Int32;
       if (code == "i8") return DType::Int64;
       if (code == "b1") return DType::Bool;
+      if (code == "f8") return DType::Float64;
+      if (code == "i2") return DType::Int16;
+      if (code == "u2") return DType::UInt16;
+      if (code == "u4") return DType::UInt32;
+      if (code == "u8") return DType::UInt64;
     }
   }
-  throw Error(what + ": unsupported dtype '" + d + "' (supported: <f4 <f2 |i1 |u1 <i4 <i8 |b1)");
+  throw Error(what + ": unsupported dtype '" + d +
+              "' (supported: <f4 <f2 <f8 |i1 |u1 <i2 <u2 <i4 <u4 <i8 <u8 |b1)");
 }
 
 // A tiny reader for the header's Python literal.
@@ -213,6 +231,8 @@ Tensor decode_npy(const std::string& bytes, const std::string& what) {
 
 std::string encode_npy(const Tensor& t) {
   KILN_ASSERT(t.defined(), "encode_npy of an empty tensor handle");
+  if (t.dtype() == DType::BFloat16)
+    throw Error("npy: bfloat16 has no numpy dtype; convert the tensor to float32 (astype) before saving it");
   std::string shape = "(";
   for (size_t i = 0; i < t.shape().size(); ++i) shape += (i ? ", " : "") + std::to_string(t.shape()[i]);
   if (t.shape().size() == 1) shape += ",";

@@ -161,6 +161,18 @@ double Tensor::get_as_double(int64_t i) const {
       return static_cast<double>(data<int64_t>()[i]);
     case DType::Bool:
       return data<uint8_t>()[i] ? 1.0 : 0.0;
+    case DType::Float64:
+      return data<double>()[i];
+    case DType::Int16:
+      return data<int16_t>()[i];
+    case DType::UInt16:
+      return data<uint16_t>()[i];
+    case DType::UInt32:
+      return data<uint32_t>()[i];
+    case DType::UInt64:
+      return static_cast<double>(data<uint64_t>()[i]);
+    case DType::BFloat16:
+      return bfloat16_to_float(data<uint16_t>()[i]);
   }
   return 0;
 }
@@ -195,6 +207,24 @@ void Tensor::set_from_double(int64_t i, double v) {
       return;
     case DType::Bool:
       data<uint8_t>()[i] = v != 0.0;
+      return;
+    case DType::Float64:
+      data<double>()[i] = v;
+      return;
+    case DType::Int16:
+      data<int16_t>()[i] = saturate<int16_t>(v);
+      return;
+    case DType::UInt16:
+      data<uint16_t>()[i] = saturate<uint16_t>(v);
+      return;
+    case DType::UInt32:
+      data<uint32_t>()[i] = saturate<uint32_t>(v);
+      return;
+    case DType::UInt64:
+      data<uint64_t>()[i] = saturate<uint64_t>(v);
+      return;
+    case DType::BFloat16:
+      data<uint16_t>()[i] = float_to_bfloat16(static_cast<float>(v));
       return;
   }
 }

@@ -77,6 +77,18 @@ DataType from_dtype(DType t) {
       return DataType::int_(64);
     case DType::Bool:
       return DataType::bool_();
+    case DType::Float64:
+      return DataType::float_(64);
+    case DType::Int16:
+      return DataType::int_(16);
+    case DType::UInt16:
+      return DataType::uint(16);
+    case DType::UInt32:
+      return DataType::uint(32);
+    case DType::UInt64:
+      return DataType::uint(64);
+    case DType::BFloat16:
+      throw Error("bfloat16 has no tensor IR type (use float32, or leave the op to its reference kernel)");
   }
   KILN_ASSERT(false, "unknown DType");
 }

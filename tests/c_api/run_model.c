@@ -80,6 +80,18 @@ static const char* npy_descr(kiln_dtype t) {
       return "<i8";
     case KILN_BOOL:
       return "|b1";
+    case KILN_FLOAT64:
+      return "<f8";
+    case KILN_INT16:
+      return "<i2";
+    case KILN_UINT16:
+      return "<u2";
+    case KILN_UINT32:
+      return "<u4";
+    case KILN_UINT64:
+      return "<u8";
+    case KILN_BFLOAT16: /* no numpy type: kiln stores the raw bits */
+      return "<u2";
     case KILN_DTYPE_INT_RANGE_:
       break;
   }
@@ -173,6 +185,24 @@ static void fill_ramp(const kiln_tensor_info* info, void* data) {
         break;
       case KILN_FLOAT16:
         ((uint16_t*)data)[i] = (uint16_t)(0x3c00 + (i % 7));
+        break; /* 1.0 and up */
+      case KILN_FLOAT64:
+        ((double*)data)[i] = (double)(i % 251) / 50.0 - 2.5;
+        break;
+      case KILN_INT16:
+        ((int16_t*)data)[i] = (int16_t)(i % 7) - 3;
+        break;
+      case KILN_UINT16:
+        ((uint16_t*)data)[i] = (uint16_t)(i % 7);
+        break;
+      case KILN_UINT32:
+        ((uint32_t*)data)[i] = (uint32_t)(i % 7);
+        break;
+      case KILN_UINT64:
+        ((uint64_t*)data)[i] = (uint64_t)(i % 7);
+        break;
+      case KILN_BFLOAT16:
+        ((uint16_t*)data)[i] = (uint16_t)(0x3f80 + (i % 7));
         break; /* 1.0 and up */
       case KILN_DTYPE_INT_RANGE_:
         break;

@@ -83,7 +83,7 @@ Tensor random_tensor(const TensorDesc& d, uint64_t& state) {
       v = static_cast<double>(r >> 11) * 0x1.0p-53 * 2.0 - 1.0;
     else if (d.dtype == DType::Bool)
       v = static_cast<double>(r & 1);
-    else if (d.dtype == DType::UInt8)
+    else if (is_unsigned(d.dtype))
       v = static_cast<double>(r % 16);
     else
       v = static_cast<double>(r % 16) - 8.0;

@@ -1,6 +1,8 @@
 // .npy and .npz files (numpy's formats), for inputs, outputs and weights.
 //
-// .npy: versions 1.0-3.0, little-endian, C order, dtypes f4 f2 i1 u1 i4 i8 b1.
+// .npy: versions 1.0-3.0, little-endian, C order, dtypes f4 f2 f8 i1 u1 i2 u2
+// i4 u4 i8 u8 b1. bfloat16 has no numpy dtype: writing one is an error
+// (rather than raw bits as uint16, which would read back as another type).
 // .npz: a zip archive of .npy members, stored or deflated.
 // Malformed or truncated files throw kiln::Error naming the file and the fault.
 #pragma once

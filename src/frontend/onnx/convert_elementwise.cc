@@ -1,5 +1,5 @@
 // ONNX elementwise operators: binary arithmetic (numpy broadcasting, like
-// kiln's binary ops), Mod, unary math and activations, Clip, Cast, Identity,
+// kiln's binary ops), Mod, BitShift, unary math and activations, Clip, Cast, Identity,
 // Dropout (inference). Activations without a kiln op decompose:
 // Softplus = log(exp(x) + 1), Softsign = x / (1 + |x|),
 // Elu = relu(x) + min(0, alpha * (exp(x) - 1)), Celu = Elu of x / alpha
@@ -91,6 +91,15 @@ void convert_mod(NodeContext& n) {
   if (!fmod && is_float(n.desc(0).dtype))
     n.fail("fmod=0 is not defined for floating-point inputs (ONNX requires fmod=1 for them)");
   n.set_output(0, n.call(fmod ? "fmod" : "mod", {n.input(0), n.input(1)}));
+}
+
+void convert_bitshift(NodeContext& n) {
+  if (!n.has_attr("direction")) n.fail("the required attribute 'direction' is missing");
+  std::string direction = n.attr_string("direction", "");
+  if (direction != "LEFT" && direction != "RIGHT")
+    n.fail("attribute 'direction' = \"" + direction + "\" is not LEFT or RIGHT");
+  n.set_output(0, n.call("bitshift", {n.input(0), n.input(1)},
+                         {{"direction", std::string(direction == "LEFT" ? "left" : "right")}}));
 }
 
 void convert_thresholded_relu(NodeContext& n) {
@@ -268,6 +277,7 @@ void add_elementwise_converters(ConverterTable& t) {
   t["Mul"] = {convert_binary<kMul>, {"multiply"}};
   t["Div"] = {convert_binary<kDiv>, {"divide"}};
   t["Pow"] = {convert_pow, {"power", "astype"}};
+  t["BitShift"] = {convert_bitshift, {"bitshift"}, 11};
   t["Max"] = {convert_variadic<kMax>, {"maximum"}};
   t["Min"] = {convert_variadic<kMin>, {"minimum"}};
   t["Sum"] = {convert_variadic<kAdd>, {"add"}};

@@ -348,6 +348,8 @@ void convert_range(NodeContext& n) {
     // Integer ranges must be exact for large values, so add in integers.
     if (is_integer(start.dtype()))
       t.set_from_double(i, static_cast<double>(static_cast<int64_t>(s) + i * static_cast<int64_t>(d)));
+    else if (start.dtype() == DType::Float64)
+      t.set_from_double(i, s + static_cast<double>(i) * d);
     else
       t.set_from_double(i, static_cast<float>(s) + static_cast<float>(i) * static_cast<float>(d));
   }

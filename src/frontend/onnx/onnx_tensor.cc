@@ -34,6 +34,18 @@ std::optional<DType> dtype_from_onnx(int32_t elem_type) {
       return DType::Int64;
     case onnx::TensorProto_DataType_BOOL:
       return DType::Bool;
+    case onnx::TensorProto_DataType_DOUBLE:
+      return DType::Float64;
+    case onnx::TensorProto_DataType_INT16:
+      return DType::Int16;
+    case onnx::TensorProto_DataType_UINT16:
+      return DType::UInt16;
+    case onnx::TensorProto_DataType_UINT32:
+      return DType::UInt32;
+    case onnx::TensorProto_DataType_UINT64:
+      return DType::UInt64;
+    case onnx::TensorProto_DataType_BFLOAT16:
+      return DType::BFloat16;
     default:
       return std::nullopt;
   }
@@ -55,6 +67,18 @@ int32_t onnx_type_from_dtype(DType t) {
       return onnx::TensorProto_DataType_INT64;
     case DType::Bool:
       return onnx::TensorProto_DataType_BOOL;
+    case DType::Float64:
+      return onnx::TensorProto_DataType_DOUBLE;
+    case DType::Int16:
+      return onnx::TensorProto_DataType_INT16;
+    case DType::UInt16:
+      return onnx::TensorProto_DataType_UINT16;
+    case DType::UInt32:
+      return onnx::TensorProto_DataType_UINT32;
+    case DType::UInt64:
+      return onnx::TensorProto_DataType_UINT64;
+    case DType::BFloat16:
+      return onnx::TensorProto_DataType_BFLOAT16;
   }
   return onnx::TensorProto_DataType_UNDEFINED;
 }
@@ -118,9 +142,10 @@ static void copy_field(const Field& field, int64_t n, const onnx::TensorProto& t
 Tensor tensor_from_proto(const onnx::TensorProto& t, const std::string& base_dir) {
   auto dtype = dtype_from_onnx(t.data_type());
   if (!dtype)
-    throw UnsupportedError(
-        tensor_what(t) + " has element type " + onnx_type_name(t.data_type()) +
-        ", which kiln does not support (supported: FLOAT, FLOAT16, INT8, UINT8, INT32, INT64, BOOL)");
+    throw UnsupportedError(tensor_what(t) + " has element type " + onnx_type_name(t.data_type()) +
+                           ", which kiln does not support (supported: FLOAT, FLOAT16, BFLOAT16, DOUBLE, "
+                           "INT8, UINT8, INT16, UINT16, INT32, "
+                           "UINT32, INT64, UINT64, BOOL)");
   Shape shape;
   for (int64_t d : t.dims()) {
     if (d < 0) throw Error(tensor_what(t) + " has a negative dimension " + std::to_string(d));
@@ -144,9 +169,12 @@ Tensor tensor_from_proto(const onnx::TensorProto& t, const std::string& base_dir
                 shape_str(shape) + " of " + std::string(dtype_name(*dtype)) + " needs " +
                 std::to_string(nbytes));
   if (!raw) {
-    int64_t have = *dtype == DType::Float32 ? t.float_data_size()
-                   : *dtype == DType::Int64 ? t.int64_data_size()
-                                            : t.int32_data_size();
+    bool in_uint64_data = *dtype == DType::UInt32 || *dtype == DType::UInt64;
+    int64_t have = *dtype == DType::Float32   ? t.float_data_size()
+                   : *dtype == DType::Int64   ? t.int64_data_size()
+                   : *dtype == DType::Float64 ? t.double_data_size()
+                   : in_uint64_data           ? t.uint64_data_size()
+                                              : t.int32_data_size();
     if (have != n)
       throw Error(tensor_what(t) + ": holds " + std::to_string(have) + " values but the shape " +
                   shape_str(shape) + " needs " + std::to_string(n));
@@ -181,6 +209,28 @@ Tensor tensor_from_proto(const onnx::TensorProto& t, const std::string& base_dir
     case DType::Bool:
       copy_field(t.int32_data(), n, t, "int32_data",
                  [&](int64_t i, int32_t v) { out.data<uint8_t>()[i] = static_cast<uint8_t>(v); });
+      break;
+    case DType::Float64:
+      copy_field(t.double_data(), n, t, "double_data",
+                 [&](int64_t i, double v) { out.data<double>()[i] = v; });
+      break;
+    case DType::Int16:
+      copy_field(t.int32_data(), n, t, "int32_data",
+                 [&](int64_t i, int32_t v) { out.data<int16_t>()[i] = static_cast<int16_t>(v); });
+      break;
+    case DType::UInt16:
+    case DType::BFloat16:
+      // bfloat16 values, like float16 ones, are bit patterns in int32_data.
+      copy_field(t.int32_data(), n, t, "int32_data",
+                 [&](int64_t i, int32_t v) { out.data<uint16_t>()[i] = static_cast<uint16_t>(v); });
+      break;
+    case DType::UInt32:
+      copy_field(t.uint64_data(), n, t, "uint64_data",
+                 [&](int64_t i, uint64_t v) { out.data<uint32_t>()[i] = static_cast<uint32_t>(v); });
+      break;
+    case DType::UInt64:
+      copy_field(t.uint64_data(), n, t, "uint64_data",
+                 [&](int64_t i, uint64_t v) { out.data<uint64_t>()[i] = v; });
       break;
   }
   return out;
