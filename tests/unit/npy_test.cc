@@ -132,8 +132,8 @@ TEST(Npy, Errors) {
                "Fortran-order arrays are not supported");
   expect_error(npy(1, "{'descr': '>f4', 'fortran_order': False, 'shape': (2,), }", data),
                "big-endian dtype '>f4'");
-  expect_error(npy(1, "{'descr': '<f8', 'fortran_order': False, 'shape': (2,), }", data + data),
-               "unsupported dtype '<f8'");
+  expect_error(npy(1, "{'descr': '<c8', 'fortran_order': False, 'shape': (2,), }", data + data),
+               "unsupported dtype '<c8'");
   expect_error(npy(1, "{'descr': '<f4', 'shape': (2,), }", data),
                "needs 'descr', 'fortran_order' and 'shape'");
   expect_error(npy(1, "{'descr': '<f4', 'fortran_order': Maybe, 'shape': (2,), }", data),
