@@ -184,7 +184,8 @@ TEST(Reduce, Errors) {
   expect_error([&] { run1("sum", {x}, axes({1, -1})); }, "sum: attribute 'axis' repeats axis 1");
   expect_error([&] { run1("sum", {x}, axes({0}, 2)); }, "sum: attribute 'keepdims' must be 0 or 1, got 2");
   expect_error([&] { run1("sum", {Tensor::zeros({2}, DType::Int8)}); },
-               "sum: input x has dtype int8; expected one of float32, float16, int32, int64");
+               "sum: input x has dtype int8; expected one of float32, float16, float64, bfloat16, int16, "
+               "uint16, int32, uint32, int64, uint64");
   expect_error([&] { run1("max", {Tensor::zeros({2}, DType::Bool)}); }, "max: input x has dtype bool");
   expect_error(
       [&] {
@@ -293,7 +294,8 @@ TEST(Reduce, ProdHandValuesAndNaive) {
   for (auto ax : std::vector<std::vector<int64_t>>{{0}, {1, 2}, {-1}, {}})
     expect_close(run1("prod", {r}, axes(ax)), naive_reduce(r, ax, vprod), 1e-6);
   expect_error([&] { run1("prod", {tensor_of({1}, DType::Int8, {1})}); },
-               "prod: input x has dtype int8; expected one of float32, float16, int32, int64");
+               "prod: input x has dtype int8; expected one of float32, float16, float64, bfloat16, int16, "
+               "uint16, int32, uint32, int64, uint64");
 }
 
 // ---- argmax / argmin ---------------------------------------------------------
