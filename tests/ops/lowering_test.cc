@@ -417,6 +417,7 @@ const std::map<std::string, std::string>& not_lowered() {
       {"einsum", "not lowered yet (the equation decides the loop nest)"},
       {"image.grid_sample", "data-dependent positions: not lowered yet"},
       {"nn.nll_loss", "data-dependent class indices: the reference kernel checks each target"},
+      {"bitshift", "not lowered yet"},
   };
   return m;
 }
