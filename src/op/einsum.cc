@@ -169,7 +169,7 @@ std::vector<TensorDesc> einsum_infer(const std::vector<TensorDesc>& in, const At
   std::vector<Shape> shapes;
   for (size_t k = 0; k < in.size(); ++k) {
     require_dtype(kOp, "input " + std::to_string(k), in[k].dtype,
-                  {DType::Float32, DType::Float16, DType::Int32, DType::Int64});
+                  {DType::Float32, DType::Float64, DType::Float16, DType::Int32, DType::Int64});
     if (in[k].dtype != in[0].dtype)
       throw Error(kOp + ": input " + std::to_string(k) + " has dtype " +
                   std::string(dtype_name(in[k].dtype)) + " but input 0 has " +
