@@ -14,6 +14,7 @@
 
 #include "op/kernel_util.h"
 #include "op/op.h"
+#include "op/register_ops.h"
 
 namespace kiln {
 namespace {

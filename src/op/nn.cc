@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "op/nn_internal.h"
+#include "op/register_ops.h"
 
 namespace kiln {
 namespace {

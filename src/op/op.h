@@ -3,7 +3,8 @@
 // An OpDef names the op, declares its attribute schema (kinds and defaults),
 // infers output types from input types, and carries the reference kernel that
 // the interpreter (and the VM's host fallback) runs. Ops are added by the
-// explicit register_*_ops() calls in registry.cc, never by static initialisers.
+// explicit register_*_ops() calls in registry.cc (declared in
+// op/register_ops.h), never by static initialisers.
 //
 // This folder is linked into kiln_runtime: it depends on tensors and attrs
 // only, never on the IR or LLVM.
@@ -82,20 +83,5 @@ class OpRegistry {
   std::vector<std::unique_ptr<OpDef>> defs_;
   std::vector<const OpDef*> order_;
 };
-
-void register_elementwise_ops(OpRegistry& r);  // elementwise.cc: binary, unary, clip, astype
-void register_logic_ops(OpRegistry& r);        // logic.cc: comparisons, logical and/or/xor/not
-void register_reduce_ops(OpRegistry& r);       // reduce.cc: sum, mean, prod, softmax, argmax, cumsum
-void register_sort_ops(OpRegistry& r);         // sort.cc: topk
-void register_shape_ops(OpRegistry& r);        // shape.cc: reshape, permute_dims, concat, split, ...
-void register_nn_ops(
-    OpRegistry& r);  // nn.cc: conv2d, conv2d_transpose, dense, matmul, pools, batch_norm, pad
-void register_image_ops(OpRegistry& r);        // image.cc: image.resize2d
-void register_quant_ops(OpRegistry& r);        // quant.cc: quantize, dequantize
-void register_recurrent_ops(OpRegistry& r);    // nn_recurrent.cc: nn.rnn, nn.gru, nn.lstm
-void register_einsum_ops(OpRegistry& r);       // einsum.cc: einsum
-void register_grid_sample_ops(OpRegistry& r);  // grid_sample.cc: image.grid_sample
-void register_loss_ops(OpRegistry& r);         // loss.cc: nn.nll_loss
-void register_bitwise_ops(OpRegistry& r);      // bitwise.cc: bitshift
 
 }  // namespace kiln

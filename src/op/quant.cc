@@ -18,6 +18,7 @@
 
 #include "op/kernel_util.h"
 #include "op/op.h"
+#include "op/register_ops.h"
 
 namespace kiln {
 namespace {

@@ -2,6 +2,7 @@
 #include <memory>
 
 #include "op/op.h"
+#include "op/register_ops.h"
 
 namespace kiln {
 
