@@ -3,7 +3,7 @@
 // nn.conv2d(data NCHW, weight OIHW) with I = C / groups (depthwise when
 // groups == C). Attributes: strides=[1, 1], padding=[0, 0, 0, 0] (top, left,
 // bottom, right; [h, w] means symmetric), dilation=[1, 1], groups=1,
-// out_dtype="" (float32 -> float32, float16 -> float16, int8/uint8 -> int32).
+// out_dtype="" (float32 -> float32, float16 -> float16, int8/uint8/int32 -> int32).
 // Output size per spatial axis: (H + pad_before + pad_after - d*(k-1) - 1) / s + 1.
 //
 // nn.conv2d_transpose(data NCHW, weight IOHW = (C_in, C_out / groups, kh, kw)):
@@ -14,7 +14,9 @@
 // (H - 1) * s - pad_top - pad_bottom + d * (k - 1) + output_padding + 1.
 //
 // float16 computes in float32 and rounds once at the end; int8/uint8 accumulate
-// exactly in int32. Padding is zero (no zero point).
+// exactly in int32, and so do int32 operands (8-bit values with a zero point
+// subtracted, the ONNX ConvInteger/QLinearConv decomposition) while the sums
+// stay within int32. Padding is zero (no zero point).
 //
 // Speed: conv2d computes blocks of 8 output columns for 4 output channels at
 // once, accumulating over every input channel and tap in registers (loops of

@@ -69,24 +69,29 @@ inline Pad2d pad2d_attr(const std::string& op, const Attrs& attrs, const std::st
 
 // ---- accumulation dtypes --------------------------------------------------
 
-inline bool is_int_acc_input(DType t) { return t == DType::Int8 || t == DType::UInt8; }
+// Integer operands accumulate in int32: int8 and uint8, and int32 for
+// operands that already had a zero point subtracted (ONNX ConvInteger,
+// MatMulInteger and the QLinear ops shift 8-bit values into int32 first).
+// int32 products and sums are meant for such shifted values: the caller
+// keeps them within int32.
+inline bool is_int_acc_input(DType t) { return t == DType::Int8 || t == DType::UInt8 || t == DType::Int32; }
 
 // Checks that `a` and `b` (the two operands of conv/matmul/dense) can be
-// multiplied: both float of one dtype, or both 8-bit integers (int8 and
-// uint8 may mix). Returns the dtype that decides accumulation.
+// multiplied: both float of one dtype, or both integers (int8, uint8 and
+// int32 may mix).
 inline void check_mul_operands(const std::string& op, const std::string& a_name, DType a,
                                const std::string& b_name, DType b) {
-  require_dtype(op, a_name, a, {DType::Float32, DType::Float16, DType::Int8, DType::UInt8});
-  require_dtype(op, b_name, b, {DType::Float32, DType::Float16, DType::Int8, DType::UInt8});
+  require_dtype(op, a_name, a, {DType::Float32, DType::Float16, DType::Int8, DType::UInt8, DType::Int32});
+  require_dtype(op, b_name, b, {DType::Float32, DType::Float16, DType::Int8, DType::UInt8, DType::Int32});
   if (is_int_acc_input(a) != is_int_acc_input(b) || (is_float(a) && a != b))
     throw Error(op + ": " + a_name + " has dtype " + std::string(dtype_name(a)) + " but " + b_name +
                 " has dtype " + std::string(dtype_name(b)) +
-                "; expected the same float dtype, or int8/uint8 for both");
+                "; expected the same float dtype, or integers (int8, uint8, int32) for both");
 }
 
 // Resolves the 'out_dtype' attribute ("" = float32 -> float32, float16 ->
-// float16, int8/uint8 -> int32). Float inputs may produce float32 or float16;
-// 8-bit inputs int32 or int64.
+// float16, integers -> int32). Float inputs may produce float32 or float16;
+// integer inputs int32 or int64.
 inline DType resolve_out_dtype(const std::string& op, DType in, const Attrs& attrs) {
   const std::string& s = attrs.get_string("out_dtype");
   if (s.empty()) return is_int_acc_input(in) ? DType::Int32 : in;

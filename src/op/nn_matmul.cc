@@ -6,8 +6,10 @@
 // nn.dense(x [..., K], w [N, K]) = x @ w^T, of shape [..., N].
 //
 // Both take out_dtype="" (float32 -> float32, float16 -> float16,
-// int8/uint8 -> int32). float16 computes in float32 and rounds once at the
-// end; int8/uint8 (which may mix) accumulate exactly in int32.
+// int8/uint8/int32 -> int32). float16 computes in float32 and rounds once at
+// the end; int8/uint8 (which may mix) accumulate exactly in int32, and so do
+// int32 operands (8-bit values with a zero point subtracted, the ONNX
+// MatMulInteger/QLinearMatMul decomposition) while the sums stay within int32.
 //
 // Speed: the core computes 4x8 blocks of C in registers, reading contiguous
 // rows of B (vectorised without reassociating float sums, so every element is

@@ -121,6 +121,38 @@ TEST(NnConv2d, Int8IsExactInInt32) {
   expect_equal(y, naive_conv(x, w, c, &shape));
 }
 
+// Zero-point-shifted 8-bit values (-255..255, ONNX ConvInteger) as int32
+// operands, alone or mixed with 8-bit ones, accumulate exactly in int32.
+Tensor shifted_uint8(const Shape& shape, int64_t zero_point, uint32_t seed) {
+  Tensor u = random_tensor(shape, DType::UInt8, seed);
+  Tensor t = Tensor::empty(shape, DType::Int32);
+  for (int64_t i = 0; i < t.numel(); ++i) t.set_from_double(i, u.get_as_double(i) - zero_point);
+  return t;
+}
+
+TEST(NnConv2d, Int32OperandsAreExact) {
+  uint32_t seed = 500;
+  for (const ConvCase& c : kConvCases) {
+    Tensor x = shifted_uint8(c.x, 255, seed++);
+    Tensor w = shifted_uint8(c.w, 0, seed++);
+    Shape shape;
+    std::vector<double> want = naive_conv(x, w, c, &shape);
+    Tensor y = run1("nn.conv2d", {x, w}, conv_attrs(c));
+    EXPECT_EQ(y.dtype(), DType::Int32);
+    EXPECT_EQ(y.shape(), shape);
+    expect_equal(y, want, "int32 " + shape_str(c.x));
+    Tensor w8 = random_tensor(c.w, DType::Int8, seed++);
+    expect_equal(run1("nn.conv2d", {x, w8}, conv_attrs(c)), naive_conv(x, w8, c, &shape),
+                 "int32 * int8 " + shape_str(c.x));
+  }
+  // By hand: (x - 1) for x = 2..10 padded with zeros, a 2x2 box of ones
+  // (what ONNX ConvInteger with x_zero_point 1 and pads 1 computes).
+  Tensor x = Tensor::from_ints({1, 1, 3, 3}, {1, 2, 3, 4, 5, 6, 7, 8, 9}, DType::Int32);
+  Tensor w = Tensor::from_ints({1, 1, 2, 2}, {1, 1, 1, 1}, DType::UInt8);
+  Tensor y = run1("nn.conv2d", {x, w}, {{"padding", std::vector<int64_t>{1, 1}}});
+  expect_equal(y, {1, 3, 5, 3, 5, 12, 16, 9, 11, 24, 28, 15, 7, 15, 17, 9});
+}
+
 TEST(NnConv2d, Float16ComputesInFloat32) {
   const ConvCase& c = kConvCases[1];
   Tensor x = random_tensor(c.x, DType::Float16, 21);

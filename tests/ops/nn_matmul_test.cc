@@ -99,6 +99,28 @@ TEST(Matmul, BatchedWithBroadcastingMatchesNaive) {
   }
 }
 
+// Zero-point-shifted 8-bit values (ONNX MatMulInteger) as int32 operands,
+// alone or mixed with 8-bit ones, accumulate exactly in int32.
+TEST(Matmul, Int32OperandsAreExact) {
+  // By hand: (A - 12) @ B for the rows of A = 11 7 3 / 10 6 2.
+  Tensor a = Tensor::from_ints({2, 3}, {-1, -5, -9, -2, -6, -10}, DType::Int32);
+  Tensor b = Tensor::from_ints({3, 2}, {1, 4, 2, 5, 3, 6}, DType::UInt8);
+  Tensor c = run1("matmul", {a, b});
+  EXPECT_EQ(c.dtype(), DType::Int32);
+  expect_equal(c, {-38, -83, -44, -98});
+  uint32_t seed = 700;
+  for (const auto& [as, bs] : std::vector<std::pair<Shape, Shape>>{{{5, 33}, {33, 8}}, {{2, 3, 4}, {4, 9}}}) {
+    Tensor ai = random_tensor(as, DType::Int32, seed++);
+    Tensor bi = random_tensor(bs, DType::Int32, seed++);
+    Shape shape;
+    expect_equal(run1("matmul", {ai, bi}), naive_matmul(ai, bi, &shape), "int32 " + shape_str(as));
+    Tensor b8 = random_tensor(bs, DType::UInt8, seed++);
+    expect_equal(run1("matmul", {ai, b8}), naive_matmul(ai, b8, &shape), "int32 * uint8 " + shape_str(as));
+  }
+  Tensor w = Tensor::from_ints({2, 3}, {1, 0, -1, 2, 1, 0}, DType::Int32);
+  expect_equal(run1("nn.dense", {a, w}), {-1 + 9, -2 - 5, -2 + 10, -4 - 6});
+}
+
 TEST(Matmul, Float16RoundsOnce) {
   Tensor a = random_tensor({3, 16}, DType::Float16, 1);
   Tensor b = random_tensor({16, 5}, DType::Float16, 2);
@@ -158,9 +180,14 @@ TEST(MatmulDense, Errors) {
       "matmul: a has dtype float32 but b has dtype float16");
   expect_error(
       [&] {
-        run1("matmul", {Tensor::zeros({2, 3}, DType::Int32), Tensor::zeros({3, 2}, DType::Int32)});
+        run1("matmul", {Tensor::zeros({2, 3}, DType::Int64), Tensor::zeros({3, 2}, DType::Int64)});
       },
-      "matmul: a has dtype int32; expected one of float32, float16, int8, uint8");
+      "matmul: a has dtype int64; expected one of float32, float16, int8, uint8, int32");
+  expect_error(
+      [&] {
+        run1("matmul", {Tensor::zeros({2, 3}, DType::Int32), Tensor::zeros({3, 2}, DType::Float32)});
+      },
+      "matmul: a has dtype int32 but b has dtype float32; expected the same float dtype, or integers");
   expect_error(
       [&] {
         run1("nn.dense", {a, Tensor::zeros({4, 2}, DType::Float32)});

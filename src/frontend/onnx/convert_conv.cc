@@ -15,6 +15,7 @@
 // reshape. 3-D windows (rank 5) are reported as unsupported. The global pools
 // reduce over every spatial axis, so they take any rank.
 #include <algorithm>
+#include <utility>
 
 #include "frontend/onnx/converter.h"
 
@@ -104,32 +105,38 @@ Expr add_channel_bias(NodeContext& n, Expr y, size_t bias_input) {
   return n.call("add", {y, reshape(n, n.input(bias_input), {1, c, 1, 1})});
 }
 
-void require_weight_rank(NodeContext& n, size_t s) {
-  if (n.rank(1) != static_cast<int64_t>(s) + 2)
-    n.fail("the weight has rank " + std::to_string(n.rank(1)) + "; expected " + std::to_string(s + 2) +
+void require_weight_rank(NodeContext& n, int64_t weight_rank, size_t s) {
+  if (weight_rank != static_cast<int64_t>(s) + 2)
+    n.fail("the weight has rank " + std::to_string(weight_rank) + "; expected " + std::to_string(s + 2) +
            " for a " + std::to_string(s) + "-D input");
 }
 
-void convert_conv(NodeContext& n) {
+// nn.conv2d of x and w lifted to 2-D; the 4-D result and the spatial rank.
+std::pair<Expr, size_t> conv2d_lifted(NodeContext& n, Expr x, Expr w) {
   size_t s = spatial_rank(n);
-  require_weight_rank(n, s);
-  const Shape& w = n.desc(1).shape;
+  const Shape ws = w->type->tensor.shape;
+  require_weight_rank(n, static_cast<int64_t>(ws.size()), s);
   std::vector<int64_t> strides = spatial_attr(n, "strides", s, 1),
                        dilations = spatial_attr(n, "dilations", s, 1);
   std::vector<int64_t> extent;
-  for (size_t i = 0; i < s; ++i) extent.push_back((w[i + 2] - 1) * dilations[i] + 1);
-  std::vector<int64_t> pads = window_pads(n, n.desc(0).shape, extent, strides);
-  Expr y = n.call("nn.conv2d", {lift_tensor(n, n.input(0)), lift_tensor(n, n.input(1))},
+  for (size_t i = 0; i < s; ++i) extent.push_back((ws[i + 2] - 1) * dilations[i] + 1);
+  std::vector<int64_t> pads = window_pads(n, x->type->tensor.shape, extent, strides);
+  Expr y = n.call("nn.conv2d", {lift_tensor(n, x), lift_tensor(n, w)},
                   {{"strides", lift(strides, 1)},
                    {"padding", lift_pads(pads)},
                    {"dilation", lift(dilations, 1)},
                    {"groups", n.attr_int("group", 1)}});
+  return {y, s};
+}
+
+void convert_conv(NodeContext& n) {
+  auto [y, s] = conv2d_lifted(n, n.input(0), n.input(1));
   n.set_output(0, lower_tensor(n, add_channel_bias(n, y, 2), s));
 }
 
 void convert_conv_transpose(NodeContext& n) {
   size_t s = spatial_rank(n);
-  require_weight_rank(n, s);
+  require_weight_rank(n, n.rank(1), s);
   const Shape& in = n.desc(0).shape;
   const Shape& w = n.desc(1).shape;
   std::vector<int64_t> strides = spatial_attr(n, "strides", s, 1),
@@ -230,6 +237,11 @@ void convert_global_max_pool(NodeContext& n) {
 }
 
 }  // namespace
+
+Expr conv_from_node_attrs(NodeContext& n, Expr x, Expr w) {
+  auto [y, s] = conv2d_lifted(n, std::move(x), std::move(w));
+  return lower_tensor(n, y, s);
+}
 
 void add_conv_converters(ConverterTable& t) {
   t["Conv"] = {convert_conv, {"nn.conv2d", "add", "reshape"}};

@@ -221,6 +221,7 @@ const ConverterTable& converters() {
     add_einsum_converters(t);
     add_loss_converters(t);
     add_sampling_converters(t);
+    add_quant_converters(t);
     return t;
   }();
   return table;

@@ -129,9 +129,14 @@ void add_recurrent_converters(ConverterTable& t);
 void add_einsum_converters(ConverterTable& t);
 void add_loss_converters(ConverterTable& t);
 void add_sampling_converters(ConverterTable& t);
+void add_quant_converters(ConverterTable& t);
 
 // Helpers shared by the families.
 int64_t normalize_axis(int64_t axis, int64_t rank, const NodeContext& n);
 Tensor ints_tensor(const std::vector<int64_t>& v);
+// nn.conv2d of x (input 0's layout, rank 3 or 4) and w under node n's ONNX
+// Conv attributes (strides, dilations, pads/auto_pad, group), without a bias;
+// the result has x's rank. convert_conv.cc.
+Expr conv_from_node_attrs(NodeContext& n, Expr x, Expr w);
 
 }  // namespace kiln::onnx_import
