@@ -1,10 +1,11 @@
 // The ONNX integer and quantized operators (convert_quant.cc) against
 // hand-computed values: per-channel, per-row and per-column zero points and
 // scales, a bias, rounding half to even and saturation, DynamicQuantizeLinear
-// on all-zero input; and the errors for bad dtypes and parameter shapes,
+// on all-zero input, interpreted and compiled; and the errors for bad dtypes and parameter shapes,
 // which must name the operator, its opset and the node.
 #include <gtest/gtest.h>
 
+#include "driver/compile_model.h"
 #include "frontend/onnx/importer.h"
 #include "interp/interpreter.h"
 #include "onnx_test_util.h"
@@ -26,9 +27,22 @@ std::vector<double> values(const Tensor& t) {
   return v;
 }
 
+// Interpreted; compiled (every op lowered) it must give the same values.
 std::vector<Tensor> run_model(const ModelBuilder& b, const std::vector<Tensor>& args) {
   Module m = import_onnx_bytes(b.bytes(), "m.onnx");
-  return interpret(m, "main", args);
+  std::vector<Tensor> want = interpret(m, "main", args);
+  driver::CompileOptions opts;
+  opts.check_bounds = true;
+  driver::CompileSummary summary;
+  VirtualMachine vm(driver::compile_model(m, opts, &summary));
+  EXPECT_TRUE(summary.reference_ops.empty()) << summary.str();
+  std::vector<Tensor> got = vm.run(args);
+  EXPECT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size() && i < want.size(); ++i) {
+    EXPECT_EQ(got[i].dtype(), want[i].dtype()) << "output " << i;
+    EXPECT_EQ(values(got[i]), values(want[i])) << "compiled output " << i;
+  }
+  return want;
 }
 
 std::string error_of(const ModelBuilder& b) {
