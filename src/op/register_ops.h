@@ -21,5 +21,9 @@ void register_einsum_ops(OpRegistry& r);       // einsum.cc: einsum
 void register_grid_sample_ops(OpRegistry& r);  // grid_sample.cc: image.grid_sample
 void register_loss_ops(OpRegistry& r);         // loss.cc: nn.nll_loss
 void register_bitwise_ops(OpRegistry& r);      // bitwise.cc: bitshift
+void register_conv3d_ops(OpRegistry& r);       // nn_conv3d.cc: nn.conv3d, nn.conv3d_transpose
+void register_pool3d_ops(OpRegistry& r);       // nn_pool3d.cc: 3-D pools, nn.max_pool_with_indices
+void register_unpool_ops(OpRegistry& r);       // nn_unpool.cc: nn.max_unpool
+void register_roi_align_ops(OpRegistry& r);    // roi_align.cc: image.roi_align
 
 }  // namespace kiln

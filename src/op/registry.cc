@@ -42,6 +42,10 @@ static const OpRegistry& registry() {
     register_loss_ops(reg);
     register_grid_sample_ops(reg);
     register_bitwise_ops(reg);
+    register_conv3d_ops(reg);
+    register_pool3d_ops(reg);
+    register_unpool_ops(reg);
+    register_roi_align_ops(reg);
     return reg;
   }();
   return r;

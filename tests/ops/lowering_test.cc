@@ -418,6 +418,13 @@ const std::map<std::string, std::string>& not_lowered() {
       {"image.grid_sample", "data-dependent positions: not lowered yet"},
       {"nn.nll_loss", "data-dependent class indices: the reference kernel checks each target"},
       {"bitshift", "not lowered yet"},
+      {"nn.conv3d", "3-D windows are not lowered yet"},
+      {"nn.conv3d_transpose", "3-D windows are not lowered yet"},
+      {"nn.max_pool3d", "3-D windows are not lowered yet"},
+      {"nn.avg_pool3d", "3-D windows are not lowered yet"},
+      {"nn.max_pool_with_indices", "index outputs are not lowered yet"},
+      {"nn.max_unpool", "data-dependent indices: the reference kernel checks each index"},
+      {"image.roi_align", "data-dependent regions and batch indices: not lowered yet"},
   };
   return m;
 }

@@ -122,16 +122,43 @@ TEST(OnnxConvert, GlobalAveragePoolOn1d) {
             (std::vector<double>{2, 6}));
 }
 
-TEST(OnnxConvert, ThreeDWindowsAreUnsupported) {
+TEST(OnnxConvert, FourDWindowsAreUnsupported) {
   ModelBuilder b(13);
-  b.input("x", {1, 1, 4, 4, 4});
-  b.output("y", {1, 1, 2, 2, 2});
-  auto* n = b.node("MaxPool", {"x"}, {"y"}, "pool3d");
-  attr_ints(n, "kernel_shape", {2, 2, 2});
-  attr_ints(n, "strides", {2, 2, 2});
+  b.input("x", {1, 1, 2, 2, 2, 2});
+  b.output("y", {1, 1, 1, 1, 1, 1});
+  auto* n = b.node("MaxPool", {"x"}, {"y"}, "pool4d");
+  attr_ints(n, "kernel_shape", {2, 2, 2, 2});
   std::string msg = unsupported_of(b);
-  expect_contains(msg, "MaxPool (opset 13) node 'pool3d'");
-  expect_contains(msg, "has rank 5 (3-D windows are not supported)");
+  expect_contains(msg, "MaxPool (opset 13) node 'pool4d'");
+  expect_contains(msg, "this one has rank 6");
+}
+
+TEST(OnnxConvert, Conv3dAddsItsBiasPerChannel) {
+  // A 1x1x1 kernel [1, 2] over two output channels, bias [10, 20].
+  ModelBuilder b(13);
+  b.input("x", {1, 1, 1, 1, 2});
+  b.output("y", {1, 2, 1, 1, 2});
+  b.initializer("w", Tensor::from_floats({2, 1, 1, 1, 1}, {1, 2}));
+  b.initializer("bias", Tensor::from_floats({2}, {10, 20}));
+  b.node("Conv", {"x", "w", "bias"}, {"y"});
+  EXPECT_EQ(values(run_model(b, {Tensor::from_floats({1, 1, 1, 1, 2}, {3, 4})})),
+            (std::vector<double>{13, 14, 26, 28}));
+}
+
+TEST(OnnxConvert, MaxPool1dIndicesAndMaxUnpoolWithTheDefaultShape) {
+  // [1, 3, 2, 0] in windows of 2 (stride 2): maxima 3 at 1 and 2 at 2.
+  ModelBuilder b(13);
+  b.input("x", {1, 1, 4});
+  b.output("y", {1, 1, 4});
+  auto* p = b.node("MaxPool", {"x"}, {"m", "i"});
+  attr_ints(p, "kernel_shape", {2});
+  attr_ints(p, "strides", {2});
+  // MaxUnpool's default output length is (2 - 1) * 2 + 2 = 4.
+  auto* u = b.node("MaxUnpool", {"m", "i"}, {"y"});
+  attr_ints(u, "kernel_shape", {2});
+  attr_ints(u, "strides", {2});
+  EXPECT_EQ(values(run_model(b, {Tensor::from_floats({1, 1, 4}, {1, 3, 2, 0})})),
+            (std::vector<double>{0, 3, 2, 0}));
 }
 
 TEST(OnnxConvert, ComparisonsFeedWhere) {

@@ -1,7 +1,9 @@
 // ONNX window operators: Conv, ConvTranspose, MaxPool, AveragePool,
-// GlobalAveragePool, GlobalMaxPool.
+// GlobalAveragePool, GlobalMaxPool, MaxUnpool.
 //
-// kiln's window ops are 2-D (NCHW). A 1-D node (NCL) runs as the 2-D op on
+// kiln's window ops are 2-D (NCHW) or 3-D (NCDHW: nn.conv3d,
+// nn.conv3d_transpose, nn.max_pool3d, nn.avg_pool3d), whose attributes take
+// ONNX's per-axis lists as they are. A 1-D node (NCL) runs as the 2-D op on
 // (N, C, 1, L): the attributes are read for the node's own spatial rank,
 // then get a leading unit axis (kernel 1, stride 1, dilation 1, no padding),
 // and the result loses the unit axis again:
@@ -11,8 +13,9 @@
 //       %y4 = nn.conv2d(%x4, %w4, padding=[0, 1, 0, 1], ...)   // (1, 4, 1, 7)
 //       %y  = reshape(%y4, newshape=[1, 4, 7])
 //
-// A bias is an add of the bias reshaped to (1, C, 1, 1) before that last
-// reshape. 3-D windows (rank 5) are reported as unsupported. The global pools
+// A bias is an add of the bias reshaped to (1, C, 1, ...) before that last
+// reshape. MaxPool with its Indices output is nn.max_pool_with_indices (2-D
+// or 3-D); MaxUnpool is nn.max_unpool, which takes any rank. The global pools
 // reduce over every spatial axis, so they take any rank.
 #include <algorithm>
 #include <utility>
@@ -27,12 +30,14 @@ Expr reshape(NodeContext& n, Expr x, const Shape& shape) {
   return n.call("reshape", {x}, {{"newshape", std::vector<int64_t>(shape)}});
 }
 
-// The spatial rank of input 0: 1 (NCL) or 2 (NCHW).
+// The spatial rank of input 0: 1 (NCL), 2 (NCHW) or 3 (NCDHW).
 size_t spatial_rank(NodeContext& n) {
   int64_t r = n.rank(0);
-  if (r == 3 || r == 4) return static_cast<size_t>(r - 2);
-  n.unsupported("only 1-D (N, C, L) and 2-D (N, C, H, W) spatial inputs are supported; this one has rank " +
-                std::to_string(r) + (r == 5 ? " (3-D windows are not supported)" : ""));
+  if (r >= 3 && r <= 5) return static_cast<size_t>(r - 2);
+  n.unsupported(
+      "only 1-D (N, C, L), 2-D (N, C, H, W) and 3-D (N, C, D, H, W) spatial inputs are supported; "
+      "this one has rank " +
+      std::to_string(r));
 }
 
 // An ints attribute with one entry per spatial axis (default all `def`).
@@ -101,8 +106,9 @@ Expr lower_tensor(NodeContext& n, Expr y, size_t s) {
 
 Expr add_channel_bias(NodeContext& n, Expr y, size_t bias_input) {
   if (!n.has_input(bias_input)) return y;
-  int64_t c = y->type->tensor.shape[1];
-  return n.call("add", {y, reshape(n, n.input(bias_input), {1, c, 1, 1})});
+  Shape bias_shape(y->type->tensor.shape.size(), 1);
+  bias_shape[1] = y->type->tensor.shape[1];
+  return n.call("add", {y, reshape(n, n.input(bias_input), bias_shape)});
 }
 
 void require_weight_rank(NodeContext& n, int64_t weight_rank, size_t s) {
@@ -111,8 +117,9 @@ void require_weight_rank(NodeContext& n, int64_t weight_rank, size_t s) {
            " for a " + std::to_string(s) + "-D input");
 }
 
-// nn.conv2d of x and w lifted to 2-D; the 4-D result and the spatial rank.
-std::pair<Expr, size_t> conv2d_lifted(NodeContext& n, Expr x, Expr w) {
+// nn.conv2d of x and w lifted to 2-D (nn.conv3d for 3-D); the 4-D (5-D)
+// result and the spatial rank.
+std::pair<Expr, size_t> conv_lifted(NodeContext& n, Expr x, Expr w) {
   size_t s = spatial_rank(n);
   const Shape ws = w->type->tensor.shape;
   require_weight_rank(n, static_cast<int64_t>(ws.size()), s);
@@ -121,7 +128,7 @@ std::pair<Expr, size_t> conv2d_lifted(NodeContext& n, Expr x, Expr w) {
   std::vector<int64_t> extent;
   for (size_t i = 0; i < s; ++i) extent.push_back((ws[i + 2] - 1) * dilations[i] + 1);
   std::vector<int64_t> pads = window_pads(n, x->type->tensor.shape, extent, strides);
-  Expr y = n.call("nn.conv2d", {lift_tensor(n, x), lift_tensor(n, w)},
+  Expr y = n.call(s == 3 ? "nn.conv3d" : "nn.conv2d", {lift_tensor(n, x), lift_tensor(n, w)},
                   {{"strides", lift(strides, 1)},
                    {"padding", lift_pads(pads)},
                    {"dilation", lift(dilations, 1)},
@@ -130,7 +137,7 @@ std::pair<Expr, size_t> conv2d_lifted(NodeContext& n, Expr x, Expr w) {
 }
 
 void convert_conv(NodeContext& n) {
-  auto [y, s] = conv2d_lifted(n, n.input(0), n.input(1));
+  auto [y, s] = conv_lifted(n, n.input(0), n.input(1));
   n.set_output(0, lower_tensor(n, add_channel_bias(n, y, 2), s));
 }
 
@@ -176,16 +183,17 @@ void convert_conv_transpose(NodeContext& n) {
       grow[i] = -pads[i];
       pads[i] = 0;
     }
-  Expr y = n.call("nn.conv2d_transpose", {lift_tensor(n, n.input(0)), lift_tensor(n, n.input(1))},
+  Expr y = n.call(s == 3 ? "nn.conv3d_transpose" : "nn.conv2d_transpose",
+                  {lift_tensor(n, n.input(0)), lift_tensor(n, n.input(1))},
                   {{"strides", lift(strides, 1)},
                    {"padding", lift_pads(pads)},
                    {"dilation", lift(dilations, 1)},
                    {"groups", n.attr_int("group", 1)},
                    {"output_padding", lift(out_pad, 0)}});
   if (std::any_of(grow.begin(), grow.end(), [](int64_t g) { return g > 0; })) {
-    std::vector<int64_t> width = {0, 0, 0, 0};  // nn.pad: (begin, end) per axis of (N, C, H, W)
-    std::vector<int64_t> g = lift_pads(grow);   // [top, left, bottom, right]
-    width.insert(width.end(), {g[0], g[2], g[1], g[3]});
+    std::vector<int64_t> width = {0, 0, 0, 0};  // nn.pad: (begin, end) per axis of (N, C, spatial...)
+    std::vector<int64_t> g = lift_pads(grow);   // [begin..., end...]
+    for (size_t i = 0; i < g.size() / 2; ++i) width.insert(width.end(), {g[i], g[i + g.size() / 2]});
     y = n.call("nn.pad", {y}, {{"pad_width", width}, {"pad_value", 0.0}, {"mode", std::string("constant")}});
   }
   n.set_output(0, lower_tensor(n, add_channel_bias(n, y, 2), s));
@@ -194,25 +202,57 @@ void convert_conv_transpose(NodeContext& n) {
 template <bool Max>
 void convert_pool(NodeContext& n) {
   size_t s = spatial_rank(n);
-  if (Max && n.has_output(1)) n.unsupported("the Indices output of MaxPool is not supported");
+  const bool with_indices = Max && n.has_output(1);
   if (!n.has_attr("kernel_shape")) n.fail("the required attribute 'kernel_shape' is missing");
   std::vector<int64_t> kernel = spatial_attr(n, "kernel_shape", s, 1);
   std::vector<int64_t> strides = spatial_attr(n, "strides", s, 1);
-  std::vector<int64_t> dilations = Max ? spatial_attr(n, "dilations", s, 1) : std::vector<int64_t>(s, 1);
+  std::vector<int64_t> dilations = spatial_attr(n, "dilations", s, 1);
   std::vector<int64_t> extent;
   for (size_t i = 0; i < s; ++i) extent.push_back((kernel[i] - 1) * dilations[i] + 1);
   std::vector<int64_t> pads = window_pads(n, n.desc(0).shape, extent, strides);
   Attrs attrs{{"pool_size", lift(kernel, 1)},
               {"strides", lift(strides, 1)},
               {"padding", lift_pads(pads)},
+              {"dilation", lift(dilations, 1)},
               {"ceil_mode", n.attr_int("ceil_mode", 0)}};
-  if (Max) {
-    attrs.set("dilation", lift(dilations, 1));
-  } else {
-    attrs.set("count_include_pad", n.attr_int("count_include_pad", 0));
+  if (!Max) attrs.set("count_include_pad", n.attr_int("count_include_pad", 0));
+  if (with_indices) {
+    // A 1-D input's indices are the same on (N, C, 1, L): its H axis has size 1.
+    attrs.set("storage_order", n.attr_int("storage_order", 0));
+    Expr t = n.call("nn.max_pool_with_indices", {lift_tensor(n, n.input(0))}, attrs);
+    n.set_output(0, lower_tensor(n, n.builder().tuple_item(t, 0), s));
+    n.set_output(1, lower_tensor(n, n.builder().tuple_item(t, 1), s));
+    return;
   }
-  Expr y = n.call(Max ? "nn.max_pool2d" : "nn.avg_pool2d", {lift_tensor(n, n.input(0))}, attrs);
-  n.set_output(0, lower_tensor(n, y, s));
+  const char* op =
+      s == 3 ? (Max ? "nn.max_pool3d" : "nn.avg_pool3d") : (Max ? "nn.max_pool2d" : "nn.avg_pool2d");
+  n.set_output(0, lower_tensor(n, n.call(op, {lift_tensor(n, n.input(0))}, attrs), s));
+}
+
+// MaxUnpool(X, I, output_shape?): the output shape is the input given, else
+// (in - 1) * stride + kernel - pad_begin - pad_end per spatial axis.
+void convert_max_unpool(NodeContext& n) {
+  if (n.rank(0) < 3) n.fail("the input must have rank 3 or more (N, C, spatial...)");
+  const Shape& in = n.desc(0).shape;
+  const size_t s = in.size() - 2;
+  if (!n.has_attr("kernel_shape")) n.fail("the required attribute 'kernel_shape' is missing");
+  std::vector<int64_t> kernel = spatial_attr(n, "kernel_shape", s, 1);
+  std::vector<int64_t> strides = spatial_attr(n, "strides", s, 1);
+  std::vector<int64_t> pads = n.attr_ints("pads", std::vector<int64_t>(2 * s, 0));
+  if (pads.size() != 2 * s)
+    n.fail("pads has " + std::to_string(pads.size()) + " entries; expected " + std::to_string(2 * s));
+  std::vector<int64_t> out;
+  if (n.has_input(2)) {
+    out = n.require_ints(2, "output_shape");
+    if (out.size() != in.size())
+      n.fail("output_shape has " + std::to_string(out.size()) + " entries; expected " +
+             std::to_string(in.size()) + " (the rank of X)");
+  } else {
+    out = {in[0], in[1]};
+    for (size_t i = 0; i < s; ++i)
+      out.push_back((in[i + 2] - 1) * strides[i] + kernel[i] - pads[i] - pads[i + s]);
+  }
+  n.set_output(0, n.call("nn.max_unpool", {n.input(0), n.input(1)}, {{"output_shape", out}}));
 }
 
 std::vector<int64_t> spatial_axes(NodeContext& n) {
@@ -239,15 +279,18 @@ void convert_global_max_pool(NodeContext& n) {
 }  // namespace
 
 Expr conv_from_node_attrs(NodeContext& n, Expr x, Expr w) {
-  auto [y, s] = conv2d_lifted(n, std::move(x), std::move(w));
+  auto [y, s] = conv_lifted(n, std::move(x), std::move(w));
   return lower_tensor(n, y, s);
 }
 
 void add_conv_converters(ConverterTable& t) {
-  t["Conv"] = {convert_conv, {"nn.conv2d", "add", "reshape"}};
-  t["ConvTranspose"] = {convert_conv_transpose, {"nn.conv2d_transpose", "add", "reshape", "nn.pad"}};
-  t["MaxPool"] = {convert_pool<true>, {"nn.max_pool2d", "reshape"}};
-  t["AveragePool"] = {convert_pool<false>, {"nn.avg_pool2d", "reshape"}};
+  t["Conv"] = {convert_conv, {"nn.conv2d", "nn.conv3d", "add", "reshape"}};
+  t["ConvTranspose"] = {convert_conv_transpose,
+                        {"nn.conv2d_transpose", "nn.conv3d_transpose", "add", "reshape", "nn.pad"}};
+  t["MaxPool"] = {convert_pool<true>,
+                  {"nn.max_pool2d", "nn.max_pool3d", "nn.max_pool_with_indices", "reshape"}};
+  t["AveragePool"] = {convert_pool<false>, {"nn.avg_pool2d", "nn.avg_pool3d", "reshape"}};
+  t["MaxUnpool"] = {convert_max_unpool, {"nn.max_unpool"}, 9};
   t["GlobalAveragePool"] = {convert_global_avg_pool, {"nn.adaptive_avg_pool2d", "mean"}};
   t["GlobalMaxPool"] = {convert_global_max_pool, {"max"}};
 }
