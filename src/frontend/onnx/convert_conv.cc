@@ -229,8 +229,10 @@ void convert_pool(NodeContext& n) {
   n.set_output(0, lower_tensor(n, n.call(op, {lift_tensor(n, n.input(0))}, attrs), s));
 }
 
-// MaxUnpool(X, I, output_shape?): the output shape is the input given, else
-// (in - 1) * stride + kernel - pad_begin - pad_end per spatial axis.
+// MaxUnpool(X, I, output_shape?) scatters into the default shape, (in - 1)
+// * stride + kernel - pad_begin - pad_end per spatial axis, which I indexes.
+// A larger output_shape (a constant) zero-pads that result at the end of
+// each axis, as ONNX's reference does (its node test checks it).
 void convert_max_unpool(NodeContext& n) {
   if (n.rank(0) < 3) n.fail("the input must have rank 3 or more (N, C, spatial...)");
   const Shape& in = n.desc(0).shape;
@@ -241,18 +243,28 @@ void convert_max_unpool(NodeContext& n) {
   std::vector<int64_t> pads = n.attr_ints("pads", std::vector<int64_t>(2 * s, 0));
   if (pads.size() != 2 * s)
     n.fail("pads has " + std::to_string(pads.size()) + " entries; expected " + std::to_string(2 * s));
-  std::vector<int64_t> out;
-  if (n.has_input(2)) {
-    out = n.require_ints(2, "output_shape");
-    if (out.size() != in.size())
-      n.fail("output_shape has " + std::to_string(out.size()) + " entries; expected " +
-             std::to_string(in.size()) + " (the rank of X)");
-  } else {
-    out = {in[0], in[1]};
-    for (size_t i = 0; i < s; ++i)
-      out.push_back((in[i + 2] - 1) * strides[i] + kernel[i] - pads[i] - pads[i + s]);
+  std::vector<int64_t> shape = {in[0], in[1]};
+  for (size_t i = 0; i < s; ++i)
+    shape.push_back((in[i + 2] - 1) * strides[i] + kernel[i] - pads[i] - pads[i + s]);
+  Expr y = n.call("nn.max_unpool", {n.input(0), n.input(1)}, {{"output_shape", shape}});
+  if (!n.has_input(2)) {
+    n.set_output(0, y);
+    return;
   }
-  n.set_output(0, n.call("nn.max_unpool", {n.input(0), n.input(1)}, {{"output_shape", out}}));
+  std::vector<int64_t> out = n.require_ints(2, "output_shape");
+  if (out.size() != in.size())
+    n.fail("output_shape has " + std::to_string(out.size()) + " entries; expected " +
+           std::to_string(in.size()) + " (the rank of X)");
+  std::vector<int64_t> width;  // nn.pad: (begin, end) per axis
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (out[i] < shape[i] || (i < 2 && out[i] != shape[i]))
+      n.unsupported("output_shape " + shape_str(out) + " is smaller than the default unpooled shape " +
+                    shape_str(shape) + " (or changes N or C); only growing the spatial axes is supported");
+    width.insert(width.end(), {0, out[i] - shape[i]});
+  }
+  if (out != shape)
+    y = n.call("nn.pad", {y}, {{"pad_width", width}, {"pad_value", 0.0}, {"mode", std::string("constant")}});
+  n.set_output(0, y);
 }
 
 std::vector<int64_t> spatial_axes(NodeContext& n) {
@@ -290,7 +302,7 @@ void add_conv_converters(ConverterTable& t) {
   t["MaxPool"] = {convert_pool<true>,
                   {"nn.max_pool2d", "nn.max_pool3d", "nn.max_pool_with_indices", "reshape"}};
   t["AveragePool"] = {convert_pool<false>, {"nn.avg_pool2d", "nn.avg_pool3d", "reshape"}};
-  t["MaxUnpool"] = {convert_max_unpool, {"nn.max_unpool"}, 9};
+  t["MaxUnpool"] = {convert_max_unpool, {"nn.max_unpool", "nn.pad"}, 9};
   t["GlobalAveragePool"] = {convert_global_avg_pool, {"nn.adaptive_avg_pool2d", "mean"}};
   t["GlobalMaxPool"] = {convert_global_max_pool, {"max"}};
 }
