@@ -26,9 +26,41 @@ void require_4d(NodeContext& n) {
                   std::to_string(n.rank(0)));
 }
 
+// Training mode (opset 14 on): y is normalised with the batch's own mean and
+// (population) variance over every axis but the channels; outputs 1 and 2
+// are the running statistics updated with them:
+//   running_mean = mean * momentum + batch_mean * (1 - momentum)
+//   running_var  = var * momentum + batch_var * (1 - momentum)
+void convert_batch_norm_training(NodeContext& n) {
+  Expr x = n.input(0);
+  if (n.rank(0) < 2) n.fail("the input must have a channel axis (rank 2 or more)");
+  std::vector<int64_t> axes;
+  for (int64_t a = 0; a < n.rank(0); ++a)
+    if (a != 1) axes.push_back(a);
+  Expr batch_mean = n.call("mean", {x}, {{"axis", axes}, {"keepdims", int64_t{0}}});
+  Shape bshape(static_cast<size_t>(n.rank(0)), 1);
+  bshape[1] = n.desc(0).shape[1];
+  Expr d = n.call("subtract", {x, reshape(n, batch_mean, bshape)});
+  Expr batch_var = n.call("mean", {n.call("multiply", {d, d})}, {{"axis", axes}, {"keepdims", int64_t{0}}});
+  n.set_output(0, n.call("nn.batch_norm", {x, n.input(1), n.input(2), batch_mean, batch_var},
+                         {{"axis", int64_t{1}}, {"epsilon", n.attr_float("epsilon", 1e-5)}}));
+  const double momentum = n.attr_float("momentum", 0.9);
+  auto running = [&](size_t i, Expr batch) {
+    DType st = n.desc(i).dtype;
+    if (batch->type->tensor.dtype != st)
+      batch = n.call("astype", {batch}, {{"dtype", std::string(dtype_name(st))}});
+    return n.call("add", {n.call("multiply", {n.input(i), n.scalar(momentum, st)}),
+                          n.call("multiply", {batch, n.scalar(1 - momentum, st)})});
+  };
+  n.set_output(1, running(3, batch_mean));
+  n.set_output(2, running(4, batch_var));
+}
+
 void convert_batch_norm(NodeContext& n) {
+  if (n.attr_int("training_mode", 0) && n.opset() >= 14) return convert_batch_norm_training(n);
   if (n.has_output(1) || n.has_output(2) || n.attr_int("training_mode", 0))
-    n.unsupported("training mode (the running statistics outputs) is not supported");
+    n.unsupported("training mode before opset 14 (the saved statistics outputs of opsets 7 to 13) is not "
+                  "supported; import the model at opset 14 or newer");
   n.set_output(0, n.call("nn.batch_norm", {n.input(0), n.input(1), n.input(2), n.input(3), n.input(4)},
                          {{"axis", int64_t{1}}, {"epsilon", n.attr_float("epsilon", 1e-5)}}));
 }
@@ -320,7 +352,8 @@ void convert_dequantize(NodeContext& n) {
 }  // namespace
 
 void add_nn_converters(ConverterTable& t) {
-  t["BatchNormalization"] = {convert_batch_norm, {"nn.batch_norm"}};
+  t["BatchNormalization"] = {convert_batch_norm,
+                            {"nn.batch_norm", "mean", "subtract", "multiply", "add", "reshape", "astype"}};
   t["Gemm"] = {convert_gemm, {"nn.dense", "matmul", "permute_dims", "multiply", "add"}};
   t["MatMul"] = {convert_matmul, {"matmul"}};
   t["Softmax"] = {convert_softmax<false>, {"nn.softmax", "reshape"}};

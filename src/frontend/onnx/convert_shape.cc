@@ -193,6 +193,45 @@ void convert_gather_elements(NodeContext& n) {
   n.set_output(0, n.call("gather_elements", {n.input(0), n.input(1)}, {{"axis", axis}}));
 }
 
+// ReverseSequence reverses the first sequence_lens[b] steps along the time
+// axis of each batch entry b: a gather_elements along the time axis whose
+// index (t < len[b] ? len[b] - 1 - t : t) is built here, with extent 1 on the
+// other axes, and broadcast to the data's shape. sequence_lens must be known
+// at import.
+void convert_reverse_sequence(NodeContext& n) {
+  const int64_t r = n.rank(0);
+  if (r < 2) n.fail("the data must have rank 2 or more (time and batch axes), got rank " + std::to_string(r));
+  const int64_t time_axis = normalize_axis(n.attr_int("time_axis", 0), r, n);
+  const int64_t batch_axis = normalize_axis(n.attr_int("batch_axis", 1), r, n);
+  if (time_axis == batch_axis) n.fail("time_axis and batch_axis are both " + std::to_string(time_axis));
+  const Shape& shape = n.desc(0).shape;
+  const int64_t steps = shape[static_cast<size_t>(time_axis)];
+  const int64_t batch = shape[static_cast<size_t>(batch_axis)];
+  std::vector<int64_t> lens = n.require_ints(1, "sequence_lens");
+  if (n.rank(1) != 1 || static_cast<int64_t>(lens.size()) != batch)
+    n.fail("sequence_lens must have one length per batch entry (" + std::to_string(batch) + "), got " +
+           std::to_string(lens.size()));
+  Shape index_shape(static_cast<size_t>(r), 1);
+  index_shape[static_cast<size_t>(time_axis)] = steps;
+  index_shape[static_cast<size_t>(batch_axis)] = batch;
+  std::vector<int64_t> index(static_cast<size_t>(steps * batch));
+  for (int64_t b = 0; b < batch; ++b) {
+    const int64_t len = lens[static_cast<size_t>(b)];
+    if (len < 0 || len > steps)
+      n.fail("sequence_lens[" + std::to_string(b) + "] is " + std::to_string(len) + "; it must be in [0, " +
+             std::to_string(steps) + "] (the time axis' extent)");
+    for (int64_t t = 0; t < steps; ++t) {
+      // Row-major position of (t, b) in index_shape: the axis that comes
+      // first varies slowest.
+      size_t pos = static_cast<size_t>(time_axis < batch_axis ? t * batch + b : b * steps + t);
+      index[pos] = t < len ? len - 1 - t : t;
+    }
+  }
+  Expr idx = n.constant_expr(Tensor::from_ints(index_shape, index));
+  if (index_shape != shape) idx = n.call("broadcast_to", {idx}, {{"shape", std::vector<int64_t>(shape)}});
+  n.set_output(0, n.call("gather_elements", {n.input(0), idx}, {{"axis", time_axis}}));
+}
+
 void convert_gather_nd(NodeContext& n) {
   n.set_output(0,
                n.call("gather_nd", {n.input(0), n.input(1)}, {{"batch_dims", n.attr_int("batch_dims", 0)}}));
@@ -452,6 +491,7 @@ void add_shape_converters(ConverterTable& t) {
   t["Size"] = {convert_size, {}};
   t["Gather"] = {convert_gather, {"take"}};
   t["GatherElements"] = {convert_gather_elements, {"gather_elements"}, 11};
+  t["ReverseSequence"] = {convert_reverse_sequence, {"gather_elements", "broadcast_to"}, 10};
   t["GatherND"] = {convert_gather_nd, {"gather_nd"}, 11};
   t["ScatterND"] = {convert_scatter_nd, {"scatter_nd"}, 11};
   t["ScatterElements"] = {convert_scatter_elements, {"scatter_elements"}, 11};

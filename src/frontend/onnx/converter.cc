@@ -208,6 +208,12 @@ Tensor ints_tensor(const std::vector<int64_t>& v) {
   return Tensor::from_ints({static_cast<int64_t>(v.size())}, v);
 }
 
+bool is_default_domain(const std::string& domain) { return domain.empty() || domain == "ai.onnx"; }
+
+std::string converter_key(const onnx::NodeProto& node) {
+  return is_default_domain(node.domain()) ? node.op_type() : node.domain() + "." + node.op_type();
+}
+
 const ConverterTable& converters() {
   static const ConverterTable table = [] {
     ConverterTable t;
@@ -222,6 +228,8 @@ const ConverterTable& converters() {
     add_loss_converters(t);
     add_sampling_converters(t);
     add_quant_converters(t);
+    add_training_converters(t);
+    add_signal_converters(t);
     return t;
   }();
   return table;

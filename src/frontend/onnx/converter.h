@@ -116,7 +116,14 @@ struct Converter {
   int64_t min_opset = 1;
 };
 
+// Keyed by converter_key: the op type, prefixed with the domain for
+// operators outside the default domain ("ai.onnx.preview.training.Adam").
 using ConverterTable = std::map<std::string, Converter>;
+
+// The domain of ONNX's training operators (Adagrad, Adam, Momentum).
+inline constexpr const char* kTrainingDomain = "ai.onnx.preview.training";
+bool is_default_domain(const std::string& domain);
+std::string converter_key(const onnx::NodeProto& node);
 
 const ConverterTable& converters();
 void add_elementwise_converters(ConverterTable& t);
@@ -130,6 +137,8 @@ void add_einsum_converters(ConverterTable& t);
 void add_loss_converters(ConverterTable& t);
 void add_sampling_converters(ConverterTable& t);
 void add_quant_converters(ConverterTable& t);
+void add_training_converters(ConverterTable& t);
+void add_signal_converters(ConverterTable& t);
 
 // Helpers shared by the families.
 int64_t normalize_axis(int64_t axis, int64_t rank, const NodeContext& n);

@@ -30,8 +30,6 @@ namespace {
 constexpr int64_t kMinOpset = 7;
 constexpr int64_t kMaxOpset = 18;
 
-bool is_default_domain(const std::string& d) { return d.empty() || d == "ai.onnx"; }
-
 std::string node_label(const onnx::NodeProto& node, int64_t opset) {
   std::string s = node.op_type();
   if (!is_default_domain(node.domain())) s = node.domain() + "." + s;
@@ -42,15 +40,41 @@ std::string node_label(const onnx::NodeProto& node, int64_t opset) {
   return s;
 }
 
-int64_t default_opset(const onnx::ModelProto& model, const std::string& what) {
-  int64_t opset = -1;
+// The version the model imports of each operator domain ("" is the default
+// domain, however the model spells it).
+using DomainOpsets = std::map<std::string, int64_t>;
+
+DomainOpsets domain_opsets(const onnx::ModelProto& model) {
+  DomainOpsets opsets;
   for (const auto& o : model.opset_import())
-    if (is_default_domain(o.domain())) opset = o.version();
-  if (opset < 0)
-    throw UnsupportedError(what +
-                           ": the model imports no version of the default ONNX domain (opset_import); "
-                           "kiln imports default-domain operators only");
-  return opset;
+    opsets[is_default_domain(o.domain()) ? std::string() : o.domain()] = o.version();
+  return opsets;
+}
+
+bool uses_default_domain(const onnx::GraphProto& graph) {
+  for (const auto& node : graph.node())
+    if (is_default_domain(node.domain())) return true;
+  return false;
+}
+
+// The default domain's opset. A model of operators from other domains only
+// (a training step: ai.onnx.preview.training) may import no default version;
+// nothing is converted then.
+int64_t default_opset(const onnx::ModelProto& model, const DomainOpsets& opsets, int64_t none,
+                      const std::string& what) {
+  auto it = opsets.find("");
+  if (it != opsets.end()) return it->second;
+  if (!uses_default_domain(model.graph())) return none;
+  throw UnsupportedError(what +
+                         ": the model imports no version of the default ONNX domain (opset_import), "
+                         "which its nodes use; add an opset_import entry for domain \"\" (ai.onnx)");
+}
+
+// The opset a node is read under: its domain's version (0 when the model
+// imports none; the checker reports that).
+int64_t node_opset(const onnx::NodeProto& node, const DomainOpsets& opsets) {
+  auto it = opsets.find(is_default_domain(node.domain()) ? std::string() : node.domain());
+  return it == opsets.end() ? 0 : it->second;
 }
 
 // ONNX's own checker, when the installed library knows the model's opset
@@ -100,15 +124,17 @@ void run_checker(const onnx::ModelProto& model, int64_t opset, const std::string
 }
 
 // Every node kiln cannot convert, all at once.
-void check_supported(const onnx::GraphProto& graph, int64_t opset, const std::string& what) {
+void check_supported(const onnx::GraphProto& graph, const DomainOpsets& opsets, const std::string& what) {
   std::vector<std::string> problems;
   std::map<std::string, int> seen;
   for (const auto& node : graph.node()) {
     std::string reason;
-    if (!is_default_domain(node.domain())) {
-      reason = "operator domain '" + node.domain() + "' is not supported";
+    int64_t opset = node_opset(node, opsets);
+    if (!is_default_domain(node.domain()) && node.domain() != kTrainingDomain) {
+      reason = "operator domain '" + node.domain() + "' is not supported (kiln converts the default domain and " +
+               kTrainingDomain + ")";
     } else {
-      auto it = converters().find(node.op_type());
+      auto it = converters().find(converter_key(node));
       if (it == converters().end()) {
         reason = "no converter for this operator";
       } else if (opset < it->second.min_opset) {
@@ -323,7 +349,8 @@ Module import_onnx_bytes(const std::string& bytes, const std::string& what, cons
   onnx::ModelProto model = parse_model_proto(bytes, what);
   if (model.has_graph()) check_graph_utf8(model.graph(), what);
   if (!model.has_graph()) throw Error(what + ": the ONNX model has no graph");
-  int64_t opset = default_opset(model, what);
+  DomainOpsets opsets = domain_opsets(model);
+  int64_t opset = default_opset(model, opsets, kMaxOpset, what);
   if (opset < kMinOpset || opset > kMaxOpset) {
     int64_t newest = newest_known_opset();
     if (opset > newest)
@@ -339,11 +366,12 @@ Module import_onnx_bytes(const std::string& bytes, const std::string& what, cons
     (opts.log ? *opts.log : std::cerr) << what << ": converted from opset " << opset << " to " << target
                                        << " with ONNX's version converter\n";
     opset = target;
+    opsets[""] = target;
   }
   const onnx::GraphProto& graph = model.graph();
   // Unsupported operators first: ONNX's checker would stop at the first
   // operator it does not know, and the user wants the whole list.
-  check_supported(graph, opset, what);
+  check_supported(graph, opsets, what);
   run_checker(model, opset, what);
 
   GraphBuilder g;
@@ -380,8 +408,9 @@ Module import_onnx_bytes(const std::string& bytes, const std::string& what, cons
   }
 
   for (const auto& node : graph.node()) {
-    const Converter& conv = converters().at(node.op_type());
+    const Converter& conv = converters().at(converter_key(node));
     g.set_name_hint(node.output_size() && !node.output(0).empty() ? node.output(0) : node.op_type());
+    int64_t opset = node_opset(node, opsets);
     NodeContext ctx(node, opset, g, values, base_dir);
     try {
       conv.fn(ctx);
