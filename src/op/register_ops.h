@@ -25,5 +25,6 @@ void register_conv3d_ops(OpRegistry& r);       // nn_conv3d.cc: nn.conv3d, nn.co
 void register_pool3d_ops(OpRegistry& r);       // nn_pool3d.cc: 3-D pools, nn.max_pool_with_indices
 void register_unpool_ops(OpRegistry& r);       // nn_unpool.cc: nn.max_unpool
 void register_roi_align_ops(OpRegistry& r);    // roi_align.cc: image.roi_align
+void register_linalg_ops(OpRegistry& r);       // linalg.cc: det
 
 }  // namespace kiln

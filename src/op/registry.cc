@@ -46,6 +46,7 @@ static const OpRegistry& registry() {
     register_pool3d_ops(reg);
     register_unpool_ops(reg);
     register_roi_align_ops(reg);
+    register_linalg_ops(reg);
     return reg;
   }();
   return r;

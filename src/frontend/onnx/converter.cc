@@ -230,6 +230,7 @@ const ConverterTable& converters() {
     add_quant_converters(t);
     add_training_converters(t);
     add_signal_converters(t);
+    add_linalg_converters(t);
     return t;
   }();
   return table;
