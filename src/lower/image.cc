@@ -30,6 +30,7 @@ Expr source_coord(const std::string& mode, const Expr& o, int64_t in, int64_t ou
       return length == 1 ? d(0) : tir::div(tir::mul(od, d(ind - 1)), d(length - 1));
     if (mode == "asymmetric") return tir::div(od, d(scale));
     if (mode == "pytorch_half_pixel" && out <= 1) return d(0);
+    if (mode == "tf_half_pixel_for_nn") return tir::div(tir::add(od, d(0.5)), d(scale));
     return tir::sub(tir::div(tir::add(od, d(0.5)), d(scale)), d(0.5));
   }
   if (mode == "half_pixel")
@@ -37,6 +38,7 @@ Expr source_coord(const std::string& mode, const Expr& o, int64_t in, int64_t ou
   if (mode == "pytorch_half_pixel")
     return out > 1 ? tir::sub(tir::div(tir::mul(tir::add(od, d(0.5)), d(ind)), d(outd)), d(0.5)) : d(0);
   if (mode == "align_corners") return out > 1 ? tir::div(tir::mul(od, d(ind - 1)), d(outd - 1)) : d(0);
+  if (mode == "tf_half_pixel_for_nn") return tir::div(tir::mul(tir::add(od, d(0.5)), d(ind)), d(outd));
   return tir::div(tir::mul(od, d(ind)), d(outd));  // asymmetric
 }
 

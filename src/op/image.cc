@@ -11,6 +11,7 @@
 //   in double, so ties are real ties):
 //     half_pixel          x = (o + 0.5) / scale - 0.5            (default)
 //     pytorch_half_pixel  x = out > 1 ? (o + 0.5) / scale - 0.5 : 0
+//     tf_half_pixel_for_nn  x = (o + 0.5) / scale
 //     align_corners       x = out > 1 ? o * (in - 1) / (out - 1) : 0
 //     asymmetric          x = o / scale
 // - method "nearest" (default, like ONNX): an integral x is taken as is;
@@ -61,7 +62,7 @@ std::vector<TensorDesc> resize_infer(const std::vector<TensorDesc>& in, const At
                 attr_value_str(size));
   check_one_of("method", attrs.get_string("method"), {"nearest", "linear", "cubic"});
   check_one_of("coordinate_transformation_mode", attrs.get_string("coordinate_transformation_mode"),
-               {"half_pixel", "align_corners", "asymmetric", "pytorch_half_pixel"});
+               {"half_pixel", "align_corners", "asymmetric", "pytorch_half_pixel", "tf_half_pixel_for_nn"});
   check_one_of("rounding_method", attrs.get_string("rounding_method"),
                {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"});
   int64_t exclude = attrs.get_int("exclude_outside");
@@ -98,11 +99,13 @@ double source_coord(const std::string& mode, int64_t o, int64_t in, int64_t out,
     if (mode == "align_corners") return length == 1 ? 0.0 : od * (ind - 1) / (length - 1);
     if (mode == "asymmetric") return od / scale;
     if (mode == "pytorch_half_pixel" && out <= 1) return 0.0;
+    if (mode == "tf_half_pixel_for_nn") return (od + 0.5) / scale;
     return (od + 0.5) / scale - 0.5;
   }
   if (mode == "half_pixel") return (od + 0.5) * ind / outd - 0.5;
   if (mode == "pytorch_half_pixel") return out > 1 ? (od + 0.5) * ind / outd - 0.5 : 0.0;
   if (mode == "align_corners") return out > 1 ? od * (ind - 1) / (outd - 1) : 0.0;
+  if (mode == "tf_half_pixel_for_nn") return (od + 0.5) * ind / outd;
   KILN_ASSERT(mode == "asymmetric", "unknown coordinate mode passed inference");
   return od * ind / outd;
 }

@@ -88,6 +88,8 @@ TEST(Resize, NearestCoordinateModes) {
   // pytorch_half_pixel with one output column maps to 0; half_pixel to 1.5 -> 1.
   EXPECT_EQ(values(resize(x, {1, 1}, modes("nearest", "pytorch_half_pixel"))), (std::vector<double>{10}));
   EXPECT_EQ(values(resize(x, {1, 1}, modes("nearest", "half_pixel"))), (std::vector<double>{20}));
+  // tf_half_pixel_for_nn, 4 -> 3: x = (o + .5) * 4/3 = 2/3, 2, 10/3 -> 1, 2, 3.
+  EXPECT_EQ(values(resize(x, {1, 3}, modes("nearest", "tf_half_pixel_for_nn"))), (std::vector<double>{20, 30, 40}));
 }
 
 TEST(Resize, LinearHalfPixel) {
@@ -205,6 +207,7 @@ double naive_coord(const std::string& ctm, int64_t o, int64_t in, int64_t out) {
   double scale = double(out) / double(in);
   if (ctm == "half_pixel") return (o + 0.5) / scale - 0.5;
   if (ctm == "pytorch_half_pixel") return out > 1 ? (o + 0.5) / scale - 0.5 : 0;
+  if (ctm == "tf_half_pixel_for_nn") return (o + 0.5) / scale;
   if (ctm == "align_corners") return out == 1 ? 0 : o * double(in - 1) / double(out - 1);
   return o / scale;
 }
@@ -283,7 +286,7 @@ TEST(Resize, EveryModeAgainstNaive) {
     x.set_from_double(i, std::sin(0.7 * double(i)) * 5 + 0.25 * double(i % 7));
   const std::vector<std::pair<int64_t, int64_t>> sizes = {{8, 10}, {3, 2}, {1, 1}, {4, 5}, {7, 3}, {2, 13}};
   for (std::string method : {"nearest", "linear", "cubic"})
-    for (std::string ctm : {"half_pixel", "align_corners", "asymmetric", "pytorch_half_pixel"})
+    for (std::string ctm : {"half_pixel", "align_corners", "asymmetric", "pytorch_half_pixel", "tf_half_pixel_for_nn"})
       for (int64_t exclude : {0, 1})
         for (auto [oh, ow] : sizes) {
           Attrs a = modes(method, ctm);

@@ -143,7 +143,8 @@ std::vector<Case> reduce_cases(Lcg& r, std::vector<DType> dtypes) {
 std::vector<Case> resize_cases(Lcg&) {
   std::vector<Case> cases;
   for (const char* method : {"nearest", "linear"})
-    for (const char* mode : {"half_pixel", "asymmetric", "align_corners", "pytorch_half_pixel"})
+    for (const char* mode : {"half_pixel", "asymmetric", "align_corners", "pytorch_half_pixel",
+                             "tf_half_pixel_for_nn"})
       for (std::vector<int64_t> size : {std::vector<int64_t>{10, 12}, std::vector<int64_t>{3, 2}})
         cases.push_back({{f32({1, 2, 5, 6})},
                          Attrs{{"size", size},

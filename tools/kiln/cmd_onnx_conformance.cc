@@ -6,6 +6,7 @@
 //   kiln onnx-conformance --compiled      # through compile_model + the VM
 //   kiln onnx-conformance --filter conv   # tests whose name contains "conv"
 //   kiln onnx-conformance --passing-list  # just the names of passing tests
+//   kiln onnx-conformance --report        # per operator, Markdown (docs/onnx_conformance.md)
 #include <iostream>
 
 #include "commands.h"
@@ -19,6 +20,7 @@ struct ConformanceArgs {
   ConformanceOptions opts;
   bool passing_list = false;
   bool failures_only = false;
+  bool report = false;
 };
 }  // namespace
 
@@ -34,7 +36,17 @@ void add_onnx_conformance_command(CLI::App& app) {
                 "Compile each model (no backends) and run it on the VM instead of the interpreter");
   cmd->add_flag("--passing-list", args->passing_list, "Print only the names of the passing tests");
   cmd->add_flag("--failures-only", args->failures_only, "Leave passing tests out of the table");
+  cmd->add_flag("--report", args->report,
+                "Print the per-operator report (Markdown) from an interpreted and a compiled run");
   cmd->callback([args] {
+    if (args->report) {
+      ConformanceOptions opts = args->opts;
+      opts.compiled = false;
+      auto interpreted = run_conformance(args->dir, opts);
+      opts.compiled = true;
+      std::cout << conformance_report(interpreted, run_conformance(args->dir, opts));
+      return;
+    }
     auto results = run_conformance(args->dir, args->opts);
     if (args->passing_list) {
       for (const auto& r : results)

@@ -335,6 +335,22 @@ std::vector<ConformanceResult> run_conformance(const std::string& node_dir, cons
   return results;
 }
 
+std::string conformance_reason(const ConformanceResult& r) {
+  std::string detail = r.detail;
+  if (r.status == ConformanceResult::Status::Unsupported) {
+    // The first line of a list of unsupported nodes introduces it; the
+    // second names the first node ("  - Op (opset N) node ...").
+    auto nl = detail.find('\n');
+    if (nl != std::string::npos) {
+      auto second = detail.find('\n', nl + 1);
+      detail = detail.substr(nl + 3, second == std::string::npos ? std::string::npos : second - nl - 3);
+    }
+  }
+  auto nl = detail.find('\n');
+  if (nl != std::string::npos) detail = detail.substr(0, nl) + " ...";
+  return detail;
+}
+
 std::string conformance_table(const std::vector<ConformanceResult>& results, bool show_passed) {
   std::ostringstream out;
   std::map<ConformanceResult::Status, int> totals;
@@ -344,7 +360,7 @@ std::string conformance_table(const std::vector<ConformanceResult>& results, boo
     totals[r.status]++;
     if (!show_passed && r.status == ConformanceResult::Status::Passed) continue;
     out << r.name << std::string(width + 2 - r.name.size(), ' ') << status_name(r.status);
-    std::string detail = r.detail;
+    std::string detail = conformance_reason(r);
     if (r.status == ConformanceResult::Status::Passed) {
       std::ostringstream e;
       e << "max error " << r.max_error << (r.frozen_inputs ? " (shape/axes inputs frozen)" : "");
@@ -352,21 +368,11 @@ std::string conformance_table(const std::vector<ConformanceResult>& results, boo
       if (r.reference_op_count > 0) e << "; " << r.compile_summary;
       detail = e.str();
     }
-    if (r.status == ConformanceResult::Status::Unsupported) {
-      // The first line names the operator; the rest repeats it per node.
-      auto nl = detail.find('\n');
-      if (nl != std::string::npos) {
-        auto second = detail.find('\n', nl + 1);
-        detail = detail.substr(nl + 3, second == std::string::npos ? std::string::npos : second - nl - 3);
-      }
-    }
     if (r.status == ConformanceResult::Status::Failed && r.max_error > 0) {
       std::ostringstream e;
       e << " (max error " << r.max_error << ")";
       detail += e.str();
     }
-    auto nl = detail.find('\n');
-    if (nl != std::string::npos) detail = detail.substr(0, nl) + " ...";
     if (r.status == ConformanceResult::Status::Failed && !r.first_divergent_kernel.empty())
       detail += "; first divergent kernel: " + r.first_divergent_kernel;
     if (r.status == ConformanceResult::Status::Failed && !r.compile_summary.empty())

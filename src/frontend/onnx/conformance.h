@@ -57,6 +57,17 @@ ConformanceResult run_conformance_test(const std::string& test_dir, const Confor
 // The table: one line per test, then totals per status.
 std::string conformance_table(const std::vector<ConformanceResult>& results, bool show_passed = true);
 
+// The per-operator report of docs/onnx_conformance.md (Markdown), from the
+// same tests run on the interpreter and compiled: per ONNX operator, how
+// many node tests pass, fail or are unsupported, how many pass compiled and
+// how many of those have every op lowered, and why the unsupported ones are.
+std::string conformance_report(const std::vector<ConformanceResult>& interpreted,
+                               const std::vector<ConformanceResult>& compiled);
+
+// A result's detail on one line: for an unsupported test the first
+// unsupported node and why, for a failed one the first difference or error.
+std::string conformance_reason(const ConformanceResult& r);
+
 const char* status_name(ConformanceResult::Status s);
 
 }  // namespace kiln

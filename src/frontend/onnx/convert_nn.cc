@@ -132,7 +132,7 @@ void convert_resize(NodeContext& n) {
     if (n.attr_string("keep_aspect_ratio_policy", "stretch") != "stretch")
       n.unsupported("keep_aspect_ratio_policy other than 'stretch' is not supported");
   }
-  if (coord == "tf_crop_and_resize" || coord == "tf_half_pixel_for_nn")
+  if (coord == "tf_crop_and_resize")
     n.unsupported("coordinate_transformation_mode '" + coord + "' is not supported");
   if (sizes.empty() && scales.empty()) n.fail("neither scales nor sizes is given");
   if (sizes.empty()) {
