@@ -21,9 +21,17 @@ tir::DataType f64() { return tir::DataType::float_(64); }
 Expr d(double v) { return tir::float_imm(v, f64()); }
 
 // The source coordinate of output index o along an axis (in -> out).
-Expr source_coord(const std::string& mode, const Expr& o, int64_t in, int64_t out, double scale) {
+// start and end: tf_crop_and_resize's crop of this axis (fractions of in - 1).
+Expr source_coord(const std::string& mode, const Expr& o, int64_t in, int64_t out, double scale, double start,
+                  double end) {
   Expr od = tir::cast(f64(), o);
   double ind = double(in), outd = double(out);
+  if (mode == "tf_crop_and_resize") {
+    const double length = scale > 0 ? ind * scale : outd;
+    if (length <= 1) return d(0.5 * (start + end) * (ind - 1));
+    return tir::add(d(start * (ind - 1)),
+                    tir::div(tir::mul(od, d((end - start) * (ind - 1))), d(length - 1)));
+  }
   if (scale > 0) {
     double length = ind * scale;
     if (mode == "align_corners")
@@ -67,17 +75,33 @@ Lowered resize2d(const LowerContext& c) {
   const std::string& rounding = c.attrs.get_string("rounding_method");
   std::vector<double> scale = c.attrs.get_floats("scale");
   if (scale.empty()) scale = {0, 0};
+  std::vector<double> roi = c.attrs.get_floats("roi");
+  if (roi.empty()) roi = {0, 0, 1, 1};
+  const bool crops = mode == "tf_crop_and_resize";
+  const double extrapolation = c.attrs.get_float("extrapolation_value");
   if (method == "cubic") return unsupported("cubic resizing");
   if (method == "linear" && !x->dtype.is_float()) return unsupported("linear resizing of integers");
+  if (mode == "tf_crop_and_resize" && !x->dtype.is_float())
+    return unsupported("tf_crop_and_resize of integers (the extrapolation value's rounding)");
   const Shape &xs = c.in[0].shape, &ys = c.out[0].shape;
   int64_t H = xs[2], W = xs[3];
   te::Tensor y = te::compute(
       ys,
       [&](const te::Axes& i) -> Expr {
-        Expr sy = source_coord(mode, i[2], H, ys[2], scale[0]);
-        Expr sx = source_coord(mode, i[3], W, ys[3], scale[1]);
+        Expr sy = source_coord(mode, i[2], H, ys[2], scale[0], roi[0], roi[2]);
+        Expr sx = source_coord(mode, i[3], W, ys[3], scale[1], roi[1], roi[3]);
+        // tf_crop_and_resize: a coordinate outside the image extrapolates.
+        auto extrapolate = [&](Expr value) -> Expr {
+          if (!crops) return value;
+          auto out_of = [&](const Expr& s, int64_t n) {
+            return tir::binary(tir::BinaryOp::Or, tir::binary(tir::BinaryOp::LT, s, d(0)),
+                               tir::binary(tir::BinaryOp::GT, s, d(double(n - 1))));
+          };
+          Expr fill = tir::cast(x->dtype, d(extrapolation));
+          return tir::select(tir::binary(tir::BinaryOp::Or, out_of(sy, H), out_of(sx, W)), fill, value);
+        };
         if (method == "nearest")
-          return (*x)({i[0], i[1], nearest(rounding, sy, H), nearest(rounding, sx, W)});
+          return extrapolate((*x)({i[0], i[1], nearest(rounding, sy, H), nearest(rounding, sx, W)}));
         Expr fy = tir::call_intrinsic(tir::Intrinsic::Floor, {sy});
         Expr fx = tir::call_intrinsic(tir::Intrinsic::Floor, {sx});
         Expr ty = tir::sub(sy, fy), tx = tir::sub(sx, fx);
@@ -89,7 +113,7 @@ Lowered resize2d(const LowerContext& c) {
         acc = tir::add(acc, tir::mul(at(y0, x1), tir::mul(wy0, tx)));
         acc = tir::add(acc, tir::mul(at(y1, x0), tir::mul(ty, wx0)));
         acc = tir::add(acc, tir::mul(at(y1, x1), tir::mul(ty, tx)));
-        return tir::cast(x->dtype, acc);
+        return extrapolate(tir::cast(x->dtype, acc));
       },
       c.name);
   return lowered({y});

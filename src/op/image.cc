@@ -12,6 +12,12 @@
 //     half_pixel          x = (o + 0.5) / scale - 0.5            (default)
 //     pytorch_half_pixel  x = out > 1 ? (o + 0.5) / scale - 0.5 : 0
 //     tf_half_pixel_for_nn  x = (o + 0.5) / scale
+//     tf_crop_and_resize  x = out > 1 ? start (in - 1) + o (end - start) (in - 1) / (out - 1)
+//                                     : (start + end) / 2 (in - 1)
+//   where roi = [start_h, start_w, end_h, end_w] (required by
+//   tf_crop_and_resize, normalised: 0 and 1 are the first and last pixel)
+//   gives the crop; an output element whose x or y falls outside
+//   [0, in - 1] is extrapolation_value (default 0).
 //     align_corners       x = out > 1 ? o * (in - 1) / (out - 1) : 0
 //     asymmetric          x = o / scale
 // - method "nearest" (default, like ONNX): an integral x is taken as is;
@@ -62,7 +68,18 @@ std::vector<TensorDesc> resize_infer(const std::vector<TensorDesc>& in, const At
                 attr_value_str(size));
   check_one_of("method", attrs.get_string("method"), {"nearest", "linear", "cubic"});
   check_one_of("coordinate_transformation_mode", attrs.get_string("coordinate_transformation_mode"),
-               {"half_pixel", "align_corners", "asymmetric", "pytorch_half_pixel", "tf_half_pixel_for_nn"});
+               {"half_pixel", "align_corners", "asymmetric", "pytorch_half_pixel", "tf_half_pixel_for_nn",
+                "tf_crop_and_resize"});
+  const auto& roi = attrs.get_floats("roi");
+  const bool crop = attrs.get_string("coordinate_transformation_mode") == "tf_crop_and_resize";
+  bool roi_ok = crop ? roi.size() == 4 : roi.empty();
+  for (double v : roi) roi_ok = roi_ok && std::isfinite(v);
+  if (!roi_ok)
+    throw Error(std::string(kOp) +
+                ": attribute 'roi' must be [start_h, start_w, end_h, end_w] (finite) with " +
+                "tf_crop_and_resize and [] otherwise, got " + attr_value_str(roi));
+  if (!std::isfinite(attrs.get_float("extrapolation_value")))
+    throw Error(std::string(kOp) + ": attribute 'extrapolation_value' must be finite");
   check_one_of("rounding_method", attrs.get_string("rounding_method"),
                {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"});
   int64_t exclude = attrs.get_int("exclude_outside");
@@ -88,11 +105,22 @@ struct AxisTaps {
   int k = 1;                   // taps per output coordinate: 1, 2 or 4
   std::vector<int64_t> index;  // out * k input indices (clamped)
   std::vector<double> weight;  // out * k weights
+  std::vector<bool> outside;   // per output coordinate: extrapolated (tf_crop_and_resize)
+};
+
+// The crop of one axis for tf_crop_and_resize, as fractions of in - 1.
+struct Crop {
+  double start = 0, end = 1;
 };
 
 // `scale` 0 means out / in, applied as * in / out so that ties stay exact.
-double source_coord(const std::string& mode, int64_t o, int64_t in, int64_t out, double scale) {
+double source_coord(const std::string& mode, int64_t o, int64_t in, int64_t out, double scale, Crop crop) {
   double od = static_cast<double>(o), ind = static_cast<double>(in), outd = static_cast<double>(out);
+  if (mode == "tf_crop_and_resize") {
+    const double length = scale > 0 ? ind * scale : outd;
+    if (length <= 1) return 0.5 * (crop.start + crop.end) * (ind - 1);
+    return crop.start * (ind - 1) + od * (crop.end - crop.start) * (ind - 1) / (length - 1);
+  }
   if (scale > 0) {
     // ONNX's reference aligns corners to the unrounded length in * scale.
     double length = ind * scale;
@@ -130,7 +158,7 @@ void cubic_weights(double t, double a, double w[4]) {
   w[3] = far(2 - t);
 }
 
-AxisTaps make_taps(const Attrs& attrs, int64_t in, int64_t out, double scale) {
+AxisTaps make_taps(const Attrs& attrs, int64_t in, int64_t out, double scale, Crop crop) {
   const std::string& method = attrs.get_string("method");
   const std::string& mode = attrs.get_string("coordinate_transformation_mode");
   const std::string& rounding = attrs.get_string("rounding_method");
@@ -139,8 +167,10 @@ AxisTaps make_taps(const Attrs& attrs, int64_t in, int64_t out, double scale) {
   AxisTaps taps;
   taps.k = method == "nearest" ? 1 : method == "linear" ? 2 : 4;
   auto clamp = [in](int64_t i) { return std::min(std::max<int64_t>(i, 0), in - 1); };
+  const bool crops = mode == "tf_crop_and_resize";
   for (int64_t o = 0; o < out; ++o) {
-    double x = source_coord(mode, o, in, out, scale);
+    double x = source_coord(mode, o, in, out, scale, crop);
+    taps.outside.push_back(crops && (x < 0 || x > static_cast<double>(in - 1)));
     if (taps.k == 1) {
       taps.index.push_back(clamp(nearest_index(rounding, x)));
       taps.weight.push_back(1.0);
@@ -177,7 +207,7 @@ T store_value(double v) {
 }
 
 template <typename T>
-void resize_typed(const Tensor& x, const AxisTaps& ty, const AxisTaps& tx, Tensor& y) {
+void resize_typed(const Tensor& x, const AxisTaps& ty, const AxisTaps& tx, double extrapolation, Tensor& y) {
   int64_t planes = x.dim(0) * x.dim(1);
   int64_t ih = x.dim(2), iw = x.dim(3), oh = y.dim(2), ow = y.dim(3);
   const T* px = x.data<T>();
@@ -191,6 +221,10 @@ void resize_typed(const Tensor& x, const AxisTaps& ty, const AxisTaps& tx, Tenso
       for (int64_t ox = 0; ox < ow; ++ox) {
         const int64_t* ix = &tx.index[static_cast<size_t>(ox * tx.k)];
         const double* wx = &tx.weight[static_cast<size_t>(ox * tx.k)];
+        if (ty.outside[static_cast<size_t>(oy)] || tx.outside[static_cast<size_t>(ox)]) {
+          dst[oy * ow + ox] = store_value<T>(extrapolation);
+          continue;
+        }
         if (ty.k == 1 && tx.k == 1) {  // nearest: a copy, exact for every dtype
           dst[oy * ow + ox] = src[iy[0] * iw + ix[0]];
           continue;
@@ -213,15 +247,22 @@ void resize_kernel(const std::vector<Tensor>& in, const Attrs& attrs, std::vecto
   Tensor& y = out[0];
   if (y.numel() == 0) return;
   const auto& scale = attrs.get_floats("scale");
-  AxisTaps ty = make_taps(attrs, x.dim(2), y.dim(2), scale.empty() ? 0.0 : scale[0]);
-  AxisTaps tx = make_taps(attrs, x.dim(3), y.dim(3), scale.empty() ? 0.0 : scale[1]);
+  const auto& roi = attrs.get_floats("roi");
+  Crop crop_h, crop_w;
+  if (roi.size() == 4) {
+    crop_h = {roi[0], roi[2]};
+    crop_w = {roi[1], roi[3]};
+  }
+  AxisTaps ty = make_taps(attrs, x.dim(2), y.dim(2), scale.empty() ? 0.0 : scale[0], crop_h);
+  AxisTaps tx = make_taps(attrs, x.dim(3), y.dim(3), scale.empty() ? 0.0 : scale[1], crop_w);
+  const double extrapolation = attrs.get_float("extrapolation_value");
   switch (x.dtype()) {
     case DType::Float32:
-      return resize_typed<float>(x, ty, tx, y);
+      return resize_typed<float>(x, ty, tx, extrapolation, y);
     case DType::Int8:
-      return resize_typed<int8_t>(x, ty, tx, y);
+      return resize_typed<int8_t>(x, ty, tx, extrapolation, y);
     case DType::UInt8:
-      return resize_typed<uint8_t>(x, ty, tx, y);
+      return resize_typed<uint8_t>(x, ty, tx, extrapolation, y);
     case DType::Float16:
     case DType::Int32:
     case DType::Int64:
@@ -249,7 +290,9 @@ void register_image_ops(OpRegistry& r) {
              {"rounding_method", AttrKind::String, AttrValue(std::string("round_prefer_floor"))},
              {"cubic_alpha", AttrKind::Float, AttrValue(-0.75)},
              {"exclude_outside", AttrKind::Int, AttrValue(int64_t{0})},
-             {"scale", AttrKind::Floats, AttrValue(std::vector<double>{})}};
+             {"scale", AttrKind::Floats, AttrValue(std::vector<double>{})},
+             {"roi", AttrKind::Floats, AttrValue(std::vector<double>{})},
+             {"extrapolation_value", AttrKind::Float, AttrValue(0.0)}};
   d.infer = resize_infer;
   d.kernel = resize_kernel;
   r.add(std::move(d));

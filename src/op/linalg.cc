@@ -69,7 +69,8 @@ void det_kernel(const std::vector<Tensor>& in, const Attrs&, std::vector<Tensor>
       const S* src = x.data<S>();
       S* dst = y.data<S>();
       for (int64_t m = 0; m < count; ++m) {
-        for (int64_t i = 0; i < n * n; ++i) a[static_cast<size_t>(i)] = static_cast<double>(Tag::load(src[m * n * n + i]));
+        for (int64_t i = 0; i < n * n; ++i)
+          a[static_cast<size_t>(i)] = static_cast<double>(Tag::load(src[m * n * n + i]));
         dst[m] = Tag::store(static_cast<C>(lu_det(a, n)));
       }
     } else {

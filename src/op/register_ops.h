@@ -26,5 +26,6 @@ void register_pool3d_ops(OpRegistry& r);       // nn_pool3d.cc: 3-D pools, nn.ma
 void register_unpool_ops(OpRegistry& r);       // nn_unpool.cc: nn.max_unpool
 void register_roi_align_ops(OpRegistry& r);    // roi_align.cc: image.roi_align
 void register_linalg_ops(OpRegistry& r);       // linalg.cc: det
+void register_signal_ops(OpRegistry& r);       // signal.cc: signal.dft
 
 }  // namespace kiln

@@ -47,6 +47,7 @@ static const OpRegistry& registry() {
     register_unpool_ops(reg);
     register_roi_align_ops(reg);
     register_linalg_ops(reg);
+    register_signal_ops(reg);
     return reg;
   }();
   return r;

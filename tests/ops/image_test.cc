@@ -89,7 +89,28 @@ TEST(Resize, NearestCoordinateModes) {
   EXPECT_EQ(values(resize(x, {1, 1}, modes("nearest", "pytorch_half_pixel"))), (std::vector<double>{10}));
   EXPECT_EQ(values(resize(x, {1, 1}, modes("nearest", "half_pixel"))), (std::vector<double>{20}));
   // tf_half_pixel_for_nn, 4 -> 3: x = (o + .5) * 4/3 = 2/3, 2, 10/3 -> 1, 2, 3.
-  EXPECT_EQ(values(resize(x, {1, 3}, modes("nearest", "tf_half_pixel_for_nn"))), (std::vector<double>{20, 30, 40}));
+  EXPECT_EQ(values(resize(x, {1, 3}, modes("nearest", "tf_half_pixel_for_nn"))),
+            (std::vector<double>{20, 30, 40}));
+}
+
+TEST(Resize, TfCropAndResizeExtrapolatesOutsideTheImage) {
+  // W 4, roi x from 0.5 to 1.5 of (in - 1) = 3, out 3: x = 1.5, 3, 4.5. The
+  // last is past the image (extrapolation_value 9); 1.5 is a tie (prefer floor).
+  Tensor x = tensor_of({1, 1, 1, 4}, DType::Float32, {10, 20, 30, 40});
+  Attrs a = modes("nearest", "tf_crop_and_resize");
+  a.set("roi", std::vector<double>{0, 0.5, 1, 1.5});
+  a.set("extrapolation_value", 9.0);
+  EXPECT_EQ(values(resize(x, {1, 3}, a)), (std::vector<double>{20, 40, 9}));
+  // Linear at x = 1.5 is the mean of 20 and 30. One output column samples the
+  // crop's center (0.5 + 1.5) / 2 * 3 = 3.
+  a.set("method", std::string("linear"));
+  EXPECT_EQ(values(resize(x, {1, 3}, a)), (std::vector<double>{25, 40, 9}));
+  EXPECT_EQ(values(resize(x, {1, 1}, a)), (std::vector<double>{40}));
+  // The roi is required with tf_crop_and_resize and refused without it.
+  expect_error([&] { resize(x, {1, 3}, modes("nearest", "tf_crop_and_resize")); }, "attribute 'roi' must be");
+  Attrs stray = modes("nearest", "half_pixel");
+  stray.set("roi", std::vector<double>{0, 0, 1, 1});
+  expect_error([&] { resize(x, {1, 3}, stray); }, "attribute 'roi' must be");
 }
 
 TEST(Resize, LinearHalfPixel) {
@@ -286,7 +307,8 @@ TEST(Resize, EveryModeAgainstNaive) {
     x.set_from_double(i, std::sin(0.7 * double(i)) * 5 + 0.25 * double(i % 7));
   const std::vector<std::pair<int64_t, int64_t>> sizes = {{8, 10}, {3, 2}, {1, 1}, {4, 5}, {7, 3}, {2, 13}};
   for (std::string method : {"nearest", "linear", "cubic"})
-    for (std::string ctm : {"half_pixel", "align_corners", "asymmetric", "pytorch_half_pixel", "tf_half_pixel_for_nn"})
+    for (std::string ctm :
+         {"half_pixel", "align_corners", "asymmetric", "pytorch_half_pixel", "tf_half_pixel_for_nn"})
       for (int64_t exclude : {0, 1})
         for (auto [oh, ow] : sizes) {
           Attrs a = modes(method, ctm);
@@ -335,9 +357,9 @@ TEST(Resize, Errors) {
       "\"linear\", \"cubic\")");
   expect_error(
       [&] {
-        resize(x, {4, 4}, {{"coordinate_transformation_mode", std::string("tf_crop_and_resize")}});
+        resize(x, {4, 4}, {{"coordinate_transformation_mode", std::string("tf_crop_and_box")}});
       },
-      "attribute 'coordinate_transformation_mode' = \"tf_crop_and_resize\" is not supported");
+      "attribute 'coordinate_transformation_mode' = \"tf_crop_and_box\" is not supported");
   expect_error(
       [&] {
         resize(x, {4, 4}, {{"rounding_method", std::string("round")}});

@@ -44,8 +44,11 @@ TEST(Det, BatchedOverLeadingAxes) {
 }
 
 TEST(Det, RejectsNonSquareAndIntegerInputs) {
-  expect_error([] { run1("det", {tensor_of({2, 3}, DType::Float32, {1, 2, 3, 4, 5, 6})}); },
-               "square last two axes");
+  expect_error(
+      [] {
+        run1("det", {tensor_of({2, 3}, DType::Float32, {1, 2, 3, 4, 5, 6})});
+      },
+      "square last two axes");
   expect_error([] { run1("det", {tensor_of({4}, DType::Float32, {1, 2, 3, 4})}); }, "rank 2 or more");
   expect_error([] { run1("det", {tensor_of({2, 2}, DType::Int32, {1, 2, 3, 4})}); }, "has dtype int32");
 }

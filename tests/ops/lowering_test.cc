@@ -143,13 +143,22 @@ std::vector<Case> reduce_cases(Lcg& r, std::vector<DType> dtypes) {
 std::vector<Case> resize_cases(Lcg&) {
   std::vector<Case> cases;
   for (const char* method : {"nearest", "linear"})
-    for (const char* mode : {"half_pixel", "asymmetric", "align_corners", "pytorch_half_pixel",
-                             "tf_half_pixel_for_nn"})
+    for (const char* mode :
+         {"half_pixel", "asymmetric", "align_corners", "pytorch_half_pixel", "tf_half_pixel_for_nn"})
       for (std::vector<int64_t> size : {std::vector<int64_t>{10, 12}, std::vector<int64_t>{3, 2}})
         cases.push_back({{f32({1, 2, 5, 6})},
                          Attrs{{"size", size},
                                {"method", std::string(method)},
                                {"coordinate_transformation_mode", std::string(mode)}}});
+  // A crop reaching past the image on three sides: those outputs extrapolate.
+  for (const char* method : {"nearest", "linear"})
+    for (std::vector<int64_t> size : {std::vector<int64_t>{7, 6}, std::vector<int64_t>{1, 1}})
+      cases.push_back({{f32({1, 2, 5, 6})},
+                       Attrs{{"size", size},
+                             {"method", std::string(method)},
+                             {"coordinate_transformation_mode", std::string("tf_crop_and_resize")},
+                             {"roi", std::vector<double>{-0.2, 0.1, 1.3, 1.25}},
+                             {"extrapolation_value", 7.5}}});
   cases.push_back({{f32({1, 1, 4, 4})},
                    Attrs{{"size", std::vector<int64_t>{8, 8}},
                          {"method", std::string("nearest")},
@@ -427,6 +436,7 @@ const std::map<std::string, std::string>& not_lowered() {
       {"nn.max_unpool", "data-dependent indices: the reference kernel checks each index"},
       {"image.roi_align", "data-dependent regions and batch indices: not lowered yet"},
       {"det", "pivoting depends on the values: the reference kernel factorises each matrix"},
+      {"signal.dft", "not lowered yet (a direct transform on its reference kernel)"},
   };
   return m;
 }

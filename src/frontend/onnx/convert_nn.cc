@@ -59,8 +59,9 @@ void convert_batch_norm_training(NodeContext& n) {
 void convert_batch_norm(NodeContext& n) {
   if (n.attr_int("training_mode", 0) && n.opset() >= 14) return convert_batch_norm_training(n);
   if (n.has_output(1) || n.has_output(2) || n.attr_int("training_mode", 0))
-    n.unsupported("training mode before opset 14 (the saved statistics outputs of opsets 7 to 13) is not "
-                  "supported; import the model at opset 14 or newer");
+    n.unsupported(
+        "training mode before opset 14 (the saved statistics outputs of opsets 7 to 13) is not "
+        "supported; import the model at opset 14 or newer");
   n.set_output(0, n.call("nn.batch_norm", {n.input(0), n.input(1), n.input(2), n.input(3), n.input(4)},
                          {{"axis", int64_t{1}}, {"epsilon", n.attr_float("epsilon", 1e-5)}}));
 }
@@ -132,8 +133,17 @@ void convert_resize(NodeContext& n) {
     if (n.attr_string("keep_aspect_ratio_policy", "stretch") != "stretch")
       n.unsupported("keep_aspect_ratio_policy other than 'stretch' is not supported");
   }
-  if (coord == "tf_crop_and_resize")
-    n.unsupported("coordinate_transformation_mode '" + coord + "' is not supported");
+  std::vector<double> roi;
+  if (coord == "tf_crop_and_resize") {
+    if (!n.has_input(1)) n.fail("coordinate_transformation_mode 'tf_crop_and_resize' needs the roi input");
+    Tensor r = n.require_constant(1, "roi");
+    if (r.numel() != 8)
+      n.fail("roi must hold 8 values (starts, then ends, of N, C, H and W), got " +
+             std::to_string(r.numel()));
+    for (int64_t i = 0; i < 8; ++i) roi.push_back(r.get_as_double(i));
+    if (roi[0] != 0 || roi[1] != 0 || roi[4] != 1 || roi[5] != 1)
+      n.unsupported("a roi that crops the batch or channel axis is not supported");
+  }
   if (sizes.empty() && scales.empty()) n.fail("neither scales nor sizes is given");
   if (sizes.empty()) {
     if (scales.size() != 4) n.fail("scales must have 4 entries for a 4-D input");
@@ -159,6 +169,10 @@ void convert_resize(NodeContext& n) {
               {"cubic_alpha", n.attr_float("cubic_coeff_a", -0.75)},
               {"exclude_outside", n.attr_int("exclude_outside", 0)}};
   if (!coord_scale.empty()) attrs.set("scale", coord_scale);
+  if (!roi.empty()) {
+    attrs.set("roi", std::vector<double>{roi[2], roi[3], roi[6], roi[7]});
+    attrs.set("extrapolation_value", n.attr_float("extrapolation_value", 0.0));
+  }
   n.set_output(0, n.call("image.resize2d", {n.input(0)}, attrs));
 }
 
@@ -353,7 +367,7 @@ void convert_dequantize(NodeContext& n) {
 
 void add_nn_converters(ConverterTable& t) {
   t["BatchNormalization"] = {convert_batch_norm,
-                            {"nn.batch_norm", "mean", "subtract", "multiply", "add", "reshape", "astype"}};
+                             {"nn.batch_norm", "mean", "subtract", "multiply", "add", "reshape", "astype"}};
   t["Gemm"] = {convert_gemm, {"nn.dense", "matmul", "permute_dims", "multiply", "add"}};
   t["MatMul"] = {convert_matmul, {"matmul"}};
   t["Softmax"] = {convert_softmax<false>, {"nn.softmax", "reshape"}};
