@@ -76,9 +76,12 @@ OptimizerInputs read_optimizer_inputs(NodeContext& n, int states, const char* st
         n.fail("all optimized tensors must have one dtype: input " + std::to_string(idx) + " is " +
                std::string(dtype_name(d.dtype)) + ", input 2 is " + std::string(dtype_name(in.dtype)));
       Expr e = n.input(idx);
-      if (k == 0) in.x.push_back(e);
-      else if (k == 1) in.g.push_back(e);
-      else in.state[k - 2].push_back(e);
+      if (k == 0)
+        in.x.push_back(e);
+      else if (k == 1)
+        in.g.push_back(e);
+      else
+        in.state[k - 2].push_back(e);
     }
   }
   return in;
@@ -164,8 +167,8 @@ void convert_adam(NodeContext& n) {
 }  // namespace
 
 void add_training_converters(ConverterTable& t) {
-  const std::vector<std::string> ops = {"add",  "subtract", "multiply", "divide",  "sqrt",
-                                        "power", "where",   "greater",  "astype", "reshape"};
+  const std::vector<std::string> ops = {"add",   "subtract", "multiply", "divide", "sqrt",
+                                        "power", "where",    "greater",  "astype", "reshape"};
   const std::string domain = std::string(kTrainingDomain) + ".";
   t[domain + "Adagrad"] = {convert_adagrad, ops, 1};
   t[domain + "Adam"] = {convert_adam, ops, 1};

@@ -131,8 +131,8 @@ void check_supported(const onnx::GraphProto& graph, const DomainOpsets& opsets, 
     std::string reason;
     int64_t opset = node_opset(node, opsets);
     if (!is_default_domain(node.domain()) && node.domain() != kTrainingDomain) {
-      reason = "operator domain '" + node.domain() + "' is not supported (kiln converts the default domain and " +
-               kTrainingDomain + ")";
+      reason = "operator domain '" + node.domain() +
+               "' is not supported (kiln converts the default domain and " + kTrainingDomain + ")";
     } else {
       auto it = converters().find(converter_key(node));
       if (it == converters().end()) {
