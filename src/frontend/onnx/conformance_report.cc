@@ -41,12 +41,13 @@ std::string test_operator(const ConformanceResult& r, const std::map<std::string
 }
 
 // Why a test is unsupported, without what names the test: its folder, the
-// node's output, and the values of one data set.
+// node's output, and the values of one data set. The operator and opset
+// stay ("Loop (opset 11): ..." in a function body built with Loop).
 std::string general_reason(const ConformanceResult& r) {
   std::string s = conformance_reason(r);
   if (s.compare(0, r.name.size() + 2, r.name + ": ") == 0) s = s.substr(r.name.size() + 2);
-  static const std::regex node(R"(^[A-Za-z.]+ \(opset (\d+)\) node producing '[^']*': )");
-  s = std::regex_replace(s, node, "opset $1: ", std::regex_constants::format_first_only);
+  static const std::regex node(R"(^([A-Za-z.]+ \(opset \d+\)) node producing '[^']*': )");
+  s = std::regex_replace(s, node, "$1: ", std::regex_constants::format_first_only);
   auto data = s.find(" (test_data_set");
   if (data != std::string::npos) s = s.substr(0, data);
   std::string escaped;
