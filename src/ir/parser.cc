@@ -24,7 +24,7 @@ namespace {
 constexpr int kMaxDepth = 64;
 // No real tensor comes near this; the cap keeps element counts far from
 // int64 overflow in shape arithmetic.
-constexpr int64_t kMaxNumel = int64_t{1} << 48;
+constexpr int64_t kMaxNumel = kMaxShapeExtent;
 
 struct Signature {
   std::vector<Type> params;

@@ -107,7 +107,16 @@ std::vector<TensorDesc> infer_op(const OpDef& op, const std::vector<TensorDesc>&
                            : std::to_string(op.min_inputs) + " to " + std::to_string(op.max_inputs);
     throw Error(op.name + " takes " + want + " input(s), got " + std::to_string(n));
   }
-  return op.infer(inputs, normalize_attrs(op, attrs));
+  std::vector<TensorDesc> out = op.infer(inputs, normalize_attrs(op, attrs));
+  // A result no kernel could index (a huge dimension, even of an empty
+  // tensor) is an error here, before a printed module could not be read back.
+  for (size_t i = 0; i < out.size(); ++i) {
+    Shape known = out[i].shape;
+    for (int64_t& d : known)
+      if (d < 0) d = 1;  // a symbolic dimension (-1): checked once bound
+    check_shape_extent(known, op.name + ": result " + std::to_string(i));
+  }
+  return out;
 }
 
 std::vector<Tensor> run_op(const OpDef& op, const std::vector<Tensor>& inputs, const Attrs& attrs) {

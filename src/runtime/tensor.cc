@@ -21,6 +21,7 @@ int64_t shape_numel(const Shape& shape) {
 uint64_t max_tensor_bytes() { return byte_limit_from_env("KILN_MAX_TENSOR_BYTES", uint64_t{16} << 30); }
 
 int64_t checked_tensor_bytes(const Shape& shape, DType dtype, const std::string& what) {
+  check_shape_extent(shape, what);
   bool overflow = false, empty = false;
   int64_t n = dtype_bytes(dtype);
   for (int64_t d : shape) {
@@ -39,6 +40,23 @@ int64_t checked_tensor_bytes(const Shape& shape, DType dtype, const std::string&
                 ", larger than the limit of " + bytes_str(limit) +
                 " (set KILN_MAX_TENSOR_BYTES to raise it)");
   return n;
+}
+
+void check_shape_extent(const Shape& shape, const std::string& what) {
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    if (d < 0)
+      throw Error(what + ": shape " + shape_str(shape) + " has a negative dimension " + std::to_string(d));
+    if (d > kMaxShapeExtent)
+      throw Error(what + ": shape " + shape_str(shape) + " has a dimension of " + std::to_string(d) +
+                  ", more than kiln's limit of 2^48");
+    if (d > 0 && n > kMaxShapeExtent / d)
+      n = kMaxShapeExtent + 1;  // too many elements, unless another dimension is 0
+    else
+      n *= d;
+  }
+  if (n > kMaxShapeExtent)
+    throw Error(what + ": shape " + shape_str(shape) + " has more than 2^48 elements, kiln's limit");
 }
 
 std::string shape_str(const Shape& shape) {

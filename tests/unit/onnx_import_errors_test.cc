@@ -190,6 +190,29 @@ TEST(OnnxImportErrors, InitializerWithWrongByteCount) {
   EXPECT_NE(msg.find("'w'"), std::string::npos) << msg;
 }
 
+// An empty constant (a 0 dimension) may not hide a dimension beyond 2^48:
+// its other axes' strides would overflow, and kiln's own .kir parser
+// refuses the printed module (a libFuzzer finding). Nor may an op's result.
+TEST(OnnxImportErrors, HugeDimensionOfAnEmptyTensor) {
+  ModelBuilder b;
+  b.output("w", {0, -1});
+  auto* init = b.graph().add_initializer();
+  init->set_name("w");
+  init->set_data_type(onnx::TensorProto_DataType_FLOAT);
+  init->add_dims(0);
+  init->add_dims(int64_t{1} << 60);
+  std::string msg = error_of(b.bytes());
+  EXPECT_NE(msg.find("'w'"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("more than kiln's limit of 2^48"), std::string::npos) << msg;
+
+  ModelBuilder fill;
+  fill.output("y", {0, -1});
+  fill.initializer("shape", Tensor::from_ints({2}, {0, int64_t{1} << 50}));
+  fill.node("ConstantOfShape", {"shape"}, {"y"});
+  std::string fill_msg = error_of(fill.bytes());
+  EXPECT_NE(fill_msg.find("more than kiln's limit of 2^48"), std::string::npos) << fill_msg;
+}
+
 TEST(OnnxImportErrors, InitializersBecomeConstants) {
   ModelBuilder b;
   b.output("big", {20});

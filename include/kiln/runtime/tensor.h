@@ -27,10 +27,19 @@ std::string shape_str(const Shape& shape);  // "(2, 4)"
 // with a K, M, G or T suffix), 16 GiB when unset (docs/limits.md).
 uint64_t max_tensor_bytes();
 // The byte size of a tensor of `shape` and `dtype`, checked before anything
-// is allocated: a negative dimension, a size that overflows or one larger
-// than max_tensor_bytes() throws kiln::Error starting with `what` (the
-// input, constant or file: "input %x", "m.onnx: initializer 'w'").
+// is allocated: a shape check_shape_extent refuses, a size that overflows or
+// one larger than max_tensor_bytes() throws kiln::Error starting with `what`
+// (the input, constant or file: "input %x", "m.onnx: initializer 'w'").
 int64_t checked_tensor_bytes(const Shape& shape, DType dtype, const std::string& what);
+
+// The largest dimension, and the most elements of a non-empty shape, that
+// kiln's IR, its .kir text and its kernels' index arithmetic hold: 2^48.
+// An empty shape may not hide a larger dimension either (strides of the
+// other axes would overflow).
+inline constexpr int64_t kMaxShapeExtent = int64_t{1} << 48;
+// Throws kiln::Error starting with `what` when a dimension is negative or
+// larger than kMaxShapeExtent, or the elements are more than it.
+void check_shape_extent(const Shape& shape, const std::string& what);
 
 inline constexpr size_t kTensorAlignment = 64;
 
