@@ -150,5 +150,24 @@ TEST(OnnxOpset, MalformedOldModelIsAnErrorNotACrash) {
   }
 }
 
+TEST(OnnxOpset, ZeroStrideInAnOldModelIsAnErrorNotADivisionByZero) {
+  // libonnx's shape inference, run before the version converter, divides by
+  // each stride: a 0 stride killed the process with SIGFPE (found by
+  // onnx_fuzz).
+  ModelBuilder b(6);
+  b.input("x", {1, 1, 5, 5});
+  b.input("W", {1, 1, 3, 3});
+  b.output("y", {1, 1, 3, 3});
+  auto* n = b.node("Conv", {"x", "W"}, {"y"}, "conv");
+  attr_ints(n, "kernel_shape", {3, 3});
+  attr_ints(n, "strides", {2, 0});
+  try {
+    import_onnx_bytes(b.bytes(), "old.onnx");
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.message(), "old.onnx: Conv node 'conv' has strides 0; every value must be 1 or more");
+  }
+}
+
 }  // namespace
 }  // namespace kiln

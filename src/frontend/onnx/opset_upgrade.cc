@@ -118,6 +118,23 @@ void check_outputs_defined(const onnx::GraphProto& g, const std::string& what) {
       throw Error(what + ": graph output '" + out.name() + "' is not computed by any node");
 }
 
+// libonnx's shape inference divides by each stride of a convolution or
+// pool (and trusts kernel sizes and dilations): a 0 there is a division by
+// zero inside libonnx, so window attributes are checked first, in
+// subgraphs too. ONNX requires all of them to be >= 1.
+void check_window_attributes(const onnx::GraphProto& g, const std::string& what) {
+  for (const auto& n : g.node())
+    for (const auto& a : n.attribute()) {
+      if (a.name() == "strides" || a.name() == "dilations" || a.name() == "kernel_shape")
+        for (int64_t v : a.ints())
+          if (v < 1)
+            throw Error(what + ": " + n.op_type() + " node '" + n.name() + "' has " + a.name() + " " +
+                        std::to_string(v) + "; every value must be 1 or more");
+      if (a.has_g()) check_window_attributes(a.g(), what);
+      for (const auto& sub : a.graphs()) check_window_attributes(sub, what);
+    }
+}
+
 }  // namespace
 
 int64_t newest_known_opset() {
@@ -129,6 +146,7 @@ int64_t newest_known_opset() {
 onnx::ModelProto convert_opset(const onnx::ModelProto& model, int64_t opset, int64_t target,
                                const std::string& what) {
   check_outputs_defined(model.graph(), what);
+  check_window_attributes(model.graph(), what);
   onnx::ModelProto input = model;
   std::string failure;
   // The converter reports some failures on std::cerr and returns its input
