@@ -20,6 +20,8 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include "frontend/onnx/importer.h"
 #include "onnx/defs/schema.h"
@@ -119,17 +121,23 @@ void check_outputs_defined(const onnx::GraphProto& g, const std::string& what) {
 }
 
 // libonnx's shape inference divides by each stride of a convolution or
-// pool (and trusts kernel sizes and dilations): a 0 there is a division by
-// zero inside libonnx, so window attributes are checked first, in
-// subgraphs too. ONNX requires all of them to be >= 1.
+// pool, by a group count and a block size (and trusts kernel sizes and
+// dilations): a 0 there is a division by zero inside libonnx, so these
+// attributes are checked first, in subgraphs too. ONNX requires all of them
+// to be >= 1.
 void check_window_attributes(const onnx::GraphProto& g, const std::string& what) {
   for (const auto& n : g.node())
     for (const auto& a : n.attribute()) {
-      if (a.name() == "strides" || a.name() == "dilations" || a.name() == "kernel_shape")
-        for (int64_t v : a.ints())
+      const std::string& name = a.name();
+      if (name == "strides" || name == "dilations" || name == "kernel_shape" || name == "blocksize" ||
+          name == "group") {
+        std::vector<int64_t> values(a.ints().begin(), a.ints().end());
+        if (a.type() == onnx::AttributeProto_AttributeType_INT) values.push_back(a.i());
+        for (int64_t v : values)
           if (v < 1)
             throw Error(what + ": " + n.op_type() + " node '" + n.name() + "' has " + a.name() + " " +
                         std::to_string(v) + "; every value must be 1 or more");
+      }
       if (a.has_g()) check_window_attributes(a.g(), what);
       for (const auto& sub : a.graphs()) check_window_attributes(sub, what);
     }
