@@ -21,7 +21,6 @@ int64_t shape_numel(const Shape& shape) {
 uint64_t max_tensor_bytes() { return byte_limit_from_env("KILN_MAX_TENSOR_BYTES", uint64_t{16} << 30); }
 
 int64_t checked_tensor_bytes(const Shape& shape, DType dtype, const std::string& what) {
-  check_shape_extent(shape, what);
   bool overflow = false, empty = false;
   int64_t n = dtype_bytes(dtype);
   for (int64_t d : shape) {
@@ -29,7 +28,11 @@ int64_t checked_tensor_bytes(const Shape& shape, DType dtype, const std::string&
     empty |= d == 0;
     overflow |= __builtin_mul_overflow(n, d, &n);
   }
-  if (empty) return 0;
+  // An empty tensor may still not hide a dimension beyond kiln's limit.
+  if (empty) {
+    check_shape_extent(shape, what);
+    return 0;
+  }
   uint64_t limit = max_tensor_bytes();
   std::string type = shape_str(shape) + " " + std::string(dtype_name(dtype));
   if (overflow)
@@ -39,6 +42,7 @@ int64_t checked_tensor_bytes(const Shape& shape, DType dtype, const std::string&
     throw Error(what + ": " + type + " is " + bytes_str(static_cast<uint64_t>(n)) +
                 ", larger than the limit of " + bytes_str(limit) +
                 " (set KILN_MAX_TENSOR_BYTES to raise it)");
+  check_shape_extent(shape, what);  // reached only with a limit raised past 2^48 elements
   return n;
 }
 

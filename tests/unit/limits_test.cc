@@ -41,7 +41,14 @@ struct ScopedEnv {
 
 TEST(Limits, TensorBytesAreCheckedWithoutOverflowNamingTheTensor) {
   EXPECT_EQ(checked_tensor_bytes({2, 3}, DType::Float32, "x"), 24);
-  EXPECT_EQ(checked_tensor_bytes({0, int64_t{1} << 62, int64_t{1} << 62}, DType::Float32, "x"), 0);
+  EXPECT_EQ(checked_tensor_bytes({0, int64_t{1} << 40, int64_t{1} << 40}, DType::Float32, "x"), 0);
+  // Empty, but with a dimension no kernel could index (its strides overflow).
+  EXPECT_TRUE(
+      has(error_of([] {
+            checked_tensor_bytes({0, int64_t{1} << 62, int64_t{1} << 62}, DType::Float32, "x");
+          }),
+          "x: shape (0, 4611686018427387904, 4611686018427387904) has a dimension of 4611686018427387904, "
+          "more than kiln's limit of 2^48"));
   std::string big = error_of([] { checked_tensor_bytes({100000, 100000}, DType::Float32, "input %x"); });
   EXPECT_TRUE(has(big, "input %x: (100000, 100000) float32 is 40000000000 bytes")) << big;
   EXPECT_TRUE(has(big, "larger than the limit of 17179869184 bytes (16 GiB)")) << big;
