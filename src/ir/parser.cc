@@ -213,6 +213,7 @@ class Parser {
     Shape shape;
     std::vector<std::string> dim_names;
     int64_t numel = 1;
+    std::optional<Token> too_many;
     if (!lex.at(TokenKind::RParen)) {
       do {
         if (lex.at(TokenKind::RParen) && !shape.empty()) break;  // (4,)
@@ -226,12 +227,20 @@ class Parser {
         }
         d = lex.expect(TokenKind::Int, "a dimension (an integer or ?name)");
         if (d.int_value < 0) throw lex.error_at(d, "negative dimension " + d.text);
-        if (d.int_value > kMaxNumel || (d.int_value > 0 && numel > kMaxNumel / d.int_value))
-          throw lex.error_at(d, "shape is too large (more than 2^48 elements)");
-        numel *= d.int_value;
+        if (d.int_value > kMaxNumel) throw lex.error_at(d, "shape is too large (more than 2^48 elements)");
+        // kMaxShapeExtent's rule (check_shape_extent): too many elements is
+        // an error unless a later dimension is 0; the error points at the
+        // dimension that crossed the limit.
+        if (d.int_value > 0 && numel > kMaxNumel / d.int_value) {
+          if (!too_many) too_many = d;
+          numel = kMaxNumel + 1;
+        } else {
+          numel *= d.int_value;
+        }
         shape.push_back(d.int_value);
       } while (lex.accept(TokenKind::Comma));
     }
+    if (numel > kMaxNumel) throw lex.error_at(*too_many, "shape is too large (more than 2^48 elements)");
     lex.expect(TokenKind::RParen, "',' or ')' in the shape");
     lex.expect(TokenKind::Comma, "',' and the element type");
     Token dt = lex.expect(TokenKind::Ident, "an element type such as float32");

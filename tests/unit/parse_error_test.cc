@@ -163,6 +163,17 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{"NulByte", std::string("def @f\0", 7), 1, 7, "unexpected character byte 0x00"}),
     [](const ::testing::TestParamInfo<BadInput>& info) { return std::string(info.param.name); });
 
+// The parser and the ONNX importer share check_shape_extent's rule: a 0
+// after dimensions whose product passes 2^48 makes the shape empty, and
+// legal (onnx_fuzz found the importer accepting what the parser refused).
+TEST(ParseErrorText, EmptyShapeAfterALargePrefixParses) {
+  std::string text =
+      "def @f(%x: Tensor[(1000000000, 1000000000, 0), float32]) -> Tensor[(1000000000, 1000000000, 0), "
+      "float32] {\n  return %x\n}\n";
+  Module m = parse_module(text, "empty.kir");
+  EXPECT_EQ(m.functions.size(), 1u);
+}
+
 TEST(ParseErrorText, WhatShowsFileLineCaret) {
   std::string text = fn("  %y = nn.frobnicate(%x)\n  return %y\n");
   try {
