@@ -76,6 +76,19 @@ int64_t column_vectors(const CpuTarget& cpu, int64_t cb) {
   return (cb + cpu.float32_lanes() - 1) / cpu.float32_lanes();
 }
 
+// Column tiles per packed panel: 1 while the left operand (rows x
+// reduction) fits in half of a typical L2 (each row tile then reads its rows
+// from L2 once per tile); else the most tiles whose panel stays within that
+// half, dividing the tiles and leaving at least two panels to run in
+// parallel.
+int64_t panel_tiles(int64_t tiles, int64_t cb, int64_t rows, int64_t reduction) {
+  constexpr int64_t kHalfL2 = 256 * 1024;
+  if (rows * reduction * 4 <= kHalfL2) return 1;
+  for (int64_t t = std::min<int64_t>(tiles / 2, 8); t > 1; --t)
+    if (tiles % t == 0 && t * cb * reduction * 4 <= kHalfL2) return t;
+  return 1;
+}
+
 }  // namespace
 
 int64_t tile_rows(const CpuTarget& cpu, int64_t rows, int64_t cols) {
@@ -144,16 +157,26 @@ bool tile_anchor(te::Schedule& s, const AnchorTile& a, const CpuTarget& cpu,
   // each tile of columns of it is copied once into a contiguous panel and
   // read by every row tile. Otherwise (conv) row tiles are outer.
   bool pack = a.panel && rb < shape[size_t(a.row_axis)];
+  int64_t reduction = 1;
+  for (const te::IterVar& r : a.tensor->reduction.axes) reduction *= r.extent;
+  // When the left operand is larger than L2 holds, each panel spans several
+  // column tiles (panel_tiles_for): every pass over the left operand then
+  // serves that many tiles, its rows read from L1 for all but the first.
+  tir::Var cpo;
+  if (pack) {
+    const int64_t tiles = (shape[size_t(a.col_axis)] + cb - 1) / cb;
+    const int64_t per_panel = panel_tiles(tiles, cb, shape[size_t(a.row_axis)], reduction);
+    if (per_panel > 1) std::tie(cpo, co) = out->split(co, per_panel);
+  }
   // Without packing (conv), the loop order that moves fewer bytes from
   // beyond L2: row tiles innermost re-read the weights (rows x reduction)
   // once per column tile; row tiles outermost re-read the input (columns x
   // the first reduce axis: positions x input channels) once per row tile.
   // Bytes that stay in L2 (up to 256 KiB, half of a typical L2) count a
   // quarter.
-  int64_t rows = shape[size_t(a.row_axis)], columns = 1, reduction = 1;
+  int64_t rows = shape[size_t(a.row_axis)], columns = 1;
   for (size_t k = 0; k < rank; ++k)
     if (k != size_t(a.row_axis)) columns *= shape[k];
-  for (const te::IterVar& r : a.tensor->reduction.axes) reduction *= r.extent;
   const int64_t first_reduce = a.tensor->reduction.axes.empty() ? 1 : a.tensor->reduction.axes[0].extent;
   auto traffic = [](int64_t passes, int64_t elements) {
     double bytes = double(elements) * 4;
@@ -164,10 +187,11 @@ bool tile_anchor(te::Schedule& s, const AnchorTile& a, const CpuTarget& cpu,
   std::vector<tir::Var> order;
   for (size_t k = 0; k < rank; ++k) {
     if (k == size_t(a.row_axis)) {
-      if (!rows_inner) order.push_back(pack ? co : ro);
+      if (!rows_inner) order.push_back(pack ? (cpo ? cpo : co) : ro);
     } else if (k == size_t(a.col_axis)) {
       order.push_back(pack ? ro : co);
       if (rows_inner) order.push_back(ro);
+      if (cpo) order.push_back(co);
     } else {
       order.push_back(k == h_axis ? ho : axes[k]);
     }
@@ -179,14 +203,14 @@ bool tile_anchor(te::Schedule& s, const AnchorTile& a, const CpuTarget& cpu,
   out->unroll(ri);
   if (h_axis < rank) out->unroll(hi);
   out->vectorize(ci);
-  const tir::Var tile_loop = pack || rows_inner ? ro : co;
+  const tir::Var tile_loop = cpo ? co : pack || rows_inner ? ro : co;
   // The loops outside the tile loop run in parallel, fused into one; with
   // packing, the panel loop among them (each task packs its own panels).
   int64_t work = 1;
   for (int64_t d : shape) work *= d;
   for (const te::IterVar& r : a.tensor->reduction.axes) work *= r.extent;
   tir::Var outer = out->leaf(0);
-  const tir::Var stop = tile_loop;
+  const tir::Var stop = cpo ? ro : tile_loop;
   while (out->leaves().size() > 1 && out->leaves()[1].var != stop)
     outer = out->fuse(outer, out->leaves()[1].var);
   if (work >= kParallelMinWork && outer != stop && out->leaves()[0].extent > 1) out->parallel(outer);
@@ -196,8 +220,9 @@ bool tile_anchor(te::Schedule& s, const AnchorTile& a, const CpuTarget& cpu,
     te::Tensor packed = a.panel;
     if (!panel || a.panel->is_placeholder()) packed = s.cache_read(a.panel, "global", {tile_tensor});
     te::Stage& p = *find_stage(s, packed);
-    // At the column-tile loop, or at the loop it was fused into.
-    p.compute_at(*out, pack && outer != co ? outer : co);
+    // At the panel loop, or at the loop it was fused into.
+    const tir::Var panel_loop = cpo ? cpo : co;
+    p.compute_at(*out, outer != panel_loop ? outer : panel_loop);
     p.vectorize(p.leaves().back().var);
     done.push_back(&p);
   }

@@ -21,6 +21,7 @@
 #include "lower/lower.h"
 #include "op_test_util.h"
 #include "runtime/host_code.h"
+#include "tir/text.h"
 #include "tir/transform/passes.h"
 
 namespace kiln::testing {
@@ -268,7 +269,9 @@ const std::map<std::string, CaseGen>& generators() {
              {{f32({2, 3, k}), f32({n, k})}, {}},
              {{typed({3, k}, DType::Int8), typed({n, k}, DType::Int8)}, {}, {{-128, 127}, {-128, 127}}},
              // 53 columns: padded to whole tiles, the extra columns never stored.
-             {{f32({6, k}), f32({53, k})}, {}}};
+             {{f32({6, k}), f32({53, k})}, {}},
+             // x beyond half of L2: panels of several column tiles.
+             {{f32({150, 500}), f32({128, 500})}, {}}};
        }},
       {"matmul",
        [](Lcg& r) {
@@ -281,7 +284,10 @@ const std::map<std::string, CaseGen>& generators() {
                                   // Columns padded to whole tiles: 53, 1-D a with 37.
                                   {{f32({5, k}), f32({k, 53})}, {}},
                                   {{f32({2, 3, k}), f32({2, k, 41})}, {}},
-                                  {{f32({k}), f32({k, 37})}, {}}};
+                                  {{f32({k}), f32({k, 37})}, {}},
+                                  // a beyond half of L2 (rows padded to whole tiles too):
+                                  // panels of several column tiles.
+                                  {{f32({2, 161, 450}), f32({2, 450, 128})}, {}}};
        }},
       {"nn.max_pool2d", [](Lcg& r) { return pool_cases(r, false); }},
       {"nn.avg_pool2d", [](Lcg& r) { return pool_cases(r, true); }},
@@ -566,6 +572,39 @@ TEST(Lowering, FusedChainMatchesTheOpsOneByOne) {
   jit->run(spec.name, {tx.raw(), tw.raw(), tb.raw(), got.raw()});
   for (int64_t i = 0; i < want.numel(); ++i)
     ASSERT_NEAR(got.get_as_double(i), want.get_as_double(i), 1e-4) << i;
+}
+
+// A left operand beyond half of L2 (1024 x 512 float32, 2 MiB): each packed
+// panel of the right one spans several column tiles, as many as half of L2
+// holds (AVX2: 8 tiles of 16 columns, AVX-512: 4 of 32; 256 KiB each), so a
+// pass over the left operand serves them all; the values hold on both
+// schedules.
+TEST(Lowering, LargeProductPacksPanelsOfSeveralColumnTiles) {
+  TensorDesc a = f32({1024, 512}), b = f32({512, 256}), y = f32({1024, 256});
+  Lcg r(11);
+  Tensor ta = random_input(a, {-1, 1}, r), tb = random_input(b, {-1, 1}, r);
+  Tensor want = run1("matmul", {ta, tb});
+  struct Cpu {
+    schedule::CpuTarget cpu;
+    const char* panel;  // the panel's workspace request
+  };
+  for (const Cpu& c : {Cpu{{32, 16}, "uint64(262144)"}, Cpu{{64, 32}, "uint64(262144)"}}) {
+    lower::KernelSpec spec;
+    spec.name = "matmul_" + std::to_string(c.cpu.vector_bytes);
+    spec.params = {a, b};
+    spec.ops.push_back({"matmul", normalize_attrs(op_named("matmul"), {}), {a, b}, {y}, {{0, -1, 0}, {1, -1, 0}}});
+    spec.outputs = {{0, 0}};
+    auto f = lower::lower_kernel(spec, nullptr, c.cpu);
+    ASSERT_TRUE(f.has_value());
+    tir::PrimFunc built = tir::lower_for_build(*f);
+    const std::string text = tir::print_prim_func(*built);
+    EXPECT_NE(text.find(c.panel), std::string::npos) << text;
+    auto jit = codegen::JitModule::create({built});
+    Tensor got = Tensor::empty(want.shape(), want.dtype());
+    jit->run(spec.name, {ta.raw(), tb.raw(), got.raw()});
+    for (int64_t i = 0; i < want.numel(); ++i)
+      ASSERT_NEAR(got.get_as_double(i), want.get_as_double(i), 1e-3) << spec.name << " element " << i;
+  }
 }
 
 }  // namespace
