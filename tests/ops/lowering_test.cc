@@ -592,7 +592,8 @@ TEST(Lowering, LargeProductPacksPanelsOfSeveralColumnTiles) {
     lower::KernelSpec spec;
     spec.name = "matmul_" + std::to_string(c.cpu.vector_bytes);
     spec.params = {a, b};
-    spec.ops.push_back({"matmul", normalize_attrs(op_named("matmul"), {}), {a, b}, {y}, {{0, -1, 0}, {1, -1, 0}}});
+    spec.ops.push_back(
+        {"matmul", normalize_attrs(op_named("matmul"), {}), {a, b}, {y}, {{0, -1, 0}, {1, -1, 0}}});
     spec.outputs = {{0, 0}};
     auto f = lower::lower_kernel(spec, nullptr, c.cpu);
     ASSERT_TRUE(f.has_value());
