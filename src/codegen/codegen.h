@@ -81,10 +81,11 @@ EmitKind parse_emit_kind(const std::string& name);
 
 struct CodegenOptions {
   Target target;  // the host unless set
-  // LLVM's O2: the vector code is explicit (vectorize-loops), so O3's
-  // further loop transformations add compile time and no speed (PP-OCR det
-  // compiles in 3.1 s instead of 5.4 on one core; matmul 1024^3 runs 0.83x
-  // oneDNN instead of 0.74x on an AMD EPYC).
+  // 2: on the host, kiln's short LLVM pipeline for code whose vectors are
+  // already explicit (llvm_codegen.cc, kHostPipeline); on Hexagon, LLVM's
+  // O2. 3: LLVM's O3 (its further loop transformations add compile time and
+  // no speed: PP-OCR det compiled in 5.4 s instead of 3.1 on one core, and
+  // matmul 1024^3 ran 0.74x oneDNN instead of 0.83x on an AMD EPYC).
   int opt_level = 2;
   // --link-lib: libraries that may provide imports (host: shared libraries;
   // Hexagon: object files linked into the executable)

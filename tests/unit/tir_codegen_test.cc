@@ -153,5 +153,22 @@ TEST(TirCodegen, LlvmIrDeclaresTheRuntimeImports) {
   EXPECT_NE(ll.find("define"), std::string::npos);
 }
 
+// A vectorized loop that vectorize-loops cannot rewrite (a dynamic extent)
+// keeps its hint, and the host's LLVM pipeline vectorizes it: vector loads
+// of the float elements in the LLVM IR, not a scalar loop.
+TEST(TirCodegen, HostPipelineVectorizesLoopsLeftWithTheirHint) {
+  const char* text = R"(
+prim @kept(%a: Buffer[(4096), float32], %b: Buffer[(4096), float32], %n: int32) {
+  for %i from 0 extent %n vectorized {
+    %a[%i] = %a[%i] * 2.0 + %b[%i]
+  }
+  return 0
+}
+)";
+  std::string ll = emit_text(lowered(text), EmitKind::LLVMIR);
+  EXPECT_NE(ll.find("load <"), std::string::npos) << ll;
+  EXPECT_NE(ll.find(" x float>"), std::string::npos) << ll;
+}
+
 }  // namespace
 }  // namespace kiln::codegen

@@ -78,6 +78,11 @@ PrimFunc unroll_loops(const PrimFunc& f);
 // and stored after it.
 PrimFunc promote_accumulators(const PrimFunc& f);
 
+// share-common-subexpressions: a part of a statement's expressions that it
+// computes more than once (an inlined epilogue's input) is bound to a
+// variable in a let before the statement, computed once.
+PrimFunc share_common_subexpressions(const PrimFunc& f);
+
 // verify-scratchpad-capacity: the scratchpad bytes the lowered function will
 // hold at once must fit options.scratchpad_capacity. That is the plan that
 // will run: with options.static_scratchpad_plan the plan's pool

@@ -27,6 +27,8 @@ const NamedPass kPasses[] = {
     {"unroll-loops", [](const PrimFunc& f, const TirPassOptions&) { return unroll_loops(f); }},
     {"promote-accumulators",
      [](const PrimFunc& f, const TirPassOptions&) { return promote_accumulators(f); }},
+    {"share-common-subexpressions",
+     [](const PrimFunc& f, const TirPassOptions&) { return share_common_subexpressions(f); }},
     {"lower-workspace-alloc",
      [](const PrimFunc& f, const TirPassOptions& o) { return lower_workspace_alloc(f, o); }},
 };
@@ -65,7 +67,7 @@ const std::vector<std::string>& tir_build_passes() {
                                                  "flatten-buffers",        "simplify",
                                                  "form-dot-products",      "vectorize-loops",
                                                  "unroll-loops",           "simplify",
-                                                 "promote-accumulators"};
+                                                 "promote-accumulators",   "share-common-subexpressions"};
   return names;
 }
 
