@@ -30,6 +30,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <mutex>
 #include <sstream>
 #include <unordered_map>
@@ -41,6 +42,7 @@
 #include "runtime/hexagon/harness.h"
 #include "runtime/host_code.h"
 #include "runtime/runtime_abi.h"
+#include "tir/mutator.h"
 #include "tir/parallel.h"
 #include "tir/text.h"
 
@@ -311,16 +313,67 @@ class FunctionBuilder {
     return t.is_bool() ? b_.CreateZExt(v, memory_type(t)) : v;
   }
 
+  // The loop depth an expression varies at: that of the innermost loop whose
+  // variable it reads (through let variables too); 0 for none.
+  int depth_of(const tir::Expr& e) {
+    struct Depth : tir::Visitor {
+      const std::unordered_map<const tir::VarNode*, int>& of;
+      int depth = 0;
+      explicit Depth(const std::unordered_map<const tir::VarNode*, int>& o) : of(o) {}
+      void visit_Var(const tir::VarNode& v) override {
+        if (auto it = of.find(&v); it != of.end()) depth = std::max(depth, it->second);
+      }
+    } d(var_depth_);
+    d.visit(e);
+    return d.depth;
+  }
+
+  // The address of element `index` of `base`. An index that sums terms of
+  // the innermost loop and terms of outer ones is two steps, the outer part
+  // first, so that LLVM hoists it out of the loop and the loop's own part is
+  // added to a pointer (a register tile's rows: one pointer per row, each
+  // offset by the reduction's index) rather than to 32-bit integers that SLP
+  // would pack into vectors and extract again.
+  llvm::Value* element_ptr(llvm::Type* elem, llvm::Value* base, const tir::Expr& index) {
+    const int inner = int(loop_depth_);
+    if (inner > 0 && !index->dtype.is_vector() && index->kind == tir::ExprKind::Binary &&
+        static_cast<const tir::BinaryNode&>(*index).op == tir::BinaryOp::Add) {
+      std::vector<tir::Expr> terms, outer_terms, inner_terms;
+      std::function<void(const tir::Expr&)> flatten = [&](const tir::Expr& e) {
+        auto* b = e->kind == tir::ExprKind::Binary ? static_cast<const tir::BinaryNode*>(e.get()) : nullptr;
+        if (b && b->op == tir::BinaryOp::Add) {
+          flatten(b->a);
+          flatten(b->b);
+        } else {
+          terms.push_back(e);
+        }
+      };
+      flatten(index);
+      for (const tir::Expr& t : terms) (depth_of(t) < inner ? outer_terms : inner_terms).push_back(t);
+      if (!outer_terms.empty() && !inner_terms.empty()) {
+        auto sum = [](const std::vector<tir::Expr>& v) {
+          tir::Expr out = v[0];
+          for (size_t i = 1; i < v.size(); ++i) out = tir::add(out, v[i]);
+          return out;
+        };
+        // Plain GEPs: the outer part alone may point outside the buffer.
+        llvm::Value* row = b_.CreateGEP(elem, base, expr(sum(outer_terms)));
+        return b_.CreateGEP(elem, row, expr(sum(inner_terms)));
+      }
+    }
+    return b_.CreateInBoundsGEP(elem, base, expr(index));
+  }
+
   llvm::Value* load(const tir::BufferLoadNode& n) {
     const tir::Expr& index = flat_index(n.buffer, n.indices);
     llvm::Value* base = buffer_base(n.buffer);
     llvm::Type* elem = memory_type(n.buffer->dtype.element());
     if (n.dtype.lanes == 1) {
-      llvm::Value* p = b_.CreateInBoundsGEP(elem, base, expr(index));
+      llvm::Value* p = element_ptr(elem, base, index);
       return to_register(b_.CreateAlignedLoad(elem, p, elem_align(*n.buffer)), n.dtype);
     }
     if (auto* r = dense_ramp(index)) {
-      llvm::Value* p = b_.CreateInBoundsGEP(elem, base, expr(r->base));
+      llvm::Value* p = element_ptr(elem, base, r->base);
       return to_register(b_.CreateAlignedLoad(memory_type(n.dtype), p, elem_align(*n.buffer)), n.dtype);
     }
     // Lanes at constant offsets from one scalar index (a strided conv's
@@ -358,11 +411,11 @@ class FunctionBuilder {
     llvm::Type* elem = memory_type(n.buffer->dtype.element());
     llvm::Value* v = to_memory(expr(n.value), n.value->dtype);
     if (n.value->dtype.lanes == 1) {
-      b_.CreateAlignedStore(v, b_.CreateInBoundsGEP(elem, base, expr(index)), elem_align(*n.buffer));
+      b_.CreateAlignedStore(v, element_ptr(elem, base, index), elem_align(*n.buffer));
       return;
     }
     if (auto* r = dense_ramp(index)) {
-      b_.CreateAlignedStore(v, b_.CreateInBoundsGEP(elem, base, expr(r->base)), elem_align(*n.buffer));
+      b_.CreateAlignedStore(v, element_ptr(elem, base, r->base), elem_align(*n.buffer));
       return;
     }
     llvm::Value* idx = expr(index);
@@ -499,6 +552,7 @@ class FunctionBuilder {
         llvm::Value* v = expr(n.value);
         v->setName(n.var->name);
         vars_[n.var.get()] = v;
+        var_depth_[n.var.get()] = depth_of(n.value);
         return stmt(n.body);
       }
       case StmtKind::IfThenElse: {
@@ -559,9 +613,13 @@ class FunctionBuilder {
     b_.CreateCondBr(cond, body, done);
     b_.SetInsertPoint(body);
     vars_[n.var.get()] = i;
+    var_depth_[n.var.get()] = int(++loop_depth_);
     stmt(n.body);
+    --loop_depth_;
     if (!b_.GetInsertBlock()->getTerminator()) {
-      llvm::Value* next = b_.CreateAdd(i, llvm::ConstantInt::get(min->getType(), 1));
+      // i < end, so i + 1 does not wrap.
+      llvm::Value* one = llvm::ConstantInt::get(min->getType(), 1);
+      llvm::Value* next = n.var->dtype.is_int() ? b_.CreateNSWAdd(i, one) : b_.CreateNUWAdd(i, one);
       i->addIncoming(next, b_.GetInsertBlock());
       llvm::BranchInst* br = b_.CreateBr(head);
       if (n.for_kind == tir::ForKind::Vectorized || n.for_kind == tir::ForKind::Unrolled) {
@@ -745,6 +803,10 @@ class FunctionBuilder {
   llvm::Function* fn_ = nullptr;
   llvm::BasicBlock* entry_ = nullptr;
   std::unordered_map<const tir::VarNode*, llvm::Value*> vars_;
+  // The serial loops around the statement being built, and the depth each
+  // loop and let variable varies at (depth_of).
+  size_t loop_depth_ = 0;
+  std::unordered_map<const tir::VarNode*, int> var_depth_;
   llvm::AllocaInst* status_ = nullptr;  // parallel_status() of fn_, made at first use
   int parallel_tasks_ = 0;
 };
@@ -839,12 +901,15 @@ void add_hexagon_harness(llvm::Module& m, const std::vector<tir::PrimFunc>& func
 // (eight rounds of instcombine, loop unrolling, indvars, ...) doubles the
 // compile time and adds no speed: on one core of a Xeon PP-OCR det compiles
 // in 1.2 s instead of 2.4 s, rec 16.1 ms with either. Hexagon keeps O2's.
+// instcombine without its fixpoint check: LLVM's own pipelines run it so,
+// and a check that fails is a fatal error, not a slower build.
 constexpr const char* kHostPipeline =
-    "function(sroa,early-cse<memssa>,instcombine,simplifycfg,loop-mssa(licm),loop(loop-rotate),"
-    "loop-vectorize<vectorize-forced-only>,gvn,instcombine,slp-vectorizer,dse,instcombine,simplifycfg)";
+    "function(sroa,early-cse<memssa>,instcombine<no-verify-fixpoint>,simplifycfg,loop-mssa(licm),"
+    "loop(loop-rotate),loop-vectorize<vectorize-forced-only>,gvn,instcombine<no-verify-fixpoint>,"
+    "slp-vectorizer,dse,instcombine<no-verify-fixpoint>,simplifycfg)";
 constexpr const char* kHostPipelineNoLoopVectorize =
-    "function(sroa,early-cse<memssa>,instcombine,simplifycfg,loop-mssa(licm),gvn,instcombine,slp-vectorizer,"
-    "dse,instcombine,simplifycfg)";
+    "function(sroa,early-cse<memssa>,instcombine<no-verify-fixpoint>,simplifycfg,loop-mssa(licm),gvn,"
+    "instcombine<no-verify-fixpoint>,slp-vectorizer,dse,instcombine<no-verify-fixpoint>,simplifycfg)";
 
 void optimize(llvm::Module& m, llvm::TargetMachine& tm, int opt_level, bool loop_vectorize) {
   if (opt_level <= 0) return;
