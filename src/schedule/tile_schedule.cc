@@ -159,14 +159,15 @@ bool tile_anchor(te::Schedule& s, const AnchorTile& a, const CpuTarget& cpu,
   bool pack = a.panel && rb < shape[size_t(a.row_axis)];
   int64_t reduction = 1;
   for (const te::IterVar& r : a.tensor->reduction.axes) reduction *= r.extent;
-  // When the left operand is larger than L2 holds, each panel spans several
-  // column tiles (panel_tiles_for): every pass over the left operand then
-  // serves that many tiles, its rows read from L1 for all but the first.
-  tir::Var cpo;
+  // When the left operand is larger than half of L2, each panel spans
+  // several column tiles (panel_tiles), split off as the loop `panels`:
+  // every pass over the left operand then serves that many tiles, a row
+  // tile's rows read from L1 for all but the first.
+  tir::Var panels;
   if (pack) {
     const int64_t tiles = (shape[size_t(a.col_axis)] + cb - 1) / cb;
     const int64_t per_panel = panel_tiles(tiles, cb, shape[size_t(a.row_axis)], reduction);
-    if (per_panel > 1) std::tie(cpo, co) = out->split(co, per_panel);
+    if (per_panel > 1) std::tie(panels, co) = out->split(co, per_panel);
   }
   // Without packing (conv), the loop order that moves fewer bytes from
   // beyond L2: row tiles innermost re-read the weights (rows x reduction)
@@ -187,11 +188,11 @@ bool tile_anchor(te::Schedule& s, const AnchorTile& a, const CpuTarget& cpu,
   std::vector<tir::Var> order;
   for (size_t k = 0; k < rank; ++k) {
     if (k == size_t(a.row_axis)) {
-      if (!rows_inner) order.push_back(pack ? (cpo ? cpo : co) : ro);
+      if (!rows_inner) order.push_back(pack ? (panels ? panels : co) : ro);
     } else if (k == size_t(a.col_axis)) {
       order.push_back(pack ? ro : co);
       if (rows_inner) order.push_back(ro);
-      if (cpo) order.push_back(co);
+      if (panels) order.push_back(co);
     } else {
       order.push_back(k == h_axis ? ho : axes[k]);
     }
@@ -203,14 +204,14 @@ bool tile_anchor(te::Schedule& s, const AnchorTile& a, const CpuTarget& cpu,
   out->unroll(ri);
   if (h_axis < rank) out->unroll(hi);
   out->vectorize(ci);
-  const tir::Var tile_loop = cpo ? co : pack || rows_inner ? ro : co;
+  const tir::Var tile_loop = panels ? co : pack || rows_inner ? ro : co;
   // The loops outside the tile loop run in parallel, fused into one; with
   // packing, the panel loop among them (each task packs its own panels).
   int64_t work = 1;
   for (int64_t d : shape) work *= d;
   for (const te::IterVar& r : a.tensor->reduction.axes) work *= r.extent;
   tir::Var outer = out->leaf(0);
-  const tir::Var stop = cpo ? ro : tile_loop;
+  const tir::Var stop = panels ? ro : tile_loop;
   while (out->leaves().size() > 1 && out->leaves()[1].var != stop)
     outer = out->fuse(outer, out->leaves()[1].var);
   if (work >= kParallelMinWork && outer != stop && out->leaves()[0].extent > 1) out->parallel(outer);
@@ -221,7 +222,7 @@ bool tile_anchor(te::Schedule& s, const AnchorTile& a, const CpuTarget& cpu,
     if (!panel || a.panel->is_placeholder()) packed = s.cache_read(a.panel, "global", {tile_tensor});
     te::Stage& p = *find_stage(s, packed);
     // At the panel loop, or at the loop it was fused into.
-    const tir::Var panel_loop = cpo ? cpo : co;
+    const tir::Var panel_loop = panels ? panels : co;
     p.compute_at(*out, outer != panel_loop ? outer : panel_loop);
     p.vectorize(p.leaves().back().var);
     done.push_back(&p);
