@@ -38,104 +38,7 @@ bool is_leaf(const Expr& e) {
          e->kind == ExprKind::Var;
 }
 
-// Structurally equal expressions get one number: the number of a node is
-// that of its kind, type, own fields and its children's numbers.
-class Numbering {
- public:
-  int number(const Expr& e) {
-    if (auto it = memo_.find(e.get()); it != memo_.end()) return it->second;
-    std::vector<int64_t> key = {int64_t(e->kind), int64_t(e->dtype.code), e->dtype.bits, e->dtype.lanes};
-    bool pure = true;
-    auto child = [&](const Expr& c) {
-      key.push_back(number(c));
-      pure = pure && pure_.at(size_t(key.back()));
-    };
-    switch (e->kind) {
-      case ExprKind::IntImm:
-        key.push_back(static_cast<const IntImmNode&>(*e).value);
-        break;
-      case ExprKind::FloatImm: {
-        double v = static_cast<const FloatImmNode&>(*e).value;
-        int64_t bits;
-        std::memcpy(&bits, &v, sizeof bits);
-        key.push_back(bits);
-        break;
-      }
-      case ExprKind::StringImm:
-        key.push_back(text_number(static_cast<const StringImmNode&>(*e).value));
-        break;
-      case ExprKind::Var:
-        key.push_back(int64_t(reinterpret_cast<intptr_t>(e.get())));
-        break;
-      case ExprKind::Binary: {
-        auto& n = static_cast<const BinaryNode&>(*e);
-        key.push_back(int64_t(n.op));
-        child(n.a);
-        child(n.b);
-        break;
-      }
-      case ExprKind::Not:
-        child(static_cast<const NotNode&>(*e).a);
-        break;
-      case ExprKind::Cast:
-        child(static_cast<const CastNode&>(*e).value);
-        break;
-      case ExprKind::Select: {
-        auto& n = static_cast<const SelectNode&>(*e);
-        child(n.cond);
-        child(n.true_value);
-        child(n.false_value);
-        break;
-      }
-      case ExprKind::BufferLoad: {
-        auto& n = static_cast<const BufferLoadNode&>(*e);
-        key.push_back(int64_t(reinterpret_cast<intptr_t>(n.buffer.get())));
-        for (const Expr& i : n.indices) child(i);
-        break;
-      }
-      case ExprKind::Call: {
-        auto& n = static_cast<const CallNode&>(*e);
-        key.push_back(int64_t(n.call_kind));
-        key.push_back(text_number(n.name));
-        for (const Expr& a : n.args) child(a);
-        if (n.call_kind == CallKind::Extern || n.name == intrinsic_name(Intrinsic::ParallelStatus))
-          pure = false;
-        break;
-      }
-      case ExprKind::Ramp: {
-        auto& n = static_cast<const RampNode&>(*e);
-        child(n.base);
-        child(n.stride);
-        break;
-      }
-      case ExprKind::Broadcast:
-        child(static_cast<const BroadcastNode&>(*e).value);
-        break;
-    }
-    auto [it, added] = numbers_.emplace(std::move(key), int(pure_.size()));
-    if (added) pure_.push_back(pure);
-    memo_[e.get()] = it->second;
-    return it->second;
-  }
-  bool pure(int n) const { return pure_.at(size_t(n)); }
-
- private:
-  int64_t text_number(const std::string& s) {
-    return texts_.emplace(s, int64_t(texts_.size())).first->second;
-  }
-
-  std::map<std::vector<int64_t>, int> numbers_;
-  std::map<std::string, int64_t> texts_;
-  std::unordered_map<const ExprNode*, int> memo_;
-  std::vector<bool> pure_;
-};
-
-// Whether `e` stays where it is: leaves cost nothing to repeat, and ramps
-// and broadcasts are how codegen sees a contiguous or a repeated access (a
-// load at a variable holding a ramp would be a gather); their scalar parts
-// are shared instead.
-bool kept(const Expr& e) { return is_leaf(e) || e->kind == ExprKind::Ramp || e->kind == ExprKind::Broadcast; }
-
+// The operands of `e`, in order.
 std::vector<Expr> children(const Expr& e) {
   switch (e->kind) {
     case ExprKind::Binary: {
@@ -164,6 +67,76 @@ std::vector<Expr> children(const Expr& e) {
       return {};
   }
 }
+
+// Structurally equal expressions get one number: the number of a node is
+// that of its kind, type, own fields and its children's numbers.
+class Numbering {
+ public:
+  int number(const Expr& e) {
+    if (auto it = memo_.find(e.get()); it != memo_.end()) return it->second;
+    std::vector<int64_t> key = {int64_t(e->kind), int64_t(e->dtype.code), e->dtype.bits, e->dtype.lanes};
+    bool pure = true;
+    switch (e->kind) {  // the node's own fields
+      case ExprKind::IntImm:
+        key.push_back(static_cast<const IntImmNode&>(*e).value);
+        break;
+      case ExprKind::FloatImm: {
+        double v = static_cast<const FloatImmNode&>(*e).value;
+        int64_t bits;
+        std::memcpy(&bits, &v, sizeof bits);
+        key.push_back(bits);
+        break;
+      }
+      case ExprKind::StringImm:
+        key.push_back(text_number(static_cast<const StringImmNode&>(*e).value));
+        break;
+      case ExprKind::Var:
+        key.push_back(int64_t(reinterpret_cast<intptr_t>(e.get())));
+        break;
+      case ExprKind::Binary:
+        key.push_back(int64_t(static_cast<const BinaryNode&>(*e).op));
+        break;
+      case ExprKind::BufferLoad:
+        key.push_back(
+            int64_t(reinterpret_cast<intptr_t>(static_cast<const BufferLoadNode&>(*e).buffer.get())));
+        break;
+      case ExprKind::Call: {
+        auto& n = static_cast<const CallNode&>(*e);
+        key.push_back(int64_t(n.call_kind));
+        key.push_back(text_number(n.name));
+        pure = n.call_kind != CallKind::Extern && n.name != intrinsic_name(Intrinsic::ParallelStatus);
+        break;
+      }
+      default:  // Not, Cast, Select, Ramp, Broadcast: the type and the operands say it all
+        break;
+    }
+    for (const Expr& c : children(e)) {
+      key.push_back(number(c));
+      pure = pure && pure_.at(size_t(key.back()));
+    }
+    auto [it, added] = numbers_.emplace(std::move(key), int(pure_.size()));
+    if (added) pure_.push_back(pure);
+    memo_[e.get()] = it->second;
+    return it->second;
+  }
+  bool pure(int n) const { return pure_.at(size_t(n)); }
+
+ private:
+  int64_t text_number(const std::string& s) {
+    return texts_.emplace(s, int64_t(texts_.size())).first->second;
+  }
+
+  std::map<std::vector<int64_t>, int> numbers_;
+  std::map<std::string, int64_t> texts_;
+  std::unordered_map<const ExprNode*, int> memo_;
+  std::vector<bool> pure_;
+};
+
+// Whether `e` stays where it is: leaves cost nothing to repeat, and ramps
+// and broadcasts are how codegen sees a contiguous or a repeated access (a
+// load at a variable holding a ramp would be a gather); their scalar parts
+// are shared instead.
+bool kept(const Expr& e) { return is_leaf(e) || e->kind == ExprKind::Ramp || e->kind == ExprKind::Broadcast; }
 
 // The expressions of one statement, as the rewriter sees them: the shared
 // parts bound to variables in the order they are first complete.
