@@ -39,7 +39,6 @@
 #include "codegen/hexagon.h"
 #include "codegen/llvm_internal.h"
 #include "kiln/runtime/backend_api.h"
-#include "runtime/hexagon/harness.h"
 #include "runtime/host_code.h"
 #include "runtime/runtime_abi.h"
 #include "tir/mutator.h"
@@ -811,87 +810,6 @@ class FunctionBuilder {
   int parallel_tasks_ = 0;
 };
 
-// The Hexagon harness table (runtime/hexagon/harness.h): one entry per prim
-// function with its packed entry and parameter descriptions.
-static_assert(int(DataType::Code::Int) == KILN_HX_INT && int(DataType::Code::UInt) == KILN_HX_UINT &&
-                  int(DataType::Code::Float) == KILN_HX_FLOAT && int(DataType::Code::Bool) == KILN_HX_BOOL &&
-                  int(DataType::Code::Handle) == KILN_HX_HANDLE,
-              "harness.h type codes follow tir::DataType::Code");
-
-// A constant global (getOrInsertGlobal rather than `new GlobalVariable`, which
-// GCC's -Wmismatched-new-delete misreads).
-llvm::GlobalVariable* constant_global(llvm::Module& m, llvm::Constant* init, const std::string& name,
-                                      llvm::GlobalValue::LinkageTypes linkage) {
-  auto* g = llvm::cast<llvm::GlobalVariable>(m.getOrInsertGlobal(name, init->getType()));
-  g->setInitializer(init);
-  g->setConstant(true);
-  g->setLinkage(linkage);
-  return g;
-}
-
-llvm::Constant* private_constant(llvm::Module& m, llvm::Constant* init, const std::string& name) {
-  auto* g = constant_global(m, init, name, llvm::GlobalValue::PrivateLinkage);
-  g->setUnnamedAddr(llvm::GlobalValue::UnnamedAddr::Global);
-  return g;
-}
-
-void add_hexagon_harness(llvm::Module& m, const std::vector<tir::PrimFunc>& funcs, uint64_t vtcm_capacity) {
-  llvm::LLVMContext& ctx = m.getContext();
-  auto* i8 = llvm::Type::getInt8Ty(ctx);
-  auto* i32 = llvm::Type::getInt32Ty(ctx);
-  auto* i64 = llvm::Type::getInt64Ty(ctx);
-  auto* ptr = llvm::PointerType::get(ctx, 0);
-  auto* param_ty = llvm::StructType::create(ctx, {ptr, i8, i8, i8, i8, ptr}, "kiln_hx_param");
-  auto* entry_ty = llvm::StructType::create(ctx, {ptr, ptr, i32, ptr}, "kiln_hx_entry");
-  auto string = [&](const std::string& s, const std::string& name) {
-    return private_constant(m, llvm::ConstantDataArray::getString(ctx, s), name);
-  };
-  std::vector<llvm::Constant*> entries;
-  for (const tir::PrimFunc& f : funcs) {
-    std::vector<llvm::Constant*> params;
-    for (const tir::PrimParam& p : f->params) {
-      DataType t = p.buffer ? p.buffer->dtype : p.var->dtype;
-      std::vector<uint64_t> shape;
-      if (p.buffer) {
-        for (const tir::Expr& e : p.buffer->shape) {
-          auto* imm = tir::as<tir::IntImmNode>(e);
-          if (!imm)
-            throw Error("the Hexagon harness needs constant buffer shapes; parameter %" + p.buffer->name +
-                        " of @" + f->name + " has a symbolic extent");
-          shape.push_back(uint64_t(imm->value));
-        }
-      }
-      std::string prefix = "kiln_hx." + f->name + "." + p.var->name;
-      llvm::Constant* shape_ptr =
-          shape.empty() ? static_cast<llvm::Constant*>(llvm::ConstantPointerNull::get(ptr))
-                        : private_constant(m, llvm::ConstantDataArray::get(ctx, shape), prefix + ".shape");
-      const std::string& name = p.buffer ? p.buffer->name : p.var->name;
-      params.push_back(llvm::ConstantStruct::get(
-          param_ty, {string(name, prefix + ".name"), llvm::ConstantInt::get(i8, uint64_t(t.code)),
-                     llvm::ConstantInt::get(i8, t.bits), llvm::ConstantInt::get(i8, p.buffer ? 1 : 0),
-                     llvm::ConstantInt::get(i8, shape.size()), shape_ptr}));
-    }
-    llvm::Constant* params_ptr =
-        params.empty()
-            ? static_cast<llvm::Constant*>(llvm::ConstantPointerNull::get(ptr))
-            : private_constant(
-                  m, llvm::ConstantArray::get(llvm::ArrayType::get(param_ty, params.size()), params),
-                  "kiln_hx." + f->name + ".params");
-    llvm::Function* packed = m.getFunction(f->name + "__packed");
-    KILN_ASSERT(packed != nullptr, "codegen: the harness needs the packed entry of every function");
-    entries.push_back(
-        llvm::ConstantStruct::get(entry_ty, {string(f->name, "kiln_hx." + f->name + ".name"), packed,
-                                             llvm::ConstantInt::get(i32, f->params.size()), params_ptr}));
-  }
-  auto* entries_ty = llvm::ArrayType::get(entry_ty, entries.size());
-  constant_global(m, llvm::ConstantArray::get(entries_ty, entries), "kiln_hexagon_entries",
-                  llvm::GlobalValue::ExternalLinkage);
-  constant_global(m, llvm::ConstantInt::get(i32, entries.size()), "kiln_hexagon_num_entries",
-                  llvm::GlobalValue::ExternalLinkage);
-  constant_global(m, llvm::ConstantInt::get(i64, vtcm_capacity), "kiln_hexagon_vtcm_capacity",
-                  llvm::GlobalValue::ExternalLinkage);
-}
-
 // The host's code reaches LLVM as vector code already (vectorize-loops,
 // unroll-loops, promote-accumulators, share-common-subexpressions): what is
 // left is to turn the register tiles' local buffers into registers, fold and
@@ -1011,76 +929,6 @@ void check_target_imports(const std::vector<tir::PrimFunc>& funcs, const Codegen
   if (!options.check_imports) return;
   if (options.target.is_hexagon()) return check_hexagon_imports(collect_imports(funcs), options.link_libs);
   check_imports(collect_imports(funcs), options.link_libs);
-}
-
-namespace {
-
-void write_object(const std::vector<tir::PrimFunc>& funcs, const CodegenOptions& options,
-                  const std::string& path, bool with_harness) {
-  auto tm = target_machine(options.target, options.opt_level);
-  llvm::LLVMContext ctx;
-  auto m = build_module(ctx, funcs, *tm, options, with_harness);
-  std::error_code ec;
-  llvm::raw_fd_ostream out(path, ec, llvm::sys::fs::OF_None);
-  KILN_CHECK(!ec, "cannot write ", path, ": ", ec.message());
-  emit_machine_code(*m, *tm, out, llvm::CodeGenFileType::ObjectFile);
-}
-
-// Removes a temporary file when it goes out of scope.
-struct TempFile {
-  std::string path;
-  ~TempFile() { std::remove(path.c_str()); }
-};
-
-}  // namespace
-
-std::string emit_text(const std::vector<tir::PrimFunc>& funcs, EmitKind kind, const CodegenOptions& options) {
-  KILN_CHECK(kind == EmitKind::LLVMIR || kind == EmitKind::Assembly,
-             "emit_text writes ll or asm; use emit_to_file for obj, so and exe");
-  check_target_imports(funcs, options);
-  auto tm = target_machine(options.target, options.opt_level);
-  llvm::LLVMContext ctx;
-  auto m = build_module(ctx, funcs, *tm, options);
-  llvm::SmallString<4096> text;
-  llvm::raw_svector_ostream os(text);
-  if (kind == EmitKind::LLVMIR) {
-    m->print(os, nullptr);
-  } else {
-    emit_machine_code(*m, *tm, os, llvm::CodeGenFileType::AssemblyFile);
-  }
-  return std::string(text.str());
-}
-
-void emit_to_file(const std::vector<tir::PrimFunc>& funcs, EmitKind kind, const std::string& path,
-                  const CodegenOptions& options) {
-  const Target& target = options.target;
-  if (kind == EmitKind::SharedLibrary && target.is_hexagon())
-    throw Error("--emit so is for the host target; for " + target.name +
-                " emit obj (to link yourself) or exe (a static executable with kiln's Hexagon runtime)");
-  if (kind == EmitKind::Executable && !target.is_hexagon())
-    throw Error(
-        "--emit exe builds a static Hexagon executable; give --target hexagon-v68 (or v66, v69, "
-        "v73), or emit so for the host");
-  check_target_imports(funcs, options);
-  if (kind == EmitKind::LLVMIR || kind == EmitKind::Assembly) {
-    CodegenOptions o = options;
-    o.check_imports = false;
-    std::string text = emit_text(funcs, kind, o);
-    std::FILE* f = std::fopen(path.c_str(), "wb");
-    KILN_CHECK(f != nullptr, "cannot write ", path);
-    std::fwrite(text.data(), 1, text.size(), f);
-    std::fclose(f);
-    return;
-  }
-  if (kind == EmitKind::Object) return write_object(funcs, options, path, false);
-  TempFile obj{path + ".o"};
-  write_object(funcs, options, obj.path, kind == EmitKind::Executable);
-  if (kind == EmitKind::Executable) return link_hexagon_executable(obj.path, path, options.link_libs);
-  // A shared library: its undefined symbols stay imports, resolved when the
-  // runtime (or the named libraries) load it.
-  ProcessResult r = run_process({"ld.lld-19", "-shared", "-o", path, obj.path}, 120,
-                                "run scripts/setup.sh, which installs lld-19");
-  KILN_CHECK(r.exit_code == 0, "linking ", path, " with ld.lld-19 failed: ", r.err, r.out);
 }
 
 }  // namespace kiln::codegen

@@ -35,6 +35,9 @@ std::vector<std::string> use_import_slots(llvm::Module& m);
 void emit_machine_code(llvm::Module& m, llvm::TargetMachine& tm, llvm::raw_pwrite_stream& out,
                        llvm::CodeGenFileType type);
 std::string llvm_error(llvm::Error e);
+// The Hexagon harness table of `funcs` (hexagon_harness.cc), for
+// build_module's `with_harness`.
+void add_hexagon_harness(llvm::Module& m, const std::vector<tir::PrimFunc>& funcs, uint64_t vtcm_capacity);
 // A vector index as one scalar plus a constant offset per lane, when its
 // form shows one: broadcasts, ramps of a constant stride, their sums and
 // multiples, and / or mod by a constant of offsets with no scalar part
