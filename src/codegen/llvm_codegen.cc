@@ -394,6 +394,7 @@ class FunctionBuilder {
         return to_register(b_.CreateShuffleVector(wide, pick), n.dtype);
       }
     }
+    if (auto run = clamped_run(index)) return to_register(clamped_load(n, *run, elem, base), n.dtype);
     // A gather, one lane at a time.
     llvm::Value* idx = expr(index);
     llvm::Value* out = llvm::PoisonValue::get(memory_type(n.dtype));
@@ -402,6 +403,59 @@ class FunctionBuilder {
       out = b_.CreateInsertElement(out, b_.CreateAlignedLoad(elem, p, elem_align(*n.buffer)), uint64_t(i));
     }
     return to_register(out, n.dtype);
+  }
+
+  // The lanes offset + clamp(base + l, lo, hi) of a ClampedRun: one load of
+  // the run where base .. base + lanes - 1 lies in [lo, hi] (every run of a
+  // padded row but the first and last); else a masked load of the lanes
+  // inside, the others taking element lo or hi.
+  llvm::Value* clamped_load(const tir::BufferLoadNode& n, const ClampedRun& run, llvm::Type* elem,
+                            llvm::Value* base) {
+    const unsigned lanes = unsigned(n.dtype.lanes);
+    llvm::Type* vector_type = memory_type(n.dtype);
+    llvm::Value* first = expr(run.base);
+    llvm::Type* index_type = first->getType();
+    auto constant = [&](int64_t v) { return llvm::ConstantInt::get(index_type, uint64_t(v)); };
+    llvm::Value* offset = run.offset ? expr(run.offset) : constant(0);
+    llvm::Value* last = b_.CreateAdd(first, constant(int64_t(lanes) - 1));
+    llvm::Value* inside =
+        b_.CreateAnd(b_.CreateICmpSGE(first, constant(run.lo)), b_.CreateICmpSLE(last, constant(run.hi)));
+    auto* whole_bb = llvm::BasicBlock::Create(ctx_, "run_inside", fn_);
+    auto* edge_bb = llvm::BasicBlock::Create(ctx_, "run_at_edge", fn_);
+    auto* done_bb = llvm::BasicBlock::Create(ctx_, "run_loaded", fn_);
+    llvm::Value* start = b_.CreateAdd(offset, first);
+    b_.CreateCondBr(inside, whole_bb, edge_bb);
+    b_.SetInsertPoint(whole_bb);
+    llvm::Value* whole =
+        b_.CreateAlignedLoad(vector_type, b_.CreateInBoundsGEP(elem, base, start), elem_align(*n.buffer));
+    b_.CreateBr(done_bb);
+    b_.SetInsertPoint(edge_bb);
+    // The lanes' unclamped indices; the pointer of the masked load may lie
+    // outside the buffer (its masked-off lanes are not read), so a plain GEP.
+    llvm::SmallVector<llvm::Constant*, 64> steps;
+    for (unsigned l = 0; l < lanes; ++l) steps.push_back(constant(int64_t(l)));
+    llvm::Value* lane = b_.CreateAdd(b_.CreateVectorSplat(lanes, first), llvm::ConstantVector::get(steps));
+    auto splat = [&](int64_t v) { return b_.CreateVectorSplat(lanes, constant(v)); };
+    llvm::Value* below = b_.CreateICmpSLT(lane, splat(run.lo));
+    llvm::Value* mask = b_.CreateAnd(b_.CreateNot(below), b_.CreateICmpSLE(lane, splat(run.hi)));
+    // The first and last lanes' elements (lanes below lo read what the
+    // first lane reads, lanes above hi what the last one reads).
+    auto end_element = [&](llvm::Value* at) {
+      llvm::Value* clamped =
+          b_.CreateSelect(b_.CreateICmpSLT(at, constant(run.lo)), constant(run.lo),
+                          b_.CreateSelect(b_.CreateICmpSGT(at, constant(run.hi)), constant(run.hi), at));
+      llvm::Value* p = b_.CreateInBoundsGEP(elem, base, b_.CreateAdd(offset, clamped));
+      return b_.CreateVectorSplat(lanes, b_.CreateAlignedLoad(elem, p, elem_align(*n.buffer)));
+    };
+    llvm::Value* ends = b_.CreateSelect(below, end_element(first), end_element(last));
+    llvm::Value* edge =
+        b_.CreateMaskedLoad(vector_type, b_.CreateGEP(elem, base, start), elem_align(*n.buffer), mask, ends);
+    b_.CreateBr(done_bb);
+    b_.SetInsertPoint(done_bb);
+    llvm::PHINode* phi = b_.CreatePHI(vector_type, 2);
+    phi->addIncoming(whole, whole_bb);
+    phi->addIncoming(edge, edge_bb);
+    return phi;
   }
 
   void store(const tir::BufferStoreNode& n) {

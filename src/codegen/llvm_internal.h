@@ -47,6 +47,18 @@ struct LanePattern {
   std::vector<int64_t> offsets;
 };
 std::optional<LanePattern> lane_pattern(const tir::Expr& e);
+// A vector index that is a contiguous run clamped into [lo, hi], plus
+// lane-invariant terms: offset + min(max(ramp(base, 1, lanes), lo), hi)
+// (a padded input's row or a resize's source row, read through
+// clamp_index). A load reads the run as one vector where it lies inside
+// [lo, hi], and with a masked load and the two end elements where it does
+// not (vector_ops.cc); a gather otherwise.
+struct ClampedRun {
+  tir::Expr offset;  // null: no lane-invariant part
+  tir::Expr base;
+  int64_t lo, hi;
+};
+std::optional<ClampedRun> clamped_run(const tir::Expr& e);
 // exp of each float32 lane, inline, so it stays in vector registers (LLVM
 // lowers a vector llvm.exp to one expf call per lane): x = k ln 2 + r with
 // k = round(x / ln 2) and |r| <= ln 2 / 2 (ln 2 in two parts, so r is

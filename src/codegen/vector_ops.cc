@@ -63,6 +63,40 @@ std::optional<LanePattern> lane_pattern(const tir::Expr& e) {
   return std::nullopt;
 }
 
+std::optional<ClampedRun> clamped_run(const tir::Expr& e) {
+  auto constant = [](const tir::Expr& x) -> std::optional<int64_t> {
+    auto* b = tir::as<tir::BroadcastNode>(x);
+    return b ? tir::as_const_int(b->value) : std::nullopt;
+  };
+  // min(max(r, lo), hi) or max(min(r, hi), lo), r a ramp of stride 1.
+  auto clamp = [&](const tir::Expr& x) -> std::optional<ClampedRun> {
+    auto* outer = tir::as<tir::BinaryNode>(x);
+    if (!outer || (outer->op != tir::BinaryOp::Min && outer->op != tir::BinaryOp::Max)) return std::nullopt;
+    auto* inner = tir::as<tir::BinaryNode>(outer->a);
+    const tir::BinaryOp other = outer->op == tir::BinaryOp::Min ? tir::BinaryOp::Max : tir::BinaryOp::Min;
+    if (!inner || inner->op != other) return std::nullopt;
+    auto* r = tir::as<tir::RampNode>(inner->a);
+    auto c_outer = constant(outer->b), c_inner = constant(inner->b);
+    if (!r || !tir::is_const_int(r->stride, 1) || !c_outer || !c_inner) return std::nullopt;
+    const int64_t lo = outer->op == tir::BinaryOp::Min ? *c_inner : *c_outer;
+    const int64_t hi = outer->op == tir::BinaryOp::Min ? *c_outer : *c_inner;
+    if (lo > hi) return std::nullopt;
+    return ClampedRun{tir::Expr(), r->base, lo, hi};
+  };
+  if (auto run = clamp(e)) return run;
+  auto* add = tir::as<tir::BinaryNode>(e);
+  if (!add || add->op != tir::BinaryOp::Add) return std::nullopt;
+  for (int side = 0; side < 2; ++side) {
+    auto* invariant = tir::as<tir::BroadcastNode>(side ? add->a : add->b);
+    auto run = clamp(side ? add->b : add->a);
+    if (invariant && run) {
+      run->offset = invariant->value;
+      return run;
+    }
+  }
+  return std::nullopt;
+}
+
 llvm::Value* vector_exp_f32(llvm::IRBuilder<>& b, llvm::Value* x) {
   auto* vt = llvm::cast<llvm::FixedVectorType>(x->getType());
   auto f = [&](double v) { return llvm::ConstantFP::get(vt, v); };
