@@ -68,7 +68,10 @@ struct Lowered {
 Lowered unsupported(std::string reason);
 Lowered lowered(std::vector<te::Tensor> outputs, std::vector<te::Tensor> materialized = {});
 // `y` (rank >= 2) in register tiles over its axes `row` and `col` (< 0: from the end).
-Lowered tiled(te::Tensor y, int row, int col, std::vector<te::Tensor> materialized = {});
+// `window`: a materialized padded input of `y`, computed per band of rows
+// (AnchorTile::window).
+Lowered tiled(te::Tensor y, int row, int col, std::vector<te::Tensor> materialized = {},
+              te::Tensor window = nullptr);
 
 using LowerFn = Lowered (*)(const LowerContext&);
 

@@ -143,7 +143,7 @@ Lowered conv2d(const LowerContext& c) {
       c.name);
   // The padded input is computed once into a buffer: inlined, its bounds
   // checks would sit in the innermost loop and break its contiguous loads.
-  if (xp != x) return tiled(y, 1, 3, {xp});
+  if (xp != x) return tiled(y, 1, 3, {xp}, xp);
   return tiled(y, 1, 3);
 }
 
@@ -264,7 +264,7 @@ Lowered product(const LowerContext& c,
     y = te::compute(
         ys, [&](const te::Axes& i) { return (*yp)(i); }, c.name);
   Lowered r = lowered({y}, std::move(materialized));
-  r.anchors.push_back({yp, int(row), int(ys.size()) - 1, panel});
+  r.anchors.push_back({yp, int(row), int(ys.size()) - 1, panel, nullptr});
   return r;
 }
 

@@ -50,6 +50,11 @@ struct AnchorTile {
   // copied (cache_read); a computed tensor (dense's transposed weight) is
   // computed per panel instead of whole.
   tir::te::Tensor panel;
+  // A conv's zero-padded input (materialized, not inlined): computed per
+  // band of output rows, at the parallel loop over them, so the band's
+  // input rows are padded into a buffer that stays in L2 instead of the
+  // whole padded image being written to memory and read back.
+  tir::te::Tensor window;
 };
 
 // The rows a register-tiled product of `cols` columns is best computed on:

@@ -36,6 +36,9 @@ int64_t row_block_limit(const CpuTarget& cpu, int64_t col_vectors) {
 // Below this many multiply-adds a kernel runs on one thread: waking the pool
 // costs more than the work (tens of microseconds).
 constexpr int64_t kParallelMinWork = 1 << 18;
+// A padded conv input is computed per band of output rows when there are at
+// least this many bands to share among threads.
+constexpr int64_t kMinBands = 16;
 
 int64_t largest_divisor_up_to(int64_t n, int64_t limit) {
   for (int64_t d = std::min(n, limit); d > 1; --d)
@@ -211,11 +214,29 @@ bool tile_anchor(te::Schedule& s, const AnchorTile& a, const CpuTarget& cpu,
   for (int64_t d : shape) work *= d;
   for (const te::IterVar& r : a.tensor->reduction.axes) work *= r.extent;
   tir::Var outer = out->leaf(0);
-  const tir::Var stop = panels ? ro : tile_loop;
+  // A conv's padded input per band of output rows: the loops outside the
+  // column tiles (images, output rows, and row tiles when they are outer)
+  // become the parallel loop, when they give the threads enough iterations.
+  te::Stage* window = a.window && !pack ? find_stage(s, a.window) : nullptr;
+  if (window && window->inlined()) window = nullptr;
+  if (window) {
+    int64_t bands = 1;
+    for (const te::Leaf& l : out->leaves()) {
+      if (l.var == co) break;
+      bands *= l.extent;
+    }
+    if (bands < kMinBands) window = nullptr;
+  }
+  const tir::Var stop = panels ? ro : window ? co : tile_loop;
   while (out->leaves().size() > 1 && out->leaves()[1].var != stop)
     outer = out->fuse(outer, out->leaves()[1].var);
   if (work >= kParallelMinWork && outer != stop && out->leaves()[0].extent > 1) out->parallel(outer);
   tile.compute_at(*out, tile_loop);
+  if (window) {
+    window->compute_at(*out, outer);
+    window->vectorize(window->leaves().back().var);
+    done.push_back(window);
+  }
   if (pack) {
     te::Stage* panel = find_stage(s, a.panel);
     te::Tensor packed = a.panel;

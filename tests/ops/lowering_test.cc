@@ -608,5 +608,50 @@ TEST(Lowering, LargeProductPacksPanelsOfSeveralColumnTiles) {
   }
 }
 
+// A padded conv input is computed per band of output rows, inside the
+// parallel loop over them (its rows of the band only: 3 for a 3x3 kernel,
+// 4 when the tile also blocks output rows by two), when there are at least
+// 16 bands; with fewer, the whole padded image is computed first. The
+// values hold either way, on AVX2 and AVX-512 schedules.
+TEST(Lowering, PaddedConvInputIsComputedPerBandOfOutputRows) {
+  struct Case {
+    int64_t height, width;
+    schedule::CpuTarget cpu;
+    const char* pad;  // the padded input's buffer
+  };
+  const Case cases[] = {
+      {40, 64, {64, 32}, "%conv2d_0_pad: Buffer[(1, 8, 3, 66)"},  // 64 columns: 2 vectors
+      {40, 40, {32, 16}, "%conv2d_0_pad: Buffer[(1, 8, 4, 42)"},  // 40 columns: 1 vector, rows by 2
+      {8, 64, {64, 32}, "%conv2d_0_pad: Buffer[(1, 8, 10, 66)"},  // 8 bands: the whole image
+  };
+  for (const Case& c : cases) {
+    TensorDesc x = f32({1, 8, c.height, c.width}), w = f32({12, 8, 3, 3});
+    Attrs conv = normalize_attrs(op_named("nn.conv2d"), Attrs{{"padding", std::vector<int64_t>{1, 1}}});
+    std::vector<TensorDesc> y = infer_op(op_named("nn.conv2d"), {x, w}, conv);
+    lower::KernelSpec spec;
+    spec.name = "conv_" + std::to_string(c.height) + "_" + std::to_string(c.cpu.vector_bytes);
+    spec.params = {x, w};
+    spec.ops.push_back({"nn.conv2d", conv, {x, w}, y, {{0, -1, 0}, {1, -1, 0}}});
+    spec.outputs = {{0, 0}};
+    auto f = lower::lower_kernel(spec, nullptr, c.cpu);
+    ASSERT_TRUE(f.has_value());
+    const std::string text = tir::print_prim_func(**f);
+    const size_t parallel = text.find("parallel"), pad = text.find(c.pad);
+    ASSERT_NE(pad, std::string::npos) << text;
+    if (c.height >= 16)
+      EXPECT_LT(parallel, pad) << "the band's padded rows are computed inside the parallel loop\n" << text;
+    else
+      EXPECT_GT(parallel, pad) << "the padded image is allocated before any loop\n" << text;
+    auto jit = codegen::JitModule::create({tir::lower_for_build(*f)});
+    Lcg r(5);
+    Tensor tx = random_input(x, {-2, 2}, r), tw = random_input(w, {-1, 1}, r);
+    Tensor want = run1("nn.conv2d", {tx, tw}, conv);
+    Tensor got = Tensor::empty(want.shape(), want.dtype());
+    jit->run(spec.name, {tx.raw(), tw.raw(), got.raw()});
+    for (int64_t i = 0; i < want.numel(); ++i)
+      ASSERT_NEAR(got.get_as_double(i), want.get_as_double(i), 1e-4) << spec.name << " element " << i;
+  }
+}
+
 }  // namespace
 }  // namespace kiln::testing
