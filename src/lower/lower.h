@@ -69,9 +69,9 @@ Lowered unsupported(std::string reason);
 Lowered lowered(std::vector<te::Tensor> outputs, std::vector<te::Tensor> materialized = {});
 // `y` (rank >= 2) in register tiles over its axes `row` and `col` (< 0: from the end).
 // `window`: a materialized padded input of `y`, computed per band of rows
-// (AnchorTile::window).
+// (AnchorTile::window); `row_stride_bytes`: AnchorTile's.
 Lowered tiled(te::Tensor y, int row, int col, std::vector<te::Tensor> materialized = {},
-              te::Tensor window = nullptr);
+              te::Tensor window = nullptr, int64_t row_stride_bytes = 0);
 
 using LowerFn = Lowered (*)(const LowerContext&);
 

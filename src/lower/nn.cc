@@ -143,8 +143,10 @@ Lowered conv2d(const LowerContext& c) {
       c.name);
   // The padded input is computed once into a buffer: inlined, its bounds
   // checks would sit in the innermost loop and break its contiguous loads.
-  if (xp != x) return tiled(y, 1, 3, {xp}, xp);
-  return tiled(y, 1, 3);
+  // Consecutive output channels' weights are cg * KH * KW elements apart.
+  const int64_t weight_stride = cg * ws[2] * ws[3] * w->dtype.bytes();
+  if (xp != x) return tiled(y, 1, 3, {xp}, xp, weight_stride);
+  return tiled(y, 1, 3, {}, nullptr, weight_stride);
 }
 
 // nn.conv2d_transpose(x: (N, C, H, W), w: (C, O/g, KH, KW)): output (i, j)
@@ -248,7 +250,9 @@ Lowered product(const LowerContext& c,
   const int64_t M = ys[row];
   Shape padded = ys;
   padded.back() = cols;
-  if (pad_rows) padded[row] = schedule::tile_rows(c.cpu, M, cols);
+  // The left operand's rows are K elements apart (x[..., m, k]).
+  const int64_t row_stride_bytes = K * c.inputs[0]->dtype.bytes();
+  if (pad_rows) padded[row] = schedule::tile_rows(c.cpu, M, cols, row_stride_bytes);
   const bool exact = padded == ys;
   te::IterVar k = te::reduce_axis(K, "k");
   te::Tensor yp = te::compute(
@@ -264,7 +268,7 @@ Lowered product(const LowerContext& c,
     y = te::compute(
         ys, [&](const te::Axes& i) { return (*yp)(i); }, c.name);
   Lowered r = lowered({y}, std::move(materialized));
-  r.anchors.push_back({yp, int(row), int(ys.size()) - 1, panel, nullptr});
+  r.anchors.push_back({yp, int(row), int(ys.size()) - 1, panel, nullptr, row_stride_bytes});
   return r;
 }
 

@@ -28,11 +28,13 @@ Lowered lowered(std::vector<te::Tensor> outputs, std::vector<te::Tensor> materia
   return Lowered{std::move(outputs), "", std::move(materialized), {}};
 }
 
-Lowered tiled(te::Tensor y, int row, int col, std::vector<te::Tensor> materialized, te::Tensor window) {
+Lowered tiled(te::Tensor y, int row, int col, std::vector<te::Tensor> materialized, te::Tensor window,
+              int64_t row_stride_bytes) {
   int rank = int(y->shape.size());
   Lowered r = lowered({y}, std::move(materialized));
   if (rank >= 2)
-    r.anchors.push_back({y, row < 0 ? row + rank : row, col < 0 ? col + rank : col, nullptr, window});
+    r.anchors.push_back(
+        {y, row < 0 ? row + rank : row, col < 0 ? col + rank : col, nullptr, window, row_stride_bytes});
   return r;
 }
 

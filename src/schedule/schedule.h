@@ -55,6 +55,10 @@ struct AnchorTile {
   // input rows are padded into a buffer that stays in L2 instead of the
   // whole padded image being written to memory and read back.
   tir::te::Tensor window;
+  // Bytes between consecutive rows of the tile's left operand (matmul: A's
+  // rows, conv: the weights of consecutive output channels); 0 if unknown.
+  // The row block is capped so those rows share no L1 set beyond its ways.
+  int64_t row_stride_bytes = 0;
 };
 
 // The rows a register-tiled product of `cols` columns is best computed on:
@@ -63,7 +67,8 @@ struct AnchorTile {
 // tiles of 6 rows by 16 columns rather than 4; the extra rows read a
 // clamped index and are never stored).
 // A scratchpad target (no register tiles) keeps `rows`.
-int64_t tile_rows(const CpuTarget& cpu, int64_t rows, int64_t cols);
+// `row_stride_bytes`: as AnchorTile's.
+int64_t tile_rows(const CpuTarget& cpu, int64_t rows, int64_t cols, int64_t row_stride_bytes = 0);
 
 // Register-tiles `a` when the schedule's only output is `a` or an
 // elementwise epilogue of its shape (or of a prefix of its rows and columns,

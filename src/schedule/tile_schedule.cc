@@ -18,6 +18,7 @@
 // shape tiles without a remainder loop.
 #include <algorithm>
 #include <tuple>
+#include <vector>
 
 #include "schedule/schedule.h"
 
@@ -30,8 +31,32 @@ namespace te = tir::te;
 // (one input vector per column register and two broadcasts), up to 12:
 // 6 rows of two vectors with AVX2 (12 of 16 registers), 12 with AVX-512
 // (24 of 32; 14 rows, 28 registers, measured no faster).
-int64_t row_block_limit(const CpuTarget& cpu, int64_t col_vectors) {
-  return std::min<int64_t>(12, (cpu.vector_registers - col_vectors - 2) / col_vectors);
+//
+// Each step of the reduction reads one element of every row of the tile's
+// left operand (a matmul's A, a conv's weights), so those rows' cache lines
+// must stay in L1 together. An x86 L1D has 64 sets of 64-byte lines and at
+// least 8 ways (32 KiB 8-way, 48 KiB 12-way): rows whose stride is a
+// multiple of 4 KiB all fall into one set, and more than 8 of them evict
+// each other on every step (1024 x 1024 float32 with 12 rows: about 0.9x of
+// the 8-row tile on an 8-way L1). The rows are capped so that no set holds
+// more than 8 of them.
+constexpr int64_t kL1Sets = 64, kL1Line = 64, kL1MinWays = 8;
+
+int64_t rows_in_one_l1_set(int64_t row_stride_bytes, int64_t rows) {
+  std::vector<int64_t> count(size_t(kL1Sets), 0);
+  int64_t most = 0;
+  for (int64_t j = 0; j < rows; ++j)
+    most = std::max(most, ++count[size_t((j * row_stride_bytes / kL1Line) % kL1Sets)]);
+  return most;
+}
+
+int64_t row_block_limit(const CpuTarget& cpu, int64_t col_vectors, int64_t row_stride_bytes,
+                        int64_t accumulator_rows_per_row = 1) {
+  int64_t limit = std::min<int64_t>(
+      12, (cpu.vector_registers - col_vectors - 2) / (col_vectors * accumulator_rows_per_row));
+  if (row_stride_bytes > 0)
+    while (limit > 1 && rows_in_one_l1_set(row_stride_bytes, limit) > kL1MinWays) --limit;
+  return limit;
 }
 // Below this many multiply-adds a kernel runs on one thread: waking the pool
 // costs more than the work (tens of microseconds).
@@ -94,9 +119,9 @@ int64_t panel_tiles(int64_t tiles, int64_t cb, int64_t rows, int64_t reduction) 
 
 }  // namespace
 
-int64_t tile_rows(const CpuTarget& cpu, int64_t rows, int64_t cols) {
+int64_t tile_rows(const CpuTarget& cpu, int64_t rows, int64_t cols, int64_t row_stride_bytes) {
   if (cpu.scratchpad_bytes) return rows;
-  const int64_t limit = row_block_limit(cpu, column_vectors(cpu, column_block(cpu, cols)));
+  const int64_t limit = row_block_limit(cpu, column_vectors(cpu, column_block(cpu, cols)), row_stride_bytes);
   if (rows <= limit) return rows;
   // Useful rows per tile: whole blocks of `limit` (the last one partly
   // padding) against the largest block that divides the rows.
@@ -131,7 +156,7 @@ bool tile_anchor(te::Schedule& s, const AnchorTile& a, const CpuTarget& cpu,
   const int64_t rows_extent = shape[size_t(a.row_axis)];
   int64_t cb = column_block(cpu, shape[size_t(a.col_axis)]);
   const int64_t cv = column_vectors(cpu, cb);
-  int64_t rb = largest_divisor_up_to(rows_extent, row_block_limit(cpu, cv));
+  int64_t rb = largest_divisor_up_to(rows_extent, row_block_limit(cpu, cv, a.row_stride_bytes));
   // With one vector of columns, a conv tile also blocks the axis outside the
   // columns (its output rows) by two, when that holds at least as many
   // accumulators: each weight broadcast then feeds two multiply-adds (a
@@ -140,8 +165,7 @@ bool tile_anchor(te::Schedule& s, const AnchorTile& a, const CpuTarget& cpu,
   size_t h_axis = rank;
   if (!a.panel && cv == 1 && a.col_axis >= 1 && size_t(a.col_axis - 1) != size_t(a.row_axis) &&
       shape[size_t(a.col_axis - 1)] % 2 == 0) {
-    const int64_t rb2 =
-        largest_divisor_up_to(rows_extent, std::min<int64_t>(12, (cpu.vector_registers - 2 - 2) / 2));
+    const int64_t rb2 = largest_divisor_up_to(rows_extent, row_block_limit(cpu, 1, a.row_stride_bytes, 2));
     if (2 * rb2 >= rb) {
       rb = rb2;
       h_axis = size_t(a.col_axis - 1);

@@ -608,6 +608,45 @@ TEST(Lowering, LargeProductPacksPanelsOfSeveralColumnTiles) {
   }
 }
 
+// The rows of a register tile read one element of each row of the left
+// operand per step: rows 4 KiB apart (K = 1024 float32) all fall into one
+// L1 set, so AVX-512's 12-row tile is cut to the 8 rows an 8-way L1 holds;
+// K = 1000 spreads them over the sets and keeps 12. AVX2's 6 rows fit
+// either way. The values hold on every schedule.
+TEST(Lowering, RowTileFitsTheLeftOperandsRowsIntoL1Ways) {
+  struct Case {
+    int64_t k;
+    schedule::CpuTarget cpu;
+    const char* tile;  // the accumulators' buffer
+  };
+  const Case cases[] = {
+      {1024, {64, 32}, "_local: Buffer[(8, 32)"},
+      {1000, {64, 32}, "_local: Buffer[(12, 32)"},
+      {1024, {32, 16}, "_local: Buffer[(6, 16)"},
+  };
+  for (const Case& c : cases) {
+    TensorDesc a = f32({96, c.k}), b = f32({c.k, 64}), y = f32({96, 64});
+    Lcg r(7);
+    Tensor ta = random_input(a, {-1, 1}, r), tb = random_input(b, {-1, 1}, r);
+    lower::KernelSpec spec;
+    spec.name = "matmul_" + std::to_string(c.k) + "_" + std::to_string(c.cpu.vector_bytes);
+    spec.params = {a, b};
+    spec.ops.push_back(
+        {"matmul", normalize_attrs(op_named("matmul"), {}), {a, b}, {y}, {{0, -1, 0}, {1, -1, 0}}});
+    spec.outputs = {{0, 0}};
+    auto f = lower::lower_kernel(spec, nullptr, c.cpu);
+    ASSERT_TRUE(f.has_value());
+    const std::string text = tir::print_prim_func(**f);
+    EXPECT_NE(text.find(c.tile), std::string::npos) << spec.name << "\n" << text;
+    auto jit = codegen::JitModule::create({tir::lower_for_build(*f)});
+    Tensor want = run1("matmul", {ta, tb});
+    Tensor got = Tensor::empty(want.shape(), want.dtype());
+    jit->run(spec.name, {ta.raw(), tb.raw(), got.raw()});
+    for (int64_t i = 0; i < want.numel(); ++i)
+      ASSERT_NEAR(got.get_as_double(i), want.get_as_double(i), 1e-3) << spec.name << " element " << i;
+  }
+}
+
 // A padded conv input is computed per band of output rows, inside the
 // parallel loop over them (its rows of the band only: 3 for a 3x3 kernel,
 // 4 when the tile also blocks output rows by two), when there are at least
