@@ -10,6 +10,10 @@
 // (src/op/image.cc), so nearest picks the same element; linear weights and
 // sums are float64 too. Cubic and integer linear resizing stay on the
 // reference kernel.
+#include <cmath>
+#include <limits>
+#include <numeric>
+
 #include "lower/lower.h"
 
 namespace kiln::lower {
@@ -68,6 +72,37 @@ Expr nearest(const std::string& rounding, const Expr& x, int64_t in) {
   return to_index(tir::select(up, tir::add(f, d(1)), f), in);
 }
 
+// Nearest resizing whose source coordinate is the rational o * in / out
+// (asymmetric coordinates from the sizes, or from an integer scale that
+// maps in to out exactly: PyTorch's and Paddle's nearest upsampling): the
+// index in integers, with in / out reduced to a / b, q = o * a / b
+// rounded up by one as rounding_method says from the remainder. It picks
+// what the float64 formula picks: a remainder r / b other than 1/2 is at
+// least 1 / (2b) from it, far beyond float64's error here. A vectorized
+// output row then reads ramp(...) / b, one span and a shuffle, instead of
+// a float64 coordinate and a gather per lane.
+std::optional<Expr> rational_nearest(const std::string& mode, const std::string& rounding, const Expr& o,
+                                     int64_t in, int64_t out, double scale) {
+  if (mode != "asymmetric" || in <= 0 || out <= 0) return std::nullopt;
+  if (scale > 0 && (scale != std::floor(scale) || double(in) * scale != double(out))) return std::nullopt;
+  const int64_t g = std::gcd(in, out), a = in / g, b = out / g;
+  if (out * a > std::numeric_limits<int32_t>::max()) return std::nullopt;
+  Expr num = a == 1 ? o : tir::mul(o, tir::int_imm(a, o->dtype));
+  Expr q = b == 1 ? num : tir::div(num, tir::int_imm(b, o->dtype));
+  if (rounding == "floor" || b == 1) return q;  // o * a / b <= in - 1 for o < out
+  Expr r2 = tir::mul(tir::mod(num, tir::int_imm(b, o->dtype)), tir::int_imm(2, o->dtype));
+  Expr up;
+  if (rounding == "round_prefer_floor")
+    up = tir::binary(tir::BinaryOp::GT, r2, tir::int_imm(b, o->dtype));
+  else if (rounding == "round_prefer_ceil")
+    up = tir::binary(tir::BinaryOp::GE, r2, tir::int_imm(b, o->dtype));
+  else if (rounding == "ceil")
+    up = tir::binary(tir::BinaryOp::GT, r2, tir::int_imm(0, o->dtype));
+  else
+    return std::nullopt;
+  return clamp_index(tir::select(up, tir::add(q, tir::int_imm(1, o->dtype)), q), in);
+}
+
 Lowered resize2d(const LowerContext& c) {
   const te::Tensor& x = c.inputs[0];
   const std::string& method = c.attrs.get_string("method");
@@ -100,6 +135,11 @@ Lowered resize2d(const LowerContext& c) {
           Expr fill = tir::cast(x->dtype, d(extrapolation));
           return tir::select(tir::binary(tir::BinaryOp::Or, out_of(sy, H), out_of(sx, W)), fill, value);
         };
+        if (method == "nearest" && !crops) {
+          auto ry = rational_nearest(mode, rounding, i[2], H, ys[2], scale[0]);
+          auto rx = rational_nearest(mode, rounding, i[3], W, ys[3], scale[1]);
+          return (*x)({i[0], i[1], ry ? *ry : nearest(rounding, sy, H), rx ? *rx : nearest(rounding, sx, W)});
+        }
         if (method == "nearest")
           return extrapolate((*x)({i[0], i[1], nearest(rounding, sy, H), nearest(rounding, sx, W)}));
         Expr fy = tir::call_intrinsic(tir::Intrinsic::Floor, {sy});

@@ -460,6 +460,27 @@ Lowered adaptive_avg_pool2d(const LowerContext& c) {
     return k;
   };
   int64_t H = xs[2], W = xs[3], OH = ys[2], OW = ys[3];
+  if (OH == 1 && OW == 1 && H > 0 && W > 0) {
+    // Global pooling (squeeze-and-excitation blocks): the sums of columns
+    // first, a reduction over rows whose inner loop runs along a row, so it
+    // reads the image as contiguous vectors; then the sum of those.
+    te::IterVar rh = te::reduce_axis(H, "rh"), rw = te::reduce_axis(W, "rw");
+    te::Tensor columns = te::compute(
+        {xs[0], xs[1], W},
+        [&](const te::Axes& i) -> te::Reduction {
+          return te::sum((*x)({i[0], i[1], rh.var, i[2]}), {rh});
+        },
+        c.name + "_columns");
+    te::Tensor sum = te::compute(
+        ys,
+        [&](const te::Axes& i) -> te::Reduction {
+          return te::sum((*columns)({i[0], i[1], rw.var}), {rw});
+        },
+        c.name + "_sum");
+    te::Tensor y = te::compute(
+        ys, [&](const te::Axes& i) { return tir::div((*sum)(i), constant(double(H * W), t)); }, c.name);
+    return lowered({y});
+  }
   te::IterVar ry = te::reduce_axis(widest(H, OH), "ry"), rx = te::reduce_axis(widest(W, OW), "rx");
   auto start_expr = [](const Expr& o, int64_t in, int64_t out) {
     return tir::div(tir::mul(o, tir::int_imm(in)), tir::int_imm(out));

@@ -165,6 +165,23 @@ std::vector<Case> resize_cases(Lcg&) {
                          {"method", std::string("nearest")},
                          {"coordinate_transformation_mode", std::string("asymmetric")},
                          {"rounding_method", std::string("floor")}}});
+  // Asymmetric nearest resizing computes its source index in integers
+  // (every rounding, integer and fractional ratios, sizes and an exact
+  // integer scale; 8x and 2x upsampling rows wide enough for whole vectors).
+  for (const char* rounding : {"floor", "ceil", "round_prefer_floor", "round_prefer_ceil"}) {
+    for (std::vector<int64_t> size : {std::vector<int64_t>{24, 160}, std::vector<int64_t>{7, 9}})
+      cases.push_back({{f32({1, 2, 3, 20})},
+                       Attrs{{"size", size},
+                             {"method", std::string("nearest")},
+                             {"coordinate_transformation_mode", std::string("asymmetric")},
+                             {"rounding_method", std::string(rounding)}}});
+    cases.push_back({{f32({1, 3, 5, 40})},
+                     Attrs{{"size", std::vector<int64_t>{10, 80}},
+                           {"scale", std::vector<double>{2.0, 2.0}},
+                           {"method", std::string("nearest")},
+                           {"coordinate_transformation_mode", std::string("asymmetric")},
+                           {"rounding_method", std::string(rounding)}}});
+  }
   cases.push_back({{typed({1, 1, 3, 3}, DType::UInt8)},
                    Attrs{{"size", std::vector<int64_t>{6, 5}}, {"method", std::string("nearest")}},
                    {{0, 255}}});
@@ -293,9 +310,13 @@ const std::map<std::string, CaseGen>& generators() {
       {"nn.avg_pool2d", [](Lcg& r) { return pool_cases(r, true); }},
       {"nn.adaptive_avg_pool2d",
        [](Lcg&) {
-         return std::vector<Case>{{{f32({1, 3, 7, 9})}, Attrs{{"output_size", std::vector<int64_t>{1, 1}}}},
-                                  {{f32({2, 2, 7, 9})}, Attrs{{"output_size", std::vector<int64_t>{3, 4}}}},
-                                  {{f32({1, 2, 5, 5})}, Attrs{{"output_size", std::vector<int64_t>{5, 2}}}}};
+         // Global pooling (sums of columns, then of those): a small image, and
+         // one large enough to run in parallel with rows of whole vectors and a tail.
+         return std::vector<Case>{
+             {{f32({1, 3, 7, 9})}, Attrs{{"output_size", std::vector<int64_t>{1, 1}}}},
+             {{f32({2, 40, 37, 70})}, Attrs{{"output_size", std::vector<int64_t>{1, 1}}}},
+             {{f32({2, 2, 7, 9})}, Attrs{{"output_size", std::vector<int64_t>{3, 4}}}},
+             {{f32({1, 2, 5, 5})}, Attrs{{"output_size", std::vector<int64_t>{5, 2}}}}};
        }},
       {"nn.batch_norm",
        [](Lcg& r) {

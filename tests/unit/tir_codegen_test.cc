@@ -202,5 +202,41 @@ prim @clamped(%src: Buffer[(64), float32], %dst: Buffer[(160), float32]) {
           << "run " << b << " lane " << i;
 }
 
+// A vector load at ramp(s, 1, lanes) / c with s a non-negative multiple of
+// c (a nearest upsampling's source column) is one load of the span and a
+// shuffle; the same with a base that is not such a multiple stays a
+// lane-by-lane load. Both read what the scalar formula reads.
+TEST(TirCodegen, DividedRampLoadsOneSpan) {
+  const char* text = R"(
+prim @upsample(%src: Buffer[(96), float32], %dst: Buffer[(160), float32], %odd: Buffer[(160), float32]) {
+  for %b from 0 extent 10 {
+    for %i from 0 extent 16 vectorized {
+      %dst[%b * 16 + %i] = %src[(%b * 16 + %i) / 2] + %src[80 + mod(%b * 16 + %i, 4)]
+    }
+  }
+  for %b from 0 extent 10 {
+    for %i from 0 extent 16 vectorized {
+      %odd[%b * 16 + %i] = %src[(%b * 16 + %i + 3) / 2]
+    }
+  }
+  return 0
+}
+)";
+  tir::TirPassOptions options;
+  options.vector_bytes = 64;
+  auto fs = tir::parse_prim_functions(text, "test.kir");
+  for (auto& f : fs) f = tir::lower_for_build(f, options);
+  std::string ll = emit_text(fs, EmitKind::LLVMIR);
+  EXPECT_NE(ll.find("shufflevector"), std::string::npos) << ll;
+  std::vector<float> src(96), dst(160, -1.0f), odd(160, -1.0f);
+  for (size_t i = 0; i < src.size(); ++i) src[i] = float(i) * 0.25f + 1.0f;
+  auto jit = JitModule::create(fs);
+  jit->run("upsample", {src.data(), dst.data(), odd.data()});
+  for (size_t j = 0; j < 160; ++j) {
+    ASSERT_EQ(dst[j], src[j / 2] + src[80 + j % 4]) << "column " << j;
+    ASSERT_EQ(odd[j], src[(j + 3) / 2]) << "column " << j;
+  }
+}
+
 }  // namespace
 }  // namespace kiln::codegen
