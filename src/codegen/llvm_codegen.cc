@@ -380,7 +380,7 @@ class FunctionBuilder {
     // the span from the lowest to the highest lane, then the lanes picked
     // from it. The span ends at a lane's element, so it reads nothing the
     // lanes would not pass over.
-    if (auto pattern = lane_pattern(index, known_)) {
+    if (auto pattern = lane_pattern(index)) {
       auto [lo, hi] = std::minmax_element(pattern->offsets.begin(), pattern->offsets.end());
       const int64_t span = *hi - *lo + 1;
       if (span <= 4 * int64_t(pattern->offsets.size())) {
@@ -606,7 +606,6 @@ class FunctionBuilder {
         v->setName(n.var->name);
         vars_[n.var.get()] = v;
         var_depth_[n.var.get()] = depth_of(n.value);
-        known_.lets[n.var.get()] = n.value;
         return stmt(n.body);
       }
       case StmtKind::IfThenElse: {
@@ -651,11 +650,6 @@ class FunctionBuilder {
     }
   }
 
-  void note_loop(const tir::ForNode& n) {
-    auto min = tir::as_const_int(n.min);
-    if (min && *min >= 0) known_.nonnegative_loops.insert(n.var.get());
-  }
-
   // Vectorized and unrolled loops carry LLVM loop hints.
   void loop(const tir::ForNode& n) {
     llvm::Value* min = expr(n.min);
@@ -673,7 +667,6 @@ class FunctionBuilder {
     b_.SetInsertPoint(body);
     vars_[n.var.get()] = i;
     var_depth_[n.var.get()] = int(++loop_depth_);
-    note_loop(n);
     stmt(n.body);
     --loop_depth_;
     if (!b_.GetInsertBlock()->getTerminator()) {
@@ -813,7 +806,6 @@ class FunctionBuilder {
     b_.CreateCondBr(b_.CreateICmpSLT(j, body_fn->getArg(1)), body, done);
     b_.SetInsertPoint(body);
     vars_[n.var.get()] = b_.CreateAdd(min, b_.CreateIntCast(j, min->getType(), true), n.var->name);
-    note_loop(n);
     stmt(n.body);
     if (!b_.GetInsertBlock()->getTerminator()) {
       j->addIncoming(b_.CreateAdd(j, b_.getInt64(1)), b_.GetInsertBlock());
@@ -868,8 +860,6 @@ class FunctionBuilder {
   // loop and let variable varies at (depth_of).
   size_t loop_depth_ = 0;
   std::unordered_map<const tir::VarNode*, int> var_depth_;
-  // Let values and non-negative loops, for reading vector indices (lane_pattern).
-  KnownScalars known_;
   llvm::AllocaInst* status_ = nullptr;  // parallel_status() of fn_, made at first use
   int parallel_tasks_ = 0;
 };

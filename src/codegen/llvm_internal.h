@@ -11,8 +11,6 @@
 #include <memory>
 #include <optional>
 #include <string>
-#include <unordered_map>
-#include <unordered_set>
 #include <vector>
 
 #include "codegen/codegen.h"
@@ -40,27 +38,15 @@ std::string llvm_error(llvm::Error e);
 // The Hexagon harness table of `funcs` (hexagon_harness.cc), for
 // build_module's `with_harness`.
 void add_hexagon_harness(llvm::Module& m, const std::vector<tir::PrimFunc>& funcs, uint64_t vtcm_capacity);
-// What the codegen knows of the scalars in scope where an index is used:
-// the values of let variables, and the loop variables that start at a
-// non-negative constant (so are never negative).
-struct KnownScalars {
-  std::unordered_map<const tir::VarNode*, tir::Expr> lets;
-  std::unordered_set<const tir::VarNode*> nonnegative_loops;
-};
-// Whether `e` is a non-negative multiple of `c` (> 0) by its form: sums and
-// products of such constants, loop variables and lets.
-bool nonnegative_multiple_of(const tir::Expr& e, int64_t c, const KnownScalars& known);
 // A vector index as one scalar plus a constant offset per lane, when its
 // form shows one: broadcasts, ramps of a constant stride, their sums and
-// multiples, and / or mod by a constant c when the scalar part is 0 or a
-// non-negative multiple of c and the offsets are non-negative (a nearest
-// 2x upsampling's ramp(16 * k, 1, 16) / 2) (vector_ops.cc). A load reads
-// such lanes as one span and a shuffle.
+// multiples, and / or mod by a constant of offsets with no scalar part
+// (vector_ops.cc). A load reads such lanes as one span and a shuffle.
 struct LanePattern {
   tir::Expr scalar;
   std::vector<int64_t> offsets;
 };
-std::optional<LanePattern> lane_pattern(const tir::Expr& e, const KnownScalars& known = {});
+std::optional<LanePattern> lane_pattern(const tir::Expr& e);
 // A vector index that is a contiguous run clamped into [lo, hi], plus
 // lane-invariant terms: offset + min(max(ramp(base, 1, lanes), lo), hi)
 // (a padded input's row or a resize's source row, read through

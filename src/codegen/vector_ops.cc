@@ -5,70 +5,11 @@
 #include <llvm/IR/IntrinsicsHexagon.h>
 #include <llvm/TargetParser/Triple.h>
 
-#include <cstdlib>
-#include <numeric>
-
 #include "codegen/llvm_internal.h"
 
 namespace kiln::codegen {
 
-namespace {
-
-bool nonnegative(const tir::Expr& e, const KnownScalars& known) {
-  if (auto v = tir::as_const_int(e)) return *v >= 0;
-  if (auto* var = tir::as<tir::VarNode>(e)) {
-    if (known.nonnegative_loops.count(var)) return true;
-    auto it = known.lets.find(var);
-    return it != known.lets.end() && nonnegative(it->second, known);
-  }
-  auto* bin = tir::as<tir::BinaryNode>(e);
-  if (!bin) return false;
-  using tir::BinaryOp;
-  switch (bin->op) {
-    case BinaryOp::Add:
-    case BinaryOp::Mul:
-    case BinaryOp::Min:
-      return nonnegative(bin->a, known) && nonnegative(bin->b, known);
-    case BinaryOp::Max:
-      return nonnegative(bin->a, known) || nonnegative(bin->b, known);
-    case BinaryOp::Div:
-    case BinaryOp::Mod: {
-      auto c = tir::as_const_int(bin->b);
-      return c && *c > 0 && nonnegative(bin->a, known);
-    }
-    default:
-      return false;
-  }
-}
-
-bool multiple_of(const tir::Expr& e, int64_t c, const KnownScalars& known) {
-  if (c == 1) return true;
-  if (auto v = tir::as_const_int(e)) return *v % c == 0;
-  if (auto* var = tir::as<tir::VarNode>(e)) {
-    auto it = known.lets.find(var);
-    return it != known.lets.end() && multiple_of(it->second, c, known);
-  }
-  auto* bin = tir::as<tir::BinaryNode>(e);
-  if (!bin) return false;
-  if (bin->op == tir::BinaryOp::Add || bin->op == tir::BinaryOp::Sub)
-    return multiple_of(bin->a, c, known) && multiple_of(bin->b, c, known);
-  if (bin->op != tir::BinaryOp::Mul) return false;
-  // k * x is a multiple of c when x is one of c / gcd(c, k).
-  for (int side = 0; side < 2; ++side) {
-    const tir::Expr& factor = side ? bin->a : bin->b;
-    const tir::Expr& other = side ? bin->b : bin->a;
-    if (auto k = tir::as_const_int(factor)) return multiple_of(other, c / std::gcd(c, std::abs(*k)), known);
-  }
-  return multiple_of(bin->a, c, known) || multiple_of(bin->b, c, known);
-}
-
-}  // namespace
-
-bool nonnegative_multiple_of(const tir::Expr& e, int64_t c, const KnownScalars& known) {
-  return c > 0 && nonnegative(e, known) && multiple_of(e, c, known);
-}
-
-std::optional<LanePattern> lane_pattern(const tir::Expr& e, const KnownScalars& known) {
+std::optional<LanePattern> lane_pattern(const tir::Expr& e) {
   const int lanes = e->dtype.lanes;
   if (auto* b = tir::as<tir::BroadcastNode>(e))
     return LanePattern{b->value, std::vector<int64_t>(size_t(lanes), 0)};
@@ -87,7 +28,7 @@ std::optional<LanePattern> lane_pattern(const tir::Expr& e, const KnownScalars& 
   };
   using tir::BinaryOp;
   if (bin->op == BinaryOp::Add || bin->op == BinaryOp::Sub) {
-    auto a = lane_pattern(bin->a, known), b = a ? lane_pattern(bin->b, known) : std::nullopt;
+    auto a = lane_pattern(bin->a), b = a ? lane_pattern(bin->b) : std::nullopt;
     if (!b) return std::nullopt;
     LanePattern p{tir::binary(bin->op, a->scalar, b->scalar), a->offsets};
     for (size_t l = 0; l < p.offsets.size(); ++l)
@@ -96,7 +37,7 @@ std::optional<LanePattern> lane_pattern(const tir::Expr& e, const KnownScalars& 
   }
   auto c = constant(bin->b);
   if (!c) return std::nullopt;
-  auto a = lane_pattern(bin->a, known);
+  auto a = lane_pattern(bin->a);
   if (!a) return std::nullopt;
   if (bin->op == BinaryOp::Mul) {
     LanePattern p{tir::mul(a->scalar, tir::int_imm(*c, a->scalar->dtype)), a->offsets};
@@ -111,20 +52,12 @@ std::optional<LanePattern> lane_pattern(const tir::Expr& e, const KnownScalars& 
       o = (bin->op == BinaryOp::Min ? std::min(s + o, *c) : std::max(s + o, *c)) - s;
     return p;
   }
-  // (s + o) / c = s / c + o / c and (s + o) mod c = o mod c, for s a
-  // non-negative multiple of c and o >= 0 (division truncates).
-  if ((bin->op == BinaryOp::Div || bin->op == BinaryOp::Mod) && *c > 0 &&
-      (tir::is_const_int(a->scalar, 0) || nonnegative_multiple_of(a->scalar, *c, known))) {
+  if ((bin->op == BinaryOp::Div || bin->op == BinaryOp::Mod) && *c > 0 && tir::is_const_int(a->scalar, 0)) {
     LanePattern p = *a;
     for (int64_t& o : p.offsets) {
       if (o < 0) return std::nullopt;
       o = bin->op == BinaryOp::Div ? o / *c : o % *c;
     }
-    const bool zero = tir::is_const_int(a->scalar, 0);
-    if (bin->op == BinaryOp::Mod || zero)
-      p.scalar = tir::int_imm(0, a->scalar->dtype);
-    else
-      p.scalar = tir::div(a->scalar, tir::int_imm(*c, a->scalar->dtype));
     return p;
   }
   return std::nullopt;
