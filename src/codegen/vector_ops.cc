@@ -5,6 +5,8 @@
 #include <llvm/IR/IntrinsicsHexagon.h>
 #include <llvm/TargetParser/Triple.h>
 
+#include <limits>
+
 #include "codegen/llvm_internal.h"
 
 namespace kiln::codegen {
@@ -68,10 +70,21 @@ std::optional<ClampedRun> clamped_run(const tir::Expr& e) {
     auto* b = tir::as<tir::BroadcastNode>(x);
     return b ? tir::as_const_int(b->value) : std::nullopt;
   };
-  // min(max(r, lo), hi) or max(min(r, hi), lo), r a ramp of stride 1.
+  // min(max(r, lo), hi) or max(min(r, hi), lo), r a ramp of stride 1; or
+  // a clamp on one side only, min(r, hi) or max(r, lo) (the simplifier
+  // drops the max of an index it knows is non-negative: a padded column).
   auto clamp = [&](const tir::Expr& x) -> std::optional<ClampedRun> {
     auto* outer = tir::as<tir::BinaryNode>(x);
     if (!outer || (outer->op != tir::BinaryOp::Min && outer->op != tir::BinaryOp::Max)) return std::nullopt;
+    if (auto* r = tir::as<tir::RampNode>(outer->a)) {
+      auto bound = constant(outer->b);
+      if (!tir::is_const_int(r->stride, 1) || !bound || !x->dtype.is_int() || x->dtype.bits > 64)
+        return std::nullopt;
+      const int64_t widest =
+          x->dtype.bits == 64 ? std::numeric_limits<int64_t>::max() : (int64_t{1} << (x->dtype.bits - 1)) - 1;
+      if (outer->op == tir::BinaryOp::Min) return ClampedRun{tir::Expr(), r->base, -widest - 1, *bound};
+      return ClampedRun{tir::Expr(), r->base, *bound, widest};
+    }
     auto* inner = tir::as<tir::BinaryNode>(outer->a);
     const tir::BinaryOp other = outer->op == tir::BinaryOp::Min ? tir::BinaryOp::Max : tir::BinaryOp::Min;
     if (!inner || inner->op != other) return std::nullopt;

@@ -203,9 +203,10 @@ prim @clamped(%src: Buffer[(64), float32], %dst: Buffer[(160), float32]) {
 }
 
 // A vector load at ramp(s, 1, lanes) / c with s a non-negative multiple of
-// c (a nearest upsampling's source column) is one load of the span and a
-// shuffle; the same with a base that is not such a multiple stays a
-// lane-by-lane load. Both read what the scalar formula reads.
+// c (a nearest upsampling's source column: vectorize-loops splits it into s
+// / c and constant lanes) is one load of the span and a shuffle; the same
+// with a base that is not such a multiple stays a lane-by-lane load. Both
+// read what the scalar formula reads.
 TEST(TirCodegen, DividedRampLoadsOneSpan) {
   const char* text = R"(
 prim @upsample(%src: Buffer[(96), float32], %dst: Buffer[(160), float32], %odd: Buffer[(160), float32]) {
@@ -235,6 +236,37 @@ prim @upsample(%src: Buffer[(96), float32], %dst: Buffer[(160), float32], %odd: 
   for (size_t j = 0; j < 160; ++j) {
     ASSERT_EQ(dst[j], src[j / 2] + src[80 + j % 4]) << "column " << j;
     ASSERT_EQ(odd[j], src[(j + 3) / 2]) << "column " << j;
+  }
+}
+
+// A run clamped on one side only (the simplifier drops max(i, 0) of an
+// index it knows is non-negative: a product's right operand padded to
+// whole tiles) is read as a run too, not lane by lane.
+TEST(TirCodegen, RunClampedOnOneSideLoadsAsARun) {
+  const char* text = R"(
+prim @one_side(%src: Buffer[(150), float32], %low: Buffer[(160), float32], %high: Buffer[(160), float32]) {
+  for %b from 0 extent 10 {
+    for %i from 0 extent 16 vectorized {
+      %low[%b * 16 + %i] = %src[min(%b * 16 + %i, 149)]
+      %high[%b * 16 + %i] = %src[max(%b * 16 + %i - 10, 0)]
+    }
+  }
+  return 0
+}
+)";
+  tir::TirPassOptions options;
+  options.vector_bytes = 64;
+  auto fs = tir::parse_prim_functions(text, "test.kir");
+  for (auto& f : fs) f = tir::lower_for_build(f, options);
+  std::string ll = emit_text(fs, EmitKind::LLVMIR);
+  EXPECT_NE(ll.find("llvm.masked.load"), std::string::npos) << ll;
+  std::vector<float> src(150), low(160, -1.0f), high(160, -1.0f);
+  for (size_t i = 0; i < src.size(); ++i) src[i] = float(i) * 0.5f - 3.0f;
+  auto jit = JitModule::create(fs);
+  jit->run("one_side", {src.data(), low.data(), high.data()});
+  for (int j = 0; j < 160; ++j) {
+    ASSERT_EQ(low[size_t(j)], src[size_t(std::min(j, 149))]) << "column " << j;
+    ASSERT_EQ(high[size_t(j)], src[size_t(std::max(j - 10, 0))]) << "column " << j;
   }
 }
 
