@@ -12,6 +12,7 @@
 #include "interp/interpreter.h"
 #include "ir/text.h"
 #include "kiln/kiln.h"
+#include "runtime/graph.h"
 #include "runtime/module_file.h"
 #include "test_util.h"
 
@@ -151,6 +152,18 @@ TEST(DynamicDims, KmodWithADynamicOutputLoadsAndRuns) {
   ASSERT_NE(sel, nullptr);
   EXPECT_EQ(desc_str(sel->desc), "Tensor[(<=4, 3), int64]");
   expect_chain_outputs(VirtualMachine(std::move(loaded)).run(chain_inputs()));
+}
+
+TEST(DynamicDims, GraphJsonRecordsTheBoundAndRefusesAMalformedOne) {
+  Executable exe = driver::compile_model(parse(kChain), {});
+  std::string json = graph_to_json(exe.host);
+  EXPECT_NE(json.find("\"bounded\": true"), std::string::npos) << json;
+  EXPECT_EQ(graph_to_json(graph_from_json(json, "host")), json);
+  std::string bad = json;
+  bad.replace(bad.find("\"bounded\": true"), 15, "\"bounded\": 1234");
+  std::string err = error_of([&] { graph_from_json(bad, "host"); });
+  EXPECT_NE(err.find("malformed kiln.graph"), std::string::npos) << err;
+  EXPECT_NE(err.find("\"bounded\" must be true or false"), std::string::npos) << err;
 }
 
 TEST(DynamicDims, CApiReportsTheActualShape) {
