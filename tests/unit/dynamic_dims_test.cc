@@ -102,6 +102,10 @@ TEST(DynamicDims, OpsThatDoNotAcceptThemSaySo) {
       << err;
   err = error_of([&] { parse(head + "  %s = strided_slice(%sel, begin=[1], end=[3])\n  return %s\n}\n"); });
   EXPECT_NE(err.find("may be sliced only whole"), std::string::npos) << err;
+  err = error_of([&] { parse(head + "  %s = squeeze(%sel)\n  return %s\n}\n"); });
+  EXPECT_NE(err.find("name the other size-1 axes"), std::string::npos) << err;
+  err = error_of([&] { parse(head + "  %s = expand_dims(%sel, axis=0)\n  return %s\n}\n"); });
+  EXPECT_NE(err.find("must stay leading"), std::string::npos) << err;
   // Slicing another axis keeps the dynamic one.
   Module ok = parse(
       "def @main(%sel: Tensor[(<=6, 3), int64]) -> Tensor[(<=6, 1), int64] {\n"

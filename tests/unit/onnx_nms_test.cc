@@ -83,6 +83,42 @@ TEST(OnnxNms, AnUnboundMaxOutputIsAnErrorNamingTheInput) {
   expect_chain(interpret(m, "main", inputs()), "interpreted");
 }
 
+// Gather with a 1-D index keeps a column axis; Squeeze and Unsqueeze of the
+// other axes keep the dynamic one, Cast follows it; Shape cannot fold it.
+TEST(OnnxNms, SqueezeUnsqueezeAndCastKeepTheDynamicAxis) {
+  ModelBuilder b(13);
+  b.input("boxes", {1, 4, 4});
+  b.input("scores", {1, 1, 4});
+  b.initializer("max_out", Tensor::from_ints({1}, {4}));
+  b.initializer("iou", Tensor::from_floats({1}, {0.5f}));
+  b.initializer("column", Tensor::from_ints({1}, {2}));
+  b.initializer("axis1", Tensor::from_ints({1}, {1}));
+  b.node("NonMaxSuppression", {"boxes", "scores", "max_out", "iou"}, {"selected"});
+  onnx_test::attr_int(b.node("Gather", {"selected", "column"}, {"col"}), "axis", 1);  // (<=4, 1)
+  b.node("Squeeze", {"col", "axis1"}, {"flat"});                                      // (<=4,)
+  b.node("Unsqueeze", {"flat", "axis1"}, {"again"});                                  // (<=4, 1)
+  onnx_test::attr_int(b.node("Cast", {"again"}, {"y"}), "to", kFloat);
+  b.output("y", {-1, 1}, kFloat);
+  Module m = import_onnx_bytes(b.bytes(), "nms.onnx");
+  EXPECT_EQ(type_str(m.find("main")->ret_type), "Tensor[(<=4, 1), float32]");
+  std::vector<Tensor> interpreted = interpret(m, "main", inputs());
+  std::vector<Tensor> compiled = VirtualMachine(driver::compile_model(m, {})).run(inputs());
+  for (const auto* out : {&interpreted, &compiled}) {
+    ASSERT_EQ(out->at(0).shape(), (Shape{3, 1}));
+    const float* y = out->at(0).data<float>();
+    EXPECT_EQ(std::vector<float>(y, y + 3), (std::vector<float>{3, 0, 2}));
+  }
+  ModelBuilder s(13);
+  s.input("boxes", {1, 4, 4});
+  s.input("scores", {1, 1, 4});
+  s.initializer("max_out", Tensor::from_ints({1}, {4}));
+  s.node("NonMaxSuppression", {"boxes", "scores", "max_out"}, {"selected"});
+  s.node("Shape", {"selected"}, {"shape"});
+  s.output("shape", {2}, kInt64);
+  std::string err = testing::error_of([&] { import_onnx_bytes(s.bytes(), "shape.onnx"); });
+  EXPECT_NE(err.find("has a bounded dynamic leading axis"), std::string::npos) << err;
+}
+
 TEST(OnnxNms, MissingScalarsTakeOnnxDefaults) {
   // No max_output_boxes_per_class: no boxes at all.
   ModelBuilder b(10);
