@@ -5,6 +5,8 @@
 // the trimmed shapes and values worked out by hand.
 #include <gtest/gtest.h>
 
+#include <cstdint>
+
 #include "driver/compile_model.h"
 #include "frontend/onnx/importer.h"
 #include "interp/interpreter.h"
@@ -130,6 +132,19 @@ TEST(OnnxNms, MissingScalarsTakeOnnxDefaults) {
   std::vector<Tensor> out = interpret(m, "main", inputs());
   ASSERT_EQ(out.size(), 1u);
   EXPECT_EQ(out[0].shape(), (Shape{0, 3}));
+  // INT64_MAX ("no limit", as exporters write it) is capped at the 4 boxes;
+  // without iou_threshold (0) any overlap suppresses: box 1 goes.
+  ModelBuilder all(10);
+  all.input("boxes", {1, 4, 4});
+  all.input("scores", {1, 1, 4});
+  all.initializer("max_out", Tensor::from_ints({1}, {INT64_MAX}));
+  all.node("NonMaxSuppression", {"boxes", "scores", "max_out"}, {"selected"});
+  all.output("selected", {-1, 3}, kInt64);
+  Module unlimited = import_onnx_bytes(all.bytes(), "nms.onnx");
+  EXPECT_EQ(type_str(unlimited.find("main")->ret_type), "Tensor[(<=4, 3), int64]");
+  out = interpret(unlimited, "main", inputs());
+  ASSERT_EQ(out[0].shape(), (Shape{3, 3}));
+  EXPECT_EQ(out[0].data<int64_t>()[2], 3);
 }
 
 }  // namespace

@@ -7,8 +7,6 @@
 // --input-value NAME=V. Otherwise the error names the input to bind. The
 // result, selected_indices, has a bounded dynamic leading axis
 // (<=B*C*min(max_output_boxes_per_class, N)).
-#include <cmath>
-
 #include "frontend/onnx/converter.h"
 
 namespace kiln::onnx_import {
@@ -24,13 +22,22 @@ std::optional<double> scalar_input(NodeContext& n, size_t i, const std::string& 
   return t.get_as_double(0);
 }
 
+// max_output_boxes_per_class, read exactly (exporters write INT64_MAX for
+// "no limit"); the op caps it at the box count.
+int64_t max_output_input(NodeContext& n) {
+  if (!n.has_input(2)) return 0;
+  std::vector<int64_t> v = n.require_ints(2, "max_output_boxes_per_class");
+  if (v.size() != 1)
+    n.fail("input 2 (max_output_boxes_per_class) must hold one value, got " + std::to_string(v.size()));
+  if (v[0] < 0) n.fail("input 2 (max_output_boxes_per_class) must be >= 0, got " + std::to_string(v[0]));
+  return v[0];
+}
+
 void convert_nms(NodeContext& n) {
-  std::optional<double> max_out = scalar_input(n, 2, "max_output_boxes_per_class");
+  const int64_t max_out = max_output_input(n);
   std::optional<double> iou = scalar_input(n, 3, "iou_threshold");
   std::optional<double> score = scalar_input(n, 4, "score_threshold");
-  if (max_out && (*max_out < 0 || *max_out != std::floor(*max_out)))
-    n.fail("input 2 (max_output_boxes_per_class) must be an integer >= 0, got " + attr_value_str(*max_out));
-  Attrs attrs{{"max_output_boxes_per_class", max_out ? static_cast<int64_t>(*max_out) : int64_t{0}},
+  Attrs attrs{{"max_output_boxes_per_class", max_out},
               {"iou_threshold", iou.value_or(0.0)},
               {"score_threshold", score ? std::vector<double>{*score} : std::vector<double>{}},
               {"center_point_box", n.attr_int("center_point_box", 0)}};
