@@ -235,17 +235,18 @@ class Parser {
       do {
         if (lex.at(TokenKind::RParen) && !shape.empty()) break;  // (4,)
         Token d = lex.peek();
-        if (lex.at(TokenKind::Less)) {
-          parse_bound_prefix(lex, shape.size());
-          bounded = true;
-          d = lex.expect(TokenKind::Int, "a bound after '<=' (a dimension such as <=300)");
-          if (d.int_value < 0) throw lex.error_at(d, "negative bound " + d.text + " after '<='");
-        } else if (lex.accept(TokenKind::Question)) {
+        if (lex.accept(TokenKind::Question)) {
           std::string name;
           if (lex.at(TokenKind::Ident) && Lexer::adjacent(d, lex.peek())) name = lex.next().text;
           shape.push_back(kSymbolicDim);
           dim_names.push_back(name);
           continue;
+        }
+        if (lex.at(TokenKind::Less)) {
+          parse_bound_prefix(lex, shape.size());
+          bounded = true;
+          d = lex.expect(TokenKind::Int, "a bound after '<=' (a dimension such as <=300)");
+          if (d.int_value < 0) throw lex.error_at(d, "negative bound " + d.text + " after '<='");
         } else {
           d = lex.expect(TokenKind::Int, "a dimension (an integer, ?name or <=bound)");
           if (d.int_value < 0) throw lex.error_at(d, "negative dimension " + d.text);
