@@ -156,6 +156,11 @@ typedef struct kiln_tensor_info {
   size_t ndim;
   const int64_t* shape; /* ndim dimensions */
   size_t byte_size;     /* the bytes a bound buffer must have */
+  /* 1: shape[0] is an upper bound (a bounded dynamic leading axis, e.g. the
+   * boxes non-maximum suppression selects); the actual extent of a run is
+   * kiln_run_output_shape's, and the output fills the first bytes of its
+   * buffer (byte_size is for the bound). 0: the shape is exact. */
+  int bounded_outer;
 } kiln_tensor_info;
 
 kiln_status* kiln_module_input_count(const kiln_module* module, size_t* count);
@@ -192,6 +197,15 @@ kiln_status* kiln_run_bind_output_at(kiln_run* run, size_t index, void* data, si
  * again, with the same or new bindings; runs of one module on different
  * kiln_run objects may overlap in time from any threads. */
 kiln_status* kiln_run_invoke(kiln_run* run);
+
+/* The shape output `index` had in the last kiln_run_invoke of `run` (also
+ * for an output left unbound): the module's shape for a static output; for
+ * a bounded dynamic one (kiln_tensor_info.bounded_outer) its leading
+ * dimension is the actual extent, <= the bound, and the buffer's first
+ * (extent x the other dimensions) elements hold the values. Before any
+ * invoke, the module's shape. *shape stays valid until the next invoke or
+ * kiln_run_free. */
+kiln_status* kiln_run_output_shape(const kiln_run* run, size_t index, size_t* ndim, const int64_t** shape);
 
 #ifdef __cplusplus
 }

@@ -64,7 +64,14 @@ KernelPlan plan_kernels(const Graph& host) {
     const OpDef* def = find_op(n.op);
     KILN_ASSERT(def != nullptr, "plan_kernels: unknown op " + n.op);
     Attrs attrs = normalize_attrs(*def, n.attrs);
-    if (auto why = lower::why_not_lowered(n.op, in, out, attrs)) {
+    // A value whose extent is known only at run time (a bounded dynamic
+    // axis) stays with the reference kernels, which see actual shapes.
+    std::optional<std::string> why;
+    if (any_bounded(in) || any_bounded(out))
+      why = "dynamic shape (a bounded dynamic leading axis, known only at run time)";
+    else
+      why = lower::why_not_lowered(n.op, in, out, attrs);
+    if (why) {
       auto& entry = plan.reference_ops[n.op];
       ++entry.first;
       if (entry.second.empty()) entry.second = *why;

@@ -29,8 +29,12 @@ void check_matches(const Value& v, const Type& t, const std::string& what) {
   KILN_CHECK(v.tensor.dtype() == want.dtype, what, " has dtype ", dtype_name(v.tensor.dtype()), ", expected ",
              dtype_name(want.dtype));
   bool shape_ok = v.tensor.shape().size() == want.shape.size();
-  for (size_t i = 0; shape_ok && i < want.shape.size(); ++i)
-    shape_ok = want.shape[i] < 0 || want.shape[i] == v.tensor.shape()[i];
+  for (size_t i = 0; shape_ok && i < want.shape.size(); ++i) {
+    int64_t got = v.tensor.shape()[i];
+    // A bounded dynamic leading axis holds any extent up to its bound.
+    bool bounded = i == 0 && want.bounded_outer;
+    shape_ok = want.shape[i] < 0 || want.shape[i] == got || (bounded && got <= want.shape[i]);
+  }
   KILN_CHECK(shape_ok, what, " has shape ", shape_str(v.tensor.shape()), ", expected ", type_str(t));
 }
 

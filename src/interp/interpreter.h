@@ -3,7 +3,9 @@
 //
 // It is the ground truth that every backend and every compiled path is
 // compared with, so it is deliberately simple: bindings run in order, each op
-// through OpDef::kernel, calls of module functions recursively.
+// through OpDef::kernel, calls of module functions recursively. A value of a
+// type with a bounded dynamic leading axis (<=N) is carried as the kernel
+// left it, trimmed to its actual extent; results come back trimmed.
 #pragma once
 
 #include <functional>

@@ -14,7 +14,12 @@ Type tensor_type(Shape shape, DType dtype) {
   return t;
 }
 
-Type tensor_type(const TensorDesc& desc) { return tensor_type(desc.shape, desc.dtype); }
+Type tensor_type(const TensorDesc& desc) {
+  auto t = std::make_shared<TypeNode>();
+  t->kind = TypeNode::Kind::Tensor;
+  t->tensor = desc;
+  return t;
+}
 
 Type tuple_type(std::vector<Type> fields) {
   auto t = std::make_shared<TypeNode>();
@@ -48,6 +53,8 @@ std::string type_str(const Type& t) {
     int64_t d = t->tensor.shape[i];
     if (d < 0)
       s += "?" + (sym < t->dim_names.size() ? t->dim_names[sym++] : std::string());
+    else if (i == 0 && t->tensor.bounded_outer)
+      s += "<=" + std::to_string(d);
     else
       s += std::to_string(d);
   }

@@ -193,6 +193,22 @@ class Parser {
 
   Type parse_type(int depth) { return parse_type(lex_, depth); }
 
+  // '<=' of a bounded dynamic dimension (TensorDesc::bounded_outer), which
+  // only the leading axis may be.
+  static void parse_bound_prefix(Lexer& lex, size_t axis) {
+    Token less = lex.next();
+    if (axis != 0)
+      throw lex.error_at(less,
+                         "a bounded dynamic dimension (<=N) may only be the leading one (axis 0), not axis " +
+                             std::to_string(axis));
+    Token eq = lex.peek();
+    if (!lex.at(TokenKind::Equals) || !Lexer::adjacent(less, eq))
+      throw lex.error_at(eq, "expected '<=' and a bound (such as <=300) in the shape");
+    lex.next();
+    if (!lex.at(TokenKind::Int) || !Lexer::adjacent(eq, lex.peek()))
+      throw lex.error_at(lex.peek(), "expected a bound directly after '<=' (such as <=300)");
+  }
+
   Type parse_type(Lexer& lex, int depth) {
     DepthGuard guard(lex, depth);
     if (lex.accept(TokenKind::LParen)) {
@@ -212,6 +228,7 @@ class Parser {
     lex.expect(TokenKind::LParen, "'(' to open the shape");
     Shape shape;
     std::vector<std::string> dim_names;
+    bool bounded = false;  // the leading dimension is <=N
     int64_t numel = 1;
     std::optional<Token> too_many;
     if (!lex.at(TokenKind::RParen)) {
@@ -225,8 +242,15 @@ class Parser {
           dim_names.push_back(name);
           continue;
         }
-        d = lex.expect(TokenKind::Int, "a dimension (an integer or ?name)");
-        if (d.int_value < 0) throw lex.error_at(d, "negative dimension " + d.text);
+        if (lex.at(TokenKind::Less)) {
+          parse_bound_prefix(lex, shape.size());
+          bounded = true;
+          d = lex.expect(TokenKind::Int, "a bound after '<=' (a dimension such as <=300)");
+          if (d.int_value < 0) throw lex.error_at(d, "negative bound " + d.text + " after '<='");
+        } else {
+          d = lex.expect(TokenKind::Int, "a dimension (an integer, ?name or <=bound)");
+          if (d.int_value < 0) throw lex.error_at(d, "negative dimension " + d.text);
+        }
         if (d.int_value > kMaxNumel) throw lex.error_at(d, "shape is too large (more than 2^48 elements)");
         // kMaxShapeExtent's rule (check_shape_extent): too many elements is
         // an error unless a later dimension is 0; the error points at the
@@ -249,10 +273,10 @@ class Parser {
       throw lex.error_at(dt, "unknown element type '" + dt.text +
                                  "' (known: float32, float16, int8, uint8, int32, int64, bool)");
     lex.expect(TokenKind::RBracket, "']' to close the tensor type");
-    if (dim_names.empty()) return tensor_type(std::move(shape), *dtype);
+    if (dim_names.empty()) return tensor_type(TensorDesc{std::move(shape), *dtype, bounded});
     auto t = std::make_shared<TypeNode>();
     t->kind = TypeNode::Kind::Tensor;
-    t->tensor = TensorDesc{std::move(shape), *dtype};
+    t->tensor = TensorDesc{std::move(shape), *dtype, bounded};
     t->dim_names = std::move(dim_names);
     return t;
   }
@@ -457,6 +481,9 @@ class Parser {
     Type type = parse_type(lex, 0);
     if (!type->is_tensor()) throw lex.error_at(type_tok, "a constant must have a tensor type");
     if (!type->dim_names.empty()) throw lex.error_at(type_tok, "a constant cannot have symbolic dimensions");
+    if (type->tensor.bounded_outer)
+      throw lex.error_at(type_tok,
+                         "a constant cannot have a bounded dynamic dimension (<=N); its shape is known");
     const TensorDesc& desc = type->tensor;
     lex.expect(TokenKind::Comma, "',' and the constant's values or name");
     Expr c;

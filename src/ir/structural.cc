@@ -24,6 +24,7 @@ size_t hash_type(const Type& t) {
   if (t->is_tensor()) {
     hash_combine(h, static_cast<size_t>(t->tensor.dtype));
     for (int64_t d : t->tensor.shape) hash_combine(h, std::hash<int64_t>()(d));
+    hash_combine(h, static_cast<size_t>(t->tensor.bounded_outer));
     return h;
   }
   for (const auto& f : t->fields) hash_combine(h, hash_type(f));

@@ -203,6 +203,7 @@ void add_binary(OpRegistry& r, const char* summary) {
   d.min_inputs = d.max_inputs = 2;
   d.infer = binary_infer<K>;
   d.kernel = binary_kernel<K>;
+  d.dynamic_inputs = DynamicInputs::Follow;
   r.add(std::move(d));
 }
 
@@ -503,6 +504,7 @@ void add_unary(OpRegistry& r, const char* name, const char* summary, InferFn inf
   d.attrs = std::move(attrs);
   d.infer = infer;
   d.kernel = kernel;
+  d.dynamic_inputs = DynamicInputs::Follow;
   r.add(std::move(d));
 }
 

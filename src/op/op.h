@@ -23,12 +23,24 @@
 namespace kiln {
 
 // The static type of one tensor value: what inference works on.
+//
+// The leading axis may be bounded dynamic (bounded_outer): shape[0] is then
+// an upper bound, and at run time the tensor's extent along axis 0 is any
+// n <= shape[0], known only once the op producing it has run (the selected
+// boxes of image.non_max_suppression). A row-major tensor trimmed on axis 0
+// is a prefix of its storage (Tensor::slice_outer), so storage sized for the
+// bound holds it. Run-time descs (of actual tensors) are never dynamic.
 struct TensorDesc {
   Shape shape;
   DType dtype = DType::Float32;
-  bool operator==(const TensorDesc& o) const { return shape == o.shape && dtype == o.dtype; }
+  bool bounded_outer = false;  // shape[0] is an upper bound (rank >= 1)
+  bool operator==(const TensorDesc& o) const {
+    return shape == o.shape && dtype == o.dtype && bounded_outer == o.bounded_outer;
+  }
 };
-std::string desc_str(const TensorDesc& d);  // "Tensor[(2, 4), float32]"
+std::string desc_str(const TensorDesc& d);  // "Tensor[(2, 4), float32]", "Tensor[(<=300, 3), int64]"
+// Whether any of `descs` has a bounded dynamic leading axis.
+bool any_bounded(const std::vector<TensorDesc>& descs);
 
 struct AttrSpec {
   std::string name;
@@ -46,6 +58,16 @@ using InferFn = std::vector<TensorDesc> (*)(const std::vector<TensorDesc>& input
 using KernelFn = void (*)(const std::vector<Tensor>& inputs, const Attrs& attrs,
                           std::vector<Tensor>& outputs);
 
+// How an op's inference treats inputs with a bounded dynamic leading axis
+// (TensorDesc::bounded_outer). infer_op refuses them for an op that has not
+// declared it accepts them, naming the op and the input.
+enum class DynamicInputs : uint8_t {
+  Reject,  // no input may be dynamic (most ops)
+  Follow,  // elementwise: one dynamic input, the others broadcast along the
+           // leading axis; every output of that rank keeps its dynamic axis
+  Custom,  // the op's infer decides, and sets bounded_outer on its outputs
+};
+
 struct OpDef {
   std::string name;     // "nn.conv2d"
   std::string summary;  // one line for `kiln ops` and docs
@@ -54,7 +76,10 @@ struct OpDef {
   std::vector<AttrSpec> attrs;
   bool tuple_output = false;  // result is a tuple even with one field (split)
   InferFn infer = nullptr;
+  // A kernel of an op whose output is dynamic writes the output allocated at
+  // the bound and replaces it with outputs[i].slice_outer(0, n).
   KernelFn kernel = nullptr;
+  DynamicInputs dynamic_inputs = DynamicInputs::Reject;
 };
 
 // Looks an op up by exact name; nullptr when unknown.

@@ -25,6 +25,7 @@ void register_conv3d_ops(OpRegistry& r);       // nn_conv3d.cc: nn.conv3d, nn.co
 void register_pool3d_ops(OpRegistry& r);       // nn_pool3d.cc: 3-D pools, nn.max_pool_with_indices
 void register_unpool_ops(OpRegistry& r);       // nn_unpool.cc: nn.max_unpool
 void register_roi_align_ops(OpRegistry& r);    // roi_align.cc: image.roi_align
+void register_nms_ops(OpRegistry& r);          // nms.cc: image.non_max_suppression
 void register_linalg_ops(OpRegistry& r);       // linalg.cc: det
 void register_signal_ops(OpRegistry& r);       // signal.cc: signal.dft
 

@@ -8,7 +8,8 @@ namespace kiln {
 
 std::string desc_str(const TensorDesc& d) {
   std::string s = "Tensor[(";
-  for (size_t i = 0; i < d.shape.size(); ++i) s += (i ? ", " : "") + std::to_string(d.shape[i]);
+  for (size_t i = 0; i < d.shape.size(); ++i)
+    s += (i ? ", " : "") + std::string(i == 0 && d.bounded_outer ? "<=" : "") + std::to_string(d.shape[i]);
   if (d.shape.size() == 1) s += ",";
   return s + "), " + std::string(dtype_name(d.dtype)) + "]";
 }
@@ -46,6 +47,7 @@ static const OpRegistry& registry() {
     register_pool3d_ops(reg);
     register_unpool_ops(reg);
     register_roi_align_ops(reg);
+    register_nms_ops(reg);
     register_linalg_ops(reg);
     register_signal_ops(reg);
     return reg;
@@ -98,6 +100,64 @@ Attrs normalize_attrs(const OpDef& op, const Attrs& given) {
   return out;
 }
 
+bool any_bounded(const std::vector<TensorDesc>& descs) {
+  for (const auto& d : descs)
+    if (d.bounded_outer) return true;
+  return false;
+}
+
+namespace {
+
+std::string input_label(size_t i, const TensorDesc& d) {
+  return "input " + std::to_string(i) + " " + desc_str(d);
+}
+
+// DynamicInputs::Reject: the first dynamic input is an error.
+void reject_dynamic(const OpDef& op, const std::vector<TensorDesc>& inputs) {
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (!inputs[i].bounded_outer) continue;
+    throw Error(op.name + ": " + input_label(i, inputs[i]) +
+                " has a bounded dynamic leading axis (its extent is known only at run time), which " +
+                op.name +
+                " does not accept; `kiln ops` marks the ops that do [dynamic] (docs/onnx.md, \"Bounded "
+                "dynamic dimensions\"): compute it from the dynamic value with those, or use this op "
+                "before the op that makes the value dynamic");
+  }
+}
+
+// DynamicInputs::Follow: elementwise outputs keep the one dynamic input's
+// leading axis; every other input must broadcast along it, since the actual
+// extent is known only at run time.
+void follow_dynamic(const OpDef& op, const std::vector<TensorDesc>& inputs, std::vector<TensorDesc>& outs) {
+  int dynamic = -1;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (!inputs[i].bounded_outer) continue;
+    if (dynamic >= 0)
+      throw Error(op.name + ": inputs " + std::to_string(dynamic) + " and " + std::to_string(i) +
+                  " both have a bounded dynamic leading axis, whose extents may differ at run time; kiln "
+                  "accepts one dynamic input per elementwise op");
+    dynamic = static_cast<int>(i);
+  }
+  if (dynamic < 0) return;
+  const TensorDesc& d = inputs[static_cast<size_t>(dynamic)];
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Shape& s = inputs[i].shape;
+    if (static_cast<int>(i) == dynamic || s.size() < d.shape.size() || s[0] == 1) continue;
+    throw Error(op.name + ": " + input_label(i, inputs[i]) +
+                " must broadcast along the bounded dynamic leading axis of " +
+                input_label(static_cast<size_t>(dynamic), d) + " (extent 1 there, or a lower rank)");
+  }
+  for (size_t o = 0; o < outs.size(); ++o) {
+    if (outs[o].shape.size() != d.shape.size() || outs[o].shape[0] != d.shape[0])
+      throw Error(op.name + ": result " + std::to_string(o) + " " + desc_str(outs[o]) +
+                  " would not keep the bounded dynamic leading axis of " +
+                  input_label(static_cast<size_t>(dynamic), d));
+    outs[o].bounded_outer = true;
+  }
+}
+
+}  // namespace
+
 std::vector<TensorDesc> infer_op(const OpDef& op, const std::vector<TensorDesc>& inputs, const Attrs& attrs) {
   int n = static_cast<int>(inputs.size());
   if (n < op.min_inputs || (op.max_inputs >= 0 && n > op.max_inputs)) {
@@ -107,7 +167,9 @@ std::vector<TensorDesc> infer_op(const OpDef& op, const std::vector<TensorDesc>&
                            : std::to_string(op.min_inputs) + " to " + std::to_string(op.max_inputs);
     throw Error(op.name + " takes " + want + " input(s), got " + std::to_string(n));
   }
+  if (op.dynamic_inputs == DynamicInputs::Reject) reject_dynamic(op, inputs);
   std::vector<TensorDesc> out = op.infer(inputs, normalize_attrs(op, attrs));
+  if (op.dynamic_inputs == DynamicInputs::Follow) follow_dynamic(op, inputs, out);
   // A result no kernel could index (a huge dimension, even of an empty
   // tensor) is an error here, before a printed module could not be read back.
   for (size_t i = 0; i < out.size(); ++i) {
@@ -115,6 +177,7 @@ std::vector<TensorDesc> infer_op(const OpDef& op, const std::vector<TensorDesc>&
     for (int64_t& d : known)
       if (d < 0) d = 1;  // a symbolic dimension (-1): checked once bound
     check_shape_extent(known, op.name + ": result " + std::to_string(i));
+    KILN_ASSERT(!out[i].bounded_outer || !out[i].shape.empty(), op.name + ": a dynamic result of rank 0");
   }
   return out;
 }

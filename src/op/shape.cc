@@ -226,10 +226,15 @@ std::vector<TensorDesc> infer_squeeze(const std::vector<TensorDesc>& in, const A
       drop[static_cast<size_t>(a)] = true;
     }
   }
+  // A bounded dynamic leading axis stays: only other axes, named, may go
+  // (without names, an actual extent of 1 would drop it at run time).
+  if (in[0].bounded_outer && (given.empty() || drop[0]))
+    throw Error("squeeze: data " + desc_str(in[0]) +
+                " has a bounded dynamic leading axis; name the other size-1 axes to squeeze in 'axis'");
   Shape out;
   for (size_t i = 0; i < s.size(); ++i)
     if (!drop[i]) out.push_back(s[i]);
-  return {{out, in[0].dtype}};
+  return {{out, in[0].dtype, in[0].bounded_outer}};
 }
 
 std::vector<TensorDesc> infer_expand_dims(const std::vector<TensorDesc>& in, const Attrs& attrs) {
@@ -238,10 +243,13 @@ std::vector<TensorDesc> infer_expand_dims(const std::vector<TensorDesc>& in, con
   int64_t num = attrs.get_int("num_newaxis");
   if (num < 0) throw Error("expand_dims: attribute 'num_newaxis' = " + std::to_string(num) + " must be >= 0");
   int64_t axis = normalize_axis("expand_dims", attrs.get_int("axis"), rank + 1);
+  if (in[0].bounded_outer && axis == 0 && num > 0)
+    throw Error("expand_dims: data " + desc_str(in[0]) +
+                " has a bounded dynamic leading axis, which must stay leading; insert axes at axis >= 1");
   Shape out(s.begin(), s.begin() + axis);
   out.insert(out.end(), static_cast<size_t>(num), 1);
   out.insert(out.end(), s.begin() + axis, s.end());
-  return {{out, in[0].dtype}};
+  return {{out, in[0].dtype, in[0].bounded_outer}};
 }
 
 }  // namespace
@@ -296,7 +304,8 @@ void register_shape_ops(OpRegistry& r) {
          {{"axis", AttrKind::Ints, std::vector<int64_t>{}}},
          false,
          infer_squeeze,
-         copy_bytes_kernel});
+         copy_bytes_kernel,
+         DynamicInputs::Custom});
   r.add({"expand_dims",
          "inserts size-1 axes",
          1,
@@ -304,7 +313,8 @@ void register_shape_ops(OpRegistry& r) {
          {{"axis", AttrKind::Int, std::nullopt}, {"num_newaxis", AttrKind::Int, int64_t{1}}},
          false,
          infer_expand_dims,
-         copy_bytes_kernel});
+         copy_bytes_kernel,
+         DynamicInputs::Custom});
   register_shape_index_ops(r);
   register_scatter_ops(r);
 }

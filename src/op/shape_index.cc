@@ -92,10 +92,33 @@ std::vector<SliceAxis> slice_plan(const Shape& shape, const Attrs& attrs) {
 
 namespace {
 
+// Whether slicing keeps a bounded dynamic leading axis whole: axis 0 is not
+// sliced, or begins at 0 with stride 1 and ends at (or past) the bound, which
+// at run time clamps to the actual extent.
+bool keeps_leading_axis(const TensorDesc& x, const Attrs& attrs) {
+  const std::vector<int64_t> begin = attrs.get_ints("begin");
+  const std::vector<int64_t> end = attrs.get_ints("end");
+  const std::vector<int64_t> strides = attrs.get_ints("strides");
+  const std::vector<int64_t> axes = attrs.get_ints("axes");
+  const int64_t rank = static_cast<int64_t>(x.shape.size());
+  for (size_t i = 0; i < begin.size() && i < end.size(); ++i) {
+    int64_t axis = i >= axes.size() ? static_cast<int64_t>(i) : axes[i] < 0 ? axes[i] + rank : axes[i];
+    if (axis != 0) continue;
+    int64_t stride = i < strides.size() ? strides[i] : 1;
+    if (begin[i] != 0 || stride != 1 || end[i] < x.shape[0]) return false;
+  }
+  return true;
+}
+
 std::vector<TensorDesc> infer_strided_slice(const std::vector<TensorDesc>& in, const Attrs& attrs) {
   Shape out;
   for (const SliceAxis& s : slice_plan(in[0].shape, attrs)) out.push_back(s.count);
-  return {{out, in[0].dtype}};
+  if (in[0].bounded_outer && !keeps_leading_axis(in[0], attrs))
+    throw Error(
+        "strided_slice: data " + desc_str(in[0]) +
+        " has a bounded dynamic leading axis, which may be sliced only whole (begin 0, stride 1, end >= " +
+        std::to_string(in[0].shape[0]) + "); slice the other axes");
+  return {{out, in[0].dtype, in[0].bounded_outer}};
 }
 
 void strided_slice_kernel(const std::vector<Tensor>& in, const Attrs& attrs, std::vector<Tensor>& out) {
@@ -146,7 +169,19 @@ std::vector<TensorDesc> infer_take(const std::vector<TensorDesc>& in, const Attr
   Shape out(x.shape.begin(), x.shape.begin() + static_cast<int64_t>(axis));
   out.insert(out.end(), idx.shape.begin(), idx.shape.end());
   out.insert(out.end(), x.shape.begin() + static_cast<int64_t>(axis) + 1, x.shape.end());
-  return {{out, x.dtype}};
+  // A bounded dynamic leading axis stays the result's leading axis: data's
+  // when taking along another axis, the indices' when taking along axis 0.
+  if (x.bounded_outer && (axis == 0 || idx.bounded_outer))
+    throw Error(op + ": data " + desc_str(x) + " has a bounded dynamic leading axis; taking " +
+                (axis == 0
+                     ? std::string("along that axis is not supported (an index may exceed its actual extent)")
+                     : std::string("along another axis needs static indices")));
+  if (idx.bounded_outer && axis != 0)
+    throw Error(op + ": indices " + desc_str(idx) +
+                " have a bounded dynamic leading axis, which take supports along axis 0 only (it becomes the "
+                "result's leading axis), not axis " +
+                std::to_string(axis));
+  return {{out, x.dtype, x.bounded_outer || idx.bounded_outer}};
 }
 
 void take_kernel(const std::vector<Tensor>& in, const Attrs& attrs, std::vector<Tensor>& out) {
@@ -305,7 +340,8 @@ void register_shape_index_ops(OpRegistry& r) {
           {"axes", AttrKind::Ints, std::vector<int64_t>{}}},
          false,
          infer_strided_slice,
-         strided_slice_kernel});
+         strided_slice_kernel,
+         DynamicInputs::Custom});
   r.add({"broadcast_to",
          "numpy broadcasting to a given shape",
          1,
@@ -321,7 +357,8 @@ void register_shape_index_ops(OpRegistry& r) {
          {{"axis", AttrKind::Int, int64_t{0}}},
          false,
          infer_take,
-         take_kernel});
+         take_kernel,
+         DynamicInputs::Custom});
   r.add({"where",
          "elementwise select cond ? x : y with broadcasting",
          3,

@@ -132,6 +132,9 @@ struct kiln_run {
   const kiln_module* module;
   std::vector<const void*> inputs;  // bound buffers, nullptr when unbound
   std::vector<void*> outputs;
+  // Each output's shape in the last invoke (kiln_run_output_shape): below the
+  // bound on a bounded dynamic leading axis; the module's shape before.
+  std::vector<kiln::Shape> output_shapes;
 };
 
 namespace {
@@ -167,6 +170,7 @@ void fill_info(const TensorSlot& s, kiln_tensor_info* info) {
   info->ndim = s.desc.shape.size();
   info->shape = s.desc.shape.data();
   info->byte_size = s.byte_size;
+  info->bounded_outer = s.desc.bounded_outer ? 1 : 0;
 }
 
 // The model's name first (ONNX names may look like another value's kiln name), then kiln's.
@@ -352,6 +356,7 @@ kiln_status* kiln_run_create(const kiln_module* module, kiln_run** run) {
     r->module = module;
     r->inputs.assign(module->inputs.size(), nullptr);
     r->outputs.assign(module->outputs.size(), nullptr);
+    for (const auto& o : module->outputs) r->output_shapes.push_back(o.desc.shape);
     *run = r.release();
   });
 }
@@ -396,13 +401,28 @@ kiln_status* kiln_run_invoke(kiln_run* run) {
             "internal error: " + m->label + " produced " + std::to_string(results.size()) + " outputs, not " +
                 std::to_string(m->outputs.size()));
     for (size_t i = 0; i < results.size(); ++i) {
-      if (!run->outputs[i]) continue;
       const Tensor& t = results[i];
-      require(t.nbytes() == m->outputs[i].byte_size && t.dtype() == m->outputs[i].desc.dtype, KILN_INTERNAL,
-              "internal error: output " + slot_label(m->outputs[i]) + " is " + kiln::shape_str(t.shape()) +
-                  " " + std::string(kiln::dtype_name(t.dtype())) + ", not " + type_label(m->outputs[i]));
-      std::memcpy(run->outputs[i], t.raw(), t.nbytes());
+      const TensorSlot& slot = m->outputs[i];
+      // A bounded dynamic output fills the first bytes of its buffer (sized
+      // for the bound); kiln_run_output_shape says how many rows it has.
+      bool fits = slot.desc.bounded_outer ? t.nbytes() <= slot.byte_size : t.nbytes() == slot.byte_size;
+      require(fits && t.dtype() == slot.desc.dtype, KILN_INTERNAL,
+              "internal error: output " + slot_label(slot) + " is " + kiln::shape_str(t.shape()) + " " +
+                  std::string(kiln::dtype_name(t.dtype())) + ", not " + type_label(slot));
+      run->output_shapes[i] = t.shape();
+      if (run->outputs[i] && t.nbytes()) std::memcpy(run->outputs[i], t.raw(), t.nbytes());
     }
+  });
+}
+
+kiln_status* kiln_run_output_shape(const kiln_run* run, size_t index, size_t* ndim, const int64_t** shape) {
+  return guarded(KILN_INVALID_ARGUMENT, [&] {
+    require_arg(run, "kiln_run_output_shape", "run");
+    require_arg(ndim, "kiln_run_output_shape", "ndim");
+    require_arg(shape, "kiln_run_output_shape", "shape");
+    check_index(run->module, false, index, "kiln_run_output_shape");
+    *ndim = run->output_shapes[index].size();
+    *shape = run->output_shapes[index].data();
   });
 }
 

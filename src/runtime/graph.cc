@@ -10,8 +10,12 @@ using json = nlohmann::json;
 
 namespace {
 
+// A bounded dynamic leading axis (TensorDesc::bounded_outer) is written as
+// "bounded": true, shape[0] being the bound; a static value has no such key.
 json value_json(const GraphValue& v) {
-  return json{{"name", v.name}, {"shape", v.desc.shape}, {"dtype", std::string(dtype_name(v.desc.dtype))}};
+  json j{{"name", v.name}, {"shape", v.desc.shape}, {"dtype", std::string(dtype_name(v.desc.dtype))}};
+  if (v.desc.bounded_outer) j["bounded"] = true;
+  return j;
 }
 
 json attr_json(const AttrValue& v) {
@@ -54,6 +58,12 @@ struct Reader {
     auto t = dtype_from_name(dt);
     if (!t) fail(where + " " + v.name, "unknown dtype \"" + dt + "\"");
     v.desc.dtype = *t;
+    if (auto b = j.find("bounded"); b != j.end()) {
+      if (!b->is_boolean()) fail(where + " " + v.name, "\"bounded\" must be true or false");
+      v.desc.bounded_outer = b->get<bool>();
+      if (v.desc.bounded_outer && v.desc.shape.empty())
+        fail(where + " " + v.name, "a scalar cannot have a bounded dynamic leading axis");
+    }
     return v;
   }
   AttrValue attr(const json& j, const std::string& where) const {

@@ -1,6 +1,7 @@
 // fold-constants: evaluates op calls whose arguments are all constants.
 //
-// Requires: nothing. Guarantees: no op call has only constant arguments; a
+// Requires: nothing. Guarantees: no op call has only constant arguments
+// (except one whose result has a bounded dynamic axis, which stays); a
 // field access of a literal tuple is replaced by the field; uses of a
 // variable bound to a constant, a literal tuple or another variable see that
 // value directly (the binding is left for dead-code-elimination). The folded
@@ -30,6 +31,9 @@ class ConstantFolder : public ExprMutator {
     Expr rebuilt = ExprMutator::mutate_Call(e, n);
     auto* call = as<CallNode>(rebuilt);
     if (!call || !call->is_op_call() || call->type->is_tuple()) return rebuilt;
+    // A result typed with a bounded dynamic axis keeps its type (the
+    // function's and its users' types say <=N): it is not folded.
+    if (call->type->tensor.bounded_outer) return rebuilt;
     std::vector<Tensor> inputs;
     for (const auto& a : call->args) {
       auto* c = as<ConstantNode>(a);

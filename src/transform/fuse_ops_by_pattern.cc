@@ -9,7 +9,8 @@
 // Claim order: patterns by priority (then registration order); for each
 // pattern, roots from the last binding to the first. A match is taken only
 // when none of its ops is claimed, its intermediate values are not used
-// outside it, and the pattern's check accepts it.
+// outside it, none of its values has a bounded dynamic axis, and the
+// pattern's check accepts it.
 //
 //   %y = matmul(%x, %w)             %z = @my_npu_matmul_relu_fused_0(%x, %w)
 //   %z = nn.relu(%y)         ==>    def @my_npu_matmul_relu_fused_0(%x, %w) attrs
@@ -44,6 +45,12 @@ std::string match_conflict(const Match& m, const FunctionNode& f, const std::vec
   }
   for (const auto& in : m.inputs)
     if (inside.count(in.get())) return "an input of the match is produced inside it";
+  // Backends compile static shapes; a value whose extent is known only at
+  // run time stays with the host's reference kernels.
+  for (const Binding* b : m.bindings)
+    if (any_bounded(flatten_type(b->var->type))) return "dynamic shape (a bounded dynamic leading axis)";
+  for (const auto& in : m.inputs)
+    if (any_bounded(flatten_type(in->type))) return "dynamic shape (a bounded dynamic leading axis)";
   std::set<const Binding*> members(m.bindings.begin(), m.bindings.end());
   std::vector<const ExprNode*> used;
   for (const auto& b : f.bindings) {

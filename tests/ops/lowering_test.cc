@@ -462,6 +462,7 @@ const std::map<std::string, std::string>& not_lowered() {
       {"nn.max_pool_with_indices", "index outputs are not lowered yet"},
       {"nn.max_unpool", "data-dependent indices: the reference kernel checks each index"},
       {"image.roi_align", "data-dependent regions and batch indices: not lowered yet"},
+      {"image.non_max_suppression", "dynamic shape: the selected rows' count depends on the data"},
       {"det", "pivoting depends on the values: the reference kernel factorises each matrix"},
       {"signal.dft", "not lowered yet (a direct transform on its reference kernel)"},
   };

@@ -96,3 +96,25 @@ def test_kiln_run_writes_outputs_under_their_onnx_names(tmp_path, kiln_binary):
     index = json.loads((out / "outputs.json").read_text())
     assert [(o["index"], o["name"], o["file"]) for o in index["outputs"]] == [(0, "out/y:0", "out_y_0.npy"),
                                                                              (1, "19", "19.npy")]
+
+
+def test_non_max_suppression_returns_the_actual_rows(tmp_path):
+    # Box 1 overlaps box 0 (IoU 0.818 > 0.5); by score: 3, 0, (1 suppressed), 2.
+    boxes = np.array([[[0, 0, 1, 1], [0, 0.1, 1, 1.1], [0, 2, 1, 3], [0, 4, 1, 5]]], np.float32)
+    scores = np.array([[[0.9, 0.8, 0.7, 0.95]]], np.float32)
+    graph = helper.make_graph(
+        [helper.make_node("NonMaxSuppression", ["boxes", "scores", "max_out", "iou"], ["selected"])], "g",
+        [helper.make_tensor_value_info("boxes", TensorProto.FLOAT, [1, 4, 4]),
+         helper.make_tensor_value_info("scores", TensorProto.FLOAT, [1, 1, 4])],
+        [helper.make_tensor_value_info("selected", TensorProto.INT64, ["n", 3])],
+        initializer=[numpy_helper.from_array(np.array([4], np.int64), "max_out"),
+                     numpy_helper.from_array(np.array([0.5], np.float32), "iou")])
+    path = tmp_path / "nms.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 11)]), str(path))
+    mod = kiln.load(path)
+    want = np.array([[0, 0, 3], [0, 0, 0], [0, 0, 2]], np.int64)
+    (interpreted,) = kiln.interpret(mod, boxes=boxes, scores=scores)
+    (compiled,) = kiln.compile(mod).run(boxes=boxes, scores=scores)
+    for got in (interpreted, compiled):
+        assert got.shape == (3, 3)  # the type's bound is 4 rows
+        np.testing.assert_array_equal(got, want)

@@ -71,7 +71,7 @@ TEST_F(CliInputValue, Errors) {
   EXPECT_TRUE(has(unknown, "--input-value names 'shap', which is not an input of the model")) << unknown.out;
   auto bad = kiln_cmd("run " + model_ + " --input-value shape=3,two --input x=" + path("x.npy"));
   EXPECT_NE(bad.code, 0);
-  EXPECT_TRUE(has(bad, "--input-value 'shape=3,two': 'two' is not an integer")) << bad.out;
+  EXPECT_TRUE(has(bad, "--input-value 'shape=3,two': 'two' is not a number")) << bad.out;
 }
 
 }  // namespace

@@ -28,9 +28,11 @@ void BackendFlags::add_to(CLI::App* cmd) {
   cmd->add_option("--input-shape", input_shapes,
                   "NAME=D0,D1,... static shape for an ONNX input with symbolic dimensions, by its ONNX name "
                   "(or kiln's %NAME; repeatable)");
-  cmd->add_option("--input-value", input_values,
-                  "NAME=V0,V1,... (int64) or NAME=FILE.npy: the value of an ONNX input that holds a shape or "
-                  "axes (Reshape's shape, Expand's, ...), folded into the model as a constant (repeatable)");
+  cmd->add_option(
+      "--input-value", input_values,
+      "NAME=V0,V1,... (int64, or float32 when one has a '.' or an exponent) or NAME=FILE.npy: the "
+      "value of an ONNX input that holds a shape, axes or a threshold (Reshape's shape, Expand's, "
+      "NonMaxSuppression's, ...), folded into the model as a constant (repeatable)");
 }
 
 PartitionOptions BackendFlags::partition_options() const {
@@ -68,7 +70,11 @@ static void parse_input_value_flag(const std::string& flag, ImportOptions& opts)
     opts.constant_inputs[name] = read_npy(value);
     return;
   }
+  // Integers make an int64 tensor; any number with a '.' or an exponent
+  // (a threshold such as 0.5) makes the list float32.
   std::vector<int64_t> ints;
+  std::vector<float> floats;
+  bool all_ints = true;
   std::stringstream ss(value);
   std::string item;
   while (std::getline(ss, item, ',')) {
@@ -79,12 +85,25 @@ static void parse_input_value_flag(const std::string& flag, ImportOptions& opts)
     } catch (const std::exception&) {
       used = 0;
     }
+    if (!item.empty() && used == item.size()) {
+      ints.push_back(v);
+      floats.push_back(static_cast<float>(v));
+      continue;
+    }
+    double d = 0;
+    try {
+      d = std::stod(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
     if (item.empty() || used != item.size())
       throw Error("--input-value '" + flag + "': '" + item +
-                  "' is not an integer (give integers or a .npy file)");
-    ints.push_back(v);
+                  "' is not a number (give integers, floats or a .npy file)");
+    all_ints = false;
+    floats.push_back(static_cast<float>(d));
   }
-  opts.constant_inputs[name] = Tensor::from_ints({static_cast<int64_t>(ints.size())}, ints);
+  const Shape shape{static_cast<int64_t>(floats.size())};
+  opts.constant_inputs[name] = all_ints ? Tensor::from_ints(shape, ints) : Tensor::from_floats(shape, floats);
 }
 
 ImportOptions BackendFlags::import_options() const {

@@ -1,4 +1,5 @@
-// kiln ops: lists the registered ops with their attributes.
+// kiln ops: lists the registered ops with their attributes; [dynamic] marks
+// the ops that accept a bounded dynamic leading axis (TensorDesc::bounded_outer).
 #include <iostream>
 
 #include "commands.h"
@@ -17,6 +18,8 @@ void add_ops_command(CLI::App& app) {
         attrs += a.default_value ? "=" + attr_value_str(*a.default_value) : " (required)";
       }
       if (!attrs.empty()) std::cout << "(" << attrs << ")";
+      // Ops that accept inputs with a bounded dynamic leading axis.
+      if (op->dynamic_inputs != DynamicInputs::Reject) std::cout << " [dynamic]";
       std::cout << "\n    " << op->summary << "\n";
     }
   });

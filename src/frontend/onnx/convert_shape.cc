@@ -146,6 +146,14 @@ void convert_squeeze(NodeContext& n) {
   Shape out;
   for (size_t i = 0; i < in.size(); ++i)
     if (!drop[i]) out.push_back(in[i]);
+  // reshape needs the actual extent of a bounded dynamic axis; squeeze keeps it.
+  if (n.desc(0).bounded_outer) {
+    std::vector<int64_t> dropped;
+    for (size_t i = 0; i < in.size(); ++i)
+      if (drop[i]) dropped.push_back(static_cast<int64_t>(i));
+    n.set_output(0, dropped.empty() ? n.input(0) : n.call("squeeze", {n.input(0)}, {{"axis", dropped}}));
+    return;
+  }
   n.set_output(0, reshape(n, n.input(0), out));
 }
 
@@ -162,10 +170,29 @@ void convert_unsqueeze(NodeContext& n) {
   Shape out;
   size_t j = 0;
   for (int64_t i = 0; i < out_rank; ++i) out.push_back(is_new[static_cast<size_t>(i)] ? 1 : in[j++]);
+  // A bounded dynamic axis: one expand_dims per new axis, in ascending order.
+  if (n.desc(0).bounded_outer) {
+    Expr x = n.input(0);
+    for (int64_t i = 0; i < out_rank; ++i)
+      if (is_new[static_cast<size_t>(i)]) x = n.call("expand_dims", {x}, {{"axis", i}});
+    n.set_output(0, x);
+    return;
+  }
   n.set_output(0, reshape(n, n.input(0), out));
 }
 
+// Shape and Size fold to constants: refused for a value whose leading
+// extent is known only at run time.
+void refuse_bounded(NodeContext& n) {
+  if (n.desc(0).bounded_outer)
+    n.unsupported(
+        "input 0 " + desc_str(n.desc(0)) +
+        " has a bounded dynamic leading axis (its extent is known only at run time); kiln folds shapes "
+        "at import");
+}
+
 void convert_shape(NodeContext& n) {
+  refuse_bounded(n);
   const Shape& s = n.desc(0).shape;
   int64_t r = static_cast<int64_t>(s.size());
   int64_t start = n.attr_int("start", 0), end = n.attr_int("end", r);
@@ -179,6 +206,7 @@ void convert_shape(NodeContext& n) {
 }
 
 void convert_size(NodeContext& n) {
+  refuse_bounded(n);
   n.set_output(0, n.constant_expr(Tensor::from_ints({}, {shape_numel(n.desc(0).shape)})));
 }
 

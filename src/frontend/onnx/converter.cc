@@ -231,6 +231,7 @@ const ConverterTable& converters() {
     add_training_converters(t);
     add_signal_converters(t);
     add_linalg_converters(t);
+    add_nms_converters(t);
     return t;
   }();
   return table;

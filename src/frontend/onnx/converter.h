@@ -140,6 +140,7 @@ void add_quant_converters(ConverterTable& t);
 void add_training_converters(ConverterTable& t);
 void add_signal_converters(ConverterTable& t);
 void add_linalg_converters(ConverterTable& t);
+void add_nms_converters(ConverterTable& t);
 
 // Helpers shared by the families.
 int64_t normalize_axis(int64_t axis, int64_t rank, const NodeContext& n);
