@@ -93,9 +93,18 @@ std::vector<Case> conv2d_cases(Lcg& r) {
   struct C {
     int64_t n, c, h, w, o, k, s, p, d, g;
   };
-  std::vector<C> shapes = {{1, 3, 9, 9, 4, 3, 1, 1, 1, 1},   {2, 4, 8, 7, 6, 3, 2, 1, 1, 2},
-                           {1, 8, 7, 7, 8, 3, 1, 1, 1, 8},   {1, 5, 6, 6, 3, 1, 1, 0, 1, 1},
-                           {1, 2, 11, 10, 3, 3, 1, 2, 2, 1}, {1, 6, 9, 9, 6, 5, 2, 2, 1, 6}};
+  std::vector<C> shapes = {{1, 3, 9, 9, 4, 3, 1, 1, 1, 1},
+                           {2, 4, 8, 7, 6, 3, 2, 1, 1, 2},
+                           {1, 8, 7, 7, 8, 3, 1, 1, 1, 8},
+                           {1, 5, 6, 6, 3, 1, 1, 0, 1, 1},
+                           {1, 2, 11, 10, 3, 3, 1, 2, 2, 1},
+                           {1, 6, 9, 9, 6, 5, 2, 2, 1, 6},
+                           // Pointwise over rows of several column tiles (runs of
+                           // them per row tile); rows of 40 and 56 columns (blocks
+                           // of more than one vector, the last partial).
+                           {1, 16, 3, 320, 32, 1, 1, 0, 1, 1},
+                           {1, 24, 2, 40, 24, 1, 1, 0, 1, 1},
+                           {1, 16, 4, 56, 16, 3, 1, 1, 1, 16}};
   for (const C& s : shapes) {
     Attrs a{{"strides", std::vector<int64_t>{s.s, s.s}},
             {"padding", std::vector<int64_t>{s.p, s.p, s.p + (r.integer(0, 1)), s.p}},
@@ -502,31 +511,43 @@ struct Instance {
   std::string symbol;
 };
 
+// Each case is scheduled for this CPU and, on an AVX-512 machine, also
+// for AVX2 (16 registers of 8 float32 lanes: other tiles, blocks and
+// tails), so both schedules are checked wherever the test runs.
+std::vector<schedule::CpuTarget> schedule_targets() {
+  std::vector<schedule::CpuTarget> targets = {schedule::host_cpu_target()};
+  if (targets[0].vector_bytes > 32) targets.push_back({32, 16});
+  return targets;
+}
+
 TEST(Lowering, EveryLoweredOpMatchesItsReferenceKernel) {
   std::vector<Instance> instances;
   std::vector<tir::PrimFunc> funcs;
-  for (const auto& [op, gen] : generators()) {
-    Lcg r(static_cast<uint32_t>(std::hash<std::string>{}(op)&0xffff));
-    for (Case& c : gen(r)) {
-      if (c.ranges.empty()) c.ranges.assign(c.in.size(), {-2, 2});
-      const OpDef& def = op_named(op);
-      Attrs attrs = normalize_attrs(def, c.attrs);
-      std::vector<TensorDesc> out = infer_op(def, c.in, attrs);
-      lower::KernelSpec spec;
-      spec.name = "case" + std::to_string(instances.size());
-      spec.params = c.in;
-      lower::KernelOp k{op, attrs, c.in, out, {}};
-      for (size_t i = 0; i < c.in.size(); ++i) k.sources.push_back({int(i), -1, 0});
-      spec.ops.push_back(k);
-      for (size_t o = 0; o < out.size(); ++o) spec.outputs.push_back({0, int(o)});
-      std::string why;
-      auto f = lower::lower_kernel(spec, &why);
-      ASSERT_TRUE(f.has_value()) << op << " case " << instances.size() << " was not lowered: " << why;
-      funcs.push_back(tir::lower_for_build(*f));
-      c.attrs = attrs;
-      instances.push_back({op, c, out, spec.name});
+  for (const auto& [op, gen] : generators())
+    for (const schedule::CpuTarget& cpu : schedule_targets()) {
+      Lcg r(static_cast<uint32_t>(std::hash<std::string>{}(op)&0xffff));
+      for (Case& c : gen(r)) {
+        if (c.ranges.empty()) c.ranges.assign(c.in.size(), {-2, 2});
+        const OpDef& def = op_named(op);
+        Attrs attrs = normalize_attrs(def, c.attrs);
+        std::vector<TensorDesc> out = infer_op(def, c.in, attrs);
+        lower::KernelSpec spec;
+        spec.name = "case" + std::to_string(instances.size());
+        spec.params = c.in;
+        lower::KernelOp k{op, attrs, c.in, out, {}};
+        for (size_t i = 0; i < c.in.size(); ++i) k.sources.push_back({int(i), -1, 0});
+        spec.ops.push_back(k);
+        for (size_t o = 0; o < out.size(); ++o) spec.outputs.push_back({0, int(o)});
+        std::string why;
+        auto f = lower::lower_kernel(spec, &why, cpu);
+        ASSERT_TRUE(f.has_value()) << op << " case " << instances.size() << " was not lowered: " << why;
+        tir::TirPassOptions options;
+        options.vector_bytes = cpu.vector_bytes;
+        funcs.push_back(tir::lower_for_build(*f, options));
+        c.attrs = attrs;
+        instances.push_back({op, c, out, spec.name});
+      }
     }
-  }
   codegen::HostObject obj = codegen::emit_host_shared_object(funcs);
   HostCode code;
   code.cpu_features = obj.cpu_features;
