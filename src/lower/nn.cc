@@ -145,6 +145,14 @@ Lowered conv2d(const LowerContext& c) {
   // checks would sit in the innermost loop and break its contiguous loads.
   // Consecutive output channels' weights are cg * KH * KW elements apart.
   const int64_t weight_stride = cg * ws[2] * ws[3] * w->dtype.bytes();
+  // A depthwise conv (one input channel per output channel) shares no
+  // input between channels: its tiles are output rows by columns of one
+  // channel instead, each step one weight broadcast for every row of the
+  // tile rather than one per channel.
+  if (cg == 1 && og == 1) {
+    if (xp != x) return tiled(y, 2, 3, {xp}, xp);
+    return tiled(y, 2, 3);
+  }
   if (xp != x) return tiled(y, 1, 3, {xp}, xp, weight_stride);
   return tiled(y, 1, 3, {}, nullptr, weight_stride);
 }
