@@ -92,28 +92,15 @@ std::vector<SliceAxis> slice_plan(const Shape& shape, const Attrs& attrs) {
 
 namespace {
 
-// Whether slicing keeps a bounded dynamic leading axis whole: axis 0 is not
-// sliced, or begins at 0 with stride 1 and ends at (or past) the bound, which
-// at run time clamps to the actual extent.
-bool keeps_leading_axis(const TensorDesc& x, const Attrs& attrs) {
-  const std::vector<int64_t> begin = attrs.get_ints("begin");
-  const std::vector<int64_t> end = attrs.get_ints("end");
-  const std::vector<int64_t> strides = attrs.get_ints("strides");
-  const std::vector<int64_t> axes = attrs.get_ints("axes");
-  const int64_t rank = static_cast<int64_t>(x.shape.size());
-  for (size_t i = 0; i < begin.size() && i < end.size(); ++i) {
-    int64_t axis = i >= axes.size() ? static_cast<int64_t>(i) : axes[i] < 0 ? axes[i] + rank : axes[i];
-    if (axis != 0) continue;
-    int64_t stride = i < strides.size() ? strides[i] : 1;
-    if (begin[i] != 0 || stride != 1 || end[i] < x.shape[0]) return false;
-  }
-  return true;
-}
-
 std::vector<TensorDesc> infer_strided_slice(const std::vector<TensorDesc>& in, const Attrs& attrs) {
+  const std::vector<SliceAxis> plan = slice_plan(in[0].shape, attrs);
   Shape out;
-  for (const SliceAxis& s : slice_plan(in[0].shape, attrs)) out.push_back(s.count);
-  if (in[0].bounded_outer && !keeps_leading_axis(in[0], attrs))
+  for (const SliceAxis& s : plan) out.push_back(s.count);
+  // A bounded dynamic leading axis may only be kept whole: from 0 with step
+  // 1 to (or past) the bound, which at run time clamps to the actual extent.
+  const bool whole =
+      !plan.empty() && plan[0].start == 0 && plan[0].step == 1 && plan[0].count == in[0].shape[0];
+  if (in[0].bounded_outer && !whole)
     throw Error(
         "strided_slice: data " + desc_str(in[0]) +
         " has a bounded dynamic leading axis, which may be sliced only whole (begin 0, stride 1, end >= " +

@@ -195,7 +195,7 @@ bool tile_anchor(te::Schedule& s, const AnchorTile& a, const CpuTarget& cpu,
   // columns) whose column tile fits in half of L1 is read from memory once
   // per column tile and from L1 by every row tile after the first (row
   // tiles inner): copying it into a panel first only adds a pass over it
-  // (rec's head, 40 x 6625 x 120: the copy was half of its time).
+  // (rec's 40-row products with 120 input columns).
   const bool tile_fits_l1 = reduction * cb * a.tensor->dtype.bytes() <= kHalfL1;
   bool pack = a.panel && rb < shape[size_t(a.row_axis)] && !(a.panel->is_placeholder() && tile_fits_l1);
   // When the left operand is larger than half of L2, each panel spans
@@ -229,7 +229,7 @@ bool tile_anchor(te::Schedule& s, const AnchorTile& a, const CpuTarget& cpu,
   // starts, so every channel plane it reads and writes is visited in
   // stretches of several tiles rather than one, which keeps many planes'
   // streams flowing (det's 1x1 convs at 320x320 touch 80 planes per tile).
-  if (!pack && rows_inner && !a.window && kColumnRuns > 1) {
+  if (!pack && rows_inner && !a.window) {
     const int64_t tiles = (shape[size_t(a.col_axis)] + cb - 1) / cb;
     const int64_t run = largest_divisor_up_to(tiles, kColumnRuns);
     if (run > 1) std::tie(panels, co) = out->split(co, run);
