@@ -138,6 +138,19 @@ Executable compile_model(const Module& input, const CompileOptions& opts, Compil
         "partition", [&] { return partition_module(m, opts.partition, opts.merge, &sum.report); },
         [](const Module& r) { return print_module(r); });
 
+  // 2b. Host layout: after partitioning (backends keep NCHW convs), before
+  //     the host program is built from what is left. Folding packs the
+  //     blocked weights; dead-code-elimination drops the unblocked copies
+  //     that nothing reads.
+  const schedule::CpuTarget cpu = codegen::schedule_target(opts.target);
+  if (opts.compile_host && opts.blocked_layout && !cpu.scratchpad_bytes && cpu.float32_lanes() > 1)
+    m = stages.run("convert-layout", [&] {
+      return run_passes(m,
+                        {"convert-layout{block=" + std::to_string(cpu.float32_lanes()) + "}",
+                         "fold-constants", "dead-code-elimination"},
+                        popts);
+    });
+
   // 3. Backend codegen; the rest becomes the host program.
   Executable exe = stages.run(
       "backend-codegen", [&] { return build_executable(m, opts.entry, opts.codegen, &sum.backend_notes); },
@@ -166,8 +179,7 @@ Executable compile_model(const Module& input, const CompileOptions& opts, Compil
 
   // 5. Lower and schedule each kernel.
   LoweredKernels lowered = stages.run(
-      "lower-and-schedule",
-      [&] { return lower_planned_kernels(exe.host, plan, codegen::schedule_target(opts.target)); },
+      "lower-and-schedule", [&] { return lower_planned_kernels(exe.host, plan, cpu); },
       [](const LoweredKernels& r) { return print_host_program(r.host) + print_funcs(r.funcs); });
   sum.distinct_kernels = int(lowered.funcs.size());
   sum.kernels = int(lowered.host.nodes.size()) - count_op_nodes(lowered.host);

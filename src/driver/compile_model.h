@@ -36,6 +36,9 @@ struct CompileOptions {
   // The CPU the host code is compiled for (`--target llvm -mcpu=...`): the
   // machine's by default.
   codegen::Target target = codegen::host_target();
+  // Float32 convs and the elementwise ops between them run in channel
+  // blocks of the target's vector width (the graph pass convert-layout).
+  bool blocked_layout = true;
   // Ops left on their reference kernels are an error naming them.
   bool strict_compile = false;
   // Compile host ops at all (false: every host op on its reference kernel).

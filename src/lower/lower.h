@@ -98,6 +98,7 @@ void register_nn_lowerings(LoweringTable& t);      // nn.cc: conv2d, dense, matm
 void register_reduce_lowerings(LoweringTable& t);  // reduce.cc: sum, mean, max, min, softmax
 void register_shape_lowerings(LoweringTable& t);   // shape.cc: reshape, permute_dims, concat, slices, ...
 void register_image_lowerings(LoweringTable& t);   // image.cc: image.resize2d
+void register_layout_lowerings(LoweringTable& t);  // layout.cc: channel-blocked layouts and conv2d_blocked
 
 // The pattern of `op`; Opaque when it has no definition.
 OpPattern pattern_of(std::string_view op);

@@ -58,6 +58,7 @@ const LoweringTable& lowerings() {
     register_reduce_lowerings(t);
     register_shape_lowerings(t);
     register_image_lowerings(t);
+    register_layout_lowerings(t);
     return t;
   }();
   return table;

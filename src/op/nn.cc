@@ -183,6 +183,7 @@ void pad_kernel(const std::vector<Tensor>& in, const Attrs& attrs, std::vector<T
 
 void register_nn_ops(OpRegistry& r) {
   register_nn_conv_ops(r);
+  register_nn_blocked_ops(r);
   register_nn_pool_ops(r);
   register_nn_matmul_ops(r);
   r.add({kBatchNorm,

@@ -24,9 +24,10 @@
 namespace kiln {
 
 // Registration of the nn sub-files, called from register_nn_ops in nn.cc.
-void register_nn_conv_ops(OpRegistry& r);    // nn_conv.cc: conv2d, conv2d_transpose
-void register_nn_pool_ops(OpRegistry& r);    // nn_pool.cc: max/avg/adaptive_avg pool
-void register_nn_matmul_ops(OpRegistry& r);  // nn_matmul.cc: matmul, nn.dense
+void register_nn_conv_ops(OpRegistry& r);     // nn_conv.cc: conv2d, conv2d_transpose
+void register_nn_blocked_ops(OpRegistry& r);  // nn_blocked.cc: channel-blocked (NCHWc) layouts and conv
+void register_nn_pool_ops(OpRegistry& r);     // nn_pool.cc: max/avg/adaptive_avg pool
+void register_nn_matmul_ops(OpRegistry& r);   // nn_matmul.cc: matmul, nn.dense
 // Registration of the second and third shape files, called from register_shape_ops.
 void register_shape_index_ops(OpRegistry& r);  // shape_index.cc: slicing, take, gather_elements, where, trilu
 void register_scatter_ops(OpRegistry& r);      // scatter.cc: gather_nd, scatter_nd, scatter_elements

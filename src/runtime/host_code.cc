@@ -112,6 +112,8 @@ std::unique_ptr<LoadedHostCode> LoadedHostCode::load(const HostCode& code, const
   }
   std::string path = "/proc/self/fd/" + std::to_string(fd.fd);
   std::unique_ptr<LoadedHostCode> loaded(new LoadedHostCode());
+  loaded->fd_ = fd.fd;
+  fd.fd = -1;
   loaded->handle_ = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!loaded->handle_) {
     const char* err = dlerror();
@@ -133,6 +135,7 @@ std::unique_ptr<LoadedHostCode> LoadedHostCode::load(const HostCode& code, const
 
 LoadedHostCode::~LoadedHostCode() {
   if (handle_) dlclose(handle_);
+  if (fd_ >= 0) close(fd_);
 }
 
 LoadedHostCode::KernelFn LoadedHostCode::find(const std::string& symbol) const {

@@ -61,6 +61,11 @@ class LoadedHostCode {
  private:
   LoadedHostCode() = default;
   void* handle_ = nullptr;
+  // The in-memory file the object was loaded from, open while it is loaded:
+  // the dynamic loader takes a second load of the same path
+  // (/proc/self/fd/N) for the object already loaded, so N must not be
+  // reused for another module's code until this one is unloaded.
+  int fd_ = -1;
   std::vector<std::pair<std::string, KernelFn>> kernels_;
 };
 

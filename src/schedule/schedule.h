@@ -59,6 +59,11 @@ struct AnchorTile {
   // rows, conv: the weights of consecutive output channels); 0 if unknown.
   // The row block is capped so those rows share no L1 set beyond its ways.
   int64_t row_stride_bytes = 0;
+  // With one vector of columns, the axis whose iterations are blocked by
+  // two in the tile (each operand loaded once per reduction step feeds
+  // both; by three when two does not divide it); -1: the axis before the
+  // columns (a conv's output rows in NCHW), by two only.
+  int pair_axis = -1;
 };
 
 // The rows a register-tiled product of `cols` columns is best computed on:

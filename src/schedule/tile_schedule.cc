@@ -51,10 +51,17 @@ int64_t rows_in_one_l1_set(int64_t row_stride_bytes, int64_t rows) {
   return most;
 }
 
+// `held_broadcasts`: each row's broadcast feeds several accumulators
+// (blocks of output channels paired in a channel-blocked conv), so LLVM
+// keeps every row's broadcast in a register beside the accumulators rather
+// than folding it into one multiply-add (with AVX-512, 8 rows of 3 blocks
+// spilled).
 int64_t row_block_limit(const CpuTarget& cpu, int64_t col_vectors, int64_t row_stride_bytes,
-                        int64_t accumulator_rows_per_row = 1) {
+                        int64_t accumulator_rows_per_row = 1, bool held_broadcasts = false) {
   int64_t limit = std::min<int64_t>(
-      12, (cpu.vector_registers - col_vectors - 2) / (col_vectors * accumulator_rows_per_row));
+      12, held_broadcasts
+              ? (cpu.vector_registers - accumulator_rows_per_row - 1) / (accumulator_rows_per_row + 1)
+              : (cpu.vector_registers - col_vectors - 2) / (col_vectors * accumulator_rows_per_row));
   if (row_stride_bytes > 0)
     while (limit > 1 && rows_in_one_l1_set(row_stride_bytes, limit) > kL1MinWays) --limit;
   return limit;
@@ -168,13 +175,26 @@ bool tile_anchor(te::Schedule& s, const AnchorTile& a, const CpuTarget& cpu,
   // accumulators: each weight broadcast then feeds two multiply-adds (a
   // 12 x 16 tile of AVX-512 is bound by its 13 loads per 12 multiply-adds;
   // 12 x 2 x 16 does 24 per 14; AVX2's 12 x 8 becomes 6 x 2 x 8).
+  // A channel-blocked conv names the axis (AnchorTile::pair_axis), which
+  // may be blocked by three where two does not divide it (15 blocks of
+  // output channels).
   size_t h_axis = rank;
-  if (!a.panel && cv == 1 && a.col_axis >= 1 && size_t(a.col_axis - 1) != size_t(a.row_axis) &&
-      shape[size_t(a.col_axis - 1)] % 2 == 0) {
-    const int64_t rb2 = largest_divisor_up_to(rows_extent, row_block_limit(cpu, 1, a.row_stride_bytes, 2));
-    if (2 * rb2 >= rb) {
-      rb = rb2;
-      h_axis = size_t(a.col_axis - 1);
+  int64_t hb = 1;
+  const int h_candidate = a.pair_axis >= 0 ? a.pair_axis : a.col_axis - 1;
+  if (!a.panel && cv == 1 && h_candidate >= 0 && h_candidate != a.row_axis) {
+    const int64_t extent = shape[size_t(h_candidate)];
+    const bool held = a.pair_axis >= 0 && a.pair_axis < a.row_axis - 1;
+    // Blocks of 2 (and of 3 or 4 for a named axis): the one that holds the
+    // most accumulators, the smaller on a tie.
+    for (int64_t factor = 2; factor <= (a.pair_axis >= 0 ? 4 : 2); ++factor) {
+      if (extent % factor != 0) continue;
+      const int64_t rbf =
+          largest_divisor_up_to(rows_extent, row_block_limit(cpu, 1, a.row_stride_bytes, factor, held));
+      if (factor * rbf >= rb * hb && (h_axis == rank || factor * rbf > rb * hb)) {
+        rb = rbf;
+        h_axis = size_t(h_candidate);
+        hb = factor;
+      }
     }
   }
   std::vector<tir::Var> axes;
@@ -184,8 +204,7 @@ bool tile_anchor(te::Schedule& s, const AnchorTile& a, const CpuTarget& cpu,
   auto [ro, ri] = out->split_with_tail(axes[size_t(a.row_axis)], rb);
   auto [co, ci] = out->split_with_tail(axes[size_t(a.col_axis)], cb);
   tir::Var ho, hi;
-  if (h_axis < rank) std::tie(ho, hi) = out->split(axes[h_axis], 2);
-  const int64_t hb = h_axis < rank ? 2 : 1;
+  if (h_axis < rank) std::tie(ho, hi) = out->split(axes[h_axis], hb);
   // With a right operand to pack (matmul, dense), column tiles are outer:
   // each tile of columns of it is copied once into a contiguous panel and
   // read by every row tile. Otherwise (conv) row tiles are outer.

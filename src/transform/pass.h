@@ -53,6 +53,11 @@ std::string split_pass_options(const std::string& spec, PassOptions& options);
 Module fuse_ops_by_pattern_pass(const Module& m, const PassOptions& options);
 Module merge_composite_functions_pass(const Module& m, const PassOptions& options);
 Module run_codegen_pass(const Module& m, const PassOptions& options);
+// Runs float32 convs and the elementwise ops and global pools between them
+// in channel blocks of N (block=N, the float32 lanes of the host's vectors):
+// the NCHWc layout. Host functions only; the model compile pipeline runs it
+// after partitioning.
+Module convert_layout(const Module& m, const PassOptions& options);
 
 // All graph passes, in pipeline order.
 const std::vector<PassInfo>& graph_passes();

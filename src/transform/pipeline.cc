@@ -31,6 +31,9 @@ const std::vector<PassInfo>& graph_passes() {
       {"merge-composite-functions", "merge adjacent composites of one backend into regions, no cycles",
        nullptr, merge_composite_functions_pass},
       {"run-codegen", "call each backend's codegen once with all of its regions", nullptr, run_codegen_pass},
+      // Host code: after partitioning, so backends see NCHW convs.
+      {"convert-layout", "run float32 convs and the elementwise ops between them in channel blocks (NCHWc)",
+       nullptr, convert_layout},
   };
   return passes;
 }

@@ -118,6 +118,33 @@ std::vector<Case> conv2d_cases(Lcg& r) {
   return cases;
 }
 
+// Channel-blocked convs (NCHWc): blocks of 4, 8 and 16 channels, one group
+// or depthwise, padded, strided and dilated, and one on NCHW data.
+std::vector<Case> conv2d_blocked_cases(Lcg&) {
+  struct C {
+    Shape x, w;
+    int64_t s, p, d, g;
+  };
+  std::vector<C> shapes = {{{1, 2, 9, 9, 8}, {2, 2, 3, 3, 8, 8}, 1, 1, 1, 1},
+                           {{1, 1, 7, 10, 16}, {3, 1, 1, 1, 16, 16}, 1, 0, 1, 1},
+                           {{2, 1, 9, 11, 4}, {3, 1, 3, 3, 4, 4}, 2, 1, 1, 1},
+                           {{1, 1, 8, 8, 8}, {1, 1, 3, 3, 8, 8}, 1, 2, 2, 1},
+                           {{1, 2, 8, 7, 16}, {2, 1, 3, 3, 1, 16}, 2, 1, 1, 32},
+                           {{1, 3, 6, 20, 8}, {3, 1, 5, 5, 1, 8}, 1, 2, 1, 24},
+                           // NCHW data, read as blocks of one channel.
+                           {{1, 3, 9, 9}, {2, 3, 3, 3, 1, 8}, 2, 1, 1, 1}};
+  std::vector<Case> cases;
+  for (const C& c : shapes)
+    cases.push_back({{f32(c.x), f32(c.w)},
+                     Attrs{{"strides", std::vector<int64_t>{c.s, c.s}},
+                           {"padding", std::vector<int64_t>{c.p, c.p}},
+                           {"dilation", std::vector<int64_t>{c.d, c.d}},
+                           {"groups", c.g}},
+                     {},
+                     1e-5});
+  return cases;
+}
+
 std::vector<Case> pool_cases(Lcg& r, bool avg) {
   std::vector<Case> cases;
   for (int i = 0; i < 4; ++i) {
@@ -287,6 +314,22 @@ const std::map<std::string, CaseGen>& generators() {
              {{f32({1, 2, 4, 4}), f32({2, 2, 3, 3})}, Attrs{{"dilation", std::vector<int64_t>{2, 2}}}});
          return c;
        }},
+      {"nn.block_channels",
+       [](Lcg&) {
+         return std::vector<Case>{{{f32({2, 8, 3, 5})}, Attrs{{"block", int64_t{4}}}},
+                                  {{f32({1, 32, 2, 7})}, Attrs{{"block", int64_t{16}}}}};
+       }},
+      {"nn.unblock_channels",
+       [](Lcg&) {
+         return std::vector<Case>{{{f32({2, 2, 3, 5, 4})}}, {{f32({1, 2, 2, 7, 16})}}};
+       }},
+      {"nn.block_conv_weight",
+       [](Lcg&) {
+         return std::vector<Case>{
+             {{f32({8, 4, 3, 3})}, Attrs{{"in_block", int64_t{4}}, {"out_block", int64_t{8}}}},
+             {{f32({32, 1, 3, 3})}, Attrs{{"in_block", int64_t{1}}, {"out_block", int64_t{16}}}}};
+       }},
+      {"nn.conv2d_blocked", conv2d_blocked_cases},
       {"nn.dense",
        [](Lcg& r) {
          int64_t k = r.integer(3, 40), n = r.integer(1, 20);

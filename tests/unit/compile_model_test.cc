@@ -212,6 +212,29 @@ TEST(CompileModel, HostCodeForMissingCpuFeaturesIsRefusedAtLoad) {
   EXPECT_NE(err.find("Recompile"), std::string::npos) << err;
 }
 
+// Two modules loaded at once, each with a kernel named kiln_add: each runs
+// its own code. (The host code is loaded from /proc/self/fd/N, and the
+// dynamic loader hands back an object already loaded from the same path:
+// N stays open while a module is loaded, so the second one cannot get it.)
+TEST(CompileModel, TwoModulesLoadedAtOnceRunTheirOwnKernels) {
+  const char* twice =
+      "def @main(%x: Tensor[(4,), float32]) -> Tensor[(4,), float32] {\n"
+      "  %y = add(%x, %x)\n  return %y\n}\n";
+  const char* plus_one =
+      "def @main(%x: Tensor[(4,), float32]) -> Tensor[(4,), float32] {\n"
+      "  %y = add(%x, const(Tensor[(4,), float32], [1.0, 1.0, 1.0, 1.0]))\n  return %y\n}\n";
+  std::vector<std::unique_ptr<VirtualMachine>> vms;
+  for (int round = 0; round < 3; ++round)
+    for (const char* text : {twice, plus_one})
+      vms.push_back(std::make_unique<VirtualMachine>(driver::compile_model(parse(text), {})));
+  Tensor x = Tensor::from_floats({4}, {1, 2, 3, 4});
+  for (size_t i = 0; i < vms.size(); ++i) {
+    Tensor y = vms[i]->run({x})[0];
+    for (int64_t k = 0; k < 4; ++k)
+      EXPECT_EQ(y.data<float>()[k], i % 2 == 0 ? 2.0f * float(k + 1) : float(k + 2)) << "module " << i;
+  }
+}
+
 TEST(CompileModel, AnImportTheRuntimeLacksIsRefusedAtLoad) {
   Executable exe = driver::compile_model(parse(kSmallNet), {});
   exe.host_code.imports.push_back("KilnBackendNoSuchFunction");

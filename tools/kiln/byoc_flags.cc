@@ -122,6 +122,10 @@ void CompileFlags::add_to(CLI::App* cmd, bool with_target) {
         "names the DSP");
   cmd->add_flag("--strict-compile", strict_compile,
                 "Fail, naming them, when host ops would run on reference kernels instead of compiled code");
+  cmd->add_option("--layout", layout,
+                  "Host convs' data layout: blocked (channels in blocks of the vector width, NCHWc; the "
+                  "default) or nchw")
+      ->check(CLI::IsMember({"blocked", "nchw"}));
   cmd->add_flag("--print-after-all", print_after_all,
                 "Print the IR after each compile stage and pass (graph passes, host program, tensor IR)");
   cmd->add_flag("--time-passes", time_passes, "Print the time of each compile stage and pass");
@@ -137,6 +141,7 @@ driver::CompileOptions CompileFlags::options(const BackendFlags& backend, const 
   o.merge = !backend.no_merge;
   o.codegen = backend.codegen_options();
   o.strict_compile = strict_compile;
+  o.blocked_layout = layout == "blocked";
   o.print_after_all = print_after_all;
   o.time_passes = time_passes;
   o.check_bounds = check_bounds;

@@ -33,6 +33,7 @@ struct BackendFlags {
 // Flags of the model compile pipeline (`kiln compile`, `kiln run`).
 struct CompileFlags {
   bool strict_compile = false;
+  std::string layout = "blocked";
   bool print_after_all = false;
   bool time_passes = false;
   bool check_bounds = false;

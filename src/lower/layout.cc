@@ -1,0 +1,135 @@
+// Channel-blocked layouts (src/op/nn_blocked.cc) as tensor expressions:
+//
+//   nn.block_channels(x) {block=c}  =>  y[n, b, h, w, i] = x[n, b * c + i, h, w]
+//   nn.unblock_channels(x)          =>  y[n, ch, h, w]   = x[n, ch / c, h, w, ch % c]
+//   nn.conv2d_blocked(x, w)         =>
+//     xp[n, b, h, w, i] = select(inside, x[n, b, h - pad_top, w - pad_left, i], 0)
+//     y[n, p, oh, ow, o] = sum over rb, ry, rx, ri of
+//                          xp[n, rb, oh*sh + ry*dh, ow*sw + rx*dw, ri] * w[p, rb, ry, rx, ri, o]
+//     (depthwise: sum over ry, rx of xp[n, p, ..., o] * w[p, 0, ry, rx, 0, o])
+//
+// A blocked conv is tiled with its output columns as the tile's rows and
+// the channels of a block (one vector) as its columns: each step of the
+// reduction loads c weights once and multiply-adds them into every column
+// of the tile. The layout changes are kernels of their own (opaque): an
+// anchor's epilogue that changed the layout would leave the conv untiled.
+#include "lower/lower.h"
+#include "op/nn_internal.h"
+
+namespace kiln::lower {
+namespace {
+
+using tir::Expr;
+
+Lowered block_channels(const LowerContext& c) {
+  const te::Tensor& x = c.inputs[0];
+  const int64_t block = c.out[0].shape[4];
+  te::Tensor y = te::compute(
+      c.out[0].shape,
+      [&](const te::Axes& i) {
+        return (*x)({i[0], tir::add(tir::mul(i[1], tir::int_imm(block)), i[4]), i[2], i[3]});
+      },
+      c.name);
+  return lowered({y});
+}
+
+Lowered unblock_channels(const LowerContext& c) {
+  const te::Tensor& x = c.inputs[0];
+  const Expr block = tir::int_imm(c.in[0].shape[4]);
+  te::Tensor y = te::compute(
+      c.out[0].shape,
+      [&](const te::Axes& i) {
+        return (*x)({i[0], tir::div(i[1], block), i[2], i[3], tir::mod(i[1], block)});
+      },
+      c.name);
+  return lowered({y});
+}
+
+Lowered block_conv_weight(const LowerContext& c) {
+  const te::Tensor& w = c.inputs[0];
+  const Shape& ys = c.out[0].shape;
+  const Expr ib = tir::int_imm(ys[4]), ob = tir::int_imm(ys[5]);
+  te::Tensor y = te::compute(
+      ys,
+      [&](const te::Axes& i) {
+        return (*w)({tir::add(tir::mul(i[0], ob), i[5]), tir::add(tir::mul(i[1], ib), i[4]), i[2], i[3]});
+      },
+      c.name);
+  return lowered({y});
+}
+
+Expr in_range(const Expr& i, int64_t extent) {
+  return tir::binary(tir::BinaryOp::And, tir::binary(tir::BinaryOp::GE, i, tir::int_imm(0)),
+                     tir::lt(i, tir::int_imm(extent)));
+}
+
+Lowered conv2d_blocked(const LowerContext& c) {
+  const te::Tensor &x = c.inputs[0], &w = c.inputs[1];
+  const Shape &xs = c.in[0].shape, &ws = c.in[1].shape;
+  const std::vector<int64_t> st = c.attrs.get_ints("strides"), dl = c.attrs.get_ints("dilation");
+  if (st.size() != 2 || dl.size() != 2) return unsupported("strides and dilation must have 2 values");
+  const Pad2d p = pad2d_attr(c.op, c.attrs);
+  const bool depthwise = c.attrs.get_int("groups") > 1;
+  // NCHW data is read as blocks of one channel.
+  const bool nchw = xs.size() == 4;
+  const int64_t H = xs[2], W = xs[3], block = nchw ? 1 : xs[4];
+  auto at = [&](const te::Tensor& t, Expr n, Expr b, Expr h, Expr v, Expr i) {
+    if (nchw) return (*t)({std::move(n), std::move(b), std::move(h), std::move(v)});
+    return (*t)({std::move(n), std::move(b), std::move(h), std::move(v), std::move(i)});
+  };
+  te::Tensor xp = x;
+  Shape padded = xs;
+  padded[2] += p.top + p.bottom;
+  padded[3] += p.left + p.right;
+  if (p.top || p.left || p.bottom || p.right)
+    xp = te::compute(
+        padded,
+        [&](const te::Axes& i) {
+          Expr h = tir::sub(i[2], tir::int_imm(p.top)), v = tir::sub(i[3], tir::int_imm(p.left));
+          Expr inside = tir::binary(tir::BinaryOp::And, in_range(h, H), in_range(v, W));
+          return tir::select(inside,
+                             at(x, i[0], i[1], clamp_index(h, H), clamp_index(v, W), nchw ? Expr() : i[4]),
+                             constant(0, x->dtype));
+        },
+        c.name + "_pad");
+  te::IterVar ry = te::reduce_axis(ws[2], "ry"), rx = te::reduce_axis(ws[3], "rx");
+  te::IterVar rb = te::reduce_axis(ws[1], "rb"), ri = te::reduce_axis(ws[4], "ri");
+  auto row = [&](const Expr& o, const tir::Var& k, size_t axis) {
+    return tir::add(tir::mul(o, tir::int_imm(st[axis])), tir::mul(k, tir::int_imm(dl[axis])));
+  };
+  te::Tensor y = te::compute(
+      c.out[0].shape,
+      [&](const te::Axes& i) -> te::Reduction {
+        Expr h = row(i[2], ry.var, 0), v = row(i[3], rx.var, 1);
+        if (depthwise)
+          return te::sum(tir::mul(at(xp, i[0], i[1], h, v, i[4]),
+                                  (*w)({i[1], tir::int_imm(0), ry.var, rx.var, tir::int_imm(0), i[4]})),
+                         {ry, rx});
+        return te::sum(
+            tir::mul(at(xp, i[0], rb.var, h, v, ri.var), (*w)({i[1], rb.var, ry.var, rx.var, ri.var, i[4]})),
+            {rb, ry, rx, ri});
+      },
+      c.name);
+  // The tile's rows are output columns, ow * sw * c floats apart in the
+  // input. The padded input is computed whole, once: a band of output rows
+  // here is one row of a few tiles, too little work to pad its window anew.
+  // Two or three blocks of output channels share each input broadcast; a depthwise
+  // conv, whose blocks share nothing, pairs output rows instead, which
+  // share each weight vector (AnchorTile::pair_axis).
+  const int64_t row_stride = st[1] * block * x->dtype.bytes();
+  Lowered r = xp != x ? tiled(y, 3, 4, {xp}, nullptr, row_stride) : tiled(y, 3, 4, {}, nullptr, row_stride);
+  const int64_t out_blocks = c.out[0].shape[1];
+  r.anchors[0].pair_axis = !depthwise && (out_blocks % 2 == 0 || out_blocks % 3 == 0) ? 1 : 2;
+  return r;
+}
+
+}  // namespace
+
+void register_layout_lowerings(LoweringTable& t) {
+  t.add("nn.block_channels", OpPattern::Opaque, block_channels);
+  t.add("nn.unblock_channels", OpPattern::Opaque, unblock_channels);
+  t.add("nn.block_conv_weight", OpPattern::Opaque, block_conv_weight);
+  t.add("nn.conv2d_blocked", OpPattern::Anchor, conv2d_blocked);
+}
+
+}  // namespace kiln::lower

@@ -1,0 +1,266 @@
+// The channel-blocked layout (NCHWc): the ops' reference kernels against
+// their definitions (src/op/nn_blocked.cc) computed here loop by loop; the
+// pass convert-layout's refusals; compiled models in the blocked layout
+// against the reference interpreter, for AVX-512's and AVX2's blocks.
+#include <gtest/gtest.h>
+
+#include "driver/compile_model.h"
+#include "interp/interpreter.h"
+#include "ir/text.h"
+#include "random_args.h"
+#include "test_util.h"
+#include "transform/pass.h"
+
+namespace kiln {
+namespace {
+
+Tensor random_floats(const Shape& s, uint32_t seed) {
+  Tensor t = Tensor::empty(s, DType::Float32);
+  uint32_t state = seed * 2654435761u + 1;
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    state = state * 1664525u + 1013904223u;
+    t.data<float>()[i] = float(state >> 8) / float(1u << 24) * 2.0f - 1.0f;
+  }
+  return t;
+}
+
+Tensor run1(const std::string& op, const std::vector<Tensor>& in, const Attrs& attrs = {}) {
+  return run_op(*find_op(op), in, attrs)[0];
+}
+
+TEST(BlockedLayout, BlockChannelsPutsEachBlockOfChannelsInnermost) {
+  // x[0, ch, 0, w] = 10 * ch + w: 4 channels of one row of 2, blocks of 2.
+  Tensor x = Tensor::from_floats({1, 4, 1, 2}, {0, 1, 10, 11, 20, 21, 30, 31});
+  Tensor y = run1("nn.block_channels", {x}, {{"block", int64_t{2}}});
+  ASSERT_EQ(y.shape(), (Shape{1, 2, 1, 2, 2}));
+  // y[0, b, 0, w, i] = x[0, 2b + i, 0, w].
+  const std::vector<float> want = {0, 10, 1, 11, 20, 30, 21, 31};
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_EQ(y.data<float>()[i], want[i]) << i;
+  Tensor back = run1("nn.unblock_channels", {y});
+  EXPECT_TRUE(back.bitwise_equal(x));
+}
+
+TEST(BlockedLayout, BlockConvWeightFollowsItsDefinition) {
+  Tensor w = random_floats({6, 4, 3, 2}, 1);
+  Tensor b = run1("nn.block_conv_weight", {w}, {{"in_block", int64_t{2}}, {"out_block", int64_t{3}}});
+  ASSERT_EQ(b.shape(), (Shape{2, 2, 3, 2, 2, 3}));
+  for (int64_t o = 0; o < 6; ++o)
+    for (int64_t i = 0; i < 4; ++i)
+      for (int64_t t = 0; t < 6; ++t)
+        EXPECT_EQ(b.data<float>()[(((o / 3) * 2 + i / 2) * 6 + t) * 6 + (i % 2) * 3 + o % 3],
+                  w.data<float>()[(o * 4 + i) * 6 + t]);
+}
+
+// conv2d_blocked's definition on blocked tensors, one output element at a time.
+Tensor blocked_conv_by_definition(const Tensor& x, const Tensor& w, int64_t s, int64_t pad, int64_t d,
+                                  bool depthwise, const Shape& out_shape) {
+  Tensor y = Tensor::zeros(out_shape, DType::Float32);
+  const int64_t B = x.dim(1), H = x.dim(2), W = x.dim(3), c = x.dim(4);
+  const int64_t ib = w.dim(4), ob = w.dim(5), KH = w.dim(2), KW = w.dim(3);
+  auto xa = [&](int64_t b, int64_t h, int64_t v, int64_t i) {
+    return x.data<float>()[((b * H + h) * W + v) * c + i];
+  };
+  auto wa = [&](int64_t p, int64_t q, int64_t ky, int64_t kx, int64_t i, int64_t o) {
+    return w.data<float>()[((((p * w.dim(1) + q) * KH + ky) * KW + kx) * ib + i) * ob + o];
+  };
+  float* out = y.data<float>();
+  for (int64_t p = 0; p < y.dim(1); ++p)
+    for (int64_t oh = 0; oh < y.dim(2); ++oh)
+      for (int64_t ow = 0; ow < y.dim(3); ++ow)
+        for (int64_t o = 0; o < ob; ++o) {
+          double acc = 0;
+          for (int64_t ky = 0; ky < KH; ++ky)
+            for (int64_t kx = 0; kx < KW; ++kx) {
+              const int64_t h = oh * s + ky * d - pad, v = ow * s + kx * d - pad;
+              if (h < 0 || h >= H || v < 0 || v >= W) continue;
+              if (depthwise) {
+                acc += double(xa(p, h, v, o)) * wa(p, 0, ky, kx, 0, o);
+                continue;
+              }
+              for (int64_t q = 0; q < B; ++q)
+                for (int64_t i = 0; i < ib; ++i) acc += double(xa(q, h, v, i)) * wa(p, q, ky, kx, i, o);
+            }
+          out[((p * y.dim(2) + oh) * y.dim(3) + ow) * ob + o] = float(acc);
+        }
+  return y;
+}
+
+Attrs conv_attrs(int64_t s, int64_t pad, int64_t d, int64_t groups) {
+  return {{"strides", std::vector<int64_t>{s, s}},
+          {"padding", std::vector<int64_t>{pad, pad}},
+          {"dilation", std::vector<int64_t>{d, d}},
+          {"groups", groups}};
+}
+
+void expect_close(const Tensor& got, const Tensor& want, double tol) {
+  ASSERT_EQ(got.shape(), want.shape());
+  for (int64_t i = 0; i < want.numel(); ++i)
+    ASSERT_NEAR(got.get_as_double(i), want.get_as_double(i), tol) << i;
+}
+
+TEST(BlockedLayout, ConvMatchesItsDefinitionAndNchwConv) {
+  struct Case {
+    int64_t channels, out, k, s, pad, d, c;
+    bool depthwise;
+  };
+  for (const Case& t : {Case{8, 12, 3, 1, 1, 1, 4, false}, Case{4, 8, 1, 2, 0, 1, 4, false},
+                        Case{8, 8, 3, 2, 1, 1, 4, true}, Case{6, 6, 3, 1, 2, 2, 2, true}}) {
+    SCOPED_TRACE("channels " + std::to_string(t.channels) + (t.depthwise ? " depthwise" : ""));
+    Tensor x = random_floats({1, t.channels, 7, 9}, 2);
+    Tensor w = random_floats({t.out, t.depthwise ? 1 : t.channels, t.k, t.k}, 3);
+    const int64_t groups = t.depthwise ? t.channels : 1;
+    Attrs nchw = conv_attrs(t.s, t.pad, t.d, groups);
+    Tensor want = run1("nn.conv2d", {x, w}, nchw);
+    Tensor xb = run1("nn.block_channels", {x}, {{"block", t.c}});
+    Tensor wb =
+        run1("nn.block_conv_weight", {w}, {{"in_block", t.depthwise ? int64_t{1} : t.c}, {"out_block", t.c}});
+    Tensor yb = run1("nn.conv2d_blocked", {xb, wb}, nchw);
+    expect_close(yb, blocked_conv_by_definition(xb, wb, t.s, t.pad, t.d, t.depthwise, yb.shape()), 1e-5);
+    expect_close(run1("nn.unblock_channels", {yb}), want, 1e-5);
+  }
+}
+
+TEST(BlockedLayout, BadShapesAndAttributesAreErrorsNamingThem) {
+  Tensor x = random_floats({1, 6, 2, 2}, 4);
+  EXPECT_NE(testing::error_of([&] {
+              run1("nn.block_channels", {x}, {{"block", int64_t{4}}});
+            }).find("data has 6 channels, not a multiple of block=4"),
+            std::string::npos);
+  EXPECT_NE(testing::error_of([&] {
+              run1("nn.block_channels", {x}, {{"block", int64_t{0}}});
+            }).find("'block' = 0 must be >= 1"),
+            std::string::npos);
+  EXPECT_NE(testing::error_of([&] { run1("nn.unblock_channels", {x}); }).find("must be 5-D"),
+            std::string::npos);
+  Tensor xb = run1("nn.block_channels", {x}, {{"block", int64_t{2}}});
+  Tensor w = random_floats({2, 1, 3, 3, 4, 2}, 5);  // input blocks of 4, data's are 2
+  EXPECT_NE(testing::error_of([&] {
+              run1("nn.conv2d_blocked", {xb, w});
+            }).find("its input blocks must be the data's channel blocks"),
+            std::string::npos);
+  Tensor w1 = random_floats({1, 3, 1, 1, 2, 2}, 6);
+  EXPECT_NE(testing::error_of([&] {
+              run1("nn.conv2d_blocked", {xb, w1}, {{"groups", int64_t{2}}});
+            }).find("'groups' = 2 must be 1 or the 6 channels"),
+            std::string::npos);
+  Tensor ints = Tensor::zeros({1, 4, 2, 2}, DType::Int32);
+  EXPECT_NE(testing::error_of([&] {
+              run1("nn.block_channels", {ints}, {{"block", int64_t{2}}});
+            }).find("must be float32, got int32"),
+            std::string::npos);
+}
+
+TEST(BlockedLayout, ThePassRefusesAMissingOrBadBlock) {
+  Module m = parse_module(
+      "def @main(%x: Tensor[(1, 4, 2, 2), float32]) -> Tensor[(1, 4, 2, 2), float32] {\n"
+      "  %r = nn.relu(%x)\n  return %r\n}\n",
+      "t.kir");
+  EXPECT_NE(testing::error_of([&] {
+              run_passes(m, {"convert-layout"});
+            }).find("option block must be an integer >= 2"),
+            std::string::npos);
+  EXPECT_NE(testing::error_of([&] { run_passes(m, {"convert-layout{block=x8}"}); }).find("got 'x8'"),
+            std::string::npos);
+  EXPECT_NE(
+      testing::error_of([&] { run_passes(m, {"convert-layout{lanes=8}"}); }).find("unknown option 'lanes'"),
+      std::string::npos);
+}
+
+// A conv with a bias and hard_swish, a strided depthwise conv, a squeeze-
+// and-excite block (global pool, 1x1 convs, hard_sigmoid, multiply), a
+// residual add and a conv whose channels do not divide into blocks.
+std::string constant(const Shape& s, uint32_t seed) {
+  Tensor t = random_floats(s, seed);
+  std::string text = "const(Tensor[(";
+  for (size_t i = 0; i < s.size(); ++i) text += (i ? ", " : "") + std::to_string(s[i]);
+  text += "), float32], [";
+  for (int64_t i = 0; i < t.numel(); ++i) text += (i ? ", " : "") + std::to_string(0.3 * t.data<float>()[i]);
+  return text + "])";
+}
+
+Module net_with_weights() {
+  const std::string text =
+      "def @main(%x: Tensor[(1, 16, 12, 20), float32]) -> Tensor[(1, 6, 6, 10), float32] {\n"
+      "  %c0 = nn.conv2d(%x, " +
+      constant({32, 16, 3, 3}, 10) +
+      ", padding=[1, 1])\n"
+      "  %b0 = add(%c0, " +
+      constant({1, 32, 1, 1}, 11) +
+      ")\n"
+      "  %a0 = nn.hard_swish(%b0)\n"
+      "  %d1 = nn.conv2d(%a0, " +
+      constant({32, 1, 3, 3}, 12) +
+      ", strides=[2, 2], padding=[1, 1], groups=32)\n"
+      "  %r1 = nn.relu(%d1)\n"
+      "  %p = nn.adaptive_avg_pool2d(%r1, output_size=[1, 1])\n"
+      "  %s1 = nn.conv2d(%p, " +
+      constant({16, 32, 1, 1}, 13) +
+      ")\n"
+      "  %s2 = nn.relu(%s1)\n"
+      "  %s3 = nn.conv2d(%s2, " +
+      constant({32, 16, 1, 1}, 14) +
+      ")\n"
+      "  %s4 = nn.hard_sigmoid(%s3)\n"
+      "  %se = multiply(%r1, %s4)\n"
+      "  %res = add(%se, %r1)\n"
+      "  %y = nn.conv2d(%res, " +
+      constant({6, 32, 1, 1}, 15) +
+      ")\n"
+      "  return %y\n"
+      "}\n";
+  return parse_module(text, "net.kir");
+}
+
+int count_ops(const std::string& printed, const std::string& op) {
+  int n = 0;
+  for (size_t at = printed.find(op + "("); at != std::string::npos; at = printed.find(op + "(", at + 1)) ++n;
+  return n;
+}
+
+TEST(BlockedLayout, CompiledNetMatchesTheInterpreterForEachVectorWidth) {
+  Module m = net_with_weights();
+  std::vector<Tensor> args = testing::random_args(*m.find("main"), 7);
+  std::vector<Tensor> want = interpret(m, "main", args);
+  for (const char* cpu : {"", "x86-64-v3"}) {
+    SCOPED_TRACE(std::string("cpu ") + cpu);
+    driver::CompileOptions o;
+    if (*cpu) o.target = codegen::parse_target(std::string("llvm -mcpu=") + cpu);
+    std::ostringstream log;
+    o.print_after_all = true;
+    o.log = &log;
+    Executable exe = driver::compile_model(m, o);
+    // Every conv but the last (6 output channels) runs blocked; the global
+    // pool is a mean of the blocked value.
+    const std::string printed = log.str();
+    const size_t after = printed.find("# IR after convert-layout");
+    ASSERT_NE(after, std::string::npos);
+    const std::string converted = printed.substr(after, printed.find("# IR after", after + 1) - after);
+    EXPECT_EQ(count_ops(converted, "nn.conv2d_blocked"), 4) << converted;
+    EXPECT_EQ(count_ops(converted, "mean"), 1) << converted;
+    EXPECT_EQ(count_ops(converted, "nn.block_channels"), 1) << converted;
+    VirtualMachine vm(exe);
+    std::vector<Tensor> got = vm.run(args);
+    for (int64_t i = 0; i < want[0].numel(); ++i)
+      ASSERT_NEAR(got[0].get_as_double(i), want[0].get_as_double(i), 1e-4) << i;
+  }
+}
+
+TEST(BlockedLayout, TheNchwLayoutIsKeptWhenAsked) {
+  Module m = net_with_weights();
+  driver::CompileOptions o;
+  o.blocked_layout = false;
+  std::ostringstream log;
+  o.print_after_all = true;
+  o.log = &log;
+  Executable exe = driver::compile_model(m, o);
+  EXPECT_EQ(log.str().find("convert-layout"), std::string::npos);
+  EXPECT_EQ(log.str().find("nn.conv2d_blocked"), std::string::npos);
+  std::vector<Tensor> args = testing::random_args(*m.find("main"), 8);
+  std::vector<Tensor> want = interpret(m, "main", args);
+  std::vector<Tensor> got = VirtualMachine(exe).run(args);
+  for (int64_t i = 0; i < want[0].numel(); ++i)
+    ASSERT_NEAR(got[0].get_as_double(i), want[0].get_as_double(i), 1e-4);
+}
+
+}  // namespace
+}  // namespace kiln
