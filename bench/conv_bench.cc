@@ -4,6 +4,10 @@
 // tuning) against oneDNN's convolution in the same run, on one thread.
 // oneDNN picks its own (blocked) layouts; only the convolution itself is
 // timed, not the reorders into them, so the ratio is against oneDNN's best.
+// kiln's conv is timed in both of its layouts: NCHW (nn.conv2d) and blocks
+// of the vector's float32 lanes (nn.conv2d_blocked, what convert-layout
+// gives a model's convs whose rows leave NCHW's vectors partly idle, and
+// those after them), where the channels make whole blocks.
 //
 //   make bench
 #include <oneapi/dnnl/dnnl.hpp>
@@ -14,6 +18,7 @@
 
 #include "bench_util.h"
 #include "codegen/codegen.h"
+#include "codegen/target.h"
 #include "lower/lower.h"
 #include "runtime/thread_pool.h"
 #include "tir/transform/passes.h"
@@ -41,8 +46,10 @@ const ConvShape kShapes[] = {
     {"det 1x1 16->32 160x160", 16, 32, 160, 160, 1, 1, 1},
     {"rec 1x1 480->480 6x80", 480, 480, 6, 80, 1, 1, 1},
     {"det 1x1 384->384 10x10", 384, 384, 10, 10, 1, 1, 1},
+    {"det 1x1 192->192 20x20", 192, 192, 20, 20, 1, 1, 1},
     {"rec depthwise 3x3 240 12x80", 240, 240, 12, 80, 3, 1, 240},
     {"det depthwise 3x3/2 32 160x160", 32, 32, 160, 160, 3, 2, 32},
+    {"det depthwise 5x5 192 20x20", 192, 192, 20, 20, 5, 1, 192},
 };
 
 tir::PrimFunc kiln_conv(const ConvShape& c, const std::string& name) {
@@ -62,6 +69,42 @@ tir::PrimFunc kiln_conv(const ConvShape& c, const std::string& name) {
   std::string why;
   auto f = lower::lower_kernel(spec, &why);
   if (!f) throw Error("nn.conv2d is not lowered: " + why);
+  return *f;
+}
+
+// The blocks of the channels of `c` in the blocked layout; 0 when they do not make blocks.
+int64_t channel_block(const ConvShape& c, int64_t lanes) {
+  const bool ok = c.out_channels % lanes == 0 && (c.groups == 1 || c.groups == c.in_channels);
+  return ok ? lanes : 0;
+}
+
+// nn.conv2d_blocked of `c`: data in blocks of `block` (NCHW when its
+// channels do not make blocks), the weight blocked.
+tir::PrimFunc kiln_blocked_conv(const ConvShape& c, int64_t block, const std::string& name) {
+  const int64_t pad = c.kernel / 2, ib = c.in_channels % block == 0 ? block : 1;
+  const bool depthwise = c.groups > 1;
+  TensorDesc x{ib == 1 ? Shape{1, c.in_channels, c.height, c.width}
+                       : Shape{1, c.in_channels / block, c.height, c.width, block},
+               DType::Float32};
+  TensorDesc w{{c.out_channels / block, depthwise ? 1 : c.in_channels / ib, c.kernel, c.kernel,
+                depthwise ? 1 : ib, block},
+               DType::Float32};
+  TensorDesc y{{1, c.out_channels / block, c.out_height(), c.out_width(), block}, DType::Float32};
+  Attrs attrs{{"strides", std::vector<int64_t>{c.stride, c.stride}},
+              {"padding", std::vector<int64_t>{pad, pad, pad, pad}},
+              {"groups", c.groups}};
+  lower::KernelSpec spec;
+  spec.name = name;
+  spec.params = {x, w};
+  spec.ops.push_back({"nn.conv2d_blocked",
+                      normalize_attrs(*find_op("nn.conv2d_blocked"), attrs),
+                      {x, w},
+                      {y},
+                      {{0, -1, 0}, {1, -1, 0}}});
+  spec.outputs = {{0, 0}};
+  std::string why;
+  auto f = lower::lower_kernel(spec, &why);
+  if (!f) throw Error("nn.conv2d_blocked is not lowered: " + why);
   return *f;
 }
 
@@ -112,14 +155,19 @@ struct DnnlConv {
 int main() try {
   std::printf("CPU: %s\n", codegen::host_cpu_summary().c_str());
   std::vector<tir::PrimFunc> funcs;
-  for (size_t i = 0; i < std::size(kShapes); ++i)
-    funcs.push_back(tir::lower_for_build(kiln_conv(kShapes[i], "conv" + std::to_string(i)),
-                                         codegen::tir_pass_options(codegen::host_target())));
+  const auto options = codegen::tir_pass_options(codegen::host_target());
+  const int64_t lanes = codegen::schedule_target(codegen::host_target()).float32_lanes();
+  for (size_t i = 0; i < std::size(kShapes); ++i) {
+    funcs.push_back(tir::lower_for_build(kiln_conv(kShapes[i], "conv" + std::to_string(i)), options));
+    if (int64_t block = channel_block(kShapes[i], lanes))
+      funcs.push_back(
+          tir::lower_for_build(kiln_blocked_conv(kShapes[i], block, "blocked" + std::to_string(i)), options));
+  }
   auto jit = codegen::JitModule::create(funcs);
   set_parallel_num_threads(1);
   bench::set_dnnl_threads(1);
-  std::printf("%-34s %10s %10s %8s %8s %7s\n", "conv (one thread)", "kiln ms", "oneDNN ms", "kiln GF",
-              "oneDNN", "ratio");
+  std::printf("%-34s %9s %9s %9s %7s %7s %7s %7s\n", "conv (one thread)", "NCHW ms", "block ms", "oneDNN ms",
+              "NCHW GF", "oneDNN", "ratio", "blocked");
   for (size_t i = 0; i < std::size(kShapes); ++i) {
     const ConvShape& c = kShapes[i];
     std::vector<float> x(size_t(c.in_channels * c.height * c.width)),
@@ -138,16 +186,48 @@ int main() try {
       max_err = std::max(max_err, double(std::fabs(y_kiln[k] - y_dnnl[k])));
     if (max_err > 1e-3)
       throw Error(std::string(c.what) + ": kiln and oneDNN differ by " + std::to_string(max_err));
-    double tk = 1e30, td = 1e30;
+    // The blocked conv on the blocked input and weight (the reference
+    // kernels block them), its output unblocked and checked too.
+    const int64_t block = channel_block(c, lanes);
+    Tensor xb, wb, yb;
+    if (block) {
+      Tensor xt = Tensor::wrap(x.data(), {1, c.in_channels, c.height, c.width}, DType::Float32);
+      Tensor wt = Tensor::wrap(w.data(), {c.out_channels, c.in_channels / c.groups, c.kernel, c.kernel},
+                               DType::Float32);
+      const int64_t ib = c.in_channels % block == 0 ? block : 1;
+      xb = ib == 1 ? xt : run_op(*find_op("nn.block_channels"), {xt}, {{"block", block}})[0];
+      wb = run_op(*find_op("nn.block_conv_weight"), {wt},
+                  {{"in_block", c.groups > 1 ? int64_t{1} : ib}, {"out_block", block}})[0];
+      yb = Tensor::empty({1, c.out_channels / block, c.out_height(), c.out_width(), block}, DType::Float32);
+    }
+    auto run_blocked = [&] { jit->run("blocked" + std::to_string(i), {xb.raw(), wb.raw(), yb.raw()}); };
+    if (block) {
+      run_blocked();
+      Tensor back = run_op(*find_op("nn.unblock_channels"), {yb}, {})[0];
+      for (size_t k = 0; k < y_kiln.size(); ++k)
+        max_err = std::max(max_err, double(std::fabs(back.data<float>()[k] - y_dnnl[k])));
+      if (max_err > 1e-3)
+        throw Error(std::string(c.what) + ": kiln's blocked conv and oneDNN differ by " +
+                    std::to_string(max_err));
+    }
+    double tk = 1e30, td = 1e30, tb = 1e30;
     const int reps = c.flops() > 1e8 ? 5 : 20;
     for (int round = 0; round < 3; ++round) {
       tk = std::min(tk, bench::best_seconds(run_kiln, reps));
+      if (block) tb = std::min(tb, bench::best_seconds(run_blocked, reps));
       td = std::min(td, bench::best_seconds([&] { dnnl.run(); }, reps));
     }
-    std::printf("%-34s %10.3f %10.3f %8.1f %8.1f %6.2fx\n", c.what, tk * 1e3, td * 1e3, c.flops() / tk * 1e-9,
-                c.flops() / td * 1e-9, td / tk);
+    if (block)
+      std::printf("%-34s %9.3f %9.3f %9.3f %7.1f %7.1f %6.2fx %6.2fx\n", c.what, tk * 1e3, tb * 1e3, td * 1e3,
+                  c.flops() / tk * 1e-9, c.flops() / td * 1e-9, td / tk, td / tb);
+    else
+      std::printf("%-34s %9.3f %9s %9.3f %7.1f %7.1f %6.2fx %7s\n", c.what, tk * 1e3, "-", td * 1e3,
+                  c.flops() / tk * 1e-9, c.flops() / td * 1e-9, td / tk, "-");
   }
-  std::printf("ratio: oneDNN time / kiln time (above 1: kiln is faster)\n");
+  std::printf(
+      "ratio, blocked: oneDNN time / kiln time, NCHW and blocked (above 1: kiln is faster); blocks of %lld "
+      "channels, - where the output channels do not make blocks\n",
+      static_cast<long long>(lanes));
   return 0;
 } catch (const std::exception& e) {
   std::fprintf(stderr, "conv_bench: %s\n", e.what());
