@@ -282,7 +282,9 @@ void bind_graph(py::module_& m) {
       "compile",
       [](const Module& mod, const std::vector<std::string>& backends, bool merge, int64_t min_region_size,
          bool strict, bool bind_constants, const std::map<std::string, std::string>& options,
-         const std::string& entry, bool strict_compile, bool compile_host) {
+         const std::string& entry, bool strict_compile, bool compile_host, const std::string& layout) {
+        if (layout != "blocked" && layout != "nchw")
+          throw Error("kiln.compile: layout='" + layout + "' must be 'blocked' or 'nchw'");
         entry_of(mod, entry);
         driver::CompileOptions o;
         o.entry = entry;
@@ -291,6 +293,7 @@ void bind_graph(py::module_& m) {
         o.codegen = o.partition.backend_options;
         o.strict_compile = strict_compile;
         o.compile_host = compile_host;
+        o.blocked_layout = layout == "blocked";
         driver::CompileSummary summary;
         Executable exe;
         {
@@ -301,7 +304,7 @@ void bind_graph(py::module_& m) {
       },
       py::arg("module"), py::arg("backends"), py::arg("merge"), py::arg("min_region_size"), py::arg("strict"),
       py::arg("bind_constants"), py::arg("options"), py::arg("entry"), py::arg("strict_compile"),
-      py::arg("compile_host"));
+      py::arg("compile_host"), py::arg("layout"));
 }
 
 }  // namespace kiln::python

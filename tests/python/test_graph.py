@@ -222,6 +222,19 @@ def test_save_and_load_kir(tmp_path, source_dir):
     assert np.array_equal(kiln.interpret(again, image)[0], kiln.interpret(mod, image)[0])
 
 
+def test_both_layouts_give_the_interpreters_values(source_dir):
+    """Host convs in channel blocks (the default) or in NCHW: the same
+    values as the reference interpreter; any other layout is an error."""
+    mod = kiln.load(source_dir / "examples/small_cnn/small_cnn.kir")
+    x = random((1, 3, 32, 32), 70)
+    (want,) = kiln.interpret(mod, x)
+    for layout in ("blocked", "nchw"):
+        (got,) = kiln.compile(mod, layout=layout).run(x)
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+    with pytest.raises(kiln.Error, match="layout='nhwc' must be 'blocked' or 'nchw'"):
+        kiln.compile(mod, layout="nhwc")
+
+
 def test_outputs_survive_later_runs(source_dir):
     """Outputs are returned without a copy: they must not live in memory the
     next run reuses (the VM's arena, a backend's buffers)."""

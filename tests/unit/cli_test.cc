@@ -124,6 +124,9 @@ TEST_F(Cli, BadUsageExitsTwo) {
   EXPECT_EQ(kiln_cmd("run").code, 2);
   EXPECT_EQ(kiln_cmd("run x.kir --no-such-flag").code, 2);
   EXPECT_EQ(kiln_cmd("run x.kir --random-inputs notanumber").code, 2);
+  Result layout = kiln_cmd("compile x.kir -o x.kmod --layout nhwc");
+  EXPECT_EQ(layout.code, 2);
+  EXPECT_NE(layout.out.find("--layout: nhwc not in {blocked,nchw}"), std::string::npos) << layout.out;
 }
 
 // ---- bad models: exit 1 with a located message
