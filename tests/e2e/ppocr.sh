@@ -73,12 +73,21 @@ field() { sed -nE "s/.*$1=([0-9.]+).*/\1/p" <<<"$2" | tail -1; }
 median() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 ort_ms() { sed -E 's/.*"ort_ms":([0-9.]+).*/\1/' <<<"$1"; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN{ if (b > 0) printf "%.2f", a / b; else print "-" }'; }
+# The one-thread runs of kiln and of ONNX Runtime share one core, the last
+# this script may use: the cores of a shared machine differ (on one 2-core
+# VM, core 0 ran single-threaded code 1.6x slower than core 1), and unpinned
+# runs would compare whichever cores they landed on.
+pin=()
+if command -v taskset >/dev/null; then
+  pin_cpu=$(taskset -pc $$ | sed -E 's/.*: //' | tr ',' '\n' | tail -1 | sed -E 's/.*-//')
+  pin=(taskset -c "$pin_cpu")
+fi
 for entry in "${models[@]}"; do
   read -r model name shape <<<"$entry"
   dir=$work/run/$model
   [ "$shape" = "1,3,640,640" ] && dir=$work/run/$model-640
   onnx=package/assets/$model.onnx
-  ort_json=$(node "$here/ort_run.js" "$onnx" "$dir" "$name=${shape//,/x}" --repeat $((repeat + 2)) | tail -1)
+  ort_json=$("${pin[@]}" node "$here/ort_run.js" "$onnx" "$dir" "$name=${shape//,/x}" --repeat $((repeat + 2)) | tail -1)
   ort1=$(sed -E 's/.*"ort_ms":([0-9.]+).*/\1/' <<<"$ort_json")
   ort_session=$(sed -E 's/.*"session_ms":([0-9.]+).*/\1/' <<<"$ort_json")
   cmp=("$compare" "$onnx" "$dir" --input-shape "$name=$shape" --atol "$atol" --rtol "$rtol")
@@ -89,7 +98,7 @@ for entry in "${models[@]}"; do
   # then compiled with the example NPU, all against the same ONNX Runtime outputs.
   interp=$("${cmp[@]}" --interpret --repeat "$repeat") || status=1
   echo "$interp"
-  compiled1=$(KILN_NUM_THREADS=1 "${cmp[@]}" --repeat "$repeat") || status=1
+  compiled1=$(KILN_NUM_THREADS=1 "${pin[@]}" "${cmp[@]}" --repeat "$repeat") || status=1
   echo "$compiled1" | sed 's/^/  1 thread:  /'
   if [ "$bench" = "--bench" ]; then
     compiled2=$(KILN_NUM_THREADS=2 "${cmp[@]}" --repeat "$repeat") || status=1
@@ -99,8 +108,8 @@ for entry in "${models[@]}"; do
     o1s=("$ort1") c1s=("$(field kiln_ms "$compiled1")") c2s=("$(field kiln_ms "$compiled2")") o2s=("$ort2")
     ort_run=(node "$here/ort_run.js" "$onnx" "$dir" "$name=${shape//,/x}" --repeat $((repeat + 2)))
     for ((round = 2; round <= rounds; round++)); do
-      o1s+=("$(ort_ms "$("${ort_run[@]}" | tail -1)")")
-      out=$(KILN_NUM_THREADS=1 "${cmp[@]}" --repeat "$repeat") || { echo "$out"; status=1; }
+      o1s+=("$(ort_ms "$("${pin[@]}" "${ort_run[@]}" | tail -1)")")
+      out=$(KILN_NUM_THREADS=1 "${pin[@]}" "${cmp[@]}" --repeat "$repeat") || { echo "$out"; status=1; }
       c1s+=("$(field kiln_ms "$out")")
       out=$(KILN_NUM_THREADS=2 "${cmp[@]}" --repeat "$repeat") || { echo "$out"; status=1; }
       c2s+=("$(field kiln_ms "$out")")
@@ -129,7 +138,7 @@ for entry in "${models[@]}"; do
     status=1
   fi
   # The .kmod runs with the runtime alone and matches the in-memory build.
-  kmod=$("$compare" "$dir/model.kmod" "$dir" --atol "$atol" --rtol "$rtol") || status=1
+  kmod=$("${pin[@]}" "$compare" "$dir/model.kmod" "$dir" --atol "$atol" --rtol "$rtol") || status=1
   echo "$kmod" | sed 's/^/  .kmod: /'
   "$kiln" run "$dir/model.kmod" --input "$name=$dir/input.npy" --out "$dir/kmod_out" >/dev/null || status=1
   # cls through the C API (kiln.h, a C program linked with the runtime alone):
@@ -158,6 +167,7 @@ if [ "$bench" = "--bench" ]; then
   echo "times in ms: kiln and ORT, the median of $rounds interleaved rounds, each the median of $repeat runs"
   echo "after a warm-up; interp: the reference interpreter (one thread, one round);"
   echo "kiln: compiled host code (KILN_NUM_THREADS=1, 2); ORT: onnxruntime-node 1.30 (intra-op threads 1, 2);"
+  if [ ${#pin[@]} -gt 0 ]; then echo "one-thread runs, the .kmod load and ORT's session pinned to CPU $pin_cpu (taskset)"; fi
   echo "compile: kiln compile MODEL.onnx -o MODEL.kmod, wall clock"
   echo
   printf '%-32s %10s %12s %9s\n' "model" "kmod load" "ORT session" "load/ORT"
