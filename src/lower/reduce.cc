@@ -131,8 +131,10 @@ Lowered min(const LowerContext& c) { return max_or_min(c, true); }
 
 // ---------------------------------------------------------------- softmax
 
-// Partial maxima and sums of a long last axis: two float32 AVX-512 vectors.
-constexpr int64_t kSoftmaxPartials = 16;
+// Partial maxima and sums of a long last axis: 16 (two float32 AVX-512
+// vectors) from 64 elements, 8 from 32 (rec's attention over 40 positions:
+// one reduction loop of 5 vector steps instead of 40 scalar exps).
+int64_t softmax_partials(int64_t length) { return length >= 64 ? 16 : length >= 32 ? 8 : 0; }
 
 Lowered softmax_impl(const LowerContext& c, bool log) {
   const te::Tensor& x = c.inputs[0];
@@ -152,13 +154,13 @@ Lowered softmax_impl(const LowerContext& c, bool log) {
   };
   te::Tensor m, s;
   const int64_t L = xs[axis];
-  if (axis + 1 == xs.size() && L >= 4 * kSoftmaxPartials) {
-    // A long last axis (a classifier's 6625 classes): kSoftmaxPartials
-    // partial maxima and sums, each over every kSoftmaxPartials-th element,
-    // so the loops over the axis run on vectors of partials; then the
-    // partials are reduced. Lanes past the end read a clamped index and
-    // contribute -inf to the maximum and 0 to the sum.
-    const int64_t P = kSoftmaxPartials, steps = (L + P - 1) / P;
+  if (axis + 1 == xs.size() && softmax_partials(L) > 0) {
+    // A long last axis (a classifier's 6625 classes): P partial maxima and
+    // sums, each over every P-th element, so the loops over the axis run on
+    // vectors of partials; then the partials are reduced. Lanes past the
+    // end read a clamped index and contribute -inf to the maximum and 0 to
+    // the sum.
+    const int64_t P = softmax_partials(L), steps = (L + P - 1) / P;
     Shape ps = rs;
     ps.back() = P;
     te::IterVar ro = te::reduce_axis(steps, "ro"), so = te::reduce_axis(steps, "so");

@@ -407,18 +407,22 @@ const std::map<std::string, CaseGen>& generators() {
        [](Lcg& r) {
          Shape s = random_shape(r, 3, 2, 7);
          // A long last axis (partial maxima and sums, with a tail): 2 x 101,
-         // and with large values, where subtracting the maximum matters.
+         // and with large values, where subtracting the maximum matters;
+         // rows of 40 and 33 (8 partials, the last step partly past the end).
          return std::vector<Case>{{{f32(s)}, {}, {{-10, 10}}},
                                   {{f32(s)}, Attrs{{"axis", int64_t{1}}}, {{-10, 10}}},
                                   {{f32({2, 101})}, {}, {{-10, 10}}},
-                                  {{f32({3, 64})}, Attrs{{"axis", int64_t{-1}}}, {{-80, 90}}}};
+                                  {{f32({3, 64})}, Attrs{{"axis", int64_t{-1}}}, {{-80, 90}}},
+                                  {{f32({2, 3, 40})}, {}, {{-10, 10}}},
+                                  {{f32({5, 33})}, {}, {{-80, 90}}}};
        }},
       {"nn.log_softmax",
        [](Lcg& r) {
          Shape s = random_shape(r, 3, 2, 7);
          return std::vector<Case>{{{f32(s)}, {}, {{-10, 10}}},
                                   {{f32(s)}, Attrs{{"axis", int64_t{0}}}, {{-10, 10}}},
-                                  {{f32({2, 130})}, {}, {{-10, 10}}}};
+                                  {{f32({2, 130})}, {}, {{-10, 10}}},
+                                  {{f32({3, 37})}, {}, {{-10, 10}}}};
        }},
       {"reshape",
        [](Lcg&) {
