@@ -20,6 +20,8 @@ Module eliminate_dead_code(const Module& m);
 // Evaluates op calls whose arguments are all constants with the reference
 // kernels, and field accesses of literal tuples.
 Module fold_constants(const Module& m);
+// Rewrites power(x, 2) as multiply(x, x) and power(x, 1) as x.
+Module simplify_powers(const Module& m);
 // Merges bindings of the same op, attributes and arguments.
 Module eliminate_common_subexpressions(const Module& m);
 // Rewrites activations written in pieces (x * hard_sigmoid(x), x * relu6(x + 3) / 6,

@@ -16,6 +16,7 @@ const std::vector<PassInfo>& graph_passes() {
   static const std::vector<PassInfo> passes = {
       {"verify", "check single assignment, scoping and types", verify_pass},
       {"fold-constants", "evaluate op calls whose inputs are all constants", fold_constants},
+      {"simplify-powers", "rewrite power(x, 2) as multiply(x, x) and power(x, 1) as x", simplify_powers},
       {"eliminate-common-subexpressions", "merge bindings of the same op, attributes and arguments",
        eliminate_common_subexpressions},
       {"canonicalize-activations", "turn activations written in pieces into their single ops",
@@ -43,6 +44,9 @@ const std::vector<std::string>& graph_optimization_passes() {
       // First, so batch_norm parameters, weights and the scalars of
       // activation pieces computed from constants are constants.
       "fold-constants",
+      // After fold-constants, which makes exponents computed from constants
+      // constants; independent of the passes below.
+      "simplify-powers",
       // After fold-constants (folded constants compare by value); before
       // canonicalize-activations, whose patterns need both uses of x in
       // x * hard_sigmoid(x) to be one variable, and before fold-batch-norm,
