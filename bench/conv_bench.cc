@@ -52,24 +52,30 @@ const ConvShape kShapes[] = {
     {"det depthwise 5x5 192 20x20", 192, 192, 20, 20, 5, 1, 192},
 };
 
-tir::PrimFunc kiln_conv(const ConvShape& c, const std::string& name) {
+// `op` (nn.conv2d or nn.conv2d_blocked) of `c`'s strides, padding and
+// groups on x and w, lowered as a kernel of its own.
+tir::PrimFunc lowered_conv(const char* op, const ConvShape& c, const TensorDesc& x, const TensorDesc& w,
+                           const TensorDesc& y, const std::string& name) {
   const int64_t pad = c.kernel / 2;
-  TensorDesc x{{1, c.in_channels, c.height, c.width}, DType::Float32};
-  TensorDesc w{{c.out_channels, c.in_channels / c.groups, c.kernel, c.kernel}, DType::Float32};
-  TensorDesc y{{1, c.out_channels, c.out_height(), c.out_width()}, DType::Float32};
   Attrs attrs{{"strides", std::vector<int64_t>{c.stride, c.stride}},
               {"padding", std::vector<int64_t>{pad, pad, pad, pad}},
               {"groups", c.groups}};
   lower::KernelSpec spec;
   spec.name = name;
   spec.params = {x, w};
-  spec.ops.push_back(
-      {"nn.conv2d", normalize_attrs(*find_op("nn.conv2d"), attrs), {x, w}, {y}, {{0, -1, 0}, {1, -1, 0}}});
+  spec.ops.push_back({op, normalize_attrs(*find_op(op), attrs), {x, w}, {y}, {{0, -1, 0}, {1, -1, 0}}});
   spec.outputs = {{0, 0}};
   std::string why;
   auto f = lower::lower_kernel(spec, &why);
-  if (!f) throw Error("nn.conv2d is not lowered: " + why);
+  if (!f) throw Error(std::string(op) + " is not lowered: " + why);
   return *f;
+}
+
+tir::PrimFunc kiln_conv(const ConvShape& c, const std::string& name) {
+  TensorDesc x{{1, c.in_channels, c.height, c.width}, DType::Float32};
+  TensorDesc w{{c.out_channels, c.in_channels / c.groups, c.kernel, c.kernel}, DType::Float32};
+  TensorDesc y{{1, c.out_channels, c.out_height(), c.out_width()}, DType::Float32};
+  return lowered_conv("nn.conv2d", c, x, w, y, name);
 }
 
 // The blocks of the channels of `c` in the blocked layout; 0 when they do not make blocks.
@@ -81,7 +87,7 @@ int64_t channel_block(const ConvShape& c, int64_t lanes) {
 // nn.conv2d_blocked of `c`: data in blocks of `block` (NCHW when its
 // channels do not make blocks), the weight blocked.
 tir::PrimFunc kiln_blocked_conv(const ConvShape& c, int64_t block, const std::string& name) {
-  const int64_t pad = c.kernel / 2, ib = c.in_channels % block == 0 ? block : 1;
+  const int64_t ib = c.in_channels % block == 0 ? block : 1;
   const bool depthwise = c.groups > 1;
   TensorDesc x{ib == 1 ? Shape{1, c.in_channels, c.height, c.width}
                        : Shape{1, c.in_channels / block, c.height, c.width, block},
@@ -90,22 +96,7 @@ tir::PrimFunc kiln_blocked_conv(const ConvShape& c, int64_t block, const std::st
                 depthwise ? 1 : ib, block},
                DType::Float32};
   TensorDesc y{{1, c.out_channels / block, c.out_height(), c.out_width(), block}, DType::Float32};
-  Attrs attrs{{"strides", std::vector<int64_t>{c.stride, c.stride}},
-              {"padding", std::vector<int64_t>{pad, pad, pad, pad}},
-              {"groups", c.groups}};
-  lower::KernelSpec spec;
-  spec.name = name;
-  spec.params = {x, w};
-  spec.ops.push_back({"nn.conv2d_blocked",
-                      normalize_attrs(*find_op("nn.conv2d_blocked"), attrs),
-                      {x, w},
-                      {y},
-                      {{0, -1, 0}, {1, -1, 0}}});
-  spec.outputs = {{0, 0}};
-  std::string why;
-  auto f = lower::lower_kernel(spec, &why);
-  if (!f) throw Error("nn.conv2d_blocked is not lowered: " + why);
-  return *f;
+  return lowered_conv("nn.conv2d_blocked", c, x, w, y, name);
 }
 
 // oneDNN's convolution of `c` on user buffers in NCHW / OIHW.

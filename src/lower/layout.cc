@@ -58,11 +58,6 @@ Lowered block_conv_weight(const LowerContext& c) {
   return lowered({y});
 }
 
-Expr in_range(const Expr& i, int64_t extent) {
-  return tir::binary(tir::BinaryOp::And, tir::binary(tir::BinaryOp::GE, i, tir::int_imm(0)),
-                     tir::lt(i, tir::int_imm(extent)));
-}
-
 Lowered conv2d_blocked(const LowerContext& c) {
   const te::Tensor &x = c.inputs[0], &w = c.inputs[1];
   const Shape &xs = c.in[0].shape, &ws = c.in[1].shape;
@@ -72,26 +67,12 @@ Lowered conv2d_blocked(const LowerContext& c) {
   const bool depthwise = c.attrs.get_int("groups") > 1;
   // NCHW data is read as blocks of one channel.
   const bool nchw = xs.size() == 4;
-  const int64_t H = xs[2], W = xs[3], block = nchw ? 1 : xs[4];
+  const int64_t block = nchw ? 1 : xs[4];
   auto at = [&](const te::Tensor& t, Expr n, Expr b, Expr h, Expr v, Expr i) {
     if (nchw) return (*t)({std::move(n), std::move(b), std::move(h), std::move(v)});
     return (*t)({std::move(n), std::move(b), std::move(h), std::move(v), std::move(i)});
   };
-  te::Tensor xp = x;
-  Shape padded = xs;
-  padded[2] += p.top + p.bottom;
-  padded[3] += p.left + p.right;
-  if (p.top || p.left || p.bottom || p.right)
-    xp = te::compute(
-        padded,
-        [&](const te::Axes& i) {
-          Expr h = tir::sub(i[2], tir::int_imm(p.top)), v = tir::sub(i[3], tir::int_imm(p.left));
-          Expr inside = tir::binary(tir::BinaryOp::And, in_range(h, H), in_range(v, W));
-          return tir::select(inside,
-                             at(x, i[0], i[1], clamp_index(h, H), clamp_index(v, W), nchw ? Expr() : i[4]),
-                             constant(0, x->dtype));
-        },
-        c.name + "_pad");
+  const te::Tensor xp = pad_hw(x, p, c.name);
   te::IterVar ry = te::reduce_axis(ws[2], "ry"), rx = te::reduce_axis(ws[3], "rx");
   te::IterVar rb = te::reduce_axis(ws[1], "rb"), ri = te::reduce_axis(ws[4], "ri");
   auto row = [&](const Expr& o, const tir::Var& k, size_t axis) {

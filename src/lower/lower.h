@@ -31,6 +31,10 @@
 #include "schedule/schedule.h"
 #include "tir/te/te.h"
 
+namespace kiln {
+struct Pad2d;  // op/nn_internal.h
+}
+
 namespace kiln::lower {
 
 namespace te = tir::te;
@@ -153,6 +157,9 @@ std::vector<tir::Expr> broadcast_index(const te::Axes& axes, const Shape& in_sha
 // An index clamped to [0, extent - 1], for loads whose value a select may
 // discard (padding): loads never leave the buffer.
 tir::Expr clamp_index(tir::Expr i, int64_t extent);
+// x zero-padded on its axes 2 and 3 (rows and columns of NCHW, and of
+// channel blocks (N, C / c, H, W, c)); x itself when `p` pads nothing.
+te::Tensor pad_hw(const te::Tensor& x, const Pad2d& p, const std::string& name);
 // Row-major linear index of `axes` in `shape`, and its inverse.
 tir::Expr linear_index(const std::vector<tir::Expr>& axes, const Shape& shape);
 std::vector<tir::Expr> unravel(tir::Expr linear, const Shape& shape);

@@ -35,21 +35,6 @@ Expr in_range(const Expr& i, int64_t lo, int64_t hi) {
 
 Expr all(const Expr& a, const Expr& b) { return tir::binary(tir::BinaryOp::And, a, b); }
 
-// x zero-padded on its last two axes (inlined into the reader).
-te::Tensor pad_hw(const te::Tensor& x, const Pad2d& p, const std::string& name) {
-  if (p.top == 0 && p.left == 0 && p.bottom == 0 && p.right == 0) return x;
-  const auto& s = x->shape;
-  int64_t H = s[2], W = s[3];
-  return te::compute(
-      {s[0], s[1], H + p.top + p.bottom, W + p.left + p.right},
-      [&](const te::Axes& i) {
-        Expr h = tir::sub(i[2], tir::int_imm(p.top)), w = tir::sub(i[3], tir::int_imm(p.left));
-        Expr v = (*x)({i[0], i[1], clamp_index(h, H), clamp_index(w, W)});
-        return tir::select(all(in_range(h, 0, H), in_range(w, 0, W)), v, constant(0, x->dtype));
-      },
-      name + "_pad");
-}
-
 // ---------------------------------------------------------------- conv2d
 
 // The attributes conv2d and conv2d_transpose share; nullopt when strides or

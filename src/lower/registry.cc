@@ -3,6 +3,7 @@
 #include <set>
 
 #include "lower/lower.h"
+#include "op/nn_internal.h"
 #include "schedule/schedule.h"
 #include "tir/transform/passes.h"
 
@@ -117,6 +118,30 @@ std::vector<tir::Expr> broadcast_index(const te::Axes& axes, const Shape& in_sha
 
 tir::Expr clamp_index(tir::Expr i, int64_t extent) {
   return tir::min(tir::max(std::move(i), tir::int_imm(0)), tir::int_imm(extent - 1));
+}
+
+te::Tensor pad_hw(const te::Tensor& x, const Pad2d& p, const std::string& name) {
+  if (p.top == 0 && p.left == 0 && p.bottom == 0 && p.right == 0) return x;
+  const Shape& s = x->shape;
+  const int64_t H = s[2], W = s[3];
+  Shape padded = s;
+  padded[2] += p.top + p.bottom;
+  padded[3] += p.left + p.right;
+  auto in_range = [](const tir::Expr& i, int64_t extent) {
+    return tir::binary(tir::BinaryOp::And, tir::binary(tir::BinaryOp::GE, i, tir::int_imm(0)),
+                       tir::lt(i, tir::int_imm(extent)));
+  };
+  return te::compute(
+      padded,
+      [&](const te::Axes& i) {
+        tir::Expr h = tir::sub(i[2], tir::int_imm(p.top)), w = tir::sub(i[3], tir::int_imm(p.left));
+        std::vector<tir::Expr> idx(i.begin(), i.end());
+        idx[2] = clamp_index(h, H);
+        idx[3] = clamp_index(w, W);
+        return tir::select(tir::binary(tir::BinaryOp::And, in_range(h, H), in_range(w, W)), (*x)(idx),
+                           constant(0, x->dtype));
+      },
+      name + "_pad");
 }
 
 tir::Expr linear_index(const std::vector<tir::Expr>& axes, const Shape& shape) {

@@ -69,6 +69,13 @@ void unblock_data(const float* src, float* dst, int64_t n, int64_t channels, int
   }
 }
 
+// Where weight element [oc, ic, tap] of an (O, I, taps) weight sits in its
+// blocked form (O / ob, I / ib, taps, ib, ob).
+int64_t blocked_weight_offset(int64_t oc, int64_t ic, int64_t tap, int64_t channels_in, int64_t taps,
+                              int64_t ib, int64_t ob) {
+  return (((oc / ob) * (channels_in / ib) + ic / ib) * taps + tap) * ib * ob + (ic % ib) * ob + oc % ob;
+}
+
 // ---- block_channels / unblock_channels ------------------------------------
 
 const char* kBlock = "nn.block_channels";
@@ -128,8 +135,7 @@ void block_weight_kernel(const std::vector<Tensor>& in, const Attrs& attrs, std:
   for (int64_t oc = 0; oc < o; ++oc)
     for (int64_t ic = 0; ic < i; ++ic)
       for (int64_t t = 0; t < taps; ++t)
-        dst[(((oc / ob) * (i / ib) + ic / ib) * taps + t) * ib * ob + (ic % ib) * ob + oc % ob] =
-            src[(oc * i + ic) * taps + t];
+        dst[blocked_weight_offset(oc, ic, t, i, taps, ib, ob)] = src[(oc * i + ic) * taps + t];
 }
 
 // ---- conv2d_blocked -------------------------------------------------------
@@ -186,8 +192,7 @@ void conv_blocked_kernel(const std::vector<Tensor>& in, const Attrs& attrs, std:
   for (int64_t oc = 0; oc < o; ++oc)
     for (int64_t ic = 0; ic < i; ++ic)
       for (int64_t t = 0; t < taps; ++t)
-        wd[(oc * i + ic) * taps + t] =
-            ws[(((oc / ob) * (i / ib) + ic / ib) * taps + t) * ib * ob + (ic % ib) * ob + oc % ob];
+        wd[(oc * i + ic) * taps + t] = ws[blocked_weight_offset(oc, ic, t, i, taps, ib, ob)];
   Tensor& y = out[0];
   std::vector<Tensor> plain = {Tensor::empty({y.dim(0), o, y.dim(2), y.dim(3)}, DType::Float32)};
   Attrs conv = attrs;
