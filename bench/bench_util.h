@@ -3,6 +3,7 @@
 #pragma once
 
 #include <dlfcn.h>
+#include <malloc.h>
 
 #include <algorithm>
 #include <chrono>
@@ -46,6 +47,18 @@ class Floats {
   std::unique_ptr<float[], Free> p_;
   size_t n_;
 };
+
+// oneDNN allocates its packing buffers with malloc on every call. glibc
+// serves a large one from memory it has just unmapped or trimmed about half
+// of the time, and writing that memory faults in every page again (about
+// 5 us a page on a virtual machine: a 1024^3 sgemm then takes 16 ms instead
+// of 11). kiln keeps its own large blocks (src/runtime/block_cache.h), so
+// the benches keep glibc's too, for oneDNN: nothing is unmapped or trimmed.
+// (32 MiB is the largest mmap threshold glibc accepts.)
+inline void keep_heap_memory() {
+  if (mallopt(M_MMAP_THRESHOLD, 32 << 20) != 1 || mallopt(M_TRIM_THRESHOLD, 1 << 30) != 1)
+    throw Error("mallopt refused to keep the heap's memory");
+}
 
 // The fastest of `reps` runs of f, in seconds.
 template <typename F>

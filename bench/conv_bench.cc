@@ -144,6 +144,7 @@ struct DnnlConv {
 }  // namespace
 
 int main() try {
+  kiln::bench::keep_heap_memory();
   std::printf("CPU: %s\n", codegen::host_cpu_summary().c_str());
   std::vector<tir::PrimFunc> funcs;
   const auto options = codegen::tir_pass_options(codegen::host_target());

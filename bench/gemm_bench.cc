@@ -112,6 +112,7 @@ std::string bench_name(size_t shape, const char* peer) {
 }  // namespace
 
 int main(int argc, char** argv) try {
+  kiln::bench::keep_heap_memory();
   std::printf("CPU: %s\n", codegen::host_cpu_summary().c_str());
   const tir::TirPassOptions options = codegen::tir_pass_options(codegen::host_target());
   std::vector<tir::PrimFunc> funcs;

@@ -207,6 +207,7 @@ std::string joined(const std::vector<std::string>& words) {
 }
 
 int main(int argc, char** argv) try {
+  kiln::bench::keep_heap_memory();
   const codegen::Target target = bench_target(argc, argv);
   const bool named_cpu = !target.cpu.empty();
   // The pass options of a build for the target (its vector width).

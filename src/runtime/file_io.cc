@@ -54,12 +54,12 @@ std::string folder_of(const std::string& path) {
 
 }  // namespace
 
-uint64_t byte_limit_from_env(const char* name, uint64_t fallback) {
+uint64_t byte_limit_from_env(const char* name, uint64_t fallback, bool allow_zero) {
   const char* v = std::getenv(name);
   if (!v || !*v) return fallback;
   auto bad = [&] {
-    return Error(std::string(name) + "='" + v +
-                 "': expected a positive byte count, optionally with a K, M, G or T suffix (e.g. 16G)");
+    return Error(std::string(name) + "='" + v + "': expected a " + (allow_zero ? "" : "positive ") +
+                 "byte count, optionally with a K, M, G or T suffix (e.g. 16G)");
   };
   uint64_t n = 0;
   const char* p = v;
@@ -91,7 +91,7 @@ uint64_t byte_limit_from_env(const char* name, uint64_t fallback) {
       throw bad();
   }
   if (shift && *++p) throw bad();
-  if (n == 0 || n > (UINT64_MAX >> shift)) throw bad();
+  if ((n == 0 && !allow_zero) || n > (UINT64_MAX >> shift)) throw bad();
   return n << shift;
 }
 

@@ -40,8 +40,9 @@ std::string read_input(const std::string& path, std::string_view kind = {});
 void write_output(const std::string& path, std::string_view bytes);
 
 // A byte count from an environment variable: `fallback` when unset, an Error
-// naming the variable when malformed. Shared by the size limits.
-uint64_t byte_limit_from_env(const char* name, uint64_t fallback);
+// naming the variable when malformed (or 0, unless `allow_zero`). Shared by
+// the size limits.
+uint64_t byte_limit_from_env(const char* name, uint64_t fallback, bool allow_zero = false);
 
 // "17179869184 bytes (16 GiB)", for messages about sizes.
 std::string bytes_str(uint64_t bytes);

@@ -5,9 +5,10 @@
 #include <cstdlib>
 #include <mutex>
 #include <string>
-#include <unordered_set>
+#include <unordered_map>
 
 #include "kiln/runtime/backend_api.h"
+#include "runtime/block_cache.h"
 #include "runtime/vtcm_pool.h"
 
 namespace kiln {
@@ -16,10 +17,15 @@ namespace {
 
 thread_local std::string t_last_error;
 
-// Workspace blocks handed out, so a bad free is an error, not heap corruption.
+// Workspace blocks handed out (with the size and alignment the block cache
+// needs back), so a bad free is an error, not heap corruption.
+struct WorkspaceBlock {
+  uint64_t bytes;
+  uint64_t alignment;
+};
 std::mutex g_workspace_mu;
-std::unordered_set<void*>& workspace_blocks() {
-  static std::unordered_set<void*> blocks;
+std::unordered_map<void*, WorkspaceBlock>& workspace_blocks() {
+  static std::unordered_map<void*, WorkspaceBlock> blocks;
   return blocks;
 }
 
@@ -70,26 +76,36 @@ void* KilnBackendAllocWorkspace(uint64_t nbytes, uint32_t alignment) {
     return nullptr;
   }
   uint64_t a = alignment < sizeof(void*) ? sizeof(void*) : alignment;
-  uint64_t size = ((nbytes == 0 ? 1 : nbytes) + a - 1) / a * a;
-  void* p = std::aligned_alloc(a, size);
+  uint64_t size = nbytes == 0 ? 1 : nbytes;
+  void* p = nullptr;
+  try {
+    p = kiln::cached_alloc(size, a);
+  } catch (const std::exception& e) {
+    kiln::t_last_error = std::string("KilnBackendAllocWorkspace: ") + e.what();
+    return nullptr;
+  }
   if (!p) {
     kiln::t_last_error = "KilnBackendAllocWorkspace: out of memory for " + std::to_string(nbytes) + " bytes";
     return nullptr;
   }
   std::lock_guard<std::mutex> lock(kiln::g_workspace_mu);
-  kiln::workspace_blocks().insert(p);
+  kiln::workspace_blocks()[p] = {size, a};
   return p;
 }
 
 int32_t KilnBackendFreeWorkspace(void* ptr) {
+  kiln::WorkspaceBlock block;
   {
     std::lock_guard<std::mutex> lock(kiln::g_workspace_mu);
-    if (kiln::workspace_blocks().erase(ptr) == 0) {
+    auto it = kiln::workspace_blocks().find(ptr);
+    if (it == kiln::workspace_blocks().end()) {
       kiln::t_last_error = "KilnBackendFreeWorkspace: pointer was not allocated as workspace";
       return -1;
     }
+    block = it->second;
+    kiln::workspace_blocks().erase(it);
   }
-  std::free(ptr);
+  kiln::cached_free(ptr, block.bytes, block.alignment);
   return 0;
 }
 

@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "kiln/runtime/error.h"
+#include "runtime/block_cache.h"
 #include "runtime/file_io.h"
 
 namespace kiln {
@@ -83,12 +84,13 @@ static void check_shape(const Shape& shape) {
   }
 }
 
+// Large tensors (a model's outputs) come from the block cache, so repeated
+// runs reuse the memory instead of faulting in fresh pages.
 static std::shared_ptr<void> allocate(size_t nbytes) {
-  size_t rounded = (nbytes + kTensorAlignment - 1) / kTensorAlignment * kTensorAlignment;
-  if (rounded == 0) rounded = kTensorAlignment;
-  void* p = std::aligned_alloc(kTensorAlignment, rounded);
+  if (nbytes == 0) nbytes = 1;
+  void* p = cached_alloc(nbytes, kTensorAlignment);
   if (!p) throw Error("out of memory allocating a tensor of " + std::to_string(nbytes) + " bytes");
-  return std::shared_ptr<void>(p, [](void* q) { std::free(q); });
+  return std::shared_ptr<void>(p, [nbytes](void* q) { cached_free(q, nbytes, kTensorAlignment); });
 }
 
 Tensor Tensor::empty(const Shape& shape, DType dtype) {
