@@ -279,8 +279,8 @@ kiln_status* kiln_module_load_file(const char* path, kiln_module** module) {
   return guarded(KILN_BAD_MODEL, [&] {
     require_arg(module, "kiln_module_load_file", "module");
     require_arg(path, "kiln_module_load_file", "path");
-    std::string bytes = kiln::read_file(path, ".kmod module");
-    *module = make_module(kiln::decode_kmod(bytes, path), path).release();
+    kiln::FileBytes file = kiln::map_file(path, ".kmod module");
+    *module = make_module(kiln::decode_kmod(file.bytes, path, file.owner), path).release();
   });
 }
 
@@ -290,8 +290,9 @@ kiln_status* kiln_module_load_memory(const void* data, size_t size, const char* 
     require_arg(module, "kiln_module_load_memory", "module");
     require_arg(data, "kiln_module_load_memory", "data");
     std::string what = label ? label : "<memory>";
-    std::string bytes(static_cast<const char*>(data), size);
-    *module = make_module(kiln::decode_kmod(bytes, what), what).release();
+    *module =
+        make_module(kiln::decode_kmod(std::string_view(static_cast<const char*>(data), size), what), what)
+            .release();
   });
 }
 

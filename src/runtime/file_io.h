@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 
@@ -22,6 +23,17 @@ uint64_t max_file_bytes();
 // The contents of `path`. `kind` names what the file is in the message when
 // it cannot be opened ("cannot open ONNX model 'm.onnx': No such file ...").
 std::string read_file(const std::string& path, std::string_view kind = {});
+
+// A file's bytes and what keeps them alive. A regular file is mapped
+// (private: a write to the bytes copies the page, never reaches the file),
+// so its pages come from the page cache without a copy; a pipe is read. The
+// same checks as read_file. Since kiln writes files by renaming a new one
+// over the old, a mapped file never changes under its reader.
+struct FileBytes {
+  std::shared_ptr<const void> owner;
+  std::string_view bytes;
+};
+FileBytes map_file(const std::string& path, std::string_view kind = {});
 
 // Writes `bytes` to `path` atomically (see above); throws kiln::Error naming
 // the path when it cannot. A new file is `executable` (mode 0777 less the

@@ -8,8 +8,10 @@
 //                               kernels, shared object offset and size),
 //                               constant index (name, dtype, shape, offset, bytes)
 //   u64 data length, data       constant bytes and the host code's shared
-//                               object, 64-byte aligned offsets
-//   u64 checksum                FNV-1a 64 of every byte before it
+//                               object, 64-byte aligned offsets; the header
+//                               ends with spaces so that the data starts at
+//                               a multiple of 64 bytes in the file
+//   u64 checksum                of every byte before it (kmod_checksum)
 //
 // The manifest records the kiln version, the format version and the
 // backends; loading checks all of them, the checksum and every length, so a
@@ -24,18 +26,24 @@
 namespace kiln {
 
 // 2: compiled host code (a shared object of host kernels, runtime/host_code.h).
-inline constexpr uint32_t kKmodVersion = 2;
+// 3: a checksum of 64-bit words in four lanes; the data section aligned.
+inline constexpr uint32_t kKmodVersion = 3;
 // The kiln version written into manifests; modules from another major.minor
 // version are refused.
 inline constexpr const char* kKilnVersion = "0.1.0";
 
 std::string encode_kmod(const Executable& exe);
-// The checksum a .kmod ends with (FNV-1a, 64 bits) of the bytes before it;
-// the .kmod fuzz target recomputes it so mutations reach the header.
+// The checksum a .kmod ends with, of the bytes before it: FNV-1a steps on
+// 64-bit words in four lanes, then over the lanes, the tail and the length.
+// The .kmod fuzz target recomputes it so mutations reach the header.
 uint64_t kmod_checksum(const char* data, size_t n);
-Executable decode_kmod(const std::string& bytes, const std::string& what);
+// With `owner` (what keeps `bytes` alive, a mapped file), the constants are
+// views of `bytes` where they are aligned; without, copies.
+Executable decode_kmod(std::string_view bytes, const std::string& what,
+                       std::shared_ptr<const void> owner = nullptr);
 // Written atomically (runtime/file_io.h); returns the bytes written.
 uint64_t write_kmod(const std::string& path, const Executable& exe);
+// Maps the file (runtime/file_io.h): its constants are used in place.
 Executable read_kmod(const std::string& path);
 // True when the file starts with the .kmod magic. Only a regular file is
 // looked at: a pipe is never read (its bytes belong to the reader after), so

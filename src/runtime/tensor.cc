@@ -119,6 +119,16 @@ Tensor Tensor::wrap(void* data, const Shape& shape, DType dtype) {
   return t;
 }
 
+Tensor Tensor::view(std::shared_ptr<const void> owner, void* data, const Shape& shape, DType dtype) {
+  check_shape(shape);
+  Tensor t;
+  t.shape_ = shape;
+  t.dtype_ = dtype;
+  t.storage_ = std::shared_ptr<void>(std::const_pointer_cast<void>(std::move(owner)), data);
+  t.data_ = data;
+  return t;
+}
+
 Tensor Tensor::from_floats(const Shape& shape, const std::vector<float>& values) {
   Tensor t = empty(shape, DType::Float32);
   KILN_CHECK(static_cast<int64_t>(values.size()) == t.numel(), "from_floats: ", values.size(),

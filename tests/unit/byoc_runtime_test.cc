@@ -8,6 +8,7 @@
 #include <cstring>
 #include <random>
 #include <set>
+#include <sstream>
 
 #include "backends/graph_codegen.h"
 #include "driver/build.h"
@@ -15,6 +16,7 @@
 #include "ir/text.h"
 #include "op/op.h"
 #include "pattern/registry.h"
+#include "runtime/file_io.h"
 #include "runtime/graph_exec.h"
 #include "runtime/module_file.h"
 #include "runtime/profile.h"
@@ -414,6 +416,59 @@ TEST(Kmod, CorruptedFilesAreClearErrors) {
             std::string::npos);
   EXPECT_NE(error_of([&] { decode_kmod(bytes + "xx", "c.kmod"); }).find("unexpected bytes at the end"),
             std::string::npos);
+}
+
+// Every byte of the file is covered: by the checksum, or (the magic, the
+// version, the lengths, the checksum itself) by its own check.
+TEST(Kmod, EveryFlippedByteIsAnError) {
+  std::string bytes = encode_kmod(small_executable());
+  for (size_t i = 0; i < bytes.size(); ++i) {
+    std::string flipped = bytes;
+    flipped[i] ^= 0x01;
+    std::string err = error_of([&] { decode_kmod(flipped, "f.kmod"); });
+    ASSERT_EQ(err.rfind("f.kmod: ", 0), 0u) << "byte " << i << ": " << err;
+  }
+}
+
+// True when `p` lies in a mapping of a file whose path ends with `suffix`
+// (/proc/self/maps).
+bool in_mapping_of(const void* p, const std::string& suffix) {
+  std::istringstream maps(read_file("/proc/self/maps"));
+  const auto at = reinterpret_cast<uintptr_t>(p);
+  for (std::string line; std::getline(maps, line);) {
+    if (line.size() < suffix.size() || line.compare(line.size() - suffix.size(), suffix.size(), suffix) != 0)
+      continue;
+    uintptr_t begin = std::stoull(line.substr(0, line.find('-')), nullptr, 16);
+    uintptr_t end = std::stoull(line.substr(line.find('-') + 1), nullptr, 16);
+    if (at >= begin && at < end) return true;
+  }
+  return false;
+}
+
+// The data section starts at a multiple of 64 bytes, so a loaded file's
+// constants are used where they lie in the mapping; writing one copies its
+// page and leaves the file as it was.
+TEST(Kmod, ALoadedFilesConstantsAreUsedInPlace) {
+  Executable exe = small_executable();
+  std::string bytes = encode_kmod(exe);
+  uint64_t header_length = 0;
+  std::memcpy(&header_length, bytes.data() + 12, 8);
+  EXPECT_EQ((8 + 4 + 8 + header_length + 8) % 64, 0u);
+  std::string path = std::string(KILN_BINARY_DIR) + "/in_place.kmod";
+  write_kmod(path, exe);
+  Executable loaded = read_kmod(path);
+  ASSERT_FALSE(loaded.constants.empty());
+  for (auto& [name, t] : loaded.constants) {
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(t.raw()) % kTensorAlignment, 0u) << name;
+    EXPECT_TRUE(t.bitwise_equal(exe.constants.at(name))) << name;
+    EXPECT_TRUE(in_mapping_of(t.raw(), "/in_place.kmod")) << name << " is a copy";
+  }
+  Tensor x = ramp({2, 4}, -1, 0.5f);
+  EXPECT_TRUE(VirtualMachine(loaded).run({x})[0].bitwise_equal(VirtualMachine(exe).run({x})[0]));
+  Tensor& w = loaded.constants.begin()->second;
+  w.set_from_double(0, 42.0);
+  EXPECT_EQ(read_file(path), bytes);
+  EXPECT_EQ(w.get_as_double(0), 42.0);
 }
 
 TEST(Kmod, MissingBackendRuntimeIsAnError) {

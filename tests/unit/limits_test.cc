@@ -100,11 +100,7 @@ std::string kmod_with_constant_shape(const Executable& exe, const std::vector<in
   uint64_t n = header.size();
   out.append(reinterpret_cast<const char*>(&n), 8);
   out += header + rest;
-  uint64_t h = 1469598103934665603ull;
-  for (char c : out) {
-    h ^= static_cast<unsigned char>(c);
-    h *= 1099511628211ull;
-  }
+  uint64_t h = kmod_checksum(out.data(), out.size());
   out.append(reinterpret_cast<const char*>(&h), 8);
   return out;
 }

@@ -53,6 +53,9 @@ class Tensor {
   static Tensor empty(const Shape& shape, DType dtype);
   // Caller-owned memory; the caller keeps it alive while the tensor is used.
   static Tensor wrap(void* data, const Shape& shape, DType dtype);
+  // Memory that `owner` keeps alive (a mapped file, say), for as long as the
+  // tensor or a view of it lives.
+  static Tensor view(std::shared_ptr<const void> owner, void* data, const Shape& shape, DType dtype);
   // A float32 tensor filled from values (numel must match).
   static Tensor from_floats(const Shape& shape, const std::vector<float>& values);
   // An int64 tensor filled from values (numel must match).
