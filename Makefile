@@ -33,13 +33,15 @@ e2e: build
 # convolution on one thread; then PP-OCR's GEMM shapes against OpenBLAS and
 # oneDNN, and its elementwise ops and softmax against oneDNN (Google
 # Benchmark), one thread; then the DSP session's dispatch overhead under QEMU.
-# On an AVX-512 machine the matmul bench runs a second time with kiln's code
-# for x86-64-v3 and oneDNN limited to AVX2: what an AVX2-only machine gets.
+# On an AVX-512 machine the matmul and conv benches run a second time with
+# kiln's code for x86-64-v3 and oneDNN limited to AVX2: what an AVX2-only
+# machine gets.
 bench: setup $(BUILD)/build.ninja
 	@ninja -C $(BUILD) kiln_bench_matmul kiln_bench_conv kiln_bench_gemm kiln_bench_eltwise kiln_bench_hexagon_dispatch
 	@$(BUILD)/kiln_bench_matmul
 	@if grep -q -w avx512f /proc/cpuinfo; then $(BUILD)/kiln_bench_matmul --cpu x86-64-v3; fi
 	@$(BUILD)/kiln_bench_conv
+	@if grep -q -w avx512f /proc/cpuinfo; then $(BUILD)/kiln_bench_conv --cpu x86-64-v3; fi
 	@$(BUILD)/kiln_bench_gemm --benchmark_min_time=0.2
 	@$(BUILD)/kiln_bench_eltwise --benchmark_min_time=0.2
 	@$(BUILD)/kiln_bench_hexagon_dispatch

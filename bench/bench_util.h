@@ -4,13 +4,18 @@
 
 #include <dlfcn.h>
 #include <malloc.h>
+#include <oneapi/dnnl/dnnl.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <string>
+#include <vector>
 
+#include "codegen/target.h"
 #include "kiln/runtime/error.h"
 
 namespace kiln::bench {
@@ -58,6 +63,40 @@ class Floats {
 inline void keep_heap_memory() {
   if (mallopt(M_MMAP_THRESHOLD, 32 << 20) != 1 || mallopt(M_TRIM_THRESHOLD, 1 << 30) != 1)
     throw Error("mallopt refused to keep the heap's memory");
+}
+
+// The target of a bench's code. `--cpu NAME`: kiln's code for that CPU
+// (as `--target "llvm -mcpu=NAME"`), and oneDNN limited to AVX2 when that
+// CPU has no AVX-512; on an AVX-512 machine this measures the code an
+// AVX2-only machine gets against the oneDNN such a machine runs (same
+// cores, so not a substitute for running there). Without arguments, this
+// machine's CPU. Anything else on the command line is an error.
+inline codegen::Target bench_target(int argc, char** argv, const char* program) {
+  if (argc == 1) return codegen::host_target();
+  if (argc == 3 && std::strcmp(argv[1], "--cpu") == 0) {
+    codegen::Target t = codegen::parse_target(std::string("llvm -mcpu=") + argv[2]);
+    const std::vector<std::string> features = codegen::target_cpu_features(t);
+    if (std::find(features.begin(), features.end(), "avx512f") == features.end() &&
+        dnnl_set_max_cpu_isa(dnnl_cpu_isa_avx2) != dnnl_success)
+      throw Error("oneDNN refused to limit itself to AVX2 (dnnl_set_max_cpu_isa)");
+    return t;
+  }
+  throw Error(std::string("usage: ") + program +
+              " [--cpu NAME] (NAME as for kiln's --target \"llvm -mcpu=NAME\")");
+}
+
+inline std::string joined(const std::vector<std::string>& words) {
+  std::string out;
+  for (const std::string& w : words) out += (out.empty() ? "" : " ") + w;
+  return out;
+}
+
+// What a bench prints under "CPU:" when its code is for another CPU.
+inline void print_named_cpu(const codegen::Target& target) {
+  if (target.cpu.empty()) return;
+  std::printf("kiln's code is for %s (%s); oneDNN's ISA: %s\n", codegen::target_cpu_name(target).c_str(),
+              joined(codegen::target_cpu_features(target)).c_str(),
+              dnnl_get_effective_cpu_isa() == dnnl_cpu_isa_avx2 ? "limited to AVX2" : "its own choice");
 }
 
 // The fastest of `reps` runs of f, in seconds.

@@ -10,6 +10,8 @@
 // those after them), where the channels make whole blocks.
 //
 //   make bench
+//   kiln_bench_conv --cpu x86-64-v3    (kiln's code for that CPU, oneDNN
+//                                       limited to AVX2: bench_util.h)
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include <cmath>
@@ -55,7 +57,7 @@ const ConvShape kShapes[] = {
 // `op` (nn.conv2d or nn.conv2d_blocked) of `c`'s strides, padding and
 // groups on x and w, lowered as a kernel of its own.
 tir::PrimFunc lowered_conv(const char* op, const ConvShape& c, const TensorDesc& x, const TensorDesc& w,
-                           const TensorDesc& y, const std::string& name) {
+                           const TensorDesc& y, const std::string& name, const codegen::Target& target) {
   const int64_t pad = c.kernel / 2;
   Attrs attrs{{"strides", std::vector<int64_t>{c.stride, c.stride}},
               {"padding", std::vector<int64_t>{pad, pad, pad, pad}},
@@ -66,16 +68,16 @@ tir::PrimFunc lowered_conv(const char* op, const ConvShape& c, const TensorDesc&
   spec.ops.push_back({op, normalize_attrs(*find_op(op), attrs), {x, w}, {y}, {{0, -1, 0}, {1, -1, 0}}});
   spec.outputs = {{0, 0}};
   std::string why;
-  auto f = lower::lower_kernel(spec, &why);
+  auto f = lower::lower_kernel(spec, &why, codegen::schedule_target(target));
   if (!f) throw Error(std::string(op) + " is not lowered: " + why);
   return *f;
 }
 
-tir::PrimFunc kiln_conv(const ConvShape& c, const std::string& name) {
+tir::PrimFunc kiln_conv(const ConvShape& c, const std::string& name, const codegen::Target& target) {
   TensorDesc x{{1, c.in_channels, c.height, c.width}, DType::Float32};
   TensorDesc w{{c.out_channels, c.in_channels / c.groups, c.kernel, c.kernel}, DType::Float32};
   TensorDesc y{{1, c.out_channels, c.out_height(), c.out_width()}, DType::Float32};
-  return lowered_conv("nn.conv2d", c, x, w, y, name);
+  return lowered_conv("nn.conv2d", c, x, w, y, name, target);
 }
 
 // The blocks of the channels of `c` in the blocked layout; 0 when they do not make blocks.
@@ -86,7 +88,8 @@ int64_t channel_block(const ConvShape& c, int64_t lanes) {
 
 // nn.conv2d_blocked of `c`: data in blocks of `block` (NCHW when its
 // channels do not make blocks), the weight blocked.
-tir::PrimFunc kiln_blocked_conv(const ConvShape& c, int64_t block, const std::string& name) {
+tir::PrimFunc kiln_blocked_conv(const ConvShape& c, int64_t block, const std::string& name,
+                                const codegen::Target& target) {
   const int64_t ib = c.in_channels % block == 0 ? block : 1;
   const bool depthwise = c.groups > 1;
   TensorDesc x{ib == 1 ? Shape{1, c.in_channels, c.height, c.width}
@@ -96,7 +99,7 @@ tir::PrimFunc kiln_blocked_conv(const ConvShape& c, int64_t block, const std::st
                 depthwise ? 1 : ib, block},
                DType::Float32};
   TensorDesc y{{1, c.out_channels / block, c.out_height(), c.out_width(), block}, DType::Float32};
-  return lowered_conv("nn.conv2d_blocked", c, x, w, y, name);
+  return lowered_conv("nn.conv2d_blocked", c, x, w, y, name, target);
 }
 
 // oneDNN's convolution of `c` on user buffers in NCHW / OIHW.
@@ -143,19 +146,23 @@ struct DnnlConv {
 
 }  // namespace
 
-int main() try {
+int main(int argc, char** argv) try {
   kiln::bench::keep_heap_memory();
+  const codegen::Target target = bench::bench_target(argc, argv, "kiln_bench_conv");
   std::printf("CPU: %s\n", codegen::host_cpu_summary().c_str());
+  bench::print_named_cpu(target);
   std::vector<tir::PrimFunc> funcs;
-  const auto options = codegen::tir_pass_options(codegen::host_target());
-  const int64_t lanes = codegen::schedule_target(codegen::host_target()).float32_lanes();
+  const auto options = codegen::tir_pass_options(target);
+  const int64_t lanes = codegen::schedule_target(target).float32_lanes();
   for (size_t i = 0; i < std::size(kShapes); ++i) {
-    funcs.push_back(tir::lower_for_build(kiln_conv(kShapes[i], "conv" + std::to_string(i)), options));
+    funcs.push_back(tir::lower_for_build(kiln_conv(kShapes[i], "conv" + std::to_string(i), target), options));
     if (int64_t block = channel_block(kShapes[i], lanes))
-      funcs.push_back(
-          tir::lower_for_build(kiln_blocked_conv(kShapes[i], block, "blocked" + std::to_string(i)), options));
+      funcs.push_back(tir::lower_for_build(
+          kiln_blocked_conv(kShapes[i], block, "blocked" + std::to_string(i), target), options));
   }
-  auto jit = codegen::JitModule::create(funcs);
+  codegen::CodegenOptions codegen_options;
+  codegen_options.target = target;
+  auto jit = codegen::JitModule::create(funcs, codegen_options);
   set_parallel_num_threads(1);
   bench::set_dnnl_threads(1);
   std::printf("%-34s %9s %9s %9s %7s %7s %7s %7s\n", "conv (one thread)", "NCHW ms", "block ms", "oneDNN ms",

@@ -185,30 +185,9 @@ VirtualMachine compiled_model(const codegen::Target& target) {
   return VirtualMachine(driver::compile_model(m, options));
 }
 
-// --cpu NAME: kiln's code for that CPU; oneDNN limited to AVX2 when the
-// CPU has no AVX-512. Anything else on the command line is an error.
-codegen::Target bench_target(int argc, char** argv) {
-  if (argc == 1) return codegen::host_target();
-  if (argc == 3 && std::strcmp(argv[1], "--cpu") == 0) {
-    codegen::Target t = codegen::parse_target(std::string("llvm -mcpu=") + argv[2]);
-    const std::vector<std::string> features = codegen::target_cpu_features(t);
-    if (std::find(features.begin(), features.end(), "avx512f") == features.end() &&
-        dnnl_set_max_cpu_isa(dnnl_cpu_isa_avx2) != dnnl_success)
-      throw Error("oneDNN refused to limit itself to AVX2 (dnnl_set_max_cpu_isa)");
-    return t;
-  }
-  throw Error("usage: kiln_bench_matmul [--cpu NAME] (NAME as for kiln's --target \"llvm -mcpu=NAME\")");
-}
-
-std::string joined(const std::vector<std::string>& words) {
-  std::string out;
-  for (const std::string& w : words) out += (out.empty() ? "" : " ") + w;
-  return out;
-}
-
 int main(int argc, char** argv) try {
   kiln::bench::keep_heap_memory();
-  const codegen::Target target = bench_target(argc, argv);
+  const codegen::Target target = bench::bench_target(argc, argv, "kiln_bench_matmul");
   const bool named_cpu = !target.cpu.empty();
   // The pass options of a build for the target (its vector width).
   const tir::TirPassOptions options = codegen::tir_pass_options(target);
@@ -221,10 +200,7 @@ int main(int argc, char** argv) try {
   }
   auto jit = codegen::JitModule::create(funcs, codegen_options);
   std::printf("CPU: %s\n", codegen::host_cpu_summary().c_str());
-  if (named_cpu)
-    std::printf("kiln's code is for %s (%s); oneDNN's ISA: %s\n", codegen::target_cpu_name(target).c_str(),
-                joined(codegen::target_cpu_features(target)).c_str(),
-                dnnl_get_effective_cpu_isa() == dnnl_cpu_isa_avx2 ? "limited to AVX2" : "its own choice");
+  bench::print_named_cpu(target);
   Matrices m;
   const int threads = int(std::max(1u, std::thread::hardware_concurrency()));
   auto jit_call = [&](const std::string& name) {
