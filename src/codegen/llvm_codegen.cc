@@ -193,10 +193,8 @@ class FunctionBuilder {
         return b_.CreateNot(expr(static_cast<const tir::NotNode&>(*e).a));
       case ExprKind::Cast:
         return cast(static_cast<const tir::CastNode&>(*e));
-      case ExprKind::Select: {
-        auto& n = static_cast<const tir::SelectNode&>(*e);
-        return b_.CreateSelect(expr(n.cond), expr(n.true_value), expr(n.false_value));
-      }
+      case ExprKind::Select:
+        return select(static_cast<const tir::SelectNode&>(*e));
       case ExprKind::BufferLoad: {
         auto& n = static_cast<const tir::BufferLoadNode&>(*e);
         return load(n);
@@ -403,6 +401,41 @@ class FunctionBuilder {
       out = b_.CreateInsertElement(out, b_.CreateAlignedLoad(elem, p, elem_align(*n.buffer)), uint64_t(i));
     }
     return to_register(out, n.dtype);
+  }
+
+  // A vector select whose condition is `and` with a broadcast scalar (a
+  // padded window's row test beside its column test) branches on the
+  // scalar: a row outside takes the false value without loading, and the
+  // vector condition stays one comparison. Combined as vectors of i1 (what
+  // LLVM folds a select of a select back into), the two cost AVX2 a dozen
+  // packs and shifts per 16 lanes (the mask spans two registers).
+  llvm::Value* select(const tir::SelectNode& n) {
+    const auto* both = tir::as<tir::BinaryNode>(n.cond);
+    if (n.cond->dtype.lanes > 1 && both && both->op == tir::BinaryOp::And) {
+      const tir::Expr* scalar = nullptr;
+      const tir::Expr* vector = nullptr;
+      if (const auto* b = tir::as<tir::BroadcastNode>(both->a))
+        scalar = &b->value, vector = &both->b;
+      else if (const auto* b = tir::as<tir::BroadcastNode>(both->b))
+        scalar = &b->value, vector = &both->a;
+      if (scalar) {
+        llvm::Value* otherwise = expr(n.false_value);
+        auto* test_bb = llvm::BasicBlock::Create(ctx_, "select_lanes", fn_);
+        auto* done_bb = llvm::BasicBlock::Create(ctx_, "selected", fn_);
+        llvm::BasicBlock* skip_bb = b_.GetInsertBlock();
+        b_.CreateCondBr(expr(*scalar), test_bb, done_bb);
+        b_.SetInsertPoint(test_bb);
+        llvm::Value* inner = b_.CreateSelect(expr(*vector), expr(n.true_value), otherwise);
+        llvm::BasicBlock* inner_bb = b_.GetInsertBlock();
+        b_.CreateBr(done_bb);
+        b_.SetInsertPoint(done_bb);
+        llvm::PHINode* phi = b_.CreatePHI(otherwise->getType(), 2);
+        phi->addIncoming(otherwise, skip_bb);
+        phi->addIncoming(inner, inner_bb);
+        return phi;
+      }
+    }
+    return b_.CreateSelect(expr(n.cond), expr(n.true_value), expr(n.false_value));
   }
 
   // The lanes offset + clamp(base + l, lo, hi) of a ClampedRun: one load of

@@ -209,6 +209,45 @@ prim @clamped(%src: Buffer[(64), float32], %dst: Buffer[(160), float32]) {
           << "run " << b << " lane " << i;
 }
 
+// A padded window (3 rows of 40 padded to 5 rows of 48, one column on the
+// left): a row test, the same for every lane, and a column test per lane,
+// around a clamped load of the row. Codegen branches on the row test (the
+// block select_lanes); rows and columns outside give 0, the rest the
+// source, lane by lane.
+TEST(TirCodegen, SelectOnARowAndAColumnTestMatchesLaneByLane) {
+  const char* text = R"(
+prim @window(%src: Buffer[(120), float32], %dst: Buffer[(240), float32]) {
+  for %r from 0 extent 5 {
+    for %b from 0 extent 3 {
+      for %c from 0 extent 16 vectorized {
+        %dst[%r * 48 + %b * 16 + %c] = select(and(and(%r >= 1, %r < 4), and(%b * 16 + %c >= 1, %b * 16 + %c <= 40)), %src[min(max(%r - 1, 0), 2) * 40 + min(max(%b * 16 + %c - 1, 0), 39)], 0.0)
+      }
+    }
+  }
+  return 0
+}
+)";
+  // Lowered with AVX2's vector width and AVX-512's (16 lanes: two AVX2
+  // registers, where a combined mask of i1 lanes is costliest).
+  for (int64_t vector_bytes : {32, 64}) {
+    tir::TirPassOptions options;
+    options.vector_bytes = vector_bytes;
+    std::vector<tir::PrimFunc> fs = tir::parse_prim_functions(text, "test.kir");
+    for (auto& f : fs) f = tir::lower_for_build(f, options);
+    std::string ll = emit_text(fs, EmitKind::LLVMIR);
+    EXPECT_NE(ll.find("select_lanes"), std::string::npos) << ll;
+    std::vector<float> src(120), dst(240, -1.0f);
+    for (size_t i = 0; i < src.size(); ++i) src[i] = float(i) + 1.0f;
+    JitModule::create(fs)->run("window", {src.data(), dst.data()});
+    for (int r = 0; r < 5; ++r)
+      for (int col = 0; col < 48; ++col) {
+        const bool inside = r >= 1 && r < 4 && col >= 1 && col <= 40;
+        ASSERT_EQ(dst[size_t(r * 48 + col)], inside ? src[size_t((r - 1) * 40 + col - 1)] : 0.0f)
+            << "row " << r << " column " << col;
+      }
+  }
+}
+
 // A vector load at ramp(s, 1, lanes) / c with s a non-negative multiple of
 // c (a nearest upsampling's source column: vectorize-loops splits it into s
 // / c and constant lanes) is one load of the span and a shuffle; the same
