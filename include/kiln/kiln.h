@@ -138,8 +138,9 @@ kiln_status* kiln_load_backend_plugin(const char* path);
 
 /* ---- modules */
 
-/* Loads a .kmod file. On success *module is a new module (free it with
- * kiln_module_free); on failure it is NULL. */
+/* Loads a .kmod file, mapped (the weights are used where they lie in the
+ * page cache, not copied; the module holds the mapping). On success *module
+ * is a new module (free it with kiln_module_free); on failure it is NULL. */
 kiln_status* kiln_module_load_file(const char* path, kiln_module** module);
 /* Loads a .kmod from memory (bytes are copied; the caller may free them when
  * this returns). `label` names the module in messages (NULL: "<memory>"). */
