@@ -167,17 +167,18 @@ FileBytes map_file(const std::string& path, std::string_view kind) {
   Fd f{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
   if (f.fd < 0) throw Error("cannot open " + what + ": " + errno_str());
   struct stat st {};
-  if (::fstat(f.fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size == 0) {
-    uint64_t hint = S_ISREG(st.st_mode) ? static_cast<uint64_t>(st.st_size) : 0;
+  auto read = [&](uint64_t hint) {
     auto text = std::make_shared<const std::string>(read_bounded(f.fd, path, what, max_file_bytes(), hint));
-    return {text, *text};
-  }
+    return FileBytes{text, *text};
+  };
+  if (::fstat(f.fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size == 0)
+    return read(S_ISREG(st.st_mode) ? static_cast<uint64_t>(st.st_size) : 0);
   const size_t size = static_cast<size_t>(st.st_size);
   if (static_cast<uint64_t>(size) > max_file_bytes())  // changed since the check
     throw Error(path + ": " + bytes_str(size) + ", larger than the limit of " + bytes_str(max_file_bytes()) +
                 " (set KILN_MAX_FILE_BYTES to raise it)");
   void* p = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE, f.fd, 0);
-  if (p == MAP_FAILED) throw Error("cannot map " + what + " into memory: " + errno_str());
+  if (p == MAP_FAILED) return read(size);  // a file system that cannot map files
   ::madvise(p, size, MADV_WILLNEED);
   std::shared_ptr<const void> owner(p, [size](const void* q) { ::munmap(const_cast<void*>(q), size); });
   return {owner, std::string_view(static_cast<const char*>(p), size)};

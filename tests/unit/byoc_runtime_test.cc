@@ -471,6 +471,18 @@ TEST(Kmod, ALoadedFilesConstantsAreUsedInPlace) {
   EXPECT_EQ(w.get_as_double(0), 42.0);
 }
 
+// read_kmod maps a file; what cannot be mapped is still a clear error.
+TEST(Kmod, FilesThatCannotBeMappedAreClearErrors) {
+  const std::string dir = std::string(KILN_BINARY_DIR);
+  write_file(dir + "/empty.kmod", "");
+  EXPECT_NE(error_of([&] { read_kmod(dir + "/empty.kmod"); }).find("empty.kmod: truncated .kmod file"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { read_kmod(dir); }).find("is a folder, not a file"), std::string::npos);
+  EXPECT_NE(error_of([&] { read_kmod(dir + "/no_such.kmod"); }).find("cannot open .kmod module"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { read_kmod("/dev/zero"); }).find("not a regular file"), std::string::npos);
+}
+
 TEST(Kmod, MissingBackendRuntimeIsAnError) {
   Executable exe = small_executable();
   exe.backends[0].backend = "warp_drive";
