@@ -82,7 +82,7 @@ EmitKind parse_emit_kind(const std::string& name);
 struct CodegenOptions {
   Target target;  // the host unless set
   // 2: on the host, kiln's short LLVM pipeline for code whose vectors are
-  // already explicit (llvm_codegen.cc, kHostPipeline); on Hexagon, LLVM's
+  // already explicit (llvm_pipeline.cc, kHostPipeline); on Hexagon, LLVM's
   // O2. 3: LLVM's O3 (its further loop transformations add compile time and
   // no speed: PP-OCR det compiled in 5.4 s instead of 3.1 on one core, and
   // matmul 1024^3 ran 0.74x oneDNN instead of 0.83x on an AMD EPYC).

@@ -1,39 +1,20 @@
-// LLVM codegen for lowered prim functions: IR building, optimisation for the
-// host CPU, text/object/shared-library output and the ORC JIT.
-//
-// One translation unit on purpose: LLVM headers are slow to compile.
+// LLVM IR of lowered prim functions (FunctionBuilder) and build_module,
+// which verifies and optimizes it. The target machine, the pass pipelines
+// and machine code output are llvm_pipeline.cc.
 #include <llvm/Analysis/AliasAnalysis.h>
-#include <llvm/Analysis/CGSCCPassManager.h>
-#include <llvm/Analysis/LoopAnalysisManager.h>
 #include <llvm/Analysis/ValueTracking.h>
-#include <llvm/IR/DiagnosticInfo.h>
-#include <llvm/IR/DiagnosticPrinter.h>
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/LLVMContext.h>
-#include <llvm/IR/LegacyPassManager.h>
 #include <llvm/IR/Module.h>
 #include <llvm/IR/Verifier.h>
 #include <llvm/MC/MCSubtargetInfo.h>
-#include <llvm/MC/TargetRegistry.h>
-#include <llvm/Passes/PassBuilder.h>
-#include <llvm/Support/CommandLine.h>
-#include <llvm/Support/FileSystem.h>
-#include <llvm/Support/TargetSelect.h>
 #include <llvm/Support/raw_ostream.h>
 #include <llvm/Target/TargetMachine.h>
-#include <llvm/Target/TargetOptions.h>
-#include <llvm/TargetParser/Host.h>
-
-#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
-#include <filesystem>
-#include <fstream>
 #include <functional>
-#include <mutex>
-#include <sstream>
 #include <unordered_map>
 
 #include "codegen/codegen.h"
@@ -49,67 +30,6 @@
 namespace kiln::codegen {
 
 using tir::DataType;
-
-void init_llvm() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    llvm::InitializeNativeTarget();
-    llvm::InitializeNativeTargetAsmPrinter();
-    llvm::InitializeNativeTargetAsmParser();
-    LLVMInitializeHexagonTargetInfo();
-    LLVMInitializeHexagonTarget();
-    LLVMInitializeHexagonTargetMC();
-    LLVMInitializeHexagonAsmPrinter();
-    // HVX code from LLVM's loop and SLP vectorizers: off by default in the
-    // Hexagon backend, which is why it is switched on here, once, for every
-    // Hexagon target machine (the host ignores it).
-    auto& options = llvm::cl::getRegisteredOptions();
-    if (auto it = options.find("hexagon-autohvx"); it != options.end())
-      it->second->addOccurrence(0, "hexagon-autohvx", "true");
-    // No small-data section: constants and globals addressed relative to GP
-    // need a GP set up by startup code and relocations ld.lld does not take
-    // (clang's -G0 for the runtime, the same here for the kernels).
-    if (auto it = options.find("hexagon-small-data-threshold"); it != options.end())
-      it->second->addOccurrence(0, "hexagon-small-data-threshold", "0");
-  });
-}
-
-namespace {
-
-llvm::CodeGenOptLevel codegen_level(int opt_level) {
-  return opt_level >= 3   ? llvm::CodeGenOptLevel::Aggressive
-         : opt_level == 0 ? llvm::CodeGenOptLevel::None
-                          : llvm::CodeGenOptLevel::Default;
-}
-
-}  // namespace
-
-std::unique_ptr<llvm::TargetMachine> target_machine(const Target& t, int opt_level) {
-  init_llvm();
-  std::string triple = t.is_hexagon() ? t.triple : llvm::sys::getProcessTriple();
-  std::string err;
-  const llvm::Target* target = llvm::TargetRegistry::lookupTarget(triple, err);
-  if (!target) throw Error("LLVM has no target for " + t.name + " (" + triple + "): " + err);
-  llvm::TargetOptions options;
-  if (t.is_hexagon()) {
-    // Static executables for the Hexagon runtime; no PIC needed.
-    return std::unique_ptr<llvm::TargetMachine>(target->createTargetMachine(
-        triple, t.cpu, t.features, options, llvm::Reloc::Static, std::nullopt, codegen_level(opt_level)));
-  }
-  // a * b + c becomes one fused multiply-add where the CPU has one: one
-  // rounding instead of two (closer to the exact result, not further) and
-  // twice the arithmetic per cycle in conv and matmul inner loops.
-  options.AllowFPOpFusion = llvm::FPOpFusion::Fast;
-  // The machine's CPU and features, or a named CPU (-mcpu) with its own.
-  std::string cpu = t.cpu, features = t.features;
-  if (cpu.empty()) {
-    cpu = llvm::sys::getHostCPUName().str();
-    for (const auto& f : llvm::sys::getHostCPUFeatures())
-      features += (features.empty() ? "" : ",") + std::string(f.second ? "+" : "-") + f.first().str();
-  }
-  return std::unique_ptr<llvm::TargetMachine>(target->createTargetMachine(
-      triple, cpu, features, options, llvm::Reloc::PIC_, std::nullopt, codegen_level(opt_level)));
-}
 
 namespace {
 
@@ -912,79 +832,6 @@ class FunctionBuilder {
   int parallel_tasks_ = 0;
 };
 
-// The host's code reaches LLVM as vector code already (vectorize-loops,
-// unroll-loops, promote-accumulators, share-common-subexpressions): what is
-// left is to turn the register tiles' local buffers into registers, fold and
-// clean up, hoist what does not change in a loop, vectorize the loops
-// vectorize-loops left with their hint, and pack the scalar remainders (SLP:
-// without it PP-OCR rec runs 13% slower). LLVM's O2 pipeline on top of that
-// (eight rounds of instcombine, loop unrolling, indvars, ...) doubles the
-// compile time and adds no speed: on one core of a Xeon PP-OCR det compiles
-// in 1.2 s instead of 2.4 s, rec 16.1 ms with either. Hexagon keeps O2's.
-// instcombine without its fixpoint check: LLVM's own pipelines run it so,
-// and a check that fails is a fatal error, not a slower build.
-constexpr const char* kHostPipeline =
-    "function(sroa,early-cse<memssa>,instcombine<no-verify-fixpoint>,simplifycfg,loop-mssa(licm),"
-    "loop(loop-rotate),loop-vectorize<vectorize-forced-only>,gvn,instcombine<no-verify-fixpoint>,"
-    "slp-vectorizer,dse,instcombine<no-verify-fixpoint>,simplifycfg)";
-constexpr const char* kHostPipelineNoLoopVectorize =
-    "function(sroa,early-cse<memssa>,instcombine<no-verify-fixpoint>,simplifycfg,loop-mssa(licm),gvn,"
-    "instcombine<no-verify-fixpoint>,slp-vectorizer,dse,instcombine<no-verify-fixpoint>,simplifycfg)";
-
-void optimize(llvm::Module& m, llvm::TargetMachine& tm, int opt_level, bool loop_vectorize) {
-  if (opt_level <= 0) return;
-  llvm::LoopAnalysisManager lam;
-  llvm::FunctionAnalysisManager fam;
-  llvm::CGSCCAnalysisManager cgam;
-  llvm::ModuleAnalysisManager mam;
-  llvm::PipelineTuningOptions pto;
-  pto.LoopVectorization = loop_vectorize;
-  pto.SLPVectorization = true;
-  llvm::PassBuilder pb(&tm, pto);
-  pb.registerModuleAnalyses(mam);
-  pb.registerCGSCCAnalyses(cgam);
-  pb.registerFunctionAnalyses(fam);
-  pb.registerLoopAnalyses(lam);
-  pb.crossRegisterProxies(lam, fam, cgam, mam);
-  if (opt_level == 2 && tm.getTargetTriple().getArch() != llvm::Triple::hexagon) {
-    llvm::ModulePassManager mpm;
-    if (llvm::Error e =
-            pb.parsePassPipeline(mpm, loop_vectorize ? kHostPipeline : kHostPipelineNoLoopVectorize))
-      throw Error("internal error: the host's LLVM pass pipeline does not parse: " +
-                  llvm::toString(std::move(e)));
-    mpm.run(m, mam);
-    return;
-  }
-  auto level = opt_level >= 3   ? llvm::OptimizationLevel::O3
-               : opt_level == 2 ? llvm::OptimizationLevel::O2
-                                : llvm::OptimizationLevel::O1;
-  pb.buildPerModuleDefaultPipeline(level).run(m, mam);
-}
-
-// `vectorized` and `unrolled` loops are requests, not guarantees: when LLVM
-// cannot honour one (a float loop on Hexagon, where kiln enables no HVX
-// floating point) the loop stays scalar and correct. LLVM's "loop not
-// vectorized" warnings about that are dropped; errors are collected and
-// thrown by throw_llvm_errors.
-thread_local std::string t_llvm_errors;
-
-void quiet_optimization_failures(llvm::LLVMContext& ctx) {
-  t_llvm_errors.clear();
-  ctx.setDiagnosticHandlerCallBack(
-      [](const llvm::DiagnosticInfo* d, void*) {
-        if (d->getSeverity() != llvm::DS_Error) return;
-        llvm::raw_string_ostream os(t_llvm_errors);
-        llvm::DiagnosticPrinterRawOStream printer(os);
-        os << "\n  ";
-        d->print(printer);
-      },
-      nullptr);
-}
-
-void throw_llvm_errors() {
-  if (!t_llvm_errors.empty()) throw Error("LLVM reported errors while compiling:" + t_llvm_errors);
-}
-
 }  // namespace
 
 std::unique_ptr<llvm::Module> build_module(llvm::LLVMContext& ctx, const std::vector<tir::PrimFunc>& funcs,
@@ -1009,23 +856,6 @@ std::unique_ptr<llvm::Module> build_module(llvm::LLVMContext& ctx, const std::ve
     throw Error("internal error: codegen produced invalid LLVM IR: " + os.str());
   optimize(*m, tm, opt_level, options.loop_vectorize);
   return m;
-}
-
-std::string llvm_error(llvm::Error e) {
-  std::string s;
-  llvm::raw_string_ostream os(s);
-  os << e;
-  return os.str();
-}
-
-// Machine code for the host into `out` (assembly or object).
-void emit_machine_code(llvm::Module& m, llvm::TargetMachine& tm, llvm::raw_pwrite_stream& out,
-                       llvm::CodeGenFileType type) {
-  llvm::legacy::PassManager pm;
-  if (tm.addPassesToEmitFile(pm, out, nullptr, type))
-    throw Error("LLVM cannot emit this file type for the host target");
-  pm.run(m);
-  throw_llvm_errors();
 }
 
 // The link check before codegen, by target.

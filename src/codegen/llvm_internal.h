@@ -21,6 +21,12 @@ namespace kiln::codegen {
 void init_llvm();
 // A target machine for `t` (the host: this CPU and its features).
 std::unique_ptr<llvm::TargetMachine> target_machine(const Target& t, int opt_level);
+// Runs kiln's pipeline for `tm` on `m` (llvm_pipeline.cc): for the host at
+// O2 a short one after kiln's own vectorization, else LLVM's default.
+void optimize(llvm::Module& m, llvm::TargetMachine& tm, int opt_level, bool loop_vectorize);
+// Drops LLVM's warnings about requests it could not honour (a loop left
+// scalar) and collects its errors, which emit_machine_code throws.
+void quiet_optimization_failures(llvm::LLVMContext& ctx);
 // The LLVM module of `funcs`, verified and optimized. With `import_slots`,
 // runtime-ABI calls go through exported slots (runtime/host_code.h), whose
 // symbols are returned there.
