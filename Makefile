@@ -33,7 +33,7 @@ e2e: build
 # convolution on one thread; then PP-OCR's GEMM shapes against OpenBLAS and
 # oneDNN, and its elementwise ops and softmax against oneDNN (Google
 # Benchmark), one thread; then the DSP session's dispatch overhead under QEMU.
-# On an AVX-512 machine the matmul and conv benches run a second time with
+# On an AVX-512 machine the matmul, conv and GEMM benches run a second time with
 # kiln's code for x86-64-v3 and oneDNN limited to AVX2: what an AVX2-only
 # machine gets.
 bench: setup $(BUILD)/build.ninja
@@ -43,6 +43,7 @@ bench: setup $(BUILD)/build.ninja
 	@$(BUILD)/kiln_bench_conv
 	@if grep -q -w avx512f /proc/cpuinfo; then $(BUILD)/kiln_bench_conv --cpu x86-64-v3; fi
 	@$(BUILD)/kiln_bench_gemm --benchmark_min_time=0.2
+	@if grep -q -w avx512f /proc/cpuinfo; then $(BUILD)/kiln_bench_gemm --cpu x86-64-v3 --benchmark_min_time=0.2; fi
 	@$(BUILD)/kiln_bench_eltwise --benchmark_min_time=0.2
 	@$(BUILD)/kiln_bench_hexagon_dispatch
 

@@ -69,20 +69,33 @@ inline void keep_heap_memory() {
 // (as `--target "llvm -mcpu=NAME"`), and oneDNN limited to AVX2 when that
 // CPU has no AVX-512; on an AVX-512 machine this measures the code an
 // AVX2-only machine gets against the oneDNN such a machine runs (same
-// cores, so not a substitute for running there). Without arguments, this
-// machine's CPU. Anything else on the command line is an error.
-inline codegen::Target bench_target(int argc, char** argv, const char* program) {
-  if (argc == 1) return codegen::host_target();
-  if (argc == 3 && std::strcmp(argv[1], "--cpu") == 0) {
-    codegen::Target t = codegen::parse_target(std::string("llvm -mcpu=") + argv[2]);
+// cores, so not a substitute for running there). Without it, this
+// machine's CPU. The option is taken out of the command line, so that
+// Google Benchmark's own flags can follow.
+inline codegen::Target take_bench_target(int& argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--cpu") != 0) continue;
+    if (i + 1 >= argc) throw Error("--cpu needs a CPU name (as for kiln's --target \"llvm -mcpu=NAME\")");
+    codegen::Target t = codegen::parse_target(std::string("llvm -mcpu=") + argv[i + 1]);
     const std::vector<std::string> features = codegen::target_cpu_features(t);
     if (std::find(features.begin(), features.end(), "avx512f") == features.end() &&
         dnnl_set_max_cpu_isa(dnnl_cpu_isa_avx2) != dnnl_success)
       throw Error("oneDNN refused to limit itself to AVX2 (dnnl_set_max_cpu_isa)");
+    for (int j = i; j + 2 <= argc; ++j) argv[j] = argv[j + 2];
+    argc -= 2;
     return t;
   }
-  throw Error(std::string("usage: ") + program +
-              " [--cpu NAME] (NAME as for kiln's --target \"llvm -mcpu=NAME\")");
+  return codegen::host_target();
+}
+
+// take_bench_target for a bench that takes no other arguments: anything
+// else on the command line is an error.
+inline codegen::Target bench_target(int argc, char** argv, const char* program) {
+  codegen::Target t = take_bench_target(argc, argv);
+  if (argc != 1)
+    throw Error(std::string("usage: ") + program +
+                " [--cpu NAME] (NAME as for kiln's --target \"llvm -mcpu=NAME\")");
+  return t;
 }
 
 inline std::string joined(const std::vector<std::string>& words) {

@@ -3,14 +3,20 @@
 // a GEMM) and a square 1024^3, through the matmul op's default schedule for
 // this CPU (what a compiled model gets, JIT-compiled with a .kmod's machine
 // code), against OpenBLAS's and oneDNN's sgemm, on one thread, in one Google
-// Benchmark run. kiln's values are checked against OpenBLAS's first; a table
-// of the ratios follows the benchmarks.
+// Benchmark run. kiln runs twice: with the right operand as given (what a
+// product of two activations gets), and packed beforehand
+// (nn.pack_matmul_weight: what a compiled model's constant weight gets).
+// kiln's values are checked against OpenBLAS's first; a table of the
+// ratios follows the benchmarks. `--cpu NAME` compiles kiln's code
+// for another CPU (x86-64-v3: what an AVX2-only machine gets), with oneDNN
+// limited to AVX2 when that CPU has no AVX-512 (OpenBLAS picks its own).
 //
-//   make bench    (or build/kiln_bench_gemm [--benchmark_filter=...])
+//   make bench    (or build/kiln_bench_gemm [--cpu NAME] [--benchmark_filter=...])
 #include <benchmark/benchmark.h>
 #include <cblas.h>
 #include <oneapi/dnnl/dnnl.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -44,8 +50,14 @@ const GemmShape kShapes[] = {
 };
 
 std::string kernel_name(size_t i) { return "gemm" + std::to_string(i); }
+std::string packed_kernel_name(size_t i) { return "packed" + std::to_string(i); }
 
-tir::PrimFunc kiln_gemm(const GemmShape& g, const std::string& name) {
+// The right operand's packed panels, as wide as the target's tiles.
+int64_t panel_columns(const GemmShape& g, const codegen::Target& target) {
+  return schedule::product_column_block(codegen::schedule_target(target), g.n);
+}
+
+tir::PrimFunc kiln_gemm(const GemmShape& g, const std::string& name, const codegen::Target& target) {
   Shape as = {g.m, g.k}, bs = {g.k, g.n}, ys = {g.m, g.n};
   if (g.batch > 1) {
     as.insert(as.begin(), g.batch);
@@ -60,17 +72,41 @@ tir::PrimFunc kiln_gemm(const GemmShape& g, const std::string& name) {
       {"matmul", normalize_attrs(*find_op("matmul"), {}), {a, b}, {y}, {{0, -1, 0}, {1, -1, 0}}});
   spec.outputs = {{0, 0}};
   std::string why;
-  auto f = lower::lower_kernel(spec, &why);
+  auto f = lower::lower_kernel(spec, &why, codegen::schedule_target(target));
   if (!f) throw Error(std::string("the matmul op is not lowered for ") + g.what + ": " + why);
+  return *f;
+}
+
+// x @ W with W packed (batch 1 only: packing is for constant weights).
+tir::PrimFunc kiln_packed_gemm(const GemmShape& g, const std::string& name, const codegen::Target& target) {
+  const int64_t columns = panel_columns(g, target);
+  TensorDesc a{{g.m, g.k}, DType::Float32}, w{{(g.n + columns - 1) / columns, g.k, columns}, DType::Float32},
+      y{{g.m, g.n}, DType::Float32};
+  lower::KernelSpec spec;
+  spec.name = name;
+  spec.params = {a, w};
+  spec.ops.push_back({"nn.matmul_packed",
+                      normalize_attrs(*find_op("nn.matmul_packed"), {{"units", g.n}}),
+                      {a, w},
+                      {y},
+                      {{0, -1, 0}, {1, -1, 0}}});
+  spec.outputs = {{0, 0}};
+  std::string why;
+  auto f = lower::lower_kernel(spec, &why, codegen::schedule_target(target));
+  if (!f) throw Error(std::string("nn.matmul_packed is not lowered for ") + g.what + ": " + why);
   return *f;
 }
 
 struct Operands {
   bench::Floats a, b, c;
-  explicit Operands(const GemmShape& g)
+  Tensor packed;  // b packed, for batch 1
+  Operands(const GemmShape& g, const codegen::Target& target)
       : a(size_t(g.batch * g.m * g.k)), b(size_t(g.batch * g.k * g.n)), c(size_t(g.batch * g.m * g.n)) {
     for (size_t i = 0; i < a.size(); ++i) a[i] = float(int(i % 17) - 8) * 0.125f;
     for (size_t i = 0; i < b.size(); ++i) b[i] = float(int(i % 13) - 6) * 0.25f;
+    if (g.batch == 1)
+      packed = run_op(*find_op("nn.pack_matmul_weight"), {Tensor::wrap(b.data(), {g.k, g.n}, DType::Float32)},
+                      {{"columns", panel_columns(g, target)}})[0];
   }
 };
 
@@ -89,21 +125,29 @@ void onednn_gemm(const GemmShape& g, Operands& o) {
   }
 }
 
-// kiln's result against OpenBLAS's (the inputs are multiples of 1/32, so
-// both are exact up to the order of the additions).
-void check(codegen::JitModule& jit, size_t i) {
+// kiln's results, unpacked and packed, against OpenBLAS's (the inputs are
+// multiples of 1/32, so all are exact up to the order of the additions).
+void check(codegen::JitModule& jit, size_t i, const codegen::Target& target) {
   const GemmShape& g = kShapes[i];
-  Operands kiln(g), blas(g);
-  jit.run(kernel_name(i), {kiln.a.data(), kiln.b.data(), kiln.c.data()});
+  Operands kiln(g, target), blas(g, target);
   openblas_gemm(g, blas);
-  double max_err = 0;
-  for (size_t e = 0; e < kiln.c.size(); ++e)
-    max_err = std::max(max_err, double(std::fabs(kiln.c[e] - blas.c[e])));
-  if (max_err > 1e-3)
-    throw Error(std::string(g.what) + ": kiln and OpenBLAS differ by up to " + std::to_string(max_err));
+  auto compare = [&](const char* what) {
+    double max_err = 0;
+    for (size_t e = 0; e < kiln.c.size(); ++e)
+      max_err = std::max(max_err, double(std::fabs(kiln.c[e] - blas.c[e])));
+    if (max_err > 1e-3)
+      throw Error(std::string(g.what) + ": kiln (" + what + ") and OpenBLAS differ by up to " +
+                  std::to_string(max_err));
+  };
+  jit.run(kernel_name(i), {kiln.a.data(), kiln.b.data(), kiln.c.data()});
+  compare("unpacked");
+  if (g.batch != 1) return;
+  for (size_t e = 0; e < kiln.c.size(); ++e) kiln.c[e] = 0.0f;
+  jit.run(packed_kernel_name(i), {kiln.a.data(), kiln.packed.data<float>(), kiln.c.data()});
+  compare("packed");
 }
 
-const char* const kPeers[] = {"kiln", "OpenBLAS", "oneDNN"};
+const char* const kPeers[] = {"kiln", "kiln packed", "OpenBLAS", "oneDNN"};
 
 std::string bench_name(size_t shape, const char* peer) {
   return std::string(kShapes[shape].what) + "/" + peer;
@@ -113,20 +157,28 @@ std::string bench_name(size_t shape, const char* peer) {
 
 int main(int argc, char** argv) try {
   kiln::bench::keep_heap_memory();
+  const codegen::Target target = bench::take_bench_target(argc, argv);
   std::printf("CPU: %s\n", codegen::host_cpu_summary().c_str());
-  const tir::TirPassOptions options = codegen::tir_pass_options(codegen::host_target());
+  bench::print_named_cpu(target);
+  const tir::TirPassOptions options = codegen::tir_pass_options(target);
   std::vector<tir::PrimFunc> funcs;
-  for (size_t i = 0; i < std::size(kShapes); ++i)
-    funcs.push_back(tir::lower_for_build(kiln_gemm(kShapes[i], kernel_name(i)), options));
-  auto jit = codegen::JitModule::create(funcs);
+  for (size_t i = 0; i < std::size(kShapes); ++i) {
+    funcs.push_back(tir::lower_for_build(kiln_gemm(kShapes[i], kernel_name(i), target), options));
+    if (kShapes[i].batch == 1)
+      funcs.push_back(
+          tir::lower_for_build(kiln_packed_gemm(kShapes[i], packed_kernel_name(i), target), options));
+  }
+  codegen::CodegenOptions codegen_options;
+  codegen_options.target = target;
+  auto jit = codegen::JitModule::create(funcs, codegen_options);
   set_parallel_num_threads(1);
   bench::set_dnnl_threads(1);
   openblas_set_num_threads(1);
-  for (size_t i = 0; i < std::size(kShapes); ++i) check(*jit, i);
+  for (size_t i = 0; i < std::size(kShapes); ++i) check(*jit, i, target);
 
   std::vector<std::unique_ptr<Operands>> operands;
   for (size_t i = 0; i < std::size(kShapes); ++i) {
-    operands.push_back(std::make_unique<Operands>(kShapes[i]));
+    operands.push_back(std::make_unique<Operands>(kShapes[i], target));
     const GemmShape& g = kShapes[i];
     Operands& o = *operands.back();
     auto counters = [g](benchmark::State& state) {
@@ -138,6 +190,13 @@ int main(int argc, char** argv) try {
       for (auto _ : state) jit->run(kernel_name(i), {o.a.data(), o.b.data(), o.c.data()});
       counters(state);
     })->UseRealTime();
+    if (g.batch == 1)
+      benchmark::RegisterBenchmark(bench_name(i, "kiln packed").c_str(), [&jit, &o, i,
+                                                                          counters](benchmark::State& state) {
+        for (auto _ : state)
+          jit->run(packed_kernel_name(i), {o.a.data(), o.packed.data<float>(), o.c.data()});
+        counters(state);
+      })->UseRealTime();
     benchmark::RegisterBenchmark(bench_name(i, "OpenBLAS").c_str(), [g, &o,
                                                                      counters](benchmark::State& state) {
       for (auto _ : state) openblas_gemm(g, o);
@@ -150,18 +209,21 @@ int main(int argc, char** argv) try {
   }
   const std::map<std::string, double> seconds = bench::run_benchmarks(argc, argv);
 
-  std::printf("\n%-28s %10s %10s %10s %8s %11s %9s\n", "GEMM (one thread)", "kiln us", "OpenBLAS", "oneDNN",
-              "kiln GF", "vs OpenBLAS", "vs oneDNN");
+  std::printf("\n%-28s %9s %9s %9s %9s %8s %9s %9s %9s\n", "GEMM (one thread)", "kiln us", "packed",
+              "OpenBLAS", "oneDNN", "kiln GF", "vs BLAS", "vs oneDNN", "packed");
   for (size_t i = 0; i < std::size(kShapes); ++i) {
-    double t[3] = {0, 0, 0};
-    for (int p = 0; p < 3; ++p)
+    double t[4] = {0, 0, 0, 0};
+    for (int p = 0; p < 4; ++p)
       if (auto it = seconds.find(bench_name(i, kPeers[p])); it != seconds.end()) t[p] = it->second;
     if (t[0] <= 0) continue;  // filtered out
-    auto ratio = [&](double peer) { return peer > 0 ? peer / t[0] : 0.0; };
-    std::printf("%-28s %10.1f %10.1f %10.1f %8.1f %10.2fx %8.2fx\n", kShapes[i].what, t[0] * 1e6, t[1] * 1e6,
-                t[2] * 1e6, kShapes[i].flops() / t[0] * 1e-9, ratio(t[1]), ratio(t[2]));
+    auto ratio = [](double peer, double own) { return peer > 0 && own > 0 ? peer / own : 0.0; };
+    std::printf("%-28s %9.1f %9.1f %9.1f %9.1f %8.1f %8.2fx %8.2fx %8.2fx\n", kShapes[i].what, t[0] * 1e6,
+                t[1] * 1e6, t[2] * 1e6, t[3] * 1e6, kShapes[i].flops() / t[0] * 1e-9, ratio(t[2], t[0]),
+                ratio(t[3], t[0]), ratio(t[3], t[1]));
   }
-  std::printf("ratio: the peer's time / kiln's time (above 1: kiln is faster)\n");
+  std::printf(
+      "ratio: the peer's time / kiln's time (above 1: kiln is faster); packed: oneDNN / kiln with the right "
+      "operand packed beforehand, as a compiled model's constant weight is (0: batched, not packed)\n");
   return 0;
 } catch (const Error& e) {
   std::fprintf(stderr, "gemm_bench: %s\n", e.what());

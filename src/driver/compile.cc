@@ -150,6 +150,15 @@ Executable compile_model(const Module& input, const CompileOptions& opts, Compil
                          "fold-constants", "dead-code-elimination"},
                         popts);
     });
+  // 2c. Constant right operands of products packed into the panels their
+  //     register tiles read, at compile time.
+  if (opts.compile_host && !cpu.scratchpad_bytes && cpu.float32_lanes() > 1)
+    m = stages.run("pack-matmul-weights", [&] {
+      return run_passes(m,
+                        {"pack-matmul-weights{lanes=" + std::to_string(cpu.float32_lanes()) + "}",
+                         "fold-constants", "dead-code-elimination"},
+                        popts);
+    });
 
   // 3. Backend codegen; the rest becomes the host program.
   Executable exe = stages.run(

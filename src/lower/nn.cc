@@ -208,20 +208,6 @@ Lowered conv2d_transpose(const LowerContext& c) {
 
 // ---------------------------------------------------------------- dense and matmul
 
-// Columns for the product's register tiles: N itself when a block of 8 to
-// 16 columns divides it or it is small, else N rounded up to two of the
-// target's vectors (16 columns with AVX2, 32 with AVX-512), the right
-// operand padded with zeros and the extra columns never stored. Two
-// vectors: with one, a tile's every row broadcast feeds one multiply-add
-// (rec's head, 6625 columns, ran at half the speed of 6656 as 32-wide tiles
-// with AVX-512).
-int64_t tile_columns(int64_t n, const schedule::CpuTarget& cpu) {
-  for (int64_t d = 8; d <= 16; ++d)
-    if (n % d == 0) return n;
-  const int64_t block = std::max<int64_t>(16, 2 * cpu.float32_lanes());
-  return n <= 16 ? n : (n + block - 1) / block * block;
-}
-
 // The product y[..., m, n] = sum over k of a(..., m, k) * b(k, n) on `cols`
 // columns (>= N), with `b` already padded to them; the op's output is the
 // first N columns. With `pad_rows` (`a` alone reads the row axis m) the
@@ -276,7 +262,7 @@ Lowered dense(const LowerContext& c) {
   const te::Tensor &x = c.inputs[0], &w = c.inputs[1];
   const Shape& xs = c.in[0].shape;
   int64_t K = xs.back(), N = c.in[1].shape[0];
-  int64_t cols = c.out[0].shape.size() >= 2 ? tile_columns(N, c.cpu) : N;
+  int64_t cols = c.out[0].shape.size() >= 2 ? schedule::product_columns(c.cpu, N) : N;
   tir::DataType t = w->dtype;
   te::Tensor wt = te::compute(
       {K, cols},
@@ -304,7 +290,7 @@ Lowered matmul(const LowerContext& c) {
   // Output axes: batch..., [m], [n]; a 1-D operand has no m (or n) axis.
   size_t batch = ys.size() - (a_vec ? 0 : 1) - (b_vec ? 0 : 1);
   int64_t N = b_vec ? 1 : bs.back();
-  int64_t cols = b_vec || ys.size() < 2 ? ys.back() : tile_columns(N, c.cpu);
+  int64_t cols = b_vec || ys.size() < 2 ? ys.back() : schedule::product_columns(c.cpu, N);
   std::vector<te::Tensor> materialized;
   te::Tensor bp = b;
   if (cols != ys.back()) {
@@ -343,6 +329,50 @@ Lowered matmul(const LowerContext& c) {
     return (*bp)(bi);
   };
   return product(c, lhs, rhs, K, cols, !a_vec && !b_vec, materialized, b_vec ? te::Tensor() : bp);
+}
+
+// w (K, N), or (N, K) transposed, in panels of c columns:
+// y[p, k, j] = w[k, p * c + j] (zero past N). The pass
+// pack-matmul-weights packs constants, which fold-constants computes.
+Lowered pack_matmul_weight(const LowerContext& c) {
+  const te::Tensor& w = c.inputs[0];
+  const bool transpose = c.attrs.get_int("transpose") != 0;
+  const Shape& ys = c.out[0].shape;
+  const int64_t N = c.in[0].shape[transpose ? 0 : 1];
+  te::Tensor y = te::compute(
+      ys,
+      [&](const te::Axes& i) {
+        Expr n = tir::add(tir::mul(i[0], tir::int_imm(ys[2])), i[2]);
+        Expr col = clamp_index(n, N);
+        Expr v = transpose ? (*w)({col, i[1]}) : (*w)({i[1], col});
+        return tir::select(tir::lt(n, tir::int_imm(N)), v, constant(0, w->dtype));
+      },
+      c.name);
+  return lowered({y});
+}
+
+// x @ W, W packed at compile time (nn.pack_matmul_weight) into panels as
+// wide as the product's register tile: column n of W is element
+// [n / c, k, n % c], and each column tile reads its panel, contiguous and
+// in place, with nothing copied per call.
+Lowered matmul_packed(const LowerContext& c) {
+  const te::Tensor &x = c.inputs[0], &wp = c.inputs[1];
+  const Shape& ws = c.in[1].shape;
+  const int64_t K = ws[1], C = ws[2];
+  const bool matrix = c.out[0].shape.size() >= 2;
+  auto a = [&](const te::Axes& i, const Expr& m, const Expr& k) {
+    std::vector<Expr> xi(i.begin(), i.end() - (m ? 2 : 1));
+    if (m) xi.push_back(m);
+    xi.push_back(k);
+    return (*x)(xi);
+  };
+  auto b = [&](const te::Axes& i, const Expr& k) {
+    const Expr& n = i.back();
+    return (*wp)({tir::div(n, tir::int_imm(C)), k, tir::mod(n, tir::int_imm(C))});
+  };
+  Lowered r = product(c, a, b, K, matrix ? ws[0] * C : c.out[0].shape.back(), matrix, {}, te::Tensor());
+  for (schedule::AnchorTile& t : r.anchors) t.prepacked = true;
+  return r;
 }
 
 // ---------------------------------------------------------------- pools
@@ -567,6 +597,8 @@ void register_nn_lowerings(LoweringTable& t) {
   t.add("nn.conv2d_transpose", OpPattern::Anchor, conv2d_transpose);
   t.add("nn.dense", OpPattern::Anchor, dense);
   t.add("matmul", OpPattern::Anchor, matmul);
+  t.add("nn.pack_matmul_weight", OpPattern::Opaque, pack_matmul_weight);
+  t.add("nn.matmul_packed", OpPattern::Anchor, matmul_packed);
   t.add("nn.max_pool2d", OpPattern::Anchor, max_pool2d);
   t.add("nn.avg_pool2d", OpPattern::Anchor, avg_pool2d);
   t.add("nn.adaptive_avg_pool2d", OpPattern::Anchor, adaptive_avg_pool2d);

@@ -5,6 +5,17 @@
 // dims before the last two are batch dims and broadcast like numpy.
 // nn.dense(x [..., K], w [N, K]) = x @ w^T, of shape [..., N].
 //
+// A constant right operand packed at compile time (the pass
+// pack-matmul-weights, src/transform/pack_matmul_weights.cc):
+// nn.pack_matmul_weight(w) {columns, transpose} -> (P, K, columns), where w
+//   is (K, N) (transpose=0: matmul's b) or (N, K) (transpose=1: dense's w)
+//   and P = ceil(N / columns): panel p holds columns p * columns onwards of
+//   the (K, N) matrix, each of its K rows contiguous, zeros past N.
+// nn.matmul_packed(x [..., K], wp (P, K, c)) {units} -> [..., units]:
+//   x @ W for the (K, N = units) matrix W that wp packs, so that
+//   matmul_packed(a, pack_matmul_weight(b, columns=c), units=N) == matmul(a, b)
+//   for a 2-D b (and nn.dense with transpose=1). float32 only.
+//
 // Both take out_dtype="" (float32 -> float32, float16 -> float16,
 // int8/uint8/int32 -> int32). float16 computes in float32 and rounds once at
 // the end; int8/uint8 (which may mix) accumulate exactly in int32, and so do
@@ -172,6 +183,76 @@ void dense_kernel(const std::vector<Tensor>& in, const Attrs& attrs, std::vector
     dense_impl<float>(in[0], in[1], out[0]);
 }
 
+// ---- pack_matmul_weight / matmul_packed -----------------------------------
+
+const char* kPack = "nn.pack_matmul_weight";
+const char* kPacked = "nn.matmul_packed";
+
+void require_float32(const std::string& op, const std::string& what, const TensorDesc& t) {
+  if (t.dtype != DType::Float32)
+    throw Error(op + ": " + what + " must be float32, got " + std::string(dtype_name(t.dtype)));
+}
+
+std::vector<TensorDesc> infer_pack(const std::vector<TensorDesc>& in, const Attrs& attrs) {
+  const std::string op = kPack;
+  const TensorDesc& w = in[0];
+  require_float32(op, "weight", w);
+  if (w.shape.size() != 2) throw Error(op + ": weight must be 2-D, got shape " + shape_str(w.shape));
+  const int64_t columns = attrs.get_int("columns"), transpose = attrs.get_int("transpose");
+  if (columns < 1) throw Error(op + ": attribute 'columns' = " + std::to_string(columns) + " must be >= 1");
+  if (transpose != 0 && transpose != 1)
+    throw Error(op + ": attribute 'transpose' = " + std::to_string(transpose) + " must be 0 or 1");
+  const int64_t k = w.shape[transpose ? 1 : 0], n = w.shape[transpose ? 0 : 1];
+  return {{{(n + columns - 1) / columns, k, columns}, w.dtype}};
+}
+
+void pack_kernel(const std::vector<Tensor>& in, const Attrs& attrs, std::vector<Tensor>& out) {
+  const Tensor& w = in[0];
+  const bool transpose = attrs.get_int("transpose") != 0;
+  const int64_t k = w.dim(transpose ? 1 : 0), n = w.dim(transpose ? 0 : 1), c = out[0].dim(2);
+  const float* src = w.data<float>();
+  float* dst = out[0].data<float>();
+  for (int64_t p = 0; p < out[0].dim(0); ++p)
+    for (int64_t r = 0; r < k; ++r)
+      for (int64_t j = 0; j < c; ++j) {
+        const int64_t col = p * c + j;
+        dst[(p * k + r) * c + j] = col >= n ? 0.0f : src[transpose ? col * k + r : r * n + col];
+      }
+}
+
+std::vector<TensorDesc> infer_packed(const std::vector<TensorDesc>& in, const Attrs& attrs) {
+  const std::string op = kPacked;
+  const TensorDesc &x = in[0], &w = in[1];
+  require_float32(op, "data", x);
+  require_float32(op, "packed weight", w);
+  if (x.shape.empty()) throw Error(op + ": data must have rank >= 1, got a scalar");
+  if (w.shape.size() != 3)
+    throw Error(op + ": packed weight must be 3-D (panels, K, columns), got shape " + shape_str(w.shape));
+  const int64_t units = attrs.get_int("units");
+  if (units < 1 || units > w.shape[0] * w.shape[2] || units <= (w.shape[0] - 1) * w.shape[2])
+    throw Error(op + ": attribute 'units' = " + std::to_string(units) + " does not fit packed weight " +
+                shape_str(w.shape) + ": its last panel must hold column units - 1");
+  if (w.shape[1] != x.shape.back())
+    throw Error(op + ": packed weight of shape " + shape_str(w.shape) +
+                " has K=" + std::to_string(w.shape[1]) + " but data of shape " + shape_str(x.shape) +
+                " has K=" + std::to_string(x.shape.back()));
+  Shape out(x.shape.begin(), x.shape.end() - 1);
+  out.push_back(units);
+  return {{out, x.dtype}};
+}
+
+// Unpacks the weight and runs the reference product: the definition above.
+void packed_kernel(const std::vector<Tensor>& in, const Attrs& attrs, std::vector<Tensor>& out) {
+  const Tensor &x = in[0], &w = in[1];
+  const int64_t k = w.dim(1), c = w.dim(2), n = attrs.get_int("units");
+  std::vector<float> b(size_t(k * n));
+  const float* wp = w.data<float>();
+  for (int64_t r = 0; r < k; ++r)
+    for (int64_t j = 0; j < n; ++j) b[size_t(r * n + j)] = wp[((j / c) * k + r) * c + j % c];
+  const int64_t m = k == 0 ? out[0].numel() / n : x.numel() / k;
+  gemm(x.data<float>(), b.data(), out[0].data<float>(), m, k, n);
+}
+
 }  // namespace
 
 void register_nn_matmul_ops(OpRegistry& r) {
@@ -180,6 +261,24 @@ void register_nn_matmul_ops(OpRegistry& r) {
          infer_matmul, matmul_kernel});
   r.add({kDense, "fully connected layer: x @ w^T with w of shape (units, K)", 2, 2, attrs, false, infer_dense,
          dense_kernel});
+  r.add(
+      {kPack,
+       "a product's constant right operand in panels of columns: (K, N) or (N, K) -> (ceil(N / columns), K, "
+       "columns)",
+       1,
+       1,
+       {{"columns", AttrKind::Int, std::nullopt}, {"transpose", AttrKind::Int, int64_t{0}}},
+       false,
+       infer_pack,
+       pack_kernel});
+  r.add({kPacked,
+         "x @ W with W packed by nn.pack_matmul_weight: [..., K] -> [..., units]",
+         2,
+         2,
+         {{"units", AttrKind::Int, std::nullopt}},
+         false,
+         infer_packed,
+         packed_kernel});
 }
 
 }  // namespace kiln

@@ -64,7 +64,22 @@ struct AnchorTile {
   // both; by three when two does not divide it); -1: the axis before the
   // columns (a conv's output rows in NCHW), by two only.
   int pair_axis = -1;
+  // The right operand was packed into panels of the tile's columns at
+  // compile time (nn.matmul_packed): the loops run as they would with
+  // `panel` (column tiles outer, each panel read by every row tile), with
+  // no copy.
+  bool prepacked = false;
 };
+
+// The columns a product of an N-column right operand is computed on: N
+// itself when a block of 8 to 16 columns divides it or it is small, else N
+// rounded up to two of the target's vectors (the extra columns are zeros
+// and never stored).
+int64_t product_columns(const CpuTarget& cpu, int64_t n);
+// The columns of such a product's register tile: the width of the panels
+// nn.pack_matmul_weight packs a constant right operand into, so that each
+// column tile reads one panel.
+int64_t product_column_block(const CpuTarget& cpu, int64_t n);
 
 // The rows a register-tiled product of `cols` columns is best computed on:
 // `rows` when a block of rows that fills the registers divides it, else

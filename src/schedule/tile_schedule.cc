@@ -132,6 +132,20 @@ int64_t panel_tiles(int64_t tiles, int64_t cb, int64_t rows, int64_t reduction) 
 
 }  // namespace
 
+// Two vectors: with one, a tile's every row broadcast feeds one multiply-add
+// (rec's head, 6625 columns, ran at half the speed of 6656 as 32-wide tiles
+// with AVX-512).
+int64_t product_columns(const CpuTarget& cpu, int64_t n) {
+  for (int64_t d = 8; d <= 16; ++d)
+    if (n % d == 0) return n;
+  const int64_t block = std::max<int64_t>(16, 2 * cpu.float32_lanes());
+  return n <= 16 ? n : (n + block - 1) / block * block;
+}
+
+int64_t product_column_block(const CpuTarget& cpu, int64_t n) {
+  return column_block(cpu, product_columns(cpu, n));
+}
+
 int64_t tile_rows(const CpuTarget& cpu, int64_t rows, int64_t cols, int64_t row_stride_bytes) {
   if (cpu.scratchpad_bytes) return rows;
   const int64_t limit = row_block_limit(cpu, column_vectors(cpu, column_block(cpu, cols)), row_stride_bytes);
@@ -184,7 +198,7 @@ bool tile_anchor(te::Schedule& s, const AnchorTile& a, const CpuTarget& cpu,
   size_t h_axis = rank;
   int64_t hb = 1;
   const int h_candidate = a.pair_axis >= 0 ? a.pair_axis : a.col_axis - 1;
-  if (!a.panel && cv == 1 && h_candidate >= 0 && h_candidate != a.row_axis) {
+  if (!a.panel && !a.prepacked && cv == 1 && h_candidate >= 0 && h_candidate != a.row_axis) {
     const int64_t extent = shape[size_t(h_candidate)];
     const bool held = a.pair_axis >= 0 && a.pair_axis < a.row_axis - 1;
     // Blocks of 2 (and of 3 or 4 for a named axis): the one that holds the
@@ -220,12 +234,15 @@ bool tile_anchor(te::Schedule& s, const AnchorTile& a, const CpuTarget& cpu,
   // (rec's 40-row products with 120 input columns).
   const bool tile_fits_l1 = reduction * cb * a.tensor->dtype.bytes() <= kHalfL1;
   bool pack = a.panel && rb < shape[size_t(a.row_axis)] && !(a.panel->is_placeholder() && tile_fits_l1);
+  // A right operand packed at compile time is read in the same order,
+  // uncopied.
+  const bool panel_order = pack || (a.prepacked && rb < shape[size_t(a.row_axis)]);
   // When the left operand is larger than half of L2, each panel spans
   // several column tiles (panel_tiles), split off as the loop `panels`:
   // every pass over the left operand then serves that many tiles, a row
   // tile's rows read from L1 for all but the first.
   tir::Var panels;
-  if (pack) {
+  if (panel_order) {
     const int64_t tiles = (shape[size_t(a.col_axis)] + cb - 1) / cb;
     const int64_t per_panel = panel_tiles(tiles, cb, shape[size_t(a.row_axis)], reduction);
     if (per_panel > 1) std::tie(panels, co) = out->split(co, per_panel);
@@ -244,14 +261,14 @@ bool tile_anchor(te::Schedule& s, const AnchorTile& a, const CpuTarget& cpu,
     double bytes = double(elements) * 4;
     return double(passes) * bytes * (bytes <= 256 * 1024 ? 0.25 : 1.0);
   };
-  const bool rows_inner =
-      !pack && traffic(columns / (cb * hb), rows * reduction) < traffic(rows / rb, columns * first_reduce);
+  const bool rows_inner = !panel_order && traffic(columns / (cb * hb), rows * reduction) <
+                                              traffic(rows / rb, columns * first_reduce);
   // With row tiles inner and no padded window (a pointwise conv), runs of
   // column tiles: each row tile computes a run before the next row tile
   // starts, so every channel plane it reads and writes is visited in
   // stretches of several tiles rather than one, which keeps many planes'
   // streams flowing (det's 1x1 convs at 320x320 touch 80 planes per tile).
-  if (!pack && rows_inner && !a.window) {
+  if (!panel_order && rows_inner && !a.window) {
     const int64_t tiles = (shape[size_t(a.col_axis)] + cb - 1) / cb;
     const int64_t run = largest_divisor_up_to(tiles, kColumnRuns);
     if (run > 1) std::tie(panels, co) = out->split(co, run);
@@ -259,13 +276,13 @@ bool tile_anchor(te::Schedule& s, const AnchorTile& a, const CpuTarget& cpu,
   std::vector<tir::Var> order;
   for (size_t k = 0; k < rank; ++k) {
     if (k == size_t(a.row_axis)) {
-      if (!rows_inner) order.push_back(pack ? (panels ? panels : co) : ro);
+      if (!rows_inner) order.push_back(panel_order ? (panels ? panels : co) : ro);
     } else if (k == size_t(a.col_axis)) {
-      if (panels && !pack) {
+      if (panels && !panel_order) {
         order.insert(order.end(), {panels, ro, co});
         continue;
       }
-      order.push_back(pack ? ro : co);
+      order.push_back(panel_order ? ro : co);
       if (rows_inner) order.push_back(ro);
       if (panels) order.push_back(co);
     } else {
@@ -279,7 +296,7 @@ bool tile_anchor(te::Schedule& s, const AnchorTile& a, const CpuTarget& cpu,
   out->unroll(ri);
   if (h_axis < rank) out->unroll(hi);
   out->vectorize(ci);
-  const tir::Var tile_loop = panels ? co : pack || rows_inner ? ro : co;
+  const tir::Var tile_loop = panels ? co : panel_order || rows_inner ? ro : co;
   // The loops outside the tile loop run in parallel, fused into one; with
   // packing, the panel loop among them (each task packs its own panels).
   int64_t work = 1;
@@ -289,7 +306,7 @@ bool tile_anchor(te::Schedule& s, const AnchorTile& a, const CpuTarget& cpu,
   // A conv's padded input per band of output rows: the loops outside the
   // column tiles (images, output rows, and row tiles when they are outer)
   // become the parallel loop, when they give the threads enough iterations.
-  te::Stage* window = a.window && !pack ? find_stage(s, a.window) : nullptr;
+  te::Stage* window = a.window && !panel_order ? find_stage(s, a.window) : nullptr;
   if (window && window->inlined()) window = nullptr;
   if (window) {
     int64_t bands = 1;

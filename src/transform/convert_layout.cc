@@ -228,22 +228,8 @@ class LayoutConverter {
 }  // namespace
 
 Module convert_layout(const Module& m, const PassOptions& options) {
-  int64_t block = 0;
-  for (const auto& [key, value] : options) {
-    if (key != "block") throw Error("convert-layout: unknown option '" + key + "' (it takes block=N)");
-    try {
-      size_t used = 0;
-      block = std::stoll(value, &used);
-      if (used != value.size()) block = 0;
-    } catch (const std::exception&) {
-      block = 0;
-    }
-  }
-  if (block < 2)
-    throw Error(
-        "convert-layout: option block must be an integer >= 2 (the float32 lanes of a vector, e.g. "
-        "block=16), got '" +
-        (options.count("block") ? options.at("block") : std::string("(none)")) + "'");
+  const int64_t block = integer_pass_option(options, "convert-layout", "block", 2, 64,
+                                            "the float32 lanes of a vector, e.g. block=16");
   Module out = m;
   for (const Function& f : m.functions) {
     // Backend regions and their composites keep the layout their codegen expects.

@@ -50,6 +50,12 @@ struct PassInfo {
 // Splits "name{key=value key=value}" into the name and its options. Throws
 // kiln::Error on a malformed option list.
 std::string split_pass_options(const std::string& spec, PassOptions& options);
+// The one option of pass `pass`: `key`, an integer from `lo` to `hi`;
+// `meaning` says what it is (e.g. "the float32 lanes of a vector, e.g.
+// block=16"). A missing, malformed or out-of-range value, or any other
+// key, is an error naming the pass and the option.
+int64_t integer_pass_option(const PassOptions& options, const std::string& pass, const std::string& key,
+                            int64_t lo, int64_t hi, const std::string& meaning);
 
 // Partitioning passes (src/transform/partition.h has their options).
 Module fuse_ops_by_pattern_pass(const Module& m, const PassOptions& options);
@@ -60,6 +66,11 @@ Module run_codegen_pass(const Module& m, const PassOptions& options);
 // the NCHWc layout. Host functions only; the model compile pipeline runs it
 // after partitioning.
 Module convert_layout(const Module& m, const PassOptions& options);
+// Packs the 2-D constant right operand of each float32 matmul and nn.dense
+// into panels of the register tile's columns for vectors of N float32
+// lanes (lanes=N), the product becoming nn.matmul_packed. Host functions
+// only; the model compile pipeline runs it after partitioning.
+Module pack_matmul_weights(const Module& m, const PassOptions& options);
 
 // All graph passes, in pipeline order.
 const std::vector<PassInfo>& graph_passes();

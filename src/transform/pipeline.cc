@@ -35,6 +35,9 @@ const std::vector<PassInfo>& graph_passes() {
       // Host code: after partitioning, so backends see NCHW convs.
       {"convert-layout", "run float32 convs and the elementwise ops between them in channel blocks (NCHWc)",
        nullptr, convert_layout},
+      {"pack-matmul-weights",
+       "pack the constant right operands of float32 matmul and dense into column panels", nullptr,
+       pack_matmul_weights},
   };
   return passes;
 }
@@ -101,6 +104,28 @@ std::string split_pass_options(const std::string& spec, PassOptions& options) {
     options[item.substr(0, eq)] = item.substr(eq + 1);
   }
   return spec.substr(0, open);
+}
+
+int64_t integer_pass_option(const PassOptions& options, const std::string& pass, const std::string& key,
+                            int64_t lo, int64_t hi, const std::string& meaning) {
+  int64_t v = lo - 1;
+  for (const auto& [k, value] : options) {
+    if (k != key) throw Error(pass + ": unknown option '" + k + "' (it takes " + key + "=N)");
+    try {
+      size_t used = 0;
+      v = std::stoll(value, &used);
+      if (used != value.size()) v = lo - 1;
+    } catch (const std::exception&) {
+      v = lo - 1;
+    }
+  }
+  if (v < lo || v > hi) {
+    auto it = options.find(key);
+    throw Error(pass + ": option " + key + " must be an integer from " + std::to_string(lo) + " to " +
+                std::to_string(hi) + " (" + meaning + "), got '" +
+                (it != options.end() ? it->second : std::string("(none)")) + "'");
+  }
+  return v;
 }
 
 Module run_passes(const Module& m, const std::vector<std::string>& names, const PipelineOptions& opts) {

@@ -342,6 +342,26 @@ const std::map<std::string, CaseGen>& generators() {
              // x beyond half of L2: panels of several column tiles.
              {{f32({150, 500}), f32({128, 500})}, {}}};
        }},
+      {"nn.pack_matmul_weight",
+       [](Lcg& r) {
+         int64_t k = r.integer(1, 30);
+         return std::vector<Case>{
+             {{f32({k, 21})}, Attrs{{"columns", int64_t{8}}}},
+             {{f32({16, k})}, Attrs{{"columns", int64_t{16}}, {"transpose", int64_t{1}}}},
+             {{f32({k, 5})}, Attrs{{"columns", int64_t{5}}}}};
+       }},
+      {"nn.matmul_packed",
+       [](Lcg& r) {
+         int64_t m = r.integer(1, 9), k = r.integer(1, 30);
+         auto units = [](int64_t n) { return Attrs{{"units", n}}; };
+         return std::vector<Case>{{{f32({m, k}), f32({3, k, 8})}, units(20)},
+                                  {{f32({2, m, k}), f32({2, k, 16})}, units(32)},
+                                  {{f32({k}), f32({5, k, 8})}, units(37)},
+                                  // rec's head in small: 40 rows in whole tiles and a few.
+                                  {{f32({40, 24}), f32({7, 24, 32})}, units(200)},
+                                  // x beyond half of L2: panels of several column tiles.
+                                  {{f32({150, 500}), f32({8, 500, 16})}, units(128)}};
+       }},
       {"matmul",
        [](Lcg& r) {
          int64_t m = r.integer(1, 9), k = r.integer(1, 30), n = r.integer(1, 17);

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "ir/ir.h"
@@ -22,6 +23,29 @@ inline std::vector<Tensor> random_args(const FunctionNode& fn, uint64_t seed, do
     args.push_back(t);
   }
   return args;
+}
+
+// A float32 tensor of shape `s`, each element uniform in [-1, 1) from a
+// 32-bit LCG seeded with `seed`.
+inline Tensor random_floats(const Shape& s, uint32_t seed) {
+  Tensor t = Tensor::empty(s, DType::Float32);
+  uint32_t state = seed * 2654435761u + 1;
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    state = state * 1664525u + 1013904223u;
+    t.data<float>()[i] = float(state >> 8) / float(1u << 24) * 2.0f - 1.0f;
+  }
+  return t;
+}
+
+// A constant of IR text, `const(Tensor[(...), float32], [...])`, holding
+// random_floats(s, seed) times 0.3: weights of a test network.
+inline std::string random_constant_text(const Shape& s, uint32_t seed) {
+  Tensor t = random_floats(s, seed);
+  std::string text = "const(Tensor[(";
+  for (size_t i = 0; i < s.size(); ++i) text += (i ? ", " : "") + std::to_string(s[i]);
+  text += "), float32], [";
+  for (int64_t i = 0; i < t.numel(); ++i) text += (i ? ", " : "") + std::to_string(0.3 * t.data<float>()[i]);
+  return text + "])";
 }
 
 }  // namespace kiln::testing

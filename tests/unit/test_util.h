@@ -18,4 +18,11 @@ inline std::string error_of(const std::function<void()>& fn) {
   return "no error";
 }
 
+// How many calls of `op` printed IR text holds (`op(` occurrences).
+inline int count_calls(const std::string& printed, const std::string& op) {
+  int n = 0;
+  for (size_t at = printed.find(op + "("); at != std::string::npos; at = printed.find(op + "(", at + 1)) ++n;
+  return n;
+}
+
 }  // namespace kiln::testing

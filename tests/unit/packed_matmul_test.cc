@@ -1,0 +1,176 @@
+// Products with a right operand packed at compile time: the ops'
+// reference kernels against their definitions (src/op/nn_matmul.cc)
+// computed here loop by loop and against matmul and nn.dense; their errors;
+// the pass pack-matmul-weights' refusals; compiled models with constant
+// weights against the reference interpreter, for AVX-512's and AVX2's tiles.
+#include <gtest/gtest.h>
+
+#include "compile_util.h"
+#include "driver/compile_model.h"
+#include "interp/interpreter.h"
+#include "ir/text.h"
+#include "random_args.h"
+#include "test_util.h"
+#include "transform/pass.h"
+
+namespace kiln {
+namespace {
+
+Tensor run1(const std::string& op, const std::vector<Tensor>& in, const Attrs& attrs = {}) {
+  return run_op(*find_op(op), in, attrs)[0];
+}
+
+Attrs pack_attrs(int64_t columns, int64_t transpose) {
+  return {{"columns", columns}, {"transpose", transpose}};
+}
+
+TEST(PackedMatmul, PackingFollowsItsDefinition) {
+  // (K, N) = (3, 10) in panels of 4: 3 panels, the last with 2 columns of zeros.
+  Tensor w = testing::random_floats({3, 10}, 1);
+  Tensor p = run1("nn.pack_matmul_weight", {w}, pack_attrs(4, 0));
+  ASSERT_EQ(p.shape(), (Shape{3, 3, 4}));
+  for (int64_t panel = 0; panel < 3; ++panel)
+    for (int64_t k = 0; k < 3; ++k)
+      for (int64_t j = 0; j < 4; ++j) {
+        const int64_t n = panel * 4 + j;
+        EXPECT_EQ(p.data<float>()[(panel * 3 + k) * 4 + j], n < 10 ? w.data<float>()[k * 10 + n] : 0.0f)
+            << panel << " " << k << " " << j;
+      }
+  // Transposed: dense's (N, K) weight gives the same panels as its transpose.
+  Tensor wt = Tensor::empty({10, 3}, DType::Float32);
+  for (int64_t k = 0; k < 3; ++k)
+    for (int64_t n = 0; n < 10; ++n) wt.data<float>()[n * 3 + k] = w.data<float>()[k * 10 + n];
+  EXPECT_TRUE(run1("nn.pack_matmul_weight", {wt}, pack_attrs(4, 1)).bitwise_equal(p));
+}
+
+TEST(PackedMatmul, TheProductOfAPackedWeightIsMatmulsAndDenses) {
+  struct Shapes {
+    Shape x;
+    int64_t n, columns;
+  };
+  // Panels that divide N and panels past it; a 1-D x (a row); batches.
+  for (const Shapes& s : std::vector<Shapes>{
+           {{5, 7}, 16, 8}, {{5, 7}, 13, 8}, {{7}, 20, 16}, {{2, 3, 4, 9}, 33, 32}, {{40, 24}, 200, 32}}) {
+    SCOPED_TRACE(shape_str(s.x) + " N=" + std::to_string(s.n) + " columns=" + std::to_string(s.columns));
+    const int64_t k = s.x.back();
+    Tensor x = testing::random_floats(s.x, 2), b = testing::random_floats({k, s.n}, 3);
+    Tensor packed = run1("nn.pack_matmul_weight", {b}, pack_attrs(s.columns, 0));
+    Tensor got = run1("nn.matmul_packed", {x, packed}, {{"units", s.n}});
+    Tensor want = run1("matmul", {x, b});
+    ASSERT_EQ(got.shape(), want.shape());
+    EXPECT_TRUE(got.bitwise_equal(want));
+    Tensor w = Tensor::empty({s.n, k}, DType::Float32);
+    for (int64_t r = 0; r < k; ++r)
+      for (int64_t n = 0; n < s.n; ++n) w.data<float>()[n * k + r] = b.data<float>()[r * s.n + n];
+    Tensor dense = run1("nn.matmul_packed", {x, run1("nn.pack_matmul_weight", {w}, pack_attrs(s.columns, 1))},
+                        {{"units", s.n}});
+    EXPECT_TRUE(dense.bitwise_equal(run1("nn.dense", {x, w})));
+  }
+}
+
+TEST(PackedMatmul, BadShapesAndAttributesAreErrorsNamingThem) {
+  Tensor w = testing::random_floats({3, 10}, 4);
+  EXPECT_NE(testing::error_of([&] {
+              run1("nn.pack_matmul_weight", {testing::random_floats({2, 3, 10}, 5)}, pack_attrs(4, 0));
+            }).find("nn.pack_matmul_weight: weight must be 2-D, got shape (2, 3, 10)"),
+            std::string::npos);
+  EXPECT_NE(testing::error_of([&] {
+              run1("nn.pack_matmul_weight", {w}, pack_attrs(0, 0));
+            }).find("'columns' = 0 must be >= 1"),
+            std::string::npos);
+  EXPECT_NE(testing::error_of([&] {
+              run1("nn.pack_matmul_weight", {w}, pack_attrs(4, 2));
+            }).find("'transpose' = 2 must be 0 or 1"),
+            std::string::npos);
+  EXPECT_NE(testing::error_of([&] {
+              run1("nn.pack_matmul_weight", {Tensor::zeros({3, 10}, DType::Int8)}, pack_attrs(4, 0));
+            }).find("weight must be float32, got int8"),
+            std::string::npos);
+  Tensor packed = run1("nn.pack_matmul_weight", {w}, pack_attrs(4, 0));  // (3, 3, 4)
+  Tensor x = testing::random_floats({2, 3}, 6);
+  EXPECT_NE(testing::error_of([&] {
+              run1("nn.matmul_packed", {x, packed}, {{"units", int64_t{13}}});
+            }).find("'units' = 13 does not fit packed weight (3, 3, 4)"),
+            std::string::npos);
+  EXPECT_NE(testing::error_of([&] {
+              run1("nn.matmul_packed", {x, packed}, {{"units", int64_t{8}}});
+            }).find("'units' = 8 does not fit packed weight (3, 3, 4)"),
+            std::string::npos);
+  EXPECT_NE(testing::error_of([&] {
+              run1("nn.matmul_packed", {testing::random_floats({2, 5}, 7), packed}, {{"units", int64_t{10}}});
+            }).find("has K=3 but data of shape (2, 5) has K=5"),
+            std::string::npos);
+  EXPECT_NE(testing::error_of([&] {
+              run1("nn.matmul_packed", {x, w}, {{"units", int64_t{10}}});
+            }).find("packed weight must be 3-D (panels, K, columns), got shape (3, 10)"),
+            std::string::npos);
+}
+
+TEST(PackedMatmul, ThePassRefusesAMissingOrBadLaneCount) {
+  Module m = parse_module(
+      "def @main(%x: Tensor[(2, 3), float32]) -> Tensor[(2, 3), float32] {\n"
+      "  %r = nn.relu(%x)\n  return %r\n}\n",
+      "t.kir");
+  EXPECT_NE(testing::error_of([&] {
+              run_passes(m, {"pack-matmul-weights"});
+            }).find("option lanes must be an integer from 1 to 64"),
+            std::string::npos);
+  EXPECT_NE(testing::error_of([&] { run_passes(m, {"pack-matmul-weights{lanes=8x}"}); }).find("got '8x'"),
+            std::string::npos);
+  EXPECT_NE(testing::error_of([&] {
+              run_passes(m, {"pack-matmul-weights{block=8}"});
+            }).find("unknown option 'block'"),
+            std::string::npos);
+}
+
+// rec's transformer in small: a product whose columns do not fill the
+// tiles (53), a bias, a dense layer (a Gemm with transB) and a product of
+// two activations, which stays unpacked.
+Module net_with_weights() {
+  const std::string text =
+      "def @main(%x: Tensor[(1, 40, 24), float32]) -> (Tensor[(1, 40, 53), float32], Tensor[(1, 40, 40), "
+      "float32]) {\n"
+      "  %h = matmul(%x, " +
+      testing::random_constant_text({24, 53}, 10) + ")\n  %b = add(%h, " +
+      testing::random_constant_text({53}, 11) +
+      ")\n"
+      "  %d = nn.dense(%x, " +
+      testing::random_constant_text({40, 24}, 12) +
+      ")\n"
+      "  %r = nn.relu(%d)\n"
+      "  %t = permute_dims(%x, axes=[0, 2, 1])\n"
+      "  %s = matmul(%r, %x)\n"
+      "  %q = matmul(%s, %t)\n"
+      "  return (%b, %q)\n"
+      "}\n";
+  return parse_module(text, "net.kir");
+}
+
+TEST(PackedMatmul, CompiledNetMatchesTheInterpreterForEachVectorWidth) {
+  Module m = net_with_weights();
+  std::vector<Tensor> args = testing::random_args(*m.find("main"), 7);
+  std::vector<Tensor> want = interpret(m, "main", args);
+  for (const char* cpu : {"", "x86-64-v3"}) {
+    SCOPED_TRACE(std::string("cpu ") + cpu);
+    std::string printed;
+    Executable exe = testing::compile_printed(m, cpu, &printed);
+    // The two products with a constant weight are packed (and the packing
+    // folded away); the two of activations are not.
+    const size_t after = printed.find("# after pack-matmul-weights");
+    ASSERT_NE(after, std::string::npos);
+    const std::string packed = printed.substr(0, after);
+    const std::string last = packed.substr(packed.rfind("# IR after fold-constants"));
+    EXPECT_EQ(testing::count_calls(last, "nn.matmul_packed"), 2) << last;
+    EXPECT_EQ(testing::count_calls(last, "nn.pack_matmul_weight"), 0) << last;
+    EXPECT_EQ(testing::count_calls(last, "matmul"), 2) << last;
+    VirtualMachine vm(exe);
+    std::vector<Tensor> got = vm.run(args);
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t r = 0; r < want.size(); ++r)
+      for (int64_t i = 0; i < want[r].numel(); ++i)
+        ASSERT_NEAR(got[r].get_as_double(i), want[r].get_as_double(i), 1e-4) << r << " " << i;
+  }
+}
+
+}  // namespace
+}  // namespace kiln
