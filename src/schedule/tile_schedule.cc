@@ -73,6 +73,9 @@ constexpr int64_t kParallelMinWork = 1 << 18;
 // least this many bands to share among threads.
 constexpr int64_t kMinBands = 16;
 constexpr int64_t kColumnRuns = 16;
+// Independent accumulators a tile needs to keep two multiply-add units of
+// four cycles' latency busy.
+constexpr int64_t kMinAccumulators = 8;
 
 int64_t largest_divisor_up_to(int64_t n, int64_t limit) {
   for (int64_t d = std::min(n, limit); d > 1; --d)
@@ -211,6 +214,24 @@ bool tile_anchor(te::Schedule& s, const AnchorTile& a, const CpuTarget& cpu,
         rb = rbf;
         h_axis = size_t(h_candidate);
         hb = factor;
+      }
+    }
+  }
+  // Fewer accumulators than multiply-adds in flight (two units of four
+  // cycles' latency: 8) leave the tile waiting on its own chains, as in a
+  // conv with one or two output channels (det's last transposed conv, 24 ->
+  // 1 channels: one row of two vectors). Then the axis before the columns
+  // (output rows) is blocked too, by the smallest factor that reaches 8
+  // and that the registers hold beside the column vectors and a broadcast.
+  if (!a.panel && !a.prepacked && h_axis == rank && rb * cv < kMinAccumulators && h_candidate >= 0 &&
+      h_candidate != a.row_axis && a.pair_axis < 0) {
+    const int64_t extent = shape[size_t(h_candidate)];
+    for (int64_t factor = 2; factor <= kMinAccumulators; ++factor) {
+      if (extent % factor != 0 || rb * cv * factor + cv + 1 > cpu.vector_registers) continue;
+      if (rb * cv * factor >= kMinAccumulators) {
+        h_axis = size_t(h_candidate);
+        hb = factor;
+        break;
       }
     }
   }

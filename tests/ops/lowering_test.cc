@@ -104,7 +104,9 @@ std::vector<Case> conv2d_cases(Lcg& r) {
                            // of more than one vector, the last partial).
                            {1, 16, 3, 320, 32, 1, 1, 0, 1, 1},
                            {1, 24, 2, 40, 24, 1, 1, 0, 1, 1},
-                           {1, 16, 4, 56, 16, 3, 1, 1, 1, 16}};
+                           {1, 16, 4, 56, 16, 3, 1, 1, 1, 16},
+                           // One output channel: output rows blocked by 6.
+                           {1, 4, 6, 32, 1, 3, 1, 1, 1, 1}};
   for (const C& s : shapes) {
     Attrs a{{"strides", std::vector<int64_t>{s.s, s.s}},
             {"padding", std::vector<int64_t>{s.p, s.p, s.p + (r.integer(0, 1)), s.p}},
@@ -312,6 +314,9 @@ const std::map<std::string, CaseGen>& generators() {
                             {"groups", int64_t{2}}}});
          c.push_back(
              {{f32({1, 2, 4, 4}), f32({2, 2, 3, 3})}, Attrs{{"dilation", std::vector<int64_t>{2, 2}}}});
+         // One output channel, rows of 32: output rows blocked for more accumulators.
+         c.push_back(
+             {{f32({1, 24, 8, 16}), f32({24, 1, 2, 2})}, Attrs{{"strides", std::vector<int64_t>{2, 2}}}});
          return c;
        }},
       {"nn.block_channels",

@@ -1,0 +1,79 @@
+// Register tiles (src/schedule/tile_schedule.cc) for AVX-512's and AVX2's
+// registers, read off the lowered kernel: the tile's accumulator buffer.
+// Values are checked with every lowering in tests/ops/lowering_test.cc.
+#include <gtest/gtest.h>
+
+#include <regex>
+
+#include "lower/lower.h"
+#include "tir/text.h"
+
+namespace kiln {
+namespace {
+
+schedule::CpuTarget avx512() { return {64, 32}; }
+schedule::CpuTarget avx2() { return {32, 16}; }
+
+// The printed prim function of `op` on x and w, lowered for `cpu`.
+std::string lowered_text(const std::string& op, const TensorDesc& x, const TensorDesc& w, const TensorDesc& y,
+                         const Attrs& attrs, const schedule::CpuTarget& cpu) {
+  lower::KernelSpec spec;
+  spec.name = "k";
+  spec.params = {x, w};
+  spec.ops.push_back({op, normalize_attrs(*find_op(op), attrs), {x, w}, {y}, {{0, -1, 0}, {1, -1, 0}}});
+  spec.outputs = {{0, 0}};
+  std::string why;
+  auto f = lower::lower_kernel(spec, &why, cpu);
+  EXPECT_TRUE(f.has_value()) << why;
+  return f ? tir::print_prim_func(**f) : std::string();
+}
+
+// The elements of the tile's accumulators for the op's output `name`: the
+// local buffer %NAME_local (the op's result is the kernel's output).
+int64_t tile_elements(const std::string& text, const std::string& name) {
+  std::smatch m;
+  if (!std::regex_search(text, m, std::regex("allocate %" + name + "_local: Buffer\\[\\(([0-9, ]+)\\)")))
+    return 0;
+  int64_t n = 1;
+  std::string dims = m[1];
+  for (size_t at = 0; at < dims.size();) {
+    size_t end = dims.find(',', at);
+    n *= std::stoll(dims.substr(at, end - at));
+    at = end == std::string::npos ? dims.size() : end + 1;
+  }
+  return n;
+}
+
+TEST(TileSchedule, AConvWithOneOutputChannelStillHasEightAccumulators) {
+  // det's last transposed conv in small: 24 -> 1 channels, stride 2, rows
+  // of 32 columns (two AVX2 vectors of 8 would be 2 accumulators, two
+  // AVX-512 vectors of 16 also 2): output rows are blocked to reach 8.
+  TensorDesc x{{1, 24, 8, 16}, DType::Float32}, w{{24, 1, 2, 2}, DType::Float32},
+      y{{1, 1, 16, 32}, DType::Float32};
+  const Attrs strides{{"strides", std::vector<int64_t>{2, 2}}};
+  for (const auto& [what, cpu] : {std::pair{"AVX-512", avx512()}, std::pair{"AVX2", avx2()}}) {
+    SCOPED_TRACE(what);
+    const std::string text = lowered_text("nn.conv2d_transpose", x, w, y, strides, cpu);
+    const int64_t lanes = cpu.float32_lanes();
+    EXPECT_GE(tile_elements(text, "conv2d_transpose_0") / lanes, 8) << text;
+  }
+  // A 3x3 conv to one channel with 6 output rows, for AVX2: blocked by 6
+  // (4 does not divide them), by 16 columns: 12 accumulators.
+  TensorDesc x2{{1, 4, 6, 32}, DType::Float32}, w2{{1, 4, 3, 3}, DType::Float32},
+      y2{{1, 1, 6, 32}, DType::Float32};
+  const Attrs pad{{"padding", std::vector<int64_t>{1, 1, 1, 1}}};
+  const std::string text = lowered_text("nn.conv2d", x2, w2, y2, pad, avx2());
+  EXPECT_EQ(tile_elements(text, "conv2d_0"), 6 * 16) << text;
+}
+
+TEST(TileSchedule, ATileWithEnoughAccumulatorsIsLeftAsItWas) {
+  // 24 output channels: AVX2 tiles of 6 channels by 2 vectors (12
+  // accumulators), no rows blocked.
+  TensorDesc x{{1, 16, 8, 16}, DType::Float32}, w{{24, 16, 1, 1}, DType::Float32},
+      y{{1, 24, 8, 16}, DType::Float32};
+  const std::string text = lowered_text("nn.conv2d", x, w, y, {}, avx2());
+  EXPECT_EQ(tile_elements(text, "conv2d_0"), 6 * 16) << text;
+}
+
+}  // namespace
+}  // namespace kiln
