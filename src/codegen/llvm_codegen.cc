@@ -257,7 +257,51 @@ class FunctionBuilder {
   // added to a pointer (a register tile's rows: one pointer per row, each
   // offset by the reduction's index) rather than to 32-bit integers that SLP
   // would pack into vectors and extract again.
+  //
+  // Constant terms (a tile row's offset: (row0 + 3) * stride) are a last
+  // step of their own, a constant the address folds in, so that the rows
+  // of a tile share one pointer instead of holding one register each (12
+  // rows of a conv's weights spilled them with AVX2).
   llvm::Value* element_ptr(llvm::Type* elem, llvm::Value* base, const tir::Expr& index) {
+    if (!index->dtype.is_vector()) {
+      int64_t offset = 0;
+      if (tir::Expr rest = without_constant(index, &offset); rest && offset != 0)
+        return b_.CreateGEP(elem, split_element_ptr(elem, base, rest), b_.getInt64(offset));
+    }
+    return split_element_ptr(elem, base, index);
+  }
+
+  // `index` as a variable part (returned) plus a constant (*offset); null
+  // when the index is a constant. Sums are split, and a constant times a
+  // sum with a constant term ((r + 3) * 2880) is distributed.
+  tir::Expr without_constant(const tir::Expr& index, int64_t* offset) {
+    auto int_value = [](const tir::Expr& e, int64_t* v) {
+      if (e->kind != tir::ExprKind::IntImm) return false;
+      *v = static_cast<const tir::IntImmNode&>(*e).value;
+      return true;
+    };
+    int64_t c = 0;
+    if (int_value(index, &c)) {
+      *offset += c;
+      return nullptr;
+    }
+    if (index->kind != tir::ExprKind::Binary) return index;
+    const auto& b = static_cast<const tir::BinaryNode&>(*index);
+    if (b.op == tir::BinaryOp::Add) {
+      tir::Expr x = without_constant(b.a, offset), y = without_constant(b.b, offset);
+      return !x ? y : !y ? x : (x == b.a && y == b.b ? index : tir::add(x, y));
+    }
+    if (b.op == tir::BinaryOp::Mul && int_value(b.b, &c) && b.a->kind == tir::ExprKind::Binary) {
+      int64_t inner = 0;
+      tir::Expr x = without_constant(b.a, &inner);
+      if (inner == 0) return index;
+      *offset += inner * c;
+      return x ? tir::mul(x, b.b) : nullptr;
+    }
+    return index;
+  }
+
+  llvm::Value* split_element_ptr(llvm::Type* elem, llvm::Value* base, const tir::Expr& index) {
     const int inner = int(loop_depth_);
     if (inner > 0 && !index->dtype.is_vector() && index->kind == tir::ExprKind::Binary &&
         static_cast<const tir::BinaryNode&>(*index).op == tir::BinaryOp::Add) {

@@ -254,6 +254,41 @@ prim @window(%src: Buffer[(120), float32], %dst: Buffer[(240), float32]) {
   }
 }
 
+// A register tile's rows of a weight matrix, (t * 12 + j) * 30 + k for
+// rows j, the tile t a parallel task's (so LLVM knows nothing of its
+// range): the rows share one pointer, each at its constant offset (row 11
+// at 1320 bytes), rather than holding a register each (12 rows of AVX2
+// code spilled them). The sums are those of the formula.
+TEST(TirCodegen, TileRowsShareOnePointer) {
+  const char* text = R"(
+prim @rows(%w: Buffer[(720), float32], %x: Buffer[(30), float32], %y: Buffer[(24), float32]) {
+  for %t from 0 extent 2 parallel {
+    for %k from 0 extent 30 {
+      for %j from 0 extent 12 unrolled {
+        %y[%t * 12 + %j] = %y[%t * 12 + %j] + %w[(%t * 12 + %j) * 30 + %k] * %x[%k]
+      }
+    }
+  }
+  return 0
+}
+)";
+  CodegenOptions codegen_options;
+  codegen_options.target = parse_target("llvm -mcpu=x86-64-v3");
+  std::vector<tir::PrimFunc> fs = tir::parse_prim_functions(text, "test.kir");
+  for (auto& f : fs) f = tir::lower_for_build(f, tir_pass_options(codegen_options.target));
+  const std::string asm_text = emit_text(fs, EmitKind::Assembly, codegen_options);
+  EXPECT_NE(asm_text.find("1320(%"), std::string::npos) << asm_text;
+  std::vector<float> w(720), x(30), y(24, 0.0f);
+  for (size_t i = 0; i < w.size(); ++i) w[i] = float(int(i % 7) - 3);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = float(int(i % 5) - 2);
+  JitModule::create(fs, codegen_options)->run("rows", {w.data(), x.data(), y.data()});
+  for (int r = 0; r < 24; ++r) {
+    float want = 0;
+    for (int k = 0; k < 30; ++k) want += w[size_t(r * 30 + k)] * x[size_t(k)];
+    EXPECT_EQ(y[size_t(r)], want) << "row " << r;
+  }
+}
+
 // A vector load at ramp(s, 1, lanes) / c with s a non-negative multiple of
 // c (a nearest upsampling's source column: vectorize-loops splits it into s
 // / c and constant lanes) is one load of the span and a shuffle; the same
