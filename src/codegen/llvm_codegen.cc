@@ -427,6 +427,7 @@ class FunctionBuilder {
     llvm::Type* index_type = first->getType();
     auto constant = [&](int64_t v) { return llvm::ConstantInt::get(index_type, uint64_t(v)); };
     llvm::Value* offset = run.offset ? expr(run.offset) : constant(0);
+    if (run.stride > 1) return strided_clamped_load(n, run, elem, base, first, offset);
     llvm::Value* last = b_.CreateAdd(first, constant(int64_t(lanes) - 1));
     llvm::Value* inside =
         b_.CreateAnd(b_.CreateICmpSGE(first, constant(run.lo)), b_.CreateICmpSLE(last, constant(run.hi)));
@@ -460,6 +461,49 @@ class FunctionBuilder {
     llvm::Value* ends = b_.CreateSelect(below, end_element(first), end_element(last));
     llvm::Value* edge =
         b_.CreateMaskedLoad(vector_type, b_.CreateGEP(elem, base, start), elem_align(*n.buffer), mask, ends);
+    b_.CreateBr(done_bb);
+    b_.SetInsertPoint(done_bb);
+    llvm::PHINode* phi = b_.CreatePHI(vector_type, 2);
+    phi->addIncoming(whole, whole_bb);
+    phi->addIncoming(edge, edge_bb);
+    return phi;
+  }
+
+  // A clamped run of stride s > 1: inside [lo, hi], one load of the span
+  // from the first lane's element to the last's and a shuffle; at an edge,
+  // lane by lane.
+  llvm::Value* strided_clamped_load(const tir::BufferLoadNode& n, const ClampedRun& run, llvm::Type* elem,
+                                    llvm::Value* base, llvm::Value* first, llvm::Value* offset) {
+    const unsigned lanes = unsigned(n.dtype.lanes);
+    llvm::Type* vector_type = memory_type(n.dtype);
+    llvm::Type* index_type = first->getType();
+    auto constant = [&](int64_t v) { return llvm::ConstantInt::get(index_type, uint64_t(v)); };
+    const int64_t span = (int64_t(lanes) - 1) * run.stride + 1;
+    llvm::Value* last = b_.CreateAdd(first, constant(span - 1));
+    llvm::Value* inside =
+        b_.CreateAnd(b_.CreateICmpSGE(first, constant(run.lo)), b_.CreateICmpSLE(last, constant(run.hi)));
+    auto* whole_bb = llvm::BasicBlock::Create(ctx_, "run_inside", fn_);
+    auto* edge_bb = llvm::BasicBlock::Create(ctx_, "run_at_edge", fn_);
+    auto* done_bb = llvm::BasicBlock::Create(ctx_, "run_loaded", fn_);
+    b_.CreateCondBr(inside, whole_bb, edge_bb);
+    b_.SetInsertPoint(whole_bb);
+    auto* span_type = llvm::FixedVectorType::get(elem, unsigned(span));
+    llvm::Value* wide = b_.CreateAlignedLoad(
+        span_type, b_.CreateInBoundsGEP(elem, base, b_.CreateAdd(offset, first)), elem_align(*n.buffer));
+    llvm::SmallVector<int, 64> pick;
+    for (unsigned l = 0; l < lanes; ++l) pick.push_back(int(int64_t(l) * run.stride));
+    llvm::Value* whole = b_.CreateShuffleVector(wide, pick);
+    b_.CreateBr(done_bb);
+    b_.SetInsertPoint(edge_bb);
+    llvm::Value* edge = llvm::PoisonValue::get(vector_type);
+    for (unsigned l = 0; l < lanes; ++l) {
+      llvm::Value* at = b_.CreateAdd(first, constant(int64_t(l) * run.stride));
+      llvm::Value* clamped =
+          b_.CreateSelect(b_.CreateICmpSLT(at, constant(run.lo)), constant(run.lo),
+                          b_.CreateSelect(b_.CreateICmpSGT(at, constant(run.hi)), constant(run.hi), at));
+      llvm::Value* p = b_.CreateInBoundsGEP(elem, base, b_.CreateAdd(offset, clamped));
+      edge = b_.CreateInsertElement(edge, b_.CreateAlignedLoad(elem, p, elem_align(*n.buffer)), uint64_t(l));
+    }
     b_.CreateBr(done_bb);
     b_.SetInsertPoint(done_bb);
     llvm::PHINode* phi = b_.CreatePHI(vector_type, 2);

@@ -53,16 +53,18 @@ struct LanePattern {
   std::vector<int64_t> offsets;
 };
 std::optional<LanePattern> lane_pattern(const tir::Expr& e);
-// A vector index that is a contiguous run clamped into [lo, hi], plus
-// lane-invariant terms: offset + min(max(ramp(base, 1, lanes), lo), hi)
-// (a padded input's row or a resize's source row, read through
-// clamp_index). A load reads the run as one vector where it lies inside
-// [lo, hi], and with a masked load and the two end elements where it does
-// not (vector_ops.cc); a gather otherwise.
+// A vector index that is a run clamped into [lo, hi], plus lane-invariant
+// terms: offset + min(max(ramp(base, stride, lanes), lo), hi) (a padded
+// input's row or a resize's source row, read through clamp_index; stride
+// 2 to 4: every other column, as a strided conv's phases read them). A
+// load reads the run as one vector (stride 1), or one span and a shuffle,
+// where it lies inside [lo, hi]; where it does not, with a masked load and
+// the two end elements (stride 1) or lane by lane (vector_ops.cc).
 struct ClampedRun {
   tir::Expr offset;  // null: no lane-invariant part
   tir::Expr base;
   int64_t lo, hi;
+  int64_t stride = 1;
 };
 std::optional<ClampedRun> clamped_run(const tir::Expr& e);
 // exp of each float32 lane, inline, so it stays in vector registers (LLVM

@@ -66,6 +66,11 @@ std::optional<LanePattern> lane_pattern(const tir::Expr& e) {
 }
 
 std::optional<ClampedRun> clamped_run(const tir::Expr& e) {
+  // A ramp's stride when it is a constant from 1 to 4, else 0.
+  auto stride_of = [](const tir::RampNode& r) -> int64_t {
+    auto s = tir::as_const_int(r.stride);
+    return s && *s >= 1 && *s <= 4 ? *s : 0;
+  };
   auto constant = [](const tir::Expr& x) -> std::optional<int64_t> {
     auto* b = tir::as<tir::BroadcastNode>(x);
     return b ? tir::as_const_int(b->value) : std::nullopt;
@@ -78,8 +83,7 @@ std::optional<ClampedRun> clamped_run(const tir::Expr& e) {
     if (!outer || (outer->op != tir::BinaryOp::Min && outer->op != tir::BinaryOp::Max)) return std::nullopt;
     if (auto* r = tir::as<tir::RampNode>(outer->a)) {
       auto bound = constant(outer->b);
-      if (!tir::is_const_int(r->stride, 1) || !bound || !x->dtype.is_int() || x->dtype.bits > 64)
-        return std::nullopt;
+      if (stride_of(*r) != 1 || !bound || !x->dtype.is_int() || x->dtype.bits > 64) return std::nullopt;
       const int64_t widest =
           x->dtype.bits == 64 ? std::numeric_limits<int64_t>::max() : (int64_t{1} << (x->dtype.bits - 1)) - 1;
       if (outer->op == tir::BinaryOp::Min) return ClampedRun{tir::Expr(), r->base, -widest - 1, *bound};
@@ -90,11 +94,11 @@ std::optional<ClampedRun> clamped_run(const tir::Expr& e) {
     if (!inner || inner->op != other) return std::nullopt;
     auto* r = tir::as<tir::RampNode>(inner->a);
     auto c_outer = constant(outer->b), c_inner = constant(inner->b);
-    if (!r || !tir::is_const_int(r->stride, 1) || !c_outer || !c_inner) return std::nullopt;
+    if (!r || !stride_of(*r) || !c_outer || !c_inner) return std::nullopt;
     const int64_t lo = outer->op == tir::BinaryOp::Min ? *c_inner : *c_outer;
     const int64_t hi = outer->op == tir::BinaryOp::Min ? *c_outer : *c_inner;
     if (lo > hi) return std::nullopt;
-    return ClampedRun{tir::Expr(), r->base, lo, hi};
+    return ClampedRun{tir::Expr(), r->base, lo, hi, stride_of(*r)};
   };
   if (auto run = clamp(e)) return run;
   auto* add = tir::as<tir::BinaryNode>(e);

@@ -98,6 +98,26 @@ Lowered conv2d_int8_blocked(const LowerContext& c, const ConvAttrs& conv) {
   return lowered({y}, {xb, wb});
 }
 
+// x zero-padded by `p`, its columns split by phase for a conv of column
+// stride s: xq[n, c, h, q, j] = padded x[n, c, h, j * s + q] (0 past the
+// padded width). A tap's columns ow * s + t (t = rx * dilation) are then
+// the contiguous xq[n, c, h, t % s, ow + t / s]: one vector load per tap,
+// where the padded rows themselves give a load of the strided span and a
+// shuffle per tap and vector (det's strided depthwise convs).
+te::Tensor pad_phases(const te::Tensor& x, const Pad2d& p, int64_t s, const std::string& name) {
+  const Shape& xs = x->shape;
+  const int64_t H = xs[2], W = xs[3], Wp = W + p.left + p.right;
+  return te::compute(
+      {xs[0], xs[1], H + p.top + p.bottom, s, (Wp + s - 1) / s},
+      [&](const te::Axes& i) {
+        Expr h = tir::sub(i[2], tir::int_imm(p.top));
+        Expr v = tir::sub(tir::add(tir::mul(i[4], tir::int_imm(s)), i[3]), tir::int_imm(p.left));
+        return tir::select(all(in_range(h, 0, H), in_range(v, 0, W)),
+                           (*x)({i[0], i[1], clamp_index(h, H), clamp_index(v, W)}), constant(0, x->dtype));
+      },
+      name + "_phases");
+}
+
 Lowered conv2d(const LowerContext& c) {
   const te::Tensor &x = c.inputs[0], &w = c.inputs[1];
   const Shape &xs = c.in[0].shape, &ws = c.in[1].shape;
@@ -111,7 +131,10 @@ Lowered conv2d(const LowerContext& c) {
   const int64_t groups = conv->groups;
   int64_t cg = xs[1] / groups, og = ws[0] / groups;
   tir::DataType acc = acc_type(c);
-  te::Tensor xp = pad_hw(x, pad, c.name);
+  // A column stride reads the padded input in phases (pad_phases); a DSP's
+  // scalar kernels gain nothing from it.
+  const bool phases = st[1] > 1 && !c.cpu.scratchpad_bytes;
+  te::Tensor xp = phases ? pad_phases(x, pad, st[1], c.name) : pad_hw(x, pad, c.name);
   te::IterVar rc = te::reduce_axis(cg, "rc"), ry = te::reduce_axis(ws[2], "ry"),
               rx = te::reduce_axis(ws[3], "rx");
   te::Tensor y = te::compute(
@@ -120,9 +143,11 @@ Lowered conv2d(const LowerContext& c) {
         Expr ch = tir::add(tir::mul(tir::div(i[1], tir::int_imm(og)), tir::int_imm(cg)), rc.var);
         if (groups == 1) ch = rc.var;
         Expr h = tir::add(tir::mul(i[2], tir::int_imm(st[0])), tir::mul(ry.var, tir::int_imm(dl[0])));
-        Expr v = tir::add(tir::mul(i[3], tir::int_imm(st[1])), tir::mul(rx.var, tir::int_imm(dl[1])));
-        Expr prod =
-            tir::mul(as_acc((*xp)({i[0], ch, h, v}), acc), as_acc((*w)({i[1], rc.var, ry.var, rx.var}), acc));
+        Expr tap = tir::mul(rx.var, tir::int_imm(dl[1]));
+        Expr in = phases ? (*xp)({i[0], ch, h, tir::mod(tap, tir::int_imm(st[1])),
+                                  tir::add(i[3], tir::div(tap, tir::int_imm(st[1])))})
+                         : (*xp)({i[0], ch, h, tir::add(tir::mul(i[3], tir::int_imm(st[1])), tap)});
+        Expr prod = tir::mul(as_acc(in, acc), as_acc((*w)({i[1], rc.var, ry.var, rx.var}), acc));
         return te::sum(prod, {rc, ry, rx});
       },
       c.name);

@@ -210,6 +210,37 @@ prim @clamped(%src: Buffer[(64), float32], %dst: Buffer[(160), float32]) {
           << "run " << b << " lane " << i;
 }
 
+// The same with a stride (a strided conv's phases: every other column of a
+// padded row, clamp_index of j * 2 + q - 1): a run inside the clamp is one
+// load of its span and a shuffle, not a load per lane; every run, at the
+// edges too, reads what a lane-by-lane clamp reads.
+TEST(TirCodegen, StridedClampedRunLoadsMatchLaneByLaneClamp) {
+  const char* text = R"(
+prim @strided(%src: Buffer[(120), float32], %dst: Buffer[(320), float32]) {
+  for %b from 0 extent 10 {
+    for %q from 0 extent 2 {
+      for %i from 0 extent 16 vectorized {
+        %dst[%b * 32 + %q * 16 + %i] = %src[20 + min(max((%b * 5 - 12 + %i) * 2 + %q - 1, 0), 79)]
+      }
+    }
+  }
+  return 0
+}
+)";
+  auto fs = lowered_for_avx512(text);
+  std::string ll = emit_text(fs, EmitKind::LLVMIR);
+  EXPECT_NE(ll.find("load <31 x float>"), std::string::npos) << ll;
+  std::vector<float> src(120), dst(320, -1.0f);
+  for (size_t i = 0; i < src.size(); ++i) src[i] = float(i) * 0.5f + 1.0f;
+  JitModule::create(fs)->run("strided", {src.data(), dst.data()});
+  for (int b = 0; b < 10; ++b)
+    for (int q = 0; q < 2; ++q)
+      for (int i = 0; i < 16; ++i)
+        ASSERT_EQ(dst[size_t(b * 32 + q * 16 + i)],
+                  src[size_t(20 + std::clamp((b * 5 - 12 + i) * 2 + q - 1, 0, 79))])
+            << "run " << b << " phase " << q << " lane " << i;
+}
+
 // A padded window (3 rows of 40 padded to 5 rows of 48, one column on the
 // left): a row test, the same for every lane, and a column test per lane,
 // around a clamped load of the row. Without AVX-512's mask registers,
