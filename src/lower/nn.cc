@@ -160,8 +160,9 @@ Lowered conv2d(const LowerContext& c) {
   // channel instead, each step one weight broadcast for every row of the
   // tile rather than one per channel.
   if (cg == 1 && og == 1) {
-    if (xp != x) return tiled(y, 2, 3, {xp}, xp);
-    return tiled(y, 2, 3);
+    Lowered r = xp != x ? tiled(y, 2, 3, {xp}, xp) : tiled(y, 2, 3);
+    if (st[0] == 1 && !r.anchors.empty()) r.anchors.back().row_tap_axis = 1;
+    return r;
   }
   if (xp != x) return tiled(y, 1, 3, {xp}, xp, weight_stride);
   return tiled(y, 1, 3, {}, nullptr, weight_stride);

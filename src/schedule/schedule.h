@@ -69,6 +69,12 @@ struct AnchorTile {
   // `panel` (column tiles outer, each panel read by every row tile), with
   // no copy.
   bool prepacked = false;
+  // The reduce axis (its index among the reduction's axes) that offsets
+  // the row axis: a depthwise conv's kernel rows ry, read at output row
+  // oh + ry. It runs unrolled inside the other reduce axes, so each input
+  // row a step loads serves every tile row that taps it (R + KH - 1 loads
+  // for R x KH multiply-adds instead of R x KH); -1: none.
+  int row_tap_axis = -1;
 };
 
 // The columns a product of an N-column right operand is computed on: N

@@ -360,11 +360,20 @@ bool tile_anchor(te::Schedule& s, const AnchorTile& a, const CpuTarget& cpu,
   }
   // In the tile: reduce loops outermost, then the accumulators.
   std::vector<tir::Var> tile_order;
-  for (const te::Leaf& l : tile.leaves())
-    if (l.reduce) tile_order.push_back(l.var);
+  tir::Var row_taps;
+  int reduce_index = 0;
+  for (const te::Leaf& l : tile.leaves()) {
+    if (!l.reduce) continue;
+    if (reduce_index++ == a.row_tap_axis)
+      row_taps = l.var;
+    else
+      tile_order.push_back(l.var);
+  }
+  if (row_taps) tile_order.push_back(row_taps);
   for (const te::Leaf& l : tile.leaves())
     if (!l.reduce) tile_order.push_back(l.var);
   tile.reorder(tile_order);
+  if (row_taps) tile.unroll(row_taps);
   tile.unroll(tile.leaf(tile.leaves().size() - rank + size_t(a.row_axis)));
   if (h_axis < rank) tile.unroll(tile.leaf(tile.leaves().size() - rank + h_axis));
   tile.vectorize(tile.leaves().back().var);

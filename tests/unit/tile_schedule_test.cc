@@ -66,6 +66,26 @@ TEST(TileSchedule, AConvWithOneOutputChannelStillHasEightAccumulators) {
   EXPECT_EQ(tile_elements(text, "conv2d_0"), 6 * 16) << text;
 }
 
+TEST(TileSchedule, ADepthwiseTileUnrollsItsKernelRowsInsideItsColumns) {
+  // NCHW depthwise 3x3, stride 1: tile rows are output rows, and kernel row
+  // ry reads input row oh + ry, so ry runs unrolled inside rx (each loaded
+  // input row serves the three tile rows that tap it). A strided conv's
+  // rows share no input row that way and keep the loop.
+  TensorDesc x{{1, 16, 12, 32}, DType::Float32}, w{{16, 1, 3, 3}, DType::Float32};
+  Attrs attrs{{"padding", std::vector<int64_t>{1, 1, 1, 1}}, {"groups", int64_t{16}}};
+  for (const auto& [what, cpu] : {std::pair{"AVX-512", avx512()}, std::pair{"AVX2", avx2()}}) {
+    SCOPED_TRACE(what);
+    const std::string text = lowered_text("nn.conv2d", x, w, {{1, 16, 12, 32}, DType::Float32}, attrs, cpu);
+    const size_t rx = text.find("for %rx from 0 extent 3 {"),
+                 ry = text.find("for %ry from 0 extent 3 unrolled {");
+    ASSERT_NE(ry, std::string::npos) << text;
+    EXPECT_LT(rx, ry) << text;
+  }
+  attrs.set("strides", std::vector<int64_t>{2, 2});
+  const std::string text = lowered_text("nn.conv2d", x, w, {{1, 16, 6, 16}, DType::Float32}, attrs, avx2());
+  EXPECT_EQ(text.find("for %ry from 0 extent 3 unrolled"), std::string::npos) << text;
+}
+
 TEST(TileSchedule, ATileWithEnoughAccumulatorsIsLeftAsItWas) {
   // 24 output channels: AVX2 tiles of 6 channels by 2 vectors (12
   // accumulators), no rows blocked.
