@@ -189,7 +189,18 @@ bool tile_anchor(te::Schedule& s, const AnchorTile& a, const CpuTarget& cpu,
   const int64_t rows_extent = shape[size_t(a.row_axis)];
   int64_t cb = column_block(cpu, shape[size_t(a.col_axis)]);
   const int64_t cv = column_vectors(cpu, cb);
-  int64_t rb = largest_divisor_up_to(rows_extent, row_block_limit(cpu, cv, a.row_stride_bytes));
+  int64_t row_limit = row_block_limit(cpu, cv, a.row_stride_bytes);
+  // Kernel rows unrolled in the tile (row_tap_axis) hold their weights'
+  // broadcasts beside the accumulators and one input row: up to three of
+  // them (AVX2's 3x3 depthwise on 240 channels at 12x80: 6 rows -> 4, 0.66x
+  // -> 0.76x oneDNN; counting all five of a 5x5 kernel's left 2 rows of
+  // 20, 0.072 -> 0.124 ms, so the count stops at three).
+  if (a.row_tap_axis >= 0 && size_t(a.row_tap_axis) < a.tensor->reduction.axes.size()) {
+    const int64_t taps = a.tensor->reduction.axes[size_t(a.row_tap_axis)].extent;
+    row_limit = std::max<int64_t>(
+        1, std::min(row_limit, (cpu.vector_registers - 2 * cv - std::min<int64_t>(taps, 3)) / cv));
+  }
+  int64_t rb = largest_divisor_up_to(rows_extent, row_limit);
   // With one vector of columns, a conv tile also blocks the axis outside the
   // columns (its output rows) by two, when that holds at least as many
   // accumulators: each weight broadcast then feeds two multiply-adds (a
