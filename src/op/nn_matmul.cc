@@ -203,7 +203,7 @@ std::vector<TensorDesc> infer_pack(const std::vector<TensorDesc>& in, const Attr
   if (transpose != 0 && transpose != 1)
     throw Error(op + ": attribute 'transpose' = " + std::to_string(transpose) + " must be 0 or 1");
   const int64_t k = w.shape[transpose ? 1 : 0], n = w.shape[transpose ? 0 : 1];
-  return {{{(n + columns - 1) / columns, k, columns}, w.dtype}};
+  return {{{n == 0 ? 0 : (n - 1) / columns + 1, k, columns}, w.dtype}};
 }
 
 void pack_kernel(const std::vector<Tensor>& in, const Attrs& attrs, std::vector<Tensor>& out) {
@@ -229,7 +229,7 @@ std::vector<TensorDesc> infer_packed(const std::vector<TensorDesc>& in, const At
   if (w.shape.size() != 3)
     throw Error(op + ": packed weight must be 3-D (panels, K, columns), got shape " + shape_str(w.shape));
   const int64_t units = attrs.get_int("units");
-  if (units < 1 || units > w.shape[0] * w.shape[2] || units <= (w.shape[0] - 1) * w.shape[2])
+  if (units < 1 || w.shape[2] < 1 || (units - 1) / w.shape[2] + 1 != w.shape[0])
     throw Error(op + ": attribute 'units' = " + std::to_string(units) + " does not fit packed weight " +
                 shape_str(w.shape) + ": its last panel must hold column units - 1");
   if (w.shape[1] != x.shape.back())

@@ -5,6 +5,8 @@
 // weights against the reference interpreter, for AVX-512's and AVX2's tiles.
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include "compile_util.h"
 #include "driver/compile_model.h"
 #include "interp/interpreter.h"
@@ -77,6 +79,15 @@ TEST(PackedMatmul, BadShapesAndAttributesAreErrorsNamingThem) {
   EXPECT_NE(testing::error_of([&] {
               run1("nn.pack_matmul_weight", {w}, pack_attrs(0, 0));
             }).find("'columns' = 0 must be >= 1"),
+            std::string::npos);
+  // Panels of the widest columns: one panel, no overflow, and kiln's limit
+  // on a dimension refuses the shape.
+  const int64_t widest = std::numeric_limits<int64_t>::max();
+  EXPECT_NE(testing::error_of([&] {
+              infer_op(*find_op("nn.pack_matmul_weight"), {{{3, 10}, DType::Float32}}, pack_attrs(widest, 0));
+            })
+                .find("shape (1, 3, 9223372036854775807) has a dimension of 9223372036854775807, more than "
+                      "kiln's limit"),
             std::string::npos);
   EXPECT_NE(testing::error_of([&] {
               run1("nn.pack_matmul_weight", {w}, pack_attrs(4, 2));
