@@ -17,6 +17,7 @@
 
 #include "codegen/target.h"
 #include "kiln/runtime/error.h"
+#include "lower/lower.h"
 
 namespace kiln::bench {
 
@@ -96,6 +97,19 @@ inline codegen::Target bench_target(int argc, char** argv, const char* program) 
     throw Error(std::string("usage: ") + program +
                 " [--cpu NAME] (NAME as for kiln's --target \"llvm -mcpu=NAME\")");
   return t;
+}
+
+// `op` on `inputs` (the kernel's parameters, in order) as a kernel of its
+// own, lowered and scheduled for `target`, as a compiled model's would be.
+inline tir::PrimFunc lowered_op(const std::string& op, const Attrs& attrs,
+                                const std::vector<TensorDesc>& inputs, const TensorDesc& output,
+                                const std::string& name, const codegen::Target& target) {
+  std::string why;
+  auto f = lower::lower_kernel(
+      lower::single_op_kernel(name, op, inputs, {output}, normalize_attrs(*find_op(op), attrs)), &why,
+      codegen::schedule_target(target));
+  if (!f) throw Error(op + " is not lowered for kernel " + name + ": " + why);
+  return *f;
 }
 
 inline std::string joined(const std::vector<std::string>& words) {

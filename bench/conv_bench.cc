@@ -62,15 +62,7 @@ tir::PrimFunc lowered_conv(const char* op, const ConvShape& c, const TensorDesc&
   Attrs attrs{{"strides", std::vector<int64_t>{c.stride, c.stride}},
               {"padding", std::vector<int64_t>{pad, pad, pad, pad}},
               {"groups", c.groups}};
-  lower::KernelSpec spec;
-  spec.name = name;
-  spec.params = {x, w};
-  spec.ops.push_back({op, normalize_attrs(*find_op(op), attrs), {x, w}, {y}, {{0, -1, 0}, {1, -1, 0}}});
-  spec.outputs = {{0, 0}};
-  std::string why;
-  auto f = lower::lower_kernel(spec, &why, codegen::schedule_target(target));
-  if (!f) throw Error(std::string(op) + " is not lowered: " + why);
-  return *f;
+  return bench::lowered_op(op, attrs, {x, w}, y, name, target);
 }
 
 tir::PrimFunc kiln_conv(const ConvShape& c, const std::string& name, const codegen::Target& target) {

@@ -71,24 +71,10 @@ int inputs_of(Kind k) { return k == Kind::Add ? 2 : 1; }
 
 tir::PrimFunc kiln_eltwise(const EltwiseCase& c, const std::string& name) {
   TensorDesc t{c.shape, DType::Float32};
-  lower::KernelSpec spec;
-  spec.name = name;
-  const int n = inputs_of(c.kind);
-  spec.params.assign(size_t(n), t);
   Attrs attrs;
   if (c.kind == Kind::Softmax) attrs = {{"axis", int64_t(-1)}};
-  std::vector<lower::KernelOp::Source> sources;
-  for (int i = 0; i < n; ++i) sources.push_back({i, -1, 0});
-  spec.ops.push_back({op_name(c.kind),
-                      normalize_attrs(*find_op(op_name(c.kind)), attrs),
-                      std::vector<TensorDesc>(size_t(n), t),
-                      {t},
-                      sources});
-  spec.outputs = {{0, 0}};
-  std::string why;
-  auto f = lower::lower_kernel(spec, &why);
-  if (!f) throw Error(std::string(c.what) + " is not lowered: " + why);
-  return *f;
+  return bench::lowered_op(op_name(c.kind), attrs, std::vector<TensorDesc>(size_t(inputs_of(c.kind)), t), t,
+                           name, codegen::host_target());
 }
 
 struct Buffers {

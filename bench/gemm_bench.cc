@@ -64,37 +64,17 @@ tir::PrimFunc kiln_gemm(const GemmShape& g, const std::string& name, const codeg
     bs.insert(bs.begin(), g.batch);
     ys.insert(ys.begin(), g.batch);
   }
-  TensorDesc a{as, DType::Float32}, b{bs, DType::Float32}, y{ys, DType::Float32};
-  lower::KernelSpec spec;
-  spec.name = name;
-  spec.params = {a, b};
-  spec.ops.push_back(
-      {"matmul", normalize_attrs(*find_op("matmul"), {}), {a, b}, {y}, {{0, -1, 0}, {1, -1, 0}}});
-  spec.outputs = {{0, 0}};
-  std::string why;
-  auto f = lower::lower_kernel(spec, &why, codegen::schedule_target(target));
-  if (!f) throw Error(std::string("the matmul op is not lowered for ") + g.what + ": " + why);
-  return *f;
+  return bench::lowered_op("matmul", {}, {{as, DType::Float32}, {bs, DType::Float32}}, {ys, DType::Float32},
+                           name, target);
 }
 
 // x @ W with W packed (batch 1 only: packing is for constant weights).
 tir::PrimFunc kiln_packed_gemm(const GemmShape& g, const std::string& name, const codegen::Target& target) {
   const int64_t columns = panel_columns(g, target);
-  TensorDesc a{{g.m, g.k}, DType::Float32}, w{{(g.n + columns - 1) / columns, g.k, columns}, DType::Float32},
-      y{{g.m, g.n}, DType::Float32};
-  lower::KernelSpec spec;
-  spec.name = name;
-  spec.params = {a, w};
-  spec.ops.push_back({"nn.matmul_packed",
-                      normalize_attrs(*find_op("nn.matmul_packed"), {{"units", g.n}}),
-                      {a, w},
-                      {y},
-                      {{0, -1, 0}, {1, -1, 0}}});
-  spec.outputs = {{0, 0}};
-  std::string why;
-  auto f = lower::lower_kernel(spec, &why, codegen::schedule_target(target));
-  if (!f) throw Error(std::string("nn.matmul_packed is not lowered for ") + g.what + ": " + why);
-  return *f;
+  return bench::lowered_op(
+      "nn.matmul_packed", {{"units", g.n}},
+      {{{g.m, g.k}, DType::Float32}, {{(g.n + columns - 1) / columns, g.k, columns}, DType::Float32}},
+      {{g.m, g.n}, DType::Float32}, name, target);
 }
 
 struct Operands {

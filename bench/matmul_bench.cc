@@ -159,16 +159,7 @@ void print(const char* title, const Ratio& r) {
 // (src/schedule/), no hand tuning.
 tir::PrimFunc default_matmul(const codegen::Target& target) {
   TensorDesc a{{kN, kN}, DType::Float32};
-  lower::KernelSpec spec;
-  spec.name = "matmul_default";
-  spec.params = {a, a};
-  spec.ops.push_back(
-      {"matmul", normalize_attrs(*find_op("matmul"), {}), {a, a}, {a}, {{0, -1, 0}, {1, -1, 0}}});
-  spec.outputs = {{0, 0}};
-  std::string why;
-  auto f = lower::lower_kernel(spec, &why, codegen::schedule_target(target));
-  if (!f) throw Error("the matmul op is not lowered: " + why);
-  return *f;
+  return bench::lowered_op("matmul", {}, {a, a}, a, "matmul_default", target);
 }
 
 // The matmul op compiled as a model is: kiln compile's pipeline, the host

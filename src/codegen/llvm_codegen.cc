@@ -415,10 +415,11 @@ class FunctionBuilder {
     return b_.CreateSelect(expr(n.cond), expr(n.true_value), expr(n.false_value));
   }
 
-  // The lanes offset + clamp(base + l, lo, hi) of a ClampedRun: one load of
-  // the run where base .. base + lanes - 1 lies in [lo, hi] (every run of a
-  // padded row but the first and last); else a masked load of the lanes
-  // inside, the others taking element lo or hi.
+  // The lanes offset + clamp(base + l * stride, lo, hi) of a ClampedRun:
+  // where the run lies in [lo, hi] (every run of a padded row but the
+  // first and last), one load of it (stride 1) or of its span and a
+  // shuffle; else a masked load of the lanes inside, the others taking
+  // element lo or hi (stride 1), or a load per lane.
   llvm::Value* clamped_load(const tir::BufferLoadNode& n, const ClampedRun& run, llvm::Type* elem,
                             llvm::Value* base) {
     const unsigned lanes = unsigned(n.dtype.lanes);
@@ -427,8 +428,10 @@ class FunctionBuilder {
     llvm::Type* index_type = first->getType();
     auto constant = [&](int64_t v) { return llvm::ConstantInt::get(index_type, uint64_t(v)); };
     llvm::Value* offset = run.offset ? expr(run.offset) : constant(0);
-    if (run.stride > 1) return strided_clamped_load(n, run, elem, base, first, offset);
-    llvm::Value* last = b_.CreateAdd(first, constant(int64_t(lanes) - 1));
+    // The run's elements, first to last lane: the lanes themselves (stride
+    // 1) or a span holding them every stride-th element.
+    const int64_t span = (int64_t(lanes) - 1) * run.stride + 1;
+    llvm::Value* last = b_.CreateAdd(first, constant(span - 1));
     llvm::Value* inside =
         b_.CreateAnd(b_.CreateICmpSGE(first, constant(run.lo)), b_.CreateICmpSLE(last, constant(run.hi)));
     auto* whole_bb = llvm::BasicBlock::Create(ctx_, "run_inside", fn_);
@@ -437,72 +440,50 @@ class FunctionBuilder {
     llvm::Value* start = b_.CreateAdd(offset, first);
     b_.CreateCondBr(inside, whole_bb, edge_bb);
     b_.SetInsertPoint(whole_bb);
-    llvm::Value* whole =
-        b_.CreateAlignedLoad(vector_type, b_.CreateInBoundsGEP(elem, base, start), elem_align(*n.buffer));
+    llvm::Value* whole;
+    if (run.stride == 1) {
+      whole =
+          b_.CreateAlignedLoad(vector_type, b_.CreateInBoundsGEP(elem, base, start), elem_align(*n.buffer));
+    } else {
+      auto* span_type = llvm::FixedVectorType::get(elem, unsigned(span));
+      llvm::Value* wide =
+          b_.CreateAlignedLoad(span_type, b_.CreateInBoundsGEP(elem, base, start), elem_align(*n.buffer));
+      llvm::SmallVector<int, 64> pick;
+      for (unsigned l = 0; l < lanes; ++l) pick.push_back(int(int64_t(l) * run.stride));
+      whole = b_.CreateShuffleVector(wide, pick);
+    }
     b_.CreateBr(done_bb);
     b_.SetInsertPoint(edge_bb);
-    // The lanes' unclamped indices; the pointer of the masked load may lie
-    // outside the buffer (its masked-off lanes are not read), so a plain GEP.
-    llvm::SmallVector<llvm::Constant*, 64> steps;
-    for (unsigned l = 0; l < lanes; ++l) steps.push_back(constant(int64_t(l)));
-    llvm::Value* lane = b_.CreateAdd(b_.CreateVectorSplat(lanes, first), llvm::ConstantVector::get(steps));
-    auto splat = [&](int64_t v) { return b_.CreateVectorSplat(lanes, constant(v)); };
-    llvm::Value* below = b_.CreateICmpSLT(lane, splat(run.lo));
-    llvm::Value* mask = b_.CreateAnd(b_.CreateNot(below), b_.CreateICmpSLE(lane, splat(run.hi)));
-    // The first and last lanes' elements (lanes below lo read what the
-    // first lane reads, lanes above hi what the last one reads).
-    auto end_element = [&](llvm::Value* at) {
+    // The element an unclamped index `at` reads.
+    auto clamped_element = [&](llvm::Value* at) {
       llvm::Value* clamped =
           b_.CreateSelect(b_.CreateICmpSLT(at, constant(run.lo)), constant(run.lo),
                           b_.CreateSelect(b_.CreateICmpSGT(at, constant(run.hi)), constant(run.hi), at));
       llvm::Value* p = b_.CreateInBoundsGEP(elem, base, b_.CreateAdd(offset, clamped));
-      return b_.CreateVectorSplat(lanes, b_.CreateAlignedLoad(elem, p, elem_align(*n.buffer)));
+      return b_.CreateAlignedLoad(elem, p, elem_align(*n.buffer));
     };
-    llvm::Value* ends = b_.CreateSelect(below, end_element(first), end_element(last));
-    llvm::Value* edge =
-        b_.CreateMaskedLoad(vector_type, b_.CreateGEP(elem, base, start), elem_align(*n.buffer), mask, ends);
-    b_.CreateBr(done_bb);
-    b_.SetInsertPoint(done_bb);
-    llvm::PHINode* phi = b_.CreatePHI(vector_type, 2);
-    phi->addIncoming(whole, whole_bb);
-    phi->addIncoming(edge, edge_bb);
-    return phi;
-  }
-
-  // A clamped run of stride s > 1: inside [lo, hi], one load of the span
-  // from the first lane's element to the last's and a shuffle; at an edge,
-  // lane by lane.
-  llvm::Value* strided_clamped_load(const tir::BufferLoadNode& n, const ClampedRun& run, llvm::Type* elem,
-                                    llvm::Value* base, llvm::Value* first, llvm::Value* offset) {
-    const unsigned lanes = unsigned(n.dtype.lanes);
-    llvm::Type* vector_type = memory_type(n.dtype);
-    llvm::Type* index_type = first->getType();
-    auto constant = [&](int64_t v) { return llvm::ConstantInt::get(index_type, uint64_t(v)); };
-    const int64_t span = (int64_t(lanes) - 1) * run.stride + 1;
-    llvm::Value* last = b_.CreateAdd(first, constant(span - 1));
-    llvm::Value* inside =
-        b_.CreateAnd(b_.CreateICmpSGE(first, constant(run.lo)), b_.CreateICmpSLE(last, constant(run.hi)));
-    auto* whole_bb = llvm::BasicBlock::Create(ctx_, "run_inside", fn_);
-    auto* edge_bb = llvm::BasicBlock::Create(ctx_, "run_at_edge", fn_);
-    auto* done_bb = llvm::BasicBlock::Create(ctx_, "run_loaded", fn_);
-    b_.CreateCondBr(inside, whole_bb, edge_bb);
-    b_.SetInsertPoint(whole_bb);
-    auto* span_type = llvm::FixedVectorType::get(elem, unsigned(span));
-    llvm::Value* wide = b_.CreateAlignedLoad(
-        span_type, b_.CreateInBoundsGEP(elem, base, b_.CreateAdd(offset, first)), elem_align(*n.buffer));
-    llvm::SmallVector<int, 64> pick;
-    for (unsigned l = 0; l < lanes; ++l) pick.push_back(int(int64_t(l) * run.stride));
-    llvm::Value* whole = b_.CreateShuffleVector(wide, pick);
-    b_.CreateBr(done_bb);
-    b_.SetInsertPoint(edge_bb);
-    llvm::Value* edge = llvm::PoisonValue::get(vector_type);
-    for (unsigned l = 0; l < lanes; ++l) {
-      llvm::Value* at = b_.CreateAdd(first, constant(int64_t(l) * run.stride));
-      llvm::Value* clamped =
-          b_.CreateSelect(b_.CreateICmpSLT(at, constant(run.lo)), constant(run.lo),
-                          b_.CreateSelect(b_.CreateICmpSGT(at, constant(run.hi)), constant(run.hi), at));
-      llvm::Value* p = b_.CreateInBoundsGEP(elem, base, b_.CreateAdd(offset, clamped));
-      edge = b_.CreateInsertElement(edge, b_.CreateAlignedLoad(elem, p, elem_align(*n.buffer)), uint64_t(l));
+    llvm::Value* edge;
+    if (run.stride == 1) {
+      // The lanes' unclamped indices; the pointer of the masked load may lie
+      // outside the buffer (its masked-off lanes are not read), so a plain GEP.
+      llvm::SmallVector<llvm::Constant*, 64> steps;
+      for (unsigned l = 0; l < lanes; ++l) steps.push_back(constant(int64_t(l)));
+      llvm::Value* lane = b_.CreateAdd(b_.CreateVectorSplat(lanes, first), llvm::ConstantVector::get(steps));
+      auto splat = [&](int64_t v) { return b_.CreateVectorSplat(lanes, constant(v)); };
+      llvm::Value* below = b_.CreateICmpSLT(lane, splat(run.lo));
+      llvm::Value* mask = b_.CreateAnd(b_.CreateNot(below), b_.CreateICmpSLE(lane, splat(run.hi)));
+      // Lanes below lo read what the first lane reads, lanes above hi what
+      // the last one reads.
+      llvm::Value* ends = b_.CreateSelect(below, b_.CreateVectorSplat(lanes, clamped_element(first)),
+                                          b_.CreateVectorSplat(lanes, clamped_element(last)));
+      edge = b_.CreateMaskedLoad(vector_type, b_.CreateGEP(elem, base, start), elem_align(*n.buffer), mask,
+                                 ends);
+    } else {
+      // Lane by lane: a strided run at an edge is rare (a row's ends).
+      edge = llvm::PoisonValue::get(vector_type);
+      for (unsigned l = 0; l < lanes; ++l)
+        edge = b_.CreateInsertElement(
+            edge, clamped_element(b_.CreateAdd(first, constant(int64_t(l) * run.stride))), uint64_t(l));
     }
     b_.CreateBr(done_bb);
     b_.SetInsertPoint(done_bb);

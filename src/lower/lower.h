@@ -132,6 +132,12 @@ struct KernelSpec {
   std::vector<std::pair<int, int>> outputs;
 };
 
+// A kernel `name` of one op: its inputs are the kernel's parameters, in
+// order, and its outputs the kernel's. `attrs` as the op takes them
+// (normalized).
+KernelSpec single_op_kernel(const std::string& name, const std::string& op, const std::vector<TensorDesc>& in,
+                            const std::vector<TensorDesc>& out, const Attrs& attrs);
+
 // The scheduled and lowered prim function of `spec`, or the reason one of
 // its ops cannot be lowered (`why`). Intermediate injective results are
 // computed inline in their readers; other intermediates get a buffer.

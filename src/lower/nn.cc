@@ -234,6 +234,16 @@ Lowered conv2d_transpose(const LowerContext& c) {
 
 // ---------------------------------------------------------------- dense and matmul
 
+// Element k of the data row that output i reads in x @ W (dense and
+// matmul_packed: x[..., k], its leading axes those of i but the last):
+// with `m`, the row axis is read at m (the clamped row of a padded tile).
+Expr data_row(const te::Tensor& x, const te::Axes& i, const Expr& m, const Expr& k) {
+  std::vector<Expr> xi(i.begin(), i.end() - (m ? 2 : 1));
+  if (m) xi.push_back(m);
+  xi.push_back(k);
+  return (*x)(xi);
+}
+
 // The product y[..., m, n] = sum over k of a(..., m, k) * b(k, n) on `cols`
 // columns (>= N), with `b` already padded to them; the op's output is the
 // first N columns. With `pad_rows` (`a` alone reads the row axis m) the
@@ -297,12 +307,7 @@ Lowered dense(const LowerContext& c) {
         return cols == N ? v : tir::select(tir::lt(i[1], tir::int_imm(N)), v, constant(0, t));
       },
       c.name + "_wt");
-  auto a = [&](const te::Axes& i, const Expr& m, const Expr& k) {
-    std::vector<Expr> xi(i.begin(), i.end() - (m ? 2 : 1));
-    if (m) xi.push_back(m);
-    xi.push_back(k);
-    return (*x)(xi);
-  };
+  auto a = [&](const te::Axes& i, const Expr& m, const Expr& k) { return data_row(x, i, m, k); };
   auto b = [&](const te::Axes& i, const Expr& k) { return (*wt)({k, i.back()}); };
   return product(c, a, b, K, cols, true, {wt}, wt);
 }
@@ -386,12 +391,7 @@ Lowered matmul_packed(const LowerContext& c) {
   const Shape& ws = c.in[1].shape;
   const int64_t K = ws[1], C = ws[2];
   const bool matrix = c.out[0].shape.size() >= 2;
-  auto a = [&](const te::Axes& i, const Expr& m, const Expr& k) {
-    std::vector<Expr> xi(i.begin(), i.end() - (m ? 2 : 1));
-    if (m) xi.push_back(m);
-    xi.push_back(k);
-    return (*x)(xi);
-  };
+  auto a = [&](const te::Axes& i, const Expr& m, const Expr& k) { return data_row(x, i, m, k); };
   auto b = [&](const te::Axes& i, const Expr& k) {
     const Expr& n = i.back();
     return (*wp)({tir::div(n, tir::int_imm(C)), k, tir::mod(n, tir::int_imm(C))});

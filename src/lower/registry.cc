@@ -290,18 +290,23 @@ std::optional<tir::PrimFunc> lower_kernel(const KernelSpec& spec, std::string* w
   return std::nullopt;
 }
 
-std::optional<std::string> why_not_lowered(const std::string& op, const std::vector<TensorDesc>& in,
-                                           const std::vector<TensorDesc>& out, const Attrs& attrs,
-                                           const schedule::CpuTarget& cpu) {
+KernelSpec single_op_kernel(const std::string& name, const std::string& op, const std::vector<TensorDesc>& in,
+                            const std::vector<TensorDesc>& out, const Attrs& attrs) {
   KernelSpec spec;
-  spec.name = "probe";
+  spec.name = name;
   spec.params = in;
   KernelOp k{op, attrs, in, out, {}};
   for (size_t i = 0; i < in.size(); ++i) k.sources.push_back({int(i), -1, 0});
   spec.ops.push_back(k);
   for (size_t o = 0; o < out.size(); ++o) spec.outputs.push_back({0, int(o)});
+  return spec;
+}
+
+std::optional<std::string> why_not_lowered(const std::string& op, const std::vector<TensorDesc>& in,
+                                           const std::vector<TensorDesc>& out, const Attrs& attrs,
+                                           const schedule::CpuTarget& cpu) {
   std::string why;
-  if (lower_kernel(spec, &why, cpu)) return std::nullopt;
+  if (lower_kernel(single_op_kernel("probe", op, in, out, attrs), &why, cpu)) return std::nullopt;
   return why;
 }
 

@@ -32,11 +32,6 @@
 namespace kiln {
 namespace {
 
-void require_float32(const std::string& op, const std::string& what, const TensorDesc& t) {
-  if (t.dtype != DType::Float32)
-    throw Error(op + ": " + what + " must be float32, got " + std::string(dtype_name(t.dtype)));
-}
-
 void require_rank(const std::string& op, const std::string& what, const TensorDesc& t, size_t rank,
                   const char* layout) {
   if (t.shape.size() != rank)

@@ -32,6 +32,15 @@ void register_nn_matmul_ops(OpRegistry& r);   // nn_matmul.cc: matmul, nn.dense
 void register_shape_index_ops(OpRegistry& r);  // shape_index.cc: slicing, take, gather_elements, where, trilu
 void register_scatter_ops(OpRegistry& r);      // scatter.cc: gather_nd, scatter_nd, scatter_elements
 
+// ---- operands --------------------------------------------------------------
+
+// Refuses an operand `what` of `op` that is not float32 (ops defined for
+// the host's float32 kernels only: channel-blocked layouts, packed weights).
+inline void require_float32(const std::string& op, const std::string& what, const TensorDesc& t) {
+  if (t.dtype != DType::Float32)
+    throw Error(op + ": " + what + " must be float32, got " + std::string(dtype_name(t.dtype)));
+}
+
 // ---- attributes -----------------------------------------------------------
 
 // An ints attribute that must have exactly `n` values, each >= `min_value`.

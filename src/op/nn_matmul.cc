@@ -188,11 +188,6 @@ void dense_kernel(const std::vector<Tensor>& in, const Attrs& attrs, std::vector
 const char* kPack = "nn.pack_matmul_weight";
 const char* kPacked = "nn.matmul_packed";
 
-void require_float32(const std::string& op, const std::string& what, const TensorDesc& t) {
-  if (t.dtype != DType::Float32)
-    throw Error(op + ": " + what + " must be float32, got " + std::string(dtype_name(t.dtype)));
-}
-
 std::vector<TensorDesc> infer_pack(const std::vector<TensorDesc>& in, const Attrs& attrs) {
   const std::string op = kPack;
   const TensorDesc& w = in[0];

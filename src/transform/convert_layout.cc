@@ -53,8 +53,6 @@ const std::set<std::string>& elementwise_ops() {
   return ops;
 }
 
-const TensorDesc* tensor_desc(const Expr& e) { return e->type->is_tensor() ? &e->type->tensor : nullptr; }
-
 bool is_float32_nchw(const Expr& e) {
   const TensorDesc* d = tensor_desc(e);
   return d && d->dtype == DType::Float32 && d->shape.size() == 4 && !d->bounded_outer;

@@ -27,16 +27,17 @@
 namespace kiln {
 namespace {
 
-const TensorDesc* tensor_desc(const Expr& e) { return e->type->is_tensor() ? &e->type->tensor : nullptr; }
-
 // matmul(x, w) or nn.dense(x, w), float32 throughout, w a 2-D constant:
 // the packed product; else null.
-Expr packed_product(const CallNode& call, const schedule::CpuTarget& cpu) {
+Expr packed_product(const Expr& value, const schedule::CpuTarget& cpu) {
+  const CallNode* c = as<CallNode>(value);
+  if (!c || !c->is_op_call()) return nullptr;
+  const CallNode& call = *c;
   const std::string& op = call.op->name;
   const bool dense = op == "nn.dense";
   if ((!dense && op != "matmul") || call.args.size() != 2) return nullptr;
   const ConstantNode* w = as<ConstantNode>(call.args[1]);
-  const TensorDesc *x = tensor_desc(call.args[0]), *y = call.type->is_tensor() ? &call.type->tensor : nullptr;
+  const TensorDesc *x = tensor_desc(call.args[0]), *y = tensor_desc(value);
   if (!w || !x || !y || w->value.dtype() != DType::Float32 || w->value.ndim() != 2 ||
       x->dtype != DType::Float32 || y->dtype != DType::Float32 || x->shape.empty())
     return nullptr;
@@ -54,8 +55,7 @@ Function pack_function(const FunctionNode& f, const schedule::CpuTarget& cpu) {
   std::vector<Binding> out;
   bool changed = false;
   for (const Binding& b : f.bindings) {
-    const CallNode* call = as<CallNode>(b.value);
-    Expr packed = call && call->is_op_call() ? packed_product(*call, cpu) : nullptr;
+    Expr packed = packed_product(b.value, cpu);
     out.push_back({b.var, packed ? packed : b.value});
     changed |= packed != nullptr;
   }

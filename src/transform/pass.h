@@ -47,6 +47,11 @@ struct PassInfo {
   std::function<Module(const Module&, const PassOptions&)> run_with_options = nullptr;
 };
 
+// The tensor type of `e`, or null when it is not a tensor.
+inline const TensorDesc* tensor_desc(const Expr& e) {
+  return e->type->is_tensor() ? &e->type->tensor : nullptr;
+}
+
 // Splits "name{key=value key=value}" into the name and its options. Throws
 // kiln::Error on a malformed option list.
 std::string split_pass_options(const std::string& spec, PassOptions& options);

@@ -603,13 +603,8 @@ TEST(Lowering, EveryLoweredOpMatchesItsReferenceKernel) {
         const OpDef& def = op_named(op);
         Attrs attrs = normalize_attrs(def, c.attrs);
         std::vector<TensorDesc> out = infer_op(def, c.in, attrs);
-        lower::KernelSpec spec;
-        spec.name = "case" + std::to_string(instances.size());
-        spec.params = c.in;
-        lower::KernelOp k{op, attrs, c.in, out, {}};
-        for (size_t i = 0; i < c.in.size(); ++i) k.sources.push_back({int(i), -1, 0});
-        spec.ops.push_back(k);
-        for (size_t o = 0; o < out.size(); ++o) spec.outputs.push_back({0, int(o)});
+        lower::KernelSpec spec =
+            lower::single_op_kernel("case" + std::to_string(instances.size()), op, c.in, out, attrs);
         std::string why;
         auto f = lower::lower_kernel(spec, &why, cpu);
         ASSERT_TRUE(f.has_value()) << op << " case " << instances.size() << " was not lowered: " << why;

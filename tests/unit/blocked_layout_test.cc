@@ -209,10 +209,7 @@ TEST(BlockedLayout, CompiledNetMatchesTheInterpreterForEachVectorWidth) {
     EXPECT_EQ(testing::count_calls(converted, "nn.conv2d_blocked"), 4) << converted;
     EXPECT_EQ(testing::count_calls(converted, "mean"), 1) << converted;
     EXPECT_EQ(testing::count_calls(converted, "nn.block_channels"), 1) << converted;
-    VirtualMachine vm(exe);
-    std::vector<Tensor> got = vm.run(args);
-    for (int64_t i = 0; i < want[0].numel(); ++i)
-      ASSERT_NEAR(got[0].get_as_double(i), want[0].get_as_double(i), 1e-4) << i;
+    testing::expect_outputs_near(VirtualMachine(exe).run(args), want, 1e-4);
   }
 }
 
@@ -228,9 +225,7 @@ TEST(BlockedLayout, TheNchwLayoutIsKeptWhenAsked) {
   EXPECT_EQ(log.str().find("nn.conv2d_blocked"), std::string::npos);
   std::vector<Tensor> args = testing::random_args(*m.find("main"), 8);
   std::vector<Tensor> want = interpret(m, "main", args);
-  std::vector<Tensor> got = VirtualMachine(exe).run(args);
-  for (int64_t i = 0; i < want[0].numel(); ++i)
-    ASSERT_NEAR(got[0].get_as_double(i), want[0].get_as_double(i), 1e-4);
+  testing::expect_outputs_near(VirtualMachine(exe).run(args), want, 1e-4);
 }
 
 }  // namespace

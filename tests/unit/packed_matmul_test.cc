@@ -174,12 +174,7 @@ TEST(PackedMatmul, CompiledNetMatchesTheInterpreterForEachVectorWidth) {
     EXPECT_EQ(testing::count_calls(last, "nn.matmul_packed"), 2) << last;
     EXPECT_EQ(testing::count_calls(last, "nn.pack_matmul_weight"), 0) << last;
     EXPECT_EQ(testing::count_calls(last, "matmul"), 2) << last;
-    VirtualMachine vm(exe);
-    std::vector<Tensor> got = vm.run(args);
-    ASSERT_EQ(got.size(), want.size());
-    for (size_t r = 0; r < want.size(); ++r)
-      for (int64_t i = 0; i < want[r].numel(); ++i)
-        ASSERT_NEAR(got[r].get_as_double(i), want[r].get_as_double(i), 1e-4) << r << " " << i;
+    testing::expect_outputs_near(VirtualMachine(exe).run(args), want, 1e-4);
   }
 }
 

@@ -17,13 +17,9 @@ schedule::CpuTarget avx2() { return {32, 16}; }
 // The printed prim function of `op` on x and w, lowered for `cpu`.
 std::string lowered_text(const std::string& op, const TensorDesc& x, const TensorDesc& w, const TensorDesc& y,
                          const Attrs& attrs, const schedule::CpuTarget& cpu) {
-  lower::KernelSpec spec;
-  spec.name = "k";
-  spec.params = {x, w};
-  spec.ops.push_back({op, normalize_attrs(*find_op(op), attrs), {x, w}, {y}, {{0, -1, 0}, {1, -1, 0}}});
-  spec.outputs = {{0, 0}};
   std::string why;
-  auto f = lower::lower_kernel(spec, &why, cpu);
+  auto f = lower::lower_kernel(
+      lower::single_op_kernel("k", op, {x, w}, {y}, normalize_attrs(*find_op(op), attrs)), &why, cpu);
   EXPECT_TRUE(f.has_value()) << why;
   return f ? tir::print_prim_func(**f) : std::string();
 }
