@@ -415,23 +415,24 @@ class FunctionBuilder {
     return b_.CreateSelect(expr(n.cond), expr(n.true_value), expr(n.false_value));
   }
 
-  // The lanes offset + clamp(base + l * stride, lo, hi) of a ClampedRun:
-  // where the run lies in [lo, hi] (every run of a padded row but the
-  // first and last), one load of it (stride 1) or of its span and a
-  // shuffle; else a masked load of the lanes inside, the others taking
-  // element lo or hi (stride 1), or a load per lane.
+  // The lanes offset + clamp(base + l * stride, lo, hi) of a ClampedRun,
+  // read as a span of lanes * stride elements (a whole number of vectors,
+  // which LLVM shuffles register by register; the lane-exact span, one
+  // element shorter, split AVX2's upper half into single-element inserts):
+  // where the span lies in [lo, hi] (every run of a padded row but the
+  // first and last), one load of it; else a masked load of the elements
+  // inside, those below lo taking element lo and those above hi element hi.
+  // A stride above 1 then picks every stride-th element.
   llvm::Value* clamped_load(const tir::BufferLoadNode& n, const ClampedRun& run, llvm::Type* elem,
                             llvm::Value* base) {
     const unsigned lanes = unsigned(n.dtype.lanes);
-    llvm::Type* vector_type = memory_type(n.dtype);
     llvm::Value* first = expr(run.base);
     llvm::Type* index_type = first->getType();
     auto constant = [&](int64_t v) { return llvm::ConstantInt::get(index_type, uint64_t(v)); };
     llvm::Value* offset = run.offset ? expr(run.offset) : constant(0);
-    // The run's elements, first to last lane: the lanes themselves (stride
-    // 1) or a span holding them every stride-th element.
-    const int64_t span = (int64_t(lanes) - 1) * run.stride + 1;
-    llvm::Value* last = b_.CreateAdd(first, constant(span - 1));
+    const unsigned span = lanes * unsigned(run.stride);
+    auto* span_type = llvm::FixedVectorType::get(elem, span);
+    llvm::Value* last = b_.CreateAdd(first, constant(int64_t(span) - 1));
     llvm::Value* inside =
         b_.CreateAnd(b_.CreateICmpSGE(first, constant(run.lo)), b_.CreateICmpSLE(last, constant(run.hi)));
     auto* whole_bb = llvm::BasicBlock::Create(ctx_, "run_inside", fn_);
@@ -440,18 +441,8 @@ class FunctionBuilder {
     llvm::Value* start = b_.CreateAdd(offset, first);
     b_.CreateCondBr(inside, whole_bb, edge_bb);
     b_.SetInsertPoint(whole_bb);
-    llvm::Value* whole;
-    if (run.stride == 1) {
-      whole =
-          b_.CreateAlignedLoad(vector_type, b_.CreateInBoundsGEP(elem, base, start), elem_align(*n.buffer));
-    } else {
-      auto* span_type = llvm::FixedVectorType::get(elem, unsigned(span));
-      llvm::Value* wide =
-          b_.CreateAlignedLoad(span_type, b_.CreateInBoundsGEP(elem, base, start), elem_align(*n.buffer));
-      llvm::SmallVector<int, 64> pick;
-      for (unsigned l = 0; l < lanes; ++l) pick.push_back(int(int64_t(l) * run.stride));
-      whole = b_.CreateShuffleVector(wide, pick);
-    }
+    llvm::Value* whole =
+        b_.CreateAlignedLoad(span_type, b_.CreateInBoundsGEP(elem, base, start), elem_align(*n.buffer));
     b_.CreateBr(done_bb);
     b_.SetInsertPoint(edge_bb);
     // The element an unclamped index `at` reads.
@@ -462,35 +453,27 @@ class FunctionBuilder {
       llvm::Value* p = b_.CreateInBoundsGEP(elem, base, b_.CreateAdd(offset, clamped));
       return b_.CreateAlignedLoad(elem, p, elem_align(*n.buffer));
     };
-    llvm::Value* edge;
-    if (run.stride == 1) {
-      // The lanes' unclamped indices; the pointer of the masked load may lie
-      // outside the buffer (its masked-off lanes are not read), so a plain GEP.
-      llvm::SmallVector<llvm::Constant*, 64> steps;
-      for (unsigned l = 0; l < lanes; ++l) steps.push_back(constant(int64_t(l)));
-      llvm::Value* lane = b_.CreateAdd(b_.CreateVectorSplat(lanes, first), llvm::ConstantVector::get(steps));
-      auto splat = [&](int64_t v) { return b_.CreateVectorSplat(lanes, constant(v)); };
-      llvm::Value* below = b_.CreateICmpSLT(lane, splat(run.lo));
-      llvm::Value* mask = b_.CreateAnd(b_.CreateNot(below), b_.CreateICmpSLE(lane, splat(run.hi)));
-      // Lanes below lo read what the first lane reads, lanes above hi what
-      // the last one reads.
-      llvm::Value* ends = b_.CreateSelect(below, b_.CreateVectorSplat(lanes, clamped_element(first)),
-                                          b_.CreateVectorSplat(lanes, clamped_element(last)));
-      edge = b_.CreateMaskedLoad(vector_type, b_.CreateGEP(elem, base, start), elem_align(*n.buffer), mask,
-                                 ends);
-    } else {
-      // Lane by lane: a strided run at an edge is rare (a row's ends).
-      edge = llvm::PoisonValue::get(vector_type);
-      for (unsigned l = 0; l < lanes; ++l)
-        edge = b_.CreateInsertElement(
-            edge, clamped_element(b_.CreateAdd(first, constant(int64_t(l) * run.stride))), uint64_t(l));
-    }
+    // The span's unclamped indices; the pointer of the masked load may lie
+    // outside the buffer (its masked-off elements are not read), so a plain GEP.
+    llvm::SmallVector<llvm::Constant*, 64> steps;
+    for (unsigned l = 0; l < span; ++l) steps.push_back(constant(int64_t(l)));
+    llvm::Value* at = b_.CreateAdd(b_.CreateVectorSplat(span, first), llvm::ConstantVector::get(steps));
+    auto splat = [&](int64_t v) { return b_.CreateVectorSplat(span, constant(v)); };
+    llvm::Value* below = b_.CreateICmpSLT(at, splat(run.lo));
+    llvm::Value* mask = b_.CreateAnd(b_.CreateNot(below), b_.CreateICmpSLE(at, splat(run.hi)));
+    llvm::Value* ends = b_.CreateSelect(below, b_.CreateVectorSplat(span, clamped_element(first)),
+                                        b_.CreateVectorSplat(span, clamped_element(last)));
+    llvm::Value* edge =
+        b_.CreateMaskedLoad(span_type, b_.CreateGEP(elem, base, start), elem_align(*n.buffer), mask, ends);
     b_.CreateBr(done_bb);
     b_.SetInsertPoint(done_bb);
-    llvm::PHINode* phi = b_.CreatePHI(vector_type, 2);
+    llvm::PHINode* phi = b_.CreatePHI(span_type, 2);
     phi->addIncoming(whole, whole_bb);
     phi->addIncoming(edge, edge_bb);
-    return phi;
+    if (run.stride == 1) return phi;
+    llvm::SmallVector<int, 64> pick;
+    for (unsigned l = 0; l < lanes; ++l) pick.push_back(int(int64_t(l) * run.stride));
+    return b_.CreateShuffleVector(phi, pick);
   }
 
   void store(const tir::BufferStoreNode& n) {

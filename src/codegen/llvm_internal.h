@@ -57,9 +57,9 @@ std::optional<LanePattern> lane_pattern(const tir::Expr& e);
 // terms: offset + min(max(ramp(base, stride, lanes), lo), hi) (a padded
 // input's row or a resize's source row, read through clamp_index; stride
 // 2 to 4: every other column, as a strided conv's phases read them). A
-// load reads the run as one vector (stride 1), or one span and a shuffle,
-// where it lies inside [lo, hi]; where it does not, with a masked load and
-// the two end elements (stride 1) or lane by lane (vector_ops.cc).
+// load reads the run's span (lanes * stride elements) as one vector where
+// it lies inside [lo, hi], else with a masked load and the two end
+// elements, then picks every stride-th element (vector_ops.cc).
 struct ClampedRun {
   tir::Expr offset;  // null: no lane-invariant part
   tir::Expr base;

@@ -164,8 +164,11 @@ Lowered conv2d(const LowerContext& c) {
     if (st[0] == 1 && !r.anchors.empty()) r.anchors.back().row_tap_axis = 1;
     return r;
   }
-  if (xp != x) return tiled(y, 1, 3, {xp}, xp, weight_stride);
-  return tiled(y, 1, 3, {}, nullptr, weight_stride);
+  if (xp == x) return tiled(y, 1, 3, {}, nullptr, weight_stride);
+  Lowered r = tiled(y, 1, 3, {xp}, xp, weight_stride);
+  r.anchors.back().window_row_step = st[0];
+  r.anchors.back().window_row_span = (ws[2] - 1) * dl[0] + 1;
+  return r;
 }
 
 // nn.conv2d_transpose(x: (N, C, H, W), w: (C, O/g, KH, KW)): output (i, j)

@@ -75,6 +75,13 @@ struct AnchorTile {
   // row a step loads serves every tile row that taps it (R + KH - 1 loads
   // for R x KH multiply-adds instead of R x KH); -1: none.
   int row_tap_axis = -1;
+  // The input rows a band of R output rows reads from the window: (R - 1) *
+  // window_row_step + window_row_span (a conv's row stride and its dilated
+  // kernel height). When the span exceeds the step, consecutive output rows
+  // share input rows, and a band of several output rows pads each shared
+  // row once instead of once per output row.
+  int64_t window_row_step = 1;
+  int64_t window_row_span = 1;
 };
 
 // The columns a product of an N-column right operand is computed on: N

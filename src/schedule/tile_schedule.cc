@@ -72,6 +72,12 @@ constexpr int64_t kParallelMinWork = 1 << 18;
 // A padded conv input is computed per band of output rows when there are at
 // least this many bands to share among threads.
 constexpr int64_t kMinBands = 16;
+// Output rows a band pads its input for at most: a 3x3 conv pads 3 input
+// rows per output row alone, 1.5 in bands of 4 (det's 3x3 96 -> 24 convs at
+// 80x80 with AVX2 code: the padding was a fifth of their time).
+constexpr int64_t kMaxBandRows = 4;
+// Half of a typical L2: what a panel, or a band's padded input, may fill.
+constexpr int64_t kHalfL2 = 256 * 1024;
 constexpr int64_t kColumnRuns = 16;
 // Independent accumulators a tile needs to keep two multiply-add units of
 // four cycles' latency busy.
@@ -126,7 +132,6 @@ int64_t column_vectors(const CpuTarget& cpu, int64_t cb) {
 // half, dividing the tiles and leaving at least two panels to run in
 // parallel.
 int64_t panel_tiles(int64_t tiles, int64_t cb, int64_t rows, int64_t reduction) {
-  constexpr int64_t kHalfL2 = 256 * 1024;
   if (rows * reduction * 4 <= kHalfL2) return 1;
   for (int64_t t = std::min<int64_t>(tiles / 2, 8); t > 1; --t)
     if (tiles % t == 0 && t * cb * reduction * 4 <= kHalfL2) return t;
@@ -339,6 +344,7 @@ bool tile_anchor(te::Schedule& s, const AnchorTile& a, const CpuTarget& cpu,
   // column tiles (images, output rows, and row tiles when they are outer)
   // become the parallel loop, when they give the threads enough iterations.
   te::Stage* window = a.window && !panel_order ? find_stage(s, a.window) : nullptr;
+  tir::Var band_rows;  // the rows of a band, inside the parallel loop
   if (window && window->inlined()) window = nullptr;
   if (window) {
     int64_t bands = 1;
@@ -347,8 +353,31 @@ bool tile_anchor(te::Schedule& s, const AnchorTile& a, const CpuTarget& cpu,
       bands *= l.extent;
     }
     if (bands < kMinBands) window = nullptr;
+    // Bands of several output rows (the axis before the columns, in
+    // iterations of its row block), when their padded rows overlap: as many
+    // as divide the rows, up to kMaxBandRows output rows, keep kMinBands
+    // bands and fit a band's padded input in half of L2.
+    const int band_axis = a.col_axis - 1;
+    if (window && band_axis != a.row_axis && band_axis >= 0 && a.window_row_span > a.window_row_step) {
+      const tir::Var rows_loop = size_t(band_axis) == h_axis ? ho : axes[size_t(band_axis)];
+      const int64_t rows_per_step = size_t(band_axis) == h_axis ? hb : 1;
+      int64_t steps = 0;
+      for (const te::Leaf& l : out->leaves())
+        if (l.var == rows_loop) steps = l.extent;
+      // One padded row of every channel (and phase) of one image.
+      const std::vector<int64_t>& ws = a.window->shape;
+      int64_t row_bytes = a.window->dtype.bytes();
+      for (size_t k = 1; k < ws.size(); ++k)
+        if (k != 2) row_bytes *= ws[k];
+      int64_t band = 1;
+      for (int64_t b = 2; b * rows_per_step <= kMaxBandRows && b <= steps; ++b) {
+        const int64_t input_rows = (b * rows_per_step - 1) * a.window_row_step + a.window_row_span;
+        if (steps % b == 0 && bands / b >= kMinBands && input_rows * row_bytes <= kHalfL2) band = b;
+      }
+      if (band > 1) std::tie(std::ignore, band_rows) = out->split(rows_loop, band);
+    }
   }
-  const tir::Var stop = panels ? ro : window ? co : tile_loop;
+  const tir::Var stop = panels ? ro : window ? (band_rows ? band_rows : co) : tile_loop;
   while (out->leaves().size() > 1 && out->leaves()[1].var != stop)
     outer = out->fuse(outer, out->leaves()[1].var);
   if (work >= kParallelMinWork && outer != stop && out->leaves()[0].extent > 1) out->parallel(outer);

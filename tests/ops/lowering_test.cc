@@ -758,10 +758,12 @@ TEST(Lowering, RowTileFitsTheLeftOperandsRowsIntoL1Ways) {
 }
 
 // A padded conv input is computed per band of output rows, inside the
-// parallel loop over them (its rows of the band only: 3 for a 3x3 kernel,
-// 4 when the tile also blocks output rows by two), when there are at least
-// 16 bands; with fewer, the whole padded image is computed first. The
-// values hold either way, on AVX2 and AVX-512 schedules.
+// parallel loop over them (its rows of the band only: R + 2 for R output
+// rows of a 3x3 kernel), when there are at least 16 bands; with fewer, the
+// whole padded image is computed first. A band holds up to 4 output rows,
+// as many as keep 16 bands (counting the tiles of output channels when
+// those are outer). The values hold either way, on AVX2 and AVX-512
+// schedules.
 TEST(Lowering, PaddedConvInputIsComputedPerBandOfOutputRows) {
   struct Case {
     int64_t height, width;
@@ -769,8 +771,9 @@ TEST(Lowering, PaddedConvInputIsComputedPerBandOfOutputRows) {
     const char* pad;  // the padded input's buffer
   };
   const Case cases[] = {
-      {40, 64, {64, 32}, "%conv2d_0_pad: Buffer[(1, 8, 3, 66)"},  // 64 columns: 2 vectors
-      {40, 40, {32, 16}, "%conv2d_0_pad: Buffer[(1, 8, 4, 42)"},  // 40 columns: 1 vector, rows by 2
+      {80, 64, {64, 32}, "%conv2d_0_pad: Buffer[(1, 8, 6, 66)"},  // 64 columns: 2 vectors, bands of 4
+      {40, 64, {64, 32}, "%conv2d_0_pad: Buffer[(1, 8, 4, 66)"},  // 40 rows: bands of 2
+      {40, 40, {32, 16}, "%conv2d_0_pad: Buffer[(1, 8, 6, 42)"},  // 1 vector: tiles of 2 rows, bands of 4
       {8, 64, {64, 32}, "%conv2d_0_pad: Buffer[(1, 8, 10, 66)"},  // 8 bands: the whole image
   };
   for (const Case& c : cases) {

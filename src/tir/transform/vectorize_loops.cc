@@ -389,7 +389,7 @@ class LoopVectorizer : public Mutator {
       // A few chunks are unrolled: at constant columns, a padded input's
       // bounds checks and clamps fold away (simplify) in all but the edges.
       out.push_back(for_loop(outer, int_imm(0, f.var->dtype), int_imm(*extent / chunk, f.var->dtype),
-                             *extent / chunk <= 4 ? ForKind::Unrolled : ForKind::Serial, *chunk_body));
+                             *extent / chunk <= 8 ? ForKind::Unrolled : ForKind::Serial, *chunk_body));
     }
     for (int64_t done = *extent / chunk * chunk; done < *extent;) {
       int64_t n = *extent - done >= lanes ? lanes : *extent - done;
