@@ -12,6 +12,7 @@
 #include <llvm/Target/TargetMachine.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
@@ -146,6 +147,8 @@ class FunctionBuilder {
 
   llvm::Value* binary(const tir::BinaryNode& n) {
     using tir::BinaryOp;
+    if (n.op == BinaryOp::Or)
+      if (llvm::Value* unordered = nan_or_compare(n)) return unordered;
     llvm::Value* a = expr(n.a);
     llvm::Value* c = expr(n.b);
     DataType t = n.a->dtype;
@@ -187,6 +190,49 @@ class FunctionBuilder {
         return b_.CreateAnd(a, c);
       case BinaryOp::Or:
         return b_.CreateOr(a, c);
+    }
+    return nullptr;
+  }
+
+  // or(ne(x, x), x < k) and the like, k a constant other than NaN: "x is
+  // NaN or x compares so with k", the test of a NaN-keeping max or min
+  // (relu, clip, hard_swish), is one unordered comparison, which LLVM
+  // selects as one vmaxps or vminps (the or of two comparisons stays
+  // four instructions). Null when `n` is not of that form.
+  llvm::Value* nan_or_compare(const tir::BinaryNode& n) {
+    using tir::BinaryOp;
+    auto same = [](const tir::Expr& a, const tir::Expr& b) {
+      if (a.get() == b.get()) return true;
+      const auto* va = tir::as<tir::VarNode>(a);
+      const auto* vb = tir::as<tir::VarNode>(b);
+      return va && va == vb;
+    };
+    auto non_nan_constant = [](const tir::Expr& e) {
+      const tir::Expr* v = &e;
+      if (const auto* b = tir::as<tir::BroadcastNode>(e)) v = &b->value;
+      const auto* f = tir::as<tir::FloatImmNode>(*v);
+      return f && !std::isnan(f->value);
+    };
+    for (int side = 0; side < 2; ++side) {
+      const auto* nan = tir::as<tir::BinaryNode>(side == 0 ? n.a : n.b);
+      const auto* cmp = tir::as<tir::BinaryNode>(side == 0 ? n.b : n.a);
+      if (!nan || !cmp || nan->op != BinaryOp::NE || !nan->a->dtype.is_float() || !same(nan->a, nan->b))
+        continue;
+      if (!same(cmp->a, nan->a) || !non_nan_constant(cmp->b)) continue;
+      llvm::Value* x = expr(cmp->a);
+      llvm::Value* k = expr(cmp->b);
+      switch (cmp->op) {
+        case BinaryOp::LT:
+          return b_.CreateFCmpULT(x, k);
+        case BinaryOp::LE:
+          return b_.CreateFCmpULE(x, k);
+        case BinaryOp::GT:
+          return b_.CreateFCmpUGT(x, k);
+        case BinaryOp::GE:
+          return b_.CreateFCmpUGE(x, k);
+        default:
+          break;
+      }
     }
     return nullptr;
   }
@@ -352,14 +398,37 @@ class FunctionBuilder {
       auto [lo, hi] = std::minmax_element(pattern->offsets.begin(), pattern->offsets.end());
       const int64_t span = *hi - *lo + 1;
       if (span <= 4 * int64_t(pattern->offsets.size())) {
-        llvm::Value* start = b_.CreateAdd(expr(pattern->scalar),
-                                          llvm::ConstantInt::get(scalar_type(pattern->scalar->dtype), *lo));
-        llvm::Value* p = b_.CreateInBoundsGEP(elem, base, start);
-        auto* span_ty = llvm::FixedVectorType::get(elem, unsigned(span));
-        llvm::Value* wide = b_.CreateAlignedLoad(span_ty, p, elem_align(*n.buffer));
+        llvm::Type* index_type = scalar_type(pattern->scalar->dtype);
+        llvm::Value* scalar = expr(pattern->scalar);
+        auto load_at = [&](int64_t offset, int64_t elements) {
+          llvm::Value* p = b_.CreateInBoundsGEP(
+              elem, base, b_.CreateAdd(scalar, llvm::ConstantInt::get(index_type, offset)));
+          return b_.CreateAlignedLoad(llvm::FixedVectorType::get(elem, unsigned(elements)), p,
+                                      elem_align(*n.buffer));
+        };
+        const int64_t lanes = int64_t(pattern->offsets.size());
+        const int64_t stride = lanes > 1 ? pattern->offsets[1] - pattern->offsets[0] : 0;
+        bool strided = stride >= 2 && lanes % 2 == 0;
+        for (int64_t l = 0; strided && l < lanes; ++l)
+          strided = pattern->offsets[size_t(l)] == *lo + l * stride;
         llvm::SmallVector<int, 64> pick;
+        if (strided) {
+          // Every stride-th element: two loads of half of lanes * stride
+          // elements, the first from the first lane's element, the second
+          // up to the last lane's, each a whole number of registers (the
+          // span itself, one element short of that, makes LLVM assemble the
+          // last register element by element).
+          const int64_t half = lanes * stride / 2, second = *hi - half + 1;
+          for (int64_t l = 0; l < lanes; ++l) {
+            const int64_t o = pattern->offsets[size_t(l)];
+            pick.push_back(int(l < lanes / 2 ? o - *lo : half + o - second));
+          }
+          llvm::Value* low = load_at(*lo, half);
+          llvm::Value* high = load_at(second, half);
+          return to_register(b_.CreateShuffleVector(low, high, pick), n.dtype);
+        }
         for (int64_t o : pattern->offsets) pick.push_back(int(o - *lo));
-        return to_register(b_.CreateShuffleVector(wide, pick), n.dtype);
+        return to_register(b_.CreateShuffleVector(load_at(*lo, span), pick), n.dtype);
       }
     }
     if (auto run = clamped_run(index)) return to_register(clamped_load(n, *run, elem, base), n.dtype);
