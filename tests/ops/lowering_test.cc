@@ -805,5 +805,58 @@ TEST(Lowering, PaddedConvInputIsComputedPerBandOfOutputRows) {
   }
 }
 
+// Bands of output rows over every way a conv's rows can map to its input:
+// strides 1 and 2 (rows and columns), dilation 2, kernels of 3 and 5 rows,
+// heights that make bands of 1 to 4 rows (and one that bands nothing),
+// output channels in one or several row tiles, AVX2 and AVX-512 tiles.
+// Each compiled conv matches the reference kernel; the sweep must band
+// some of them (a padded buffer of more input rows than one output row
+// reads).
+TEST(Lowering, BandedPaddedConvsMatchTheReference) {
+  struct Case {
+    int64_t height, kernel, stride_h, stride_w, dilation, pad, out_channels;
+  };
+  const Case cases[] = {
+      {64, 3, 1, 1, 1, 1, 8}, {66, 3, 1, 1, 1, 1, 12}, {63, 3, 2, 2, 1, 1, 8}, {80, 5, 1, 1, 1, 2, 8},
+      {70, 3, 1, 1, 2, 2, 8}, {80, 3, 2, 1, 1, 1, 24}, {34, 3, 1, 2, 1, 1, 8}, {17, 3, 1, 1, 1, 1, 8},
+  };
+  const schedule::CpuTarget cpus[] = {{32, 16}, {64, 32}};
+  int banded = 0;
+  for (const Case& c : cases) {
+    for (const schedule::CpuTarget& cpu : cpus) {
+      TensorDesc x = f32({1, 4, c.height, 24}), w = f32({c.out_channels, 4, c.kernel, c.kernel});
+      Attrs conv = normalize_attrs(op_named("nn.conv2d"),
+                                   Attrs{{"padding", std::vector<int64_t>{c.pad, c.pad}},
+                                         {"strides", std::vector<int64_t>{c.stride_h, c.stride_w}},
+                                         {"dilation", std::vector<int64_t>{c.dilation, c.dilation}}});
+      std::vector<TensorDesc> y = infer_op(op_named("nn.conv2d"), {x, w}, conv);
+      lower::KernelSpec spec;
+      spec.name = "conv_" + std::to_string(c.height) + "_" + std::to_string(c.kernel) + "_" +
+                  std::to_string(c.stride_h) + std::to_string(c.stride_w) + "_" + std::to_string(c.dilation) +
+                  "_" + std::to_string(cpu.vector_bytes);
+      spec.params = {x, w};
+      spec.ops.push_back({"nn.conv2d", conv, {x, w}, y, {{0, -1, 0}, {1, -1, 0}}});
+      spec.outputs = {{0, 0}};
+      auto f = lower::lower_kernel(spec, nullptr, cpu);
+      ASSERT_TRUE(f.has_value()) << spec.name;
+      // The padded input's rows: the third extent of its buffer.
+      const std::string text = tir::print_prim_func(**f);
+      const size_t at = text.find(", 4, ", text.find("allocate %conv2d_0_"));
+      ASSERT_NE(at, std::string::npos) << text;
+      const int64_t rows = std::stoll(text.substr(at + 5));
+      if (rows > (c.kernel - 1) * c.dilation + 1 && rows < c.height) ++banded;
+      auto jit = codegen::JitModule::create({tir::lower_for_build(*f)});
+      Lcg r(11);
+      Tensor tx = random_input(x, {-2, 2}, r), tw = random_input(w, {-1, 1}, r);
+      Tensor want = run1("nn.conv2d", {tx, tw}, conv);
+      Tensor got = Tensor::empty(want.shape(), want.dtype());
+      jit->run(spec.name, {tx.raw(), tw.raw(), got.raw()});
+      for (int64_t i = 0; i < want.numel(); ++i)
+        ASSERT_NEAR(got.get_as_double(i), want.get_as_double(i), 1e-4) << spec.name << " element " << i;
+    }
+  }
+  EXPECT_GE(banded, 12) << "bands of several output rows";
+}
+
 }  // namespace
 }  // namespace kiln::testing
