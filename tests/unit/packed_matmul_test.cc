@@ -178,5 +178,42 @@ TEST(PackedMatmul, CompiledNetMatchesTheInterpreterForEachVectorWidth) {
   }
 }
 
+// A squeeze-and-excite block: its 1x1 convs on the pooled 1x1 image are
+// packed products (20 and 6 channels make no blocks, so neither vector
+// width blocks them instead), and the compiled block matches the
+// interpreter.
+TEST(PackedMatmul, SqueezeAndExciteConvsAreProductsAndMatchTheInterpreter) {
+  const std::string text =
+      "def @main(%x: Tensor[(1, 20, 4, 6), float32]) -> Tensor[(1, 20, 4, 6), float32] {\n"
+      "  %p = nn.adaptive_avg_pool2d(%x)\n"
+      "  %s = nn.conv2d(%p, " +
+      testing::random_constant_text({6, 20, 1, 1}, 21) + ")\n  %sb = add(%s, " +
+      testing::random_constant_text({1, 6, 1, 1}, 22) +
+      ")\n"
+      "  %r = nn.relu(%sb)\n"
+      "  %e = nn.conv2d(%r, " +
+      testing::random_constant_text({20, 6, 1, 1}, 23) +
+      ")\n"
+      "  %g = nn.hard_sigmoid(%e)\n"
+      "  %y = multiply(%x, %g)\n"
+      "  return %y\n"
+      "}\n";
+  Module m = parse_module(text, "se.kir");
+  std::vector<Tensor> args = testing::random_args(*m.find("main"), 8);
+  std::vector<Tensor> want = interpret(m, "main", args);
+  for (const char* cpu : {"", "x86-64-v3"}) {
+    SCOPED_TRACE(std::string("cpu ") + cpu);
+    std::string printed;
+    Executable exe = testing::compile_printed(m, cpu, &printed);
+    const size_t after = printed.find("# after pack-matmul-weights");
+    ASSERT_NE(after, std::string::npos);
+    const std::string packed = printed.substr(0, after);
+    const std::string last = packed.substr(packed.rfind("# IR after fold-constants"));
+    EXPECT_EQ(testing::count_calls(last, "nn.matmul_packed"), 2) << last;
+    EXPECT_EQ(testing::count_calls(last, "nn.conv2d"), 0) << last;
+    testing::expect_outputs_near(VirtualMachine(exe).run(args), want, 1e-4);
+  }
+}
+
 }  // namespace
 }  // namespace kiln
