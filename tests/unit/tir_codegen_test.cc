@@ -294,6 +294,39 @@ prim @window(%src: Buffer[(120), float32], %dst: Buffer[(240), float32]) {
   }
 }
 
+// Every other or every third element of a run, unclamped (a strided
+// conv's interior columns): two loads of half of lanes * stride elements,
+// the first from the first lane's element and the second up to the last
+// lane's (the span, one element short of whole registers, made LLVM build
+// the last register element by element), then one shuffle; never a load
+// past the last lane's element, and the lanes right for every start.
+TEST(TirCodegen, StridedLaneLoadsReadTwoWholeHalves) {
+  const char* text = R"(
+prim @every_other(%src: Buffer[(200), float32], %two: Buffer[(160), float32], %three: Buffer[(160), float32]) {
+  for %b from 0 extent 10 {
+    for %i from 0 extent 16 vectorized {
+      %two[%b * 16 + %i] = %src[%b * 3 + %i * 2]
+      %three[%b * 16 + %i] = %src[%b * 15 + %i * 3]
+    }
+  }
+  return 0
+}
+)";
+  auto fs = lowered_for_avx512(text);
+  std::string ll = emit_text(fs, EmitKind::LLVMIR);
+  EXPECT_NE(ll.find("load <16 x float>"), std::string::npos) << ll;
+  EXPECT_NE(ll.find("load <24 x float>"), std::string::npos) << ll;
+  EXPECT_EQ(ll.find("load <31 x float>"), std::string::npos) << ll;
+  std::vector<float> src(200), two(160), three(160);
+  for (size_t i = 0; i < src.size(); ++i) src[i] = float(i) + 0.5f;
+  JitModule::create(fs)->run("every_other", {src.data(), two.data(), three.data()});
+  for (int b = 0; b < 10; ++b)
+    for (int i = 0; i < 16; ++i) {
+      ASSERT_EQ(two[size_t(b * 16 + i)], src[size_t(b * 3 + i * 2)]) << b << " " << i;
+      ASSERT_EQ(three[size_t(b * 16 + i)], src[size_t(b * 15 + i * 3)]) << b << " " << i;
+    }
+}
+
 // A NaN-keeping min against a constant, select(or(ne(x, x), x < 1.0), x,
 // 1.0) (clip, hard_swish), is one unordered comparison (one vminps); against
 // a value that may be NaN itself it stays two comparisons, since "x is NaN
