@@ -138,6 +138,32 @@ int64_t panel_tiles(int64_t tiles, int64_t cb, int64_t rows, int64_t reduction) 
   return 1;
 }
 
+// Bands of several output rows for a conv's padded input (AnchorTile::
+// window), when their padded rows overlap: `rows_loop` (the output rows, in
+// steps of `rows_per_step`) split by as many steps as divide it, up to
+// kMaxBandRows output rows, keeping kMinBands of the `bands` and a band's
+// padded rows within half of L2. Returns the inner loop (a band's rows),
+// or null when bands of one step are best.
+tir::Var split_bands(te::Stage& out, const AnchorTile& a, const tir::Var& rows_loop, int64_t rows_per_step,
+                     int64_t bands) {
+  if (a.window_row_span <= a.window_row_step) return tir::Var();
+  int64_t steps = 0;
+  for (const te::Leaf& l : out.leaves())
+    if (l.var == rows_loop) steps = l.extent;
+  // One padded row of every channel (and phase) of one image.
+  const std::vector<int64_t>& ws = a.window->shape;
+  int64_t row_bytes = a.window->dtype.bytes();
+  for (size_t k = 1; k < ws.size(); ++k)
+    if (k != 2) row_bytes *= ws[k];
+  int64_t band = 1;
+  for (int64_t b = 2; b * rows_per_step <= kMaxBandRows && b <= steps; ++b) {
+    const int64_t input_rows = (b * rows_per_step - 1) * a.window_row_step + a.window_row_span;
+    if (steps % b == 0 && bands / b >= kMinBands && input_rows * row_bytes <= kHalfL2) band = b;
+  }
+  if (band == 1) return tir::Var();
+  return out.split(rows_loop, band).second;
+}
+
 }  // namespace
 
 // Two vectors: with one, a tile's every row broadcast feeds one multiply-add
@@ -353,28 +379,11 @@ bool tile_anchor(te::Schedule& s, const AnchorTile& a, const CpuTarget& cpu,
       bands *= l.extent;
     }
     if (bands < kMinBands) window = nullptr;
-    // Bands of several output rows (the axis before the columns, in
-    // iterations of its row block), when their padded rows overlap: as many
-    // as divide the rows, up to kMaxBandRows output rows, keep kMinBands
-    // bands and fit a band's padded input in half of L2.
     const int band_axis = a.col_axis - 1;
-    if (window && band_axis != a.row_axis && band_axis >= 0 && a.window_row_span > a.window_row_step) {
-      const tir::Var rows_loop = size_t(band_axis) == h_axis ? ho : axes[size_t(band_axis)];
-      const int64_t rows_per_step = size_t(band_axis) == h_axis ? hb : 1;
-      int64_t steps = 0;
-      for (const te::Leaf& l : out->leaves())
-        if (l.var == rows_loop) steps = l.extent;
-      // One padded row of every channel (and phase) of one image.
-      const std::vector<int64_t>& ws = a.window->shape;
-      int64_t row_bytes = a.window->dtype.bytes();
-      for (size_t k = 1; k < ws.size(); ++k)
-        if (k != 2) row_bytes *= ws[k];
-      int64_t band = 1;
-      for (int64_t b = 2; b * rows_per_step <= kMaxBandRows && b <= steps; ++b) {
-        const int64_t input_rows = (b * rows_per_step - 1) * a.window_row_step + a.window_row_span;
-        if (steps % b == 0 && bands / b >= kMinBands && input_rows * row_bytes <= kHalfL2) band = b;
-      }
-      if (band > 1) std::tie(std::ignore, band_rows) = out->split(rows_loop, band);
+    if (window && band_axis >= 0 && band_axis != a.row_axis) {
+      const bool blocked_rows = size_t(band_axis) == h_axis;
+      band_rows =
+          split_bands(*out, a, blocked_rows ? ho : axes[size_t(band_axis)], blocked_rows ? hb : 1, bands);
     }
   }
   const tir::Var stop = panels ? ro : window ? (band_rows ? band_rows : co) : tile_loop;
