@@ -434,11 +434,13 @@ prim @upsample(%src: Buffer[(96), float32], %dst: Buffer[(160), float32], %odd: 
 
 // A run clamped on one side only (the simplifier drops max(i, 0) of an
 // index it knows is non-negative: a product's right operand padded to
-// whole tiles) is read as a run too, not lane by lane.
+// whole tiles) is read as a run too, not lane by lane. (The loop is
+// parallel: partition-loops would cut a serial one at the clamps and leave
+// no run at an edge.)
 TEST(TirCodegen, RunClampedOnOneSideLoadsAsARun) {
   const char* text = R"(
 prim @one_side(%src: Buffer[(150), float32], %low: Buffer[(160), float32], %high: Buffer[(160), float32]) {
-  for %b from 0 extent 10 {
+  for %b from 0 extent 10 parallel {
     for %i from 0 extent 16 vectorized {
       %low[%b * 16 + %i] = %src[min(%b * 16 + %i, 149)]
       %high[%b * 16 + %i] = %src[max(%b * 16 + %i - 10, 0)]

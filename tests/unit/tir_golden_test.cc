@@ -149,7 +149,8 @@ TEST(TirPasses, UnknownPassNameListsTheKnownOnes) {
     EXPECT_STREQ(e.what(),
                  "unknown tensor-IR pass 'lower-vtcm' (known: check-bounds, flatten-buffers, simplify, "
                  "verify-scratchpad-capacity, lower-scratchpad-alloc, vectorize-loops, "
-                 "form-dot-products, unroll-loops, promote-accumulators, share-common-subexpressions, "
+                 "form-dot-products, unroll-loops, partition-loops, promote-accumulators, "
+                 "share-common-subexpressions, "
                  "lower-workspace-alloc)");
   }
 }

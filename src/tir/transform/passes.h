@@ -72,6 +72,12 @@ PrimFunc vectorize_loops(const PrimFunc& f, const TirPassOptions& options = {});
 // body with the variable replaced by each value.
 PrimFunc unroll_loops(const PrimFunc& f);
 
+// partition-loops (partition_loops.cc): a serial loop whose body tests its
+// variable against constants runs as the iterations before all tests hold,
+// those where they all hold, and those after; simplify then drops the
+// middle loop's tests and clamps.
+PrimFunc partition_loops(const PrimFunc& f);
+
 // promote-accumulators: in a serial loop whose body is a sequence of
 // stores, memory updated at indices that do not change across the loop is
 // held in a local buffer (registers) for the whole loop, loaded before it

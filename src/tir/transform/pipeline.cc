@@ -25,6 +25,7 @@ const NamedPass kPasses[] = {
     {"vectorize-loops", [](const PrimFunc& f, const TirPassOptions& o) { return vectorize_loops(f, o); }},
     {"form-dot-products", [](const PrimFunc& f, const TirPassOptions& o) { return form_dot_products(f, o); }},
     {"unroll-loops", [](const PrimFunc& f, const TirPassOptions&) { return unroll_loops(f); }},
+    {"partition-loops", [](const PrimFunc& f, const TirPassOptions&) { return partition_loops(f); }},
     {"promote-accumulators",
      [](const PrimFunc& f, const TirPassOptions&) { return promote_accumulators(f); }},
     {"share-common-subexpressions",
@@ -62,12 +63,19 @@ const std::vector<std::string>& tir_build_passes() {
   // that byte sizes come from the buffer's declared shape.
   // check-bounds runs first: its early returns are then seen by the
   // allocation lowerings, which release buffers on them.
-  static const std::vector<std::string> names = {"check-bounds",           "verify-scratchpad-capacity",
-                                                 "lower-scratchpad-alloc", "lower-workspace-alloc",
-                                                 "flatten-buffers",        "simplify",
-                                                 "form-dot-products",      "vectorize-loops",
-                                                 "unroll-loops",           "simplify",
-                                                 "promote-accumulators",   "share-common-subexpressions"};
+  static const std::vector<std::string> names = {"check-bounds",
+                                                 "verify-scratchpad-capacity",
+                                                 "lower-scratchpad-alloc",
+                                                 "lower-workspace-alloc",
+                                                 "flatten-buffers",
+                                                 "simplify",
+                                                 "form-dot-products",
+                                                 "vectorize-loops",
+                                                 "unroll-loops",
+                                                 "partition-loops",
+                                                 "simplify",
+                                                 "promote-accumulators",
+                                                 "share-common-subexpressions"};
   return names;
 }
 

@@ -124,8 +124,9 @@ class Simplifier : public Mutator {
     }
   }
 
-  // The values any lane of an integer ramp or broadcast can take.
+  // The values a scalar, or any lane of an integer ramp or broadcast, can take.
   std::optional<Range> lane_range(const Expr& e) const {
+    if (!e->dtype.is_vector()) return range_of(e);
     if (auto* b = as<BroadcastNode>(e)) return range_of(b->value);
     auto* r = as<RampNode>(e);
     if (!r) return std::nullopt;
@@ -136,12 +137,12 @@ class Simplifier : public Mutator {
     return Range{base->lo + std::min<int64_t>(0, span), base->hi + std::max<int64_t>(0, span)};
   }
 
-  // A comparison, min or max of vectors (ramps, broadcasts) decided for
-  // every lane by the lanes' ranges: a padded input's bounds check over a
-  // chunk of columns that lies inside the input.
+  // A comparison, min or max decided by its operands' ranges, for vectors
+  // (ramps, broadcasts) in every lane: a padded input's bounds check over a
+  // chunk of columns that lies inside the input, or over the columns of a
+  // loop that partition-loops cut to the inside.
   std::optional<Expr> simplify_lanes(BinaryOp op, const Expr& a, const Expr& b, DataType t) const {
-    if (!t.is_vector()) return std::nullopt;
-    if (op == BinaryOp::And) {
+    if (op == BinaryOp::And && t.is_vector()) {
       auto truth = [](const Expr& x) -> std::optional<int64_t> {
         auto* bc = as<BroadcastNode>(x);
         return bc ? as_const_int(bc->value) : std::nullopt;
@@ -152,7 +153,11 @@ class Simplifier : public Mutator {
     }
     auto ra = lane_range(a), rb = lane_range(b);
     if (!ra || !rb) return std::nullopt;
-    auto all = [&](bool v) { return broadcast(int_imm(v, DataType::bool_()), t.lanes); };
+    if (op == BinaryOp::And || op == BinaryOp::Or) return std::nullopt;
+    auto all = [&](bool v) {
+      return t.is_vector() ? broadcast(int_imm(v, DataType::bool_()), t.lanes)
+                           : int_imm(v, DataType::bool_());
+    };
     switch (op) {
       case BinaryOp::Min:
         if (ra->hi <= rb->lo) return a;
@@ -259,10 +264,12 @@ class Simplifier : public Mutator {
     if (n.op == BinaryOp::And && a->dtype.is_bool()) {
       if (ca == 1) return b;
       if (cb == 1) return a;
+      if (ca == 0 || cb == 0) return int_imm(0, n.dtype);
     }
     if (n.op == BinaryOp::Or && a->dtype.is_bool()) {
       if (ca == 0) return b;
       if (cb == 0) return a;
+      if (ca == 1 || cb == 1) return int_imm(1, n.dtype);
     }
     if (a == n.a && b == n.b) return e;
     return binary(n.op, a, b);
