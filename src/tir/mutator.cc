@@ -250,6 +250,27 @@ class Substituter : public Mutator {
 };
 }  // namespace
 
+namespace {
+
+class DefinesNames : public Visitor {
+ public:
+  bool found = false;
+
+ protected:
+  void visit_For(const ForNode&) override { found = true; }
+  void visit_LetStmt(const LetStmtNode&) override { found = true; }
+  void visit_Allocate(const AllocateNode&) override { found = true; }
+  void visit_DeclBuffer(const DeclBufferNode&) override { found = true; }
+};
+
+}  // namespace
+
+bool defines_names(const Stmt& s) {
+  DefinesNames d;
+  d.visit(s);
+  return d.found;
+}
+
 Stmt substitute(const Stmt& s, const std::unordered_map<const VarNode*, Expr>& map) {
   return Substituter(map).mutate(s);
 }

@@ -54,4 +54,8 @@ class Mutator {
 Stmt substitute(const Stmt& s, const std::unordered_map<const VarNode*, Expr>& map);
 Expr substitute(const Expr& e, const std::unordered_map<const VarNode*, Expr>& map);
 
+// Whether `s` defines a name (a loop, a let, a buffer): copies of it (an
+// unrolled or partitioned loop's bodies) would each need fresh names.
+bool defines_names(const Stmt& s);
+
 }  // namespace kiln::tir

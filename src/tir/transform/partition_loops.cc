@@ -138,17 +138,6 @@ class TestRange : public Visitor {
   bool found_ = false;
 };
 
-class DefinesSomething : public Visitor {
- public:
-  bool found = false;
-
- protected:
-  void visit_For(const ForNode&) override { found = true; }
-  void visit_LetStmt(const LetStmtNode&) override { found = true; }
-  void visit_Allocate(const AllocateNode&) override { found = true; }
-  void visit_DeclBuffer(const DeclBufferNode&) override { found = true; }
-};
-
 class Partitioner : public Mutator {
  protected:
   Stmt mutate_For(const Stmt& s, const ForNode& n) override {
@@ -156,9 +145,7 @@ class Partitioner : public Mutator {
     auto& f = static_cast<const ForNode&>(*m);
     auto min = as_const_int(f.min), extent = as_const_int(f.extent);
     if (f.for_kind != ForKind::Serial || !min || !extent || *extent < 3) return m;
-    DefinesSomething defines;
-    defines.visit(f.body);
-    if (defines.found) return m;
+    if (defines_names(f.body)) return m;
     const int64_t first = *min, last = *min + *extent - 1;
     TestRange range(f.var.get(), first, last);
     range.visit(f.body);

@@ -23,17 +23,6 @@ namespace {
 
 constexpr int64_t kMaxUnroll = 64;
 
-class DefinesSomething : public Visitor {
- public:
-  bool found = false;
-
- protected:
-  void visit_For(const ForNode&) override { found = true; }
-  void visit_LetStmt(const LetStmtNode&) override { found = true; }
-  void visit_Allocate(const AllocateNode&) override { found = true; }
-  void visit_DeclBuffer(const DeclBufferNode&) override { found = true; }
-};
-
 class Unroller : public Mutator {
  protected:
   Stmt mutate_For(const Stmt& s, const ForNode& n) override {
@@ -41,9 +30,7 @@ class Unroller : public Mutator {
     auto& f = static_cast<const ForNode&>(*m);
     auto extent = as_const_int(f.extent);
     if (f.for_kind != ForKind::Unrolled || !extent || *extent < 1 || *extent > kMaxUnroll) return m;
-    DefinesSomething defines;
-    defines.visit(f.body);
-    if (defines.found) return m;
+    if (defines_names(f.body)) return m;
     std::vector<Stmt> copies;
     for (int64_t k = 0; k < *extent; ++k)
       copies.push_back(substitute(f.body, {{f.var.get(), add(f.min, int_imm(k, f.var->dtype))}}));
