@@ -20,49 +20,32 @@
 //   for %x from 1 extent 9 { %A[%x] = select(%x - 1 >= 0, %B[max(%x - 1, 0)], 0.0) }
 // and simplify folds the second loop's test and clamp.
 #include <algorithm>
-#include <limits>
+#include <cstdlib>
 #include <optional>
 
 #include "tir/mutator.h"
+#include "tir/te/bound.h"
 #include "tir/transform/passes.h"
 
 namespace kiln::tir {
 
 namespace {
 
-struct Affine {
-  int64_t constant = 0, coefficient = 0;  // constant + coefficient * v
+// `e` as constant + coefficient * v (te::Affine's sums and products with
+// constants), the coefficient not 0; nullopt when `e` has any other term
+// (another variable, a division) or none.
+struct Linear {
+  int64_t constant, coefficient;
 };
-
-// `e` as constant + coefficient * v, from integer constants, v, + , - and
-// multiplication by a constant; nullopt for anything else (another
-// variable, a division).
-std::optional<Affine> affine_in(const Expr& e, const VarNode* v) {
+std::optional<Linear> linear_in(const Expr& e, const Var& v) {
   if (!e->dtype.is_int() || e->dtype.is_vector()) return std::nullopt;
-  if (auto c = as_const_int(e)) return Affine{*c, 0};
-  if (as<VarNode>(e) == v) return Affine{0, 1};
-  auto* b = as<BinaryNode>(e);
-  if (!b) return std::nullopt;
-  auto x = affine_in(b->a, v), y = affine_in(b->b, v);
-  if (!x || !y) return std::nullopt;
-  constexpr int64_t kLimit = int64_t(1) << 30;
-  Affine r;
-  switch (b->op) {
-    case BinaryOp::Add:
-      r = {x->constant + y->constant, x->coefficient + y->coefficient};
-      break;
-    case BinaryOp::Sub:
-      r = {x->constant - y->constant, x->coefficient - y->coefficient};
-      break;
-    case BinaryOp::Mul:
-      if (x->coefficient != 0 && y->coefficient != 0) return std::nullopt;
-      r = {x->constant * y->constant, x->coefficient * y->constant + y->coefficient * x->constant};
-      break;
-    default:
-      return std::nullopt;
-  }
-  if (std::max(std::abs(r.constant), std::abs(r.coefficient)) > kLimit) return std::nullopt;
-  return r;
+  constexpr int64_t kLimit = int64_t(1) << 30;  // far from overflow in the bounds below
+  const te::Affine a = te::Affine::of(e);
+  const int64_t g = a.coefficient_gcd();
+  if (g == 0 || g > kLimit || std::abs(a.constant()) > kLimit) return std::nullopt;
+  for (int64_t c : {g, -g})
+    if ((a - te::Affine::of(v) * c).as_constant()) return Linear{a.constant(), c};
+  return std::nullopt;
 }
 
 int64_t floor_div(int64_t a, int64_t b) { return a / b - ((a % b != 0) && ((a < 0) != (b < 0))); }
@@ -71,7 +54,7 @@ int64_t ceil_div(int64_t a, int64_t b) { return -floor_div(-a, b); }
 // The loop's iterations where every test in its body holds: [lo, hi].
 class TestRange : public Visitor {
  public:
-  TestRange(const VarNode* v, int64_t lo, int64_t hi) : v_(v), lo_(lo), hi_(hi) {}
+  TestRange(Var v, int64_t lo, int64_t hi) : v_(std::move(v)), lo_(lo), hi_(hi) {}
   int64_t lo() const { return lo_; }
   int64_t hi() const { return hi_; }
   bool found() const { return found_; }
@@ -94,9 +77,9 @@ class TestRange : public Visitor {
 
  private:
   void test(BinaryOp op, const Expr& a, const Expr& b) {
-    auto e = affine_in(a, v_);
+    auto e = linear_in(a, v_);
     auto k = as_const_int(b);
-    if (!e || e->coefficient == 0 || !k) return;
+    if (!e || !k) return;
     switch (op) {
       case BinaryOp::GE:
       case BinaryOp::Max:  // max(e, k) is e where e >= k
@@ -119,21 +102,21 @@ class TestRange : public Visitor {
   }
 
   // constant + coefficient * v >= k
-  void at_least(const Affine& e, int64_t k) {
+  void at_least(const Linear& e, int64_t k) {
     if (e.coefficient > 0)
       lo_ = std::max(lo_, ceil_div(k - e.constant, e.coefficient));
     else
       hi_ = std::min(hi_, floor_div(e.constant - k, -e.coefficient));
   }
   // constant + coefficient * v <= k
-  void at_most(const Affine& e, int64_t k) {
+  void at_most(const Linear& e, int64_t k) {
     if (e.coefficient > 0)
       hi_ = std::min(hi_, floor_div(k - e.constant, e.coefficient));
     else
       lo_ = std::max(lo_, ceil_div(e.constant - k, -e.coefficient));
   }
 
-  const VarNode* v_;
+  Var v_;
   int64_t lo_, hi_;
   bool found_ = false;
 };
@@ -147,7 +130,7 @@ class Partitioner : public Mutator {
     if (f.for_kind != ForKind::Serial || !min || !extent || *extent < 3) return m;
     if (defines_names(f.body)) return m;
     const int64_t first = *min, last = *min + *extent - 1;
-    TestRange range(f.var.get(), first, last);
+    TestRange range(f.var, first, last);
     range.visit(f.body);
     const int64_t lo = range.lo(), hi = range.hi();
     if (!range.found() || hi - lo < 1 || (lo == first && hi == last)) return m;
