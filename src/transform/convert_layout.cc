@@ -60,10 +60,7 @@ bool is_float32_nchw(const Expr& e) {
 
 class LayoutConverter {
  public:
-  LayoutConverter(const FunctionNode& f, int64_t block) : f_(f), block_(block) {
-    for (const Var& p : f.params) names_.insert(p->name);
-    for (const Binding& b : f.bindings) names_.insert(b.var->name);
-  }
+  LayoutConverter(const FunctionNode& f, int64_t block) : f_(f), block_(block), fresh_(f) {}
 
   Function run() {
     for (const Binding& b : f_.bindings) {
@@ -73,7 +70,7 @@ class LayoutConverter {
         out_.push_back(b);
         continue;
       }
-      Var v = make_var(fresh(b.var->name + "_b"), blocked->type);
+      Var v = make_var(fresh_(b.var->name + "_b"), blocked->type);
       out_.push_back({v, blocked});
       out_.push_back({b.var, make_op_call("nn.unblock_channels", {v})});
       blocked_[b.var.get()] = v;
@@ -84,13 +81,6 @@ class LayoutConverter {
   }
 
  private:
-  std::string fresh(const std::string& base) {
-    std::string name = base;
-    for (int k = 1; names_.count(name); ++k) name = base + std::to_string(k);
-    names_.insert(name);
-    return name;
-  }
-
   // Whether an NCHW conv writing rows of `width` columns leaves a tenth or
   // more of its vector lanes idle: its kernels vectorize along the columns,
   // in vectors of `block` lanes (20 columns in vectors of 16: 20 of 32
@@ -120,7 +110,7 @@ class LayoutConverter {
     Expr call = make_op_call("nn.block_channels", {x}, block_attrs());
     const VarNode* v = as<VarNode>(x);
     if (!v) return call;
-    Var bv = make_var(fresh(v->name + "_b"), call->type);
+    Var bv = make_var(fresh_(v->name + "_b"), call->type);
     out_.push_back({bv, call});
     blocked_[v] = bv;
     return bv;
@@ -217,7 +207,7 @@ class LayoutConverter {
 
   const FunctionNode& f_;
   const int64_t block_;
-  std::set<std::string> names_;
+  FreshNames fresh_;
   std::vector<Binding> out_;
   std::unordered_map<const VarNode*, Var> blocked_;
   bool changed_ = false;

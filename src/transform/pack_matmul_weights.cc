@@ -36,9 +36,7 @@
 //   %s_product = nn.matmul_packed(%s_rows, nn.pack_matmul_weight(reshape(const,
 //                newshape=[120, 480]), columns=40, transpose=1), units=120)
 //   %s = reshape(%s_product, newshape=[1, 120, 1, 1])
-#include <functional>
 #include <string>
-#include <unordered_set>
 
 #include "schedule/schedule.h"
 #include "transform/pass.h"
@@ -80,8 +78,7 @@ Expr reshaped(const Expr& x, std::vector<int64_t> shape) {
 // throughout: the product of x's rows by w as (OC, C), transposed
 // (nn.dense's reading), bound to fresh variables before `var`; false when
 // the call is not of that form.
-bool pack_pointwise_conv(const Binding& b, const schedule::CpuTarget& cpu,
-                         const std::function<std::string(const std::string&)>& fresh,
+bool pack_pointwise_conv(const Binding& b, const schedule::CpuTarget& cpu, FreshNames& fresh,
                          std::vector<Binding>& out) {
   const CallNode* c = as<CallNode>(b.value);
   if (!c || !c->is_op_call() || c->op->name != "nn.conv2d" || c->args.size() != 2) return false;
@@ -119,15 +116,7 @@ bool pack_pointwise_conv(const Binding& b, const schedule::CpuTarget& cpu,
 }
 
 Function pack_function(const FunctionNode& f, const schedule::CpuTarget& cpu) {
-  std::unordered_set<std::string> names;
-  for (const Var& p : f.params) names.insert(p->name);
-  for (const Binding& b : f.bindings) names.insert(b.var->name);
-  auto fresh = [&](const std::string& base) {
-    std::string name = base;
-    for (int k = 1; names.count(name); ++k) name = base + std::to_string(k);
-    names.insert(name);
-    return name;
-  };
+  FreshNames fresh(f);
   std::vector<Binding> out;
   bool changed = false;
   for (const Binding& b : f.bindings) {

@@ -8,6 +8,7 @@
 #include <functional>
 #include <iosfwd>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -51,6 +52,17 @@ struct PassInfo {
 inline const TensorDesc* tensor_desc(const Expr& e) {
   return e->type->is_tensor() ? &e->type->tensor : nullptr;
 }
+
+// Names for variables a pass adds to a function: `base` when no parameter,
+// binding or earlier fresh name has it, else base1, base2, ...
+class FreshNames {
+ public:
+  explicit FreshNames(const FunctionNode& f);
+  std::string operator()(const std::string& base);
+
+ private:
+  std::set<std::string> taken_;
+};
 
 // Splits "name{key=value key=value}" into the name and its options. Throws
 // kiln::Error on a malformed option list.

@@ -106,6 +106,18 @@ std::string split_pass_options(const std::string& spec, PassOptions& options) {
   return spec.substr(0, open);
 }
 
+FreshNames::FreshNames(const FunctionNode& f) {
+  for (const Var& p : f.params) taken_.insert(p->name);
+  for (const Binding& b : f.bindings) taken_.insert(b.var->name);
+}
+
+std::string FreshNames::operator()(const std::string& base) {
+  std::string name = base;
+  for (int k = 1; taken_.count(name); ++k) name = base + std::to_string(k);
+  taken_.insert(name);
+  return name;
+}
+
 int64_t integer_pass_option(const PassOptions& options, const std::string& pass, const std::string& key,
                             int64_t lo, int64_t hi, const std::string& meaning) {
   int64_t v = lo - 1;

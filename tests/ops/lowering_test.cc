@@ -718,6 +718,30 @@ TEST(Lowering, LargeProductPacksPanelsOfSeveralColumnTiles) {
   }
 }
 
+// The kernel `name` of the one op `op` on `in` (its outputs inferred),
+// lowered for `cpu`.
+std::optional<tir::PrimFunc> lower_op(const std::string& name, const std::string& op,
+                                      const std::vector<TensorDesc>& in, const Attrs& attrs,
+                                      const schedule::CpuTarget& cpu) {
+  std::vector<TensorDesc> out = infer_op(op_named(op), in, attrs);
+  return lower::lower_kernel(lower::single_op_kernel(name, op, in, out, attrs), nullptr, cpu);
+}
+
+// Kernel `f` (named `name`), JIT-compiled and run on `inputs`, matches the
+// reference kernel of `op` element by element within `tolerance`.
+void expect_matches_reference(const tir::PrimFunc& f, const std::string& name, const std::string& op,
+                              std::vector<Tensor> inputs, const Attrs& attrs, double tolerance) {
+  auto jit = codegen::JitModule::create({tir::lower_for_build(f)});
+  Tensor want = run1(op, inputs, attrs);
+  Tensor got = Tensor::empty(want.shape(), want.dtype());
+  std::vector<void*> args;
+  for (Tensor& t : inputs) args.push_back(t.raw());
+  args.push_back(got.raw());
+  jit->run(name, args);
+  for (int64_t i = 0; i < want.numel(); ++i)
+    ASSERT_NEAR(got.get_as_double(i), want.get_as_double(i), tolerance) << name << " element " << i;
+}
+
 // The rows of a register tile read one element of each row of the left
 // operand per step: rows 4 KiB apart (K = 1024 float32) all fall into one
 // L1 set, so AVX-512's 12-row tile is cut to the 8 rows an 8-way L1 holds;
@@ -735,25 +759,16 @@ TEST(Lowering, RowTileFitsTheLeftOperandsRowsIntoL1Ways) {
       {1024, {32, 16}, "_local: Buffer[(6, 16)"},
   };
   for (const Case& c : cases) {
-    TensorDesc a = f32({96, c.k}), b = f32({c.k, 64}), y = f32({96, 64});
+    TensorDesc a = f32({96, c.k}), b = f32({c.k, 64});
     Lcg r(7);
     Tensor ta = random_input(a, {-1, 1}, r), tb = random_input(b, {-1, 1}, r);
-    lower::KernelSpec spec;
-    spec.name = "matmul_" + std::to_string(c.k) + "_" + std::to_string(c.cpu.vector_bytes);
-    spec.params = {a, b};
-    spec.ops.push_back(
-        {"matmul", normalize_attrs(op_named("matmul"), {}), {a, b}, {y}, {{0, -1, 0}, {1, -1, 0}}});
-    spec.outputs = {{0, 0}};
-    auto f = lower::lower_kernel(spec, nullptr, c.cpu);
+    const std::string name = "matmul_" + std::to_string(c.k) + "_" + std::to_string(c.cpu.vector_bytes);
+    const Attrs attrs = normalize_attrs(op_named("matmul"), {});
+    auto f = lower_op(name, "matmul", {a, b}, attrs, c.cpu);
     ASSERT_TRUE(f.has_value());
     const std::string text = tir::print_prim_func(**f);
-    EXPECT_NE(text.find(c.tile), std::string::npos) << spec.name << "\n" << text;
-    auto jit = codegen::JitModule::create({tir::lower_for_build(*f)});
-    Tensor want = run1("matmul", {ta, tb});
-    Tensor got = Tensor::empty(want.shape(), want.dtype());
-    jit->run(spec.name, {ta.raw(), tb.raw(), got.raw()});
-    for (int64_t i = 0; i < want.numel(); ++i)
-      ASSERT_NEAR(got.get_as_double(i), want.get_as_double(i), 1e-3) << spec.name << " element " << i;
+    EXPECT_NE(text.find(c.tile), std::string::npos) << name << "\n" << text;
+    expect_matches_reference(*f, name, "matmul", {ta, tb}, attrs, 1e-3);
   }
 }
 
@@ -779,13 +794,8 @@ TEST(Lowering, PaddedConvInputIsComputedPerBandOfOutputRows) {
   for (const Case& c : cases) {
     TensorDesc x = f32({1, 8, c.height, c.width}), w = f32({12, 8, 3, 3});
     Attrs conv = normalize_attrs(op_named("nn.conv2d"), Attrs{{"padding", std::vector<int64_t>{1, 1}}});
-    std::vector<TensorDesc> y = infer_op(op_named("nn.conv2d"), {x, w}, conv);
-    lower::KernelSpec spec;
-    spec.name = "conv_" + std::to_string(c.height) + "_" + std::to_string(c.cpu.vector_bytes);
-    spec.params = {x, w};
-    spec.ops.push_back({"nn.conv2d", conv, {x, w}, y, {{0, -1, 0}, {1, -1, 0}}});
-    spec.outputs = {{0, 0}};
-    auto f = lower::lower_kernel(spec, nullptr, c.cpu);
+    const std::string name = "conv_" + std::to_string(c.height) + "_" + std::to_string(c.cpu.vector_bytes);
+    auto f = lower_op(name, "nn.conv2d", {x, w}, conv, c.cpu);
     ASSERT_TRUE(f.has_value());
     const std::string text = tir::print_prim_func(**f);
     const size_t parallel = text.find("parallel"), pad = text.find(c.pad);
@@ -794,14 +804,9 @@ TEST(Lowering, PaddedConvInputIsComputedPerBandOfOutputRows) {
       EXPECT_LT(parallel, pad) << "the band's padded rows are computed inside the parallel loop\n" << text;
     else
       EXPECT_GT(parallel, pad) << "the padded image is allocated before any loop\n" << text;
-    auto jit = codegen::JitModule::create({tir::lower_for_build(*f)});
     Lcg r(5);
     Tensor tx = random_input(x, {-2, 2}, r), tw = random_input(w, {-1, 1}, r);
-    Tensor want = run1("nn.conv2d", {tx, tw}, conv);
-    Tensor got = Tensor::empty(want.shape(), want.dtype());
-    jit->run(spec.name, {tx.raw(), tw.raw(), got.raw()});
-    for (int64_t i = 0; i < want.numel(); ++i)
-      ASSERT_NEAR(got.get_as_double(i), want.get_as_double(i), 1e-4) << spec.name << " element " << i;
+    expect_matches_reference(*f, name, "nn.conv2d", {tx, tw}, conv, 1e-4);
   }
 }
 
@@ -829,30 +834,20 @@ TEST(Lowering, BandedPaddedConvsMatchTheReference) {
                                    Attrs{{"padding", std::vector<int64_t>{c.pad, c.pad}},
                                          {"strides", std::vector<int64_t>{c.stride_h, c.stride_w}},
                                          {"dilation", std::vector<int64_t>{c.dilation, c.dilation}}});
-      std::vector<TensorDesc> y = infer_op(op_named("nn.conv2d"), {x, w}, conv);
-      lower::KernelSpec spec;
-      spec.name = "conv_" + std::to_string(c.height) + "_" + std::to_string(c.kernel) + "_" +
-                  std::to_string(c.stride_h) + std::to_string(c.stride_w) + "_" + std::to_string(c.dilation) +
-                  "_" + std::to_string(cpu.vector_bytes);
-      spec.params = {x, w};
-      spec.ops.push_back({"nn.conv2d", conv, {x, w}, y, {{0, -1, 0}, {1, -1, 0}}});
-      spec.outputs = {{0, 0}};
-      auto f = lower::lower_kernel(spec, nullptr, cpu);
-      ASSERT_TRUE(f.has_value()) << spec.name;
+      const std::string name = "conv_" + std::to_string(c.height) + "_" + std::to_string(c.kernel) + "_" +
+                               std::to_string(c.stride_h) + std::to_string(c.stride_w) + "_" +
+                               std::to_string(c.dilation) + "_" + std::to_string(cpu.vector_bytes);
+      auto f = lower_op(name, "nn.conv2d", {x, w}, conv, cpu);
+      ASSERT_TRUE(f.has_value()) << name;
       // The padded input's rows: the third extent of its buffer.
       const std::string text = tir::print_prim_func(**f);
       const size_t at = text.find(", 4, ", text.find("allocate %conv2d_0_"));
       ASSERT_NE(at, std::string::npos) << text;
       const int64_t rows = std::stoll(text.substr(at + 5));
       if (rows > (c.kernel - 1) * c.dilation + 1 && rows < c.height) ++banded;
-      auto jit = codegen::JitModule::create({tir::lower_for_build(*f)});
       Lcg r(11);
       Tensor tx = random_input(x, {-2, 2}, r), tw = random_input(w, {-1, 1}, r);
-      Tensor want = run1("nn.conv2d", {tx, tw}, conv);
-      Tensor got = Tensor::empty(want.shape(), want.dtype());
-      jit->run(spec.name, {tx.raw(), tw.raw(), got.raw()});
-      for (int64_t i = 0; i < want.numel(); ++i)
-        ASSERT_NEAR(got.get_as_double(i), want.get_as_double(i), 1e-4) << spec.name << " element " << i;
+      expect_matches_reference(*f, name, "nn.conv2d", {tx, tw}, conv, 1e-4);
     }
   }
   EXPECT_GE(banded, 12) << "bands of several output rows";

@@ -157,6 +157,16 @@ Module net_with_weights() {
   return parse_module(text, "net.kir");
 }
 
+// The graph as pack-matmul-weights and fold-constants left it, from
+// compile_printed's output; empty when the output lacks that stage.
+std::string ir_after_packing(const std::string& printed) {
+  const size_t after = printed.find("# after pack-matmul-weights");
+  if (after == std::string::npos) return "";
+  const std::string packed = printed.substr(0, after);
+  const size_t folded = packed.rfind("# IR after fold-constants");
+  return folded == std::string::npos ? "" : packed.substr(folded);
+}
+
 TEST(PackedMatmul, CompiledNetMatchesTheInterpreterForEachVectorWidth) {
   Module m = net_with_weights();
   std::vector<Tensor> args = testing::random_args(*m.find("main"), 7);
@@ -167,10 +177,8 @@ TEST(PackedMatmul, CompiledNetMatchesTheInterpreterForEachVectorWidth) {
     Executable exe = testing::compile_printed(m, cpu, &printed);
     // The two products with a constant weight are packed (and the packing
     // folded away); the two of activations are not.
-    const size_t after = printed.find("# after pack-matmul-weights");
-    ASSERT_NE(after, std::string::npos);
-    const std::string packed = printed.substr(0, after);
-    const std::string last = packed.substr(packed.rfind("# IR after fold-constants"));
+    const std::string last = ir_after_packing(printed);
+    ASSERT_FALSE(last.empty()) << printed;
     EXPECT_EQ(testing::count_calls(last, "nn.matmul_packed"), 2) << last;
     EXPECT_EQ(testing::count_calls(last, "nn.pack_matmul_weight"), 0) << last;
     EXPECT_EQ(testing::count_calls(last, "matmul"), 2) << last;
@@ -205,10 +213,8 @@ TEST(PackedMatmul, SqueezeAndExciteConvsAreProductsAndMatchTheInterpreter) {
     SCOPED_TRACE(std::string("cpu ") + cpu);
     std::string printed;
     Executable exe = testing::compile_printed(m, cpu, &printed);
-    const size_t after = printed.find("# after pack-matmul-weights");
-    ASSERT_NE(after, std::string::npos);
-    const std::string packed = printed.substr(0, after);
-    const std::string last = packed.substr(packed.rfind("# IR after fold-constants"));
+    const std::string last = ir_after_packing(printed);
+    ASSERT_FALSE(last.empty()) << printed;
     EXPECT_EQ(testing::count_calls(last, "nn.matmul_packed"), 2) << last;
     EXPECT_EQ(testing::count_calls(last, "nn.conv2d"), 0) << last;
     testing::expect_outputs_near(VirtualMachine(exe).run(args), want, 1e-4);
