@@ -51,17 +51,14 @@ int64_t rows_in_one_l1_set(int64_t row_stride_bytes, int64_t rows) {
   return most;
 }
 
-// `held_broadcasts`: each row's broadcast feeds several accumulators
-// (blocks of output channels paired in a channel-blocked conv), so LLVM
-// keeps every row's broadcast in a register beside the accumulators rather
-// than folding it into one multiply-add (with AVX-512, 8 rows of 3 blocks
-// spilled).
+// `blocks`: each row's broadcast feeds that many accumulators, one per
+// block of the paired axis (a channel-blocked conv's output-channel
+// blocks), whose weight vectors stay in registers beside them.
 int64_t row_block_limit(const CpuTarget& cpu, int64_t col_vectors, int64_t row_stride_bytes,
-                        int64_t accumulator_rows_per_row = 1, bool held_broadcasts = false) {
+                        int64_t accumulator_rows_per_row = 1, int64_t blocks = 0) {
   int64_t limit = std::min<int64_t>(
-      12, held_broadcasts
-              ? (cpu.vector_registers - accumulator_rows_per_row - 1) / (accumulator_rows_per_row + 1)
-              : (cpu.vector_registers - col_vectors - 2) / (col_vectors * accumulator_rows_per_row));
+      12, blocks > 0 ? (cpu.vector_registers - blocks - 1) / blocks
+                     : (cpu.vector_registers - col_vectors - 2) / (col_vectors * accumulator_rows_per_row));
   if (row_stride_bytes > 0)
     while (limit > 1 && rows_in_one_l1_set(row_stride_bytes, limit) > kL1MinWays) --limit;
   return limit;
@@ -245,13 +242,13 @@ bool tile_anchor(te::Schedule& s, const AnchorTile& a, const CpuTarget& cpu,
   const int h_candidate = a.pair_axis >= 0 ? a.pair_axis : a.col_axis - 1;
   if (!a.panel && !a.prepacked && cv == 1 && h_candidate >= 0 && h_candidate != a.row_axis) {
     const int64_t extent = shape[size_t(h_candidate)];
-    const bool held = a.pair_axis >= 0 && a.pair_axis < a.row_axis - 1;
+    const bool blocks = a.pair_axis >= 0 && a.pair_axis < a.row_axis - 1;
     // Blocks of 2 (and of 3 or 4 for a named axis): the one that holds the
     // most accumulators, the smaller on a tie.
     for (int64_t factor = 2; factor <= (a.pair_axis >= 0 ? 4 : 2); ++factor) {
       if (extent % factor != 0) continue;
-      const int64_t rbf =
-          largest_divisor_up_to(rows_extent, row_block_limit(cpu, 1, a.row_stride_bytes, factor, held));
+      const int64_t rbf = largest_divisor_up_to(
+          rows_extent, row_block_limit(cpu, 1, a.row_stride_bytes, factor, blocks ? factor : 0));
       if (factor * rbf >= rb * hb && (h_axis == rank || factor * rbf > rb * hb)) {
         rb = rbf;
         h_axis = size_t(h_candidate);
@@ -419,12 +416,20 @@ bool tile_anchor(te::Schedule& s, const AnchorTile& a, const CpuTarget& cpu,
       tile_order.push_back(l.var);
   }
   if (row_taps) tile_order.push_back(row_taps);
+  std::vector<tir::Var> acc;
   for (const te::Leaf& l : tile.leaves())
-    if (!l.reduce) tile_order.push_back(l.var);
+    if (!l.reduce) acc.push_back(l.var);
+  const tir::Var tile_rows = acc[size_t(a.row_axis)];
+  const tir::Var tile_h = h_axis < rank ? acc[h_axis] : tir::Var();
+  if (h_axis < size_t(a.row_axis)) {
+    acc.erase(acc.begin() + std::ptrdiff_t(h_axis));
+    acc.insert(acc.begin() + a.row_axis, tile_h);
+  }
+  tile_order.insert(tile_order.end(), acc.begin(), acc.end());
   tile.reorder(tile_order);
   if (row_taps) tile.unroll(row_taps);
-  tile.unroll(tile.leaf(tile.leaves().size() - rank + size_t(a.row_axis)));
-  if (h_axis < rank) tile.unroll(tile.leaf(tile.leaves().size() - rank + h_axis));
+  tile.unroll(tile_rows);
+  if (tile_h) tile.unroll(tile_h);
   tile.vectorize(tile.leaves().back().var);
   done.push_back(out);
   done.push_back(&tile);

@@ -772,6 +772,52 @@ TEST(Lowering, RowTileFitsTheLeftOperandsRowsIntoL1Ways) {
   }
 }
 
+// A channel-blocked conv's tile pairs blocks of output channels, each
+// input broadcast feeding one multiply-add per block. The blocks' loop runs
+// inside the tile's rows, so a row's broadcast is dead after its blocks and
+// the registers hold the accumulators, the blocks' weight vectors and one
+// broadcast: AVX2's 16 registers 4 rows of 3 blocks (12 accumulators, 7
+// loads per 12 multiply-adds; the 10 x 1 tile loaded 11 per 10), AVX-512's
+// 32 10 rows of 2.
+TEST(Lowering, ChannelBlockedConvTileRunsItsBlocksInsideItsRows) {
+  struct Case {
+    int64_t block;
+    schedule::CpuTarget cpu;
+    const char* tile;        // the accumulators' buffer
+    const char* row_loop;    // the tile's rows, unrolled
+    const char* block_loop;  // its blocks, unrolled, inside the rows
+  };
+  const Case cases[] = {
+      {8,
+       {32, 16},
+       "%conv2d_blocked_0_local: Buffer[(1, 3, 1, 4, 8)",
+       "extent 4 unrolled",
+       "extent 3 unrolled"},
+      {16,
+       {64, 32},
+       "%conv2d_blocked_0_local: Buffer[(1, 2, 1, 10, 16)",
+       "extent 10 unrolled",
+       "extent 2 unrolled"},
+  };
+  for (const Case& c : cases) {
+    const int64_t blocks = 192 / c.block;
+    TensorDesc x = f32({1, blocks, 20, 20, c.block}), w = f32({blocks, blocks, 1, 1, c.block, c.block});
+    const Attrs attrs = normalize_attrs(op_named("nn.conv2d_blocked"), {});
+    const std::string name = "blocked_conv_" + std::to_string(c.block);
+    auto f = lower_op(name, "nn.conv2d_blocked", {x, w}, attrs, c.cpu);
+    ASSERT_TRUE(f.has_value());
+    const std::string text = tir::print_prim_func(**f);
+    const size_t tile = text.find(c.tile);
+    ASSERT_NE(tile, std::string::npos) << name << "\n" << text;
+    const size_t rows = text.find(c.row_loop, tile), block_loop = text.find(c.block_loop, tile);
+    ASSERT_NE(rows, std::string::npos) << text;
+    EXPECT_LT(rows, block_loop) << "the blocks run inside the rows\n" << text;
+    Lcg r(3);
+    Tensor tx = random_input(x, {-1, 1}, r), tw = random_input(w, {-1, 1}, r);
+    expect_matches_reference(*f, name, "nn.conv2d_blocked", {tx, tw}, attrs, 1e-4);
+  }
+}
+
 // A padded conv input is computed per band of output rows, inside the
 // parallel loop over them (its rows of the band only: R + 2 for R output
 // rows of a 3x3 kernel), when there are at least 16 bands; with fewer, the
