@@ -68,6 +68,8 @@ struct Lowered {
   std::vector<te::Tensor> materialized;
   // Reductions to compute in register tiles (conv, matmul).
   std::vector<schedule::AnchorTile> anchors;
+  // Copies that transpose square blocks (block and unblock channels).
+  std::vector<schedule::TransposeTile> transposes;
 };
 Lowered unsupported(std::string reason);
 Lowered lowered(std::vector<te::Tensor> outputs, std::vector<te::Tensor> materialized = {});

@@ -23,10 +23,10 @@ const char* op_pattern_name(OpPattern p) {
   return "?";
 }
 
-Lowered unsupported(std::string reason) { return Lowered{{}, std::move(reason), {}, {}}; }
+Lowered unsupported(std::string reason) { return Lowered{{}, std::move(reason), {}, {}, {}}; }
 
 Lowered lowered(std::vector<te::Tensor> outputs, std::vector<te::Tensor> materialized) {
-  return Lowered{std::move(outputs), "", std::move(materialized), {}};
+  return Lowered{std::move(outputs), "", std::move(materialized), {}, {}};
 }
 
 Lowered tiled(te::Tensor y, int row, int col, std::vector<te::Tensor> materialized, te::Tensor window,
@@ -214,6 +214,7 @@ std::optional<tir::PrimFunc> lower_kernel(const KernelSpec& spec, std::string* w
   std::vector<std::vector<te::Tensor>> results;
   std::set<const te::TensorNode*> materialized;
   std::vector<schedule::AnchorTile> anchors;
+  std::vector<schedule::TransposeTile> transposes;
   for (size_t k = 0; k < spec.ops.size(); ++k) {
     const KernelOp& op = spec.ops[k];
     const OpLowering* l = lowerings().find(op.op);
@@ -241,6 +242,7 @@ std::optional<tir::PrimFunc> lower_kernel(const KernelSpec& spec, std::string* w
                   "lowering of " + op.op + " made an output of the wrong shape");
     for (const auto& m : r.materialized) materialized.insert(m.get());
     anchors.insert(anchors.end(), r.anchors.begin(), r.anchors.end());
+    transposes.insert(transposes.end(), r.transposes.begin(), r.transposes.end());
     results.push_back(std::move(r.outputs));
   }
   std::vector<te::Tensor> outputs;
@@ -265,7 +267,7 @@ std::optional<tir::PrimFunc> lower_kernel(const KernelSpec& spec, std::string* w
   args.insert(args.end(), outputs.begin(), outputs.end());
   if (!cpu.scratchpad_bytes) {
     te::Schedule s = make_schedule();
-    schedule::apply_default_schedule(s, anchors, cpu);
+    schedule::apply_default_schedule(s, anchors, transposes, cpu);
     return te::lower(s, args, spec.name);
   }
   // A scratchpad target: the largest tiles whose working set fits half the

@@ -45,11 +45,12 @@ void parallelize(te::Stage& st) {
   for (const te::IterVar& r : st.tensor()->reduction.axes) work *= r.extent;
   if (work < kParallelMinWork) return;
   const auto& leaves = st.leaves();
-  if (leaves.empty() || leaves[0].reduce) return;
+  if (leaves.empty() || leaves[0].reduce || leaves[0].kind != tir::ForKind::Serial) return;
   tir::Var outer = leaves[0].var;
   int64_t extent = leaves[0].extent;
-  // Leave the innermost loop for vectorization.
-  while (extent < kParallelMinIterations && st.leaves().size() > 2 && !st.leaves()[1].reduce) {
+  // Leave the innermost loop for vectorization, and unrolled loops alone.
+  while (extent < kParallelMinIterations && st.leaves().size() > 2 && !st.leaves()[1].reduce &&
+         st.leaves()[1].kind == tir::ForKind::Serial) {
     int64_t next = st.leaves()[1].extent;
     outer = st.fuse(outer, st.leaves()[1].var);
     extent *= next;
@@ -63,6 +64,30 @@ void vectorize_inner(te::Stage& st) {
   const te::Leaf& inner = leaves.back();
   if (inner.reduce || inner.extent < 4 || inner.kind != tir::ForKind::Serial) return;
   st.vectorize(inner.var);
+}
+
+// TransposeTile: loops ... contiguous_outer ... inner_outer | contiguous_inner
+// (unrolled) | inner_inner (vectorized), then the parallel loop as usual.
+void tile_transpose(te::Schedule& s, const TransposeTile& t, std::vector<const te::Stage*>& done) {
+  te::Stage* st = nullptr;
+  for (const auto& stage : s.stages())
+    if (stage->tensor() == t.tensor) st = stage.get();
+  if (!st || st->inlined()) return;
+  const size_t rank = t.tensor->shape.size();
+  if (t.contiguous_axis < 0 || size_t(t.contiguous_axis) + 1 >= rank) return;
+  const tir::Var contiguous = st->leaf(size_t(t.contiguous_axis)), inner = st->leaf(rank - 1);
+  auto [co, ci] = st->split(contiguous, t.contiguous_block);
+  auto [vo, vi] = st->split(inner, t.lanes);
+  std::vector<tir::Var> order;
+  for (const te::Leaf& l : st->leaves())
+    if (l.var != ci && l.var != vi) order.push_back(l.var);
+  order.push_back(ci);
+  order.push_back(vi);
+  st->reorder(order);
+  st->unroll(ci);
+  st->vectorize(vi);
+  parallelize(*st);
+  done.push_back(st);
 }
 
 }  // namespace
@@ -79,9 +104,11 @@ CpuTarget host_cpu_target() {
   return t;
 }
 
-void apply_default_schedule(te::Schedule& s, const std::vector<AnchorTile>& anchors, const CpuTarget& cpu) {
+void apply_default_schedule(te::Schedule& s, const std::vector<AnchorTile>& anchors,
+                            const std::vector<TransposeTile>& transposes, const CpuTarget& cpu) {
   std::vector<const te::Stage*> done;
   for (const AnchorTile& a : anchors) tile_anchor(s, a, cpu, done);
+  for (const TransposeTile& t : transposes) tile_transpose(s, t, done);
   for (const auto& stage : s.stages()) {
     te::Stage& st = *stage;
     if (st.tensor()->is_placeholder() || st.inlined()) continue;

@@ -84,6 +84,20 @@ struct AnchorTile {
   int64_t window_row_span = 1;
 };
 
+// A copy that transposes blocks (nn.block_channels, nn.unblock_channels):
+// the output's innermost axis reads the input some multiple of `lanes`
+// elements apart, its axis `contiguous_axis` reads it contiguously. The
+// innermost axis is split by `lanes` (vectorized), the contiguous one by
+// `contiguous_block` (unrolled just outside the vector loop, a multiple of
+// `lanes`), so each group of statements reads lanes x lanes blocks of the
+// input, which codegen loads as rows and transposes in registers.
+struct TransposeTile {
+  tir::te::Tensor tensor;
+  int contiguous_axis = -1;
+  int64_t contiguous_block = 0;
+  int64_t lanes = 0;
+};
+
 // The columns a product of an N-column right operand is computed on: N
 // itself when a block of 8 to 16 columns divides it or it is small, else N
 // rounded up to two of the target's vectors (the extra columns are zeros
@@ -121,6 +135,6 @@ bool apply_scratchpad_schedule(tir::te::Schedule& s, const CpuTarget& cpu, int l
 // Schedules every computed (not inlined) stage of `s`: anchors in register
 // tiles where they can be, everything else by the rules above.
 void apply_default_schedule(tir::te::Schedule& s, const std::vector<AnchorTile>& anchors,
-                            const CpuTarget& cpu);
+                            const std::vector<TransposeTile>& transposes, const CpuTarget& cpu);
 
 }  // namespace kiln::schedule

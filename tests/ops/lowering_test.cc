@@ -818,6 +818,53 @@ TEST(Lowering, ChannelBlockedConvTileRunsItsBlocksInsideItsRows) {
   }
 }
 
+// Layout copies between NCHW and channel blocks move lanes x lanes blocks:
+// the columns (block_channels) or a block's channels (unblock_channels)
+// run unrolled just outside a vector loop of `lanes` lanes, so codegen
+// transposes each block in registers. The lanes are the target's or half
+// of them that divide the block and the row (4 for AVX2's rows of 20); a
+// row of 10 columns keeps the gather. Values match the reference kernel.
+TEST(Lowering, ChannelLayoutCopiesMoveSquareBlocks) {
+  struct Case {
+    const char* op;
+    Shape in;
+    int64_t block;
+    schedule::CpuTarget cpu;
+    const char* unrolled;  // "" when the copy is not blocked
+    const char* vector;
+  };
+  const Case cases[] = {
+      {"nn.block_channels", {1, 16, 6, 16}, 8, {32, 16}, "extent 8 unrolled", "extent 8 vectorized"},
+      {"nn.block_channels", {1, 16, 3, 20}, 8, {32, 16}, "extent 4 unrolled", "extent 4 vectorized"},
+      {"nn.block_channels", {1, 32, 4, 32}, 16, {64, 32}, "extent 16 unrolled", "extent 16 vectorized"},
+      {"nn.unblock_channels", {1, 2, 6, 16, 8}, 0, {32, 16}, "extent 8 unrolled", "extent 8 vectorized"},
+      {"nn.unblock_channels", {1, 3, 5, 20, 8}, 0, {32, 16}, "extent 8 unrolled", "extent 4 vectorized"},
+      {"nn.unblock_channels", {1, 2, 3, 40, 16}, 0, {64, 32}, "extent 16 unrolled", "extent 8 vectorized"},
+      {"nn.unblock_channels", {1, 2, 3, 10, 8}, 0, {32, 16}, "", ""},
+  };
+  for (const Case& c : cases) {
+    TensorDesc x = f32(c.in);
+    Attrs attrs;
+    if (c.block) attrs.set("block", c.block);
+    attrs = normalize_attrs(op_named(c.op), attrs);
+    const std::string name = std::string(c.op).substr(3) + "_" + std::to_string(c.in[3]) + "_" +
+                             std::to_string(c.cpu.vector_bytes);
+    auto f = lower_op(name, c.op, {x}, attrs, c.cpu);
+    ASSERT_TRUE(f.has_value()) << name;
+    const std::string text = tir::print_prim_func(**f);
+    if (*c.unrolled) {
+      const size_t unrolled = text.find(c.unrolled);
+      ASSERT_NE(unrolled, std::string::npos) << name << "\n" << text;
+      EXPECT_NE(text.find(c.vector, unrolled), std::string::npos) << name << "\n" << text;
+    } else {
+      EXPECT_EQ(text.find("unrolled"), std::string::npos) << name << "\n" << text;
+    }
+    Lcg r(11);
+    Tensor tx = random_input(x, {-1, 1}, r);
+    expect_matches_reference(*f, name, c.op, {tx}, attrs, 0.0);
+  }
+}
+
 // A padded conv input is computed per band of output rows, inside the
 // parallel loop over them (its rows of the band only: R + 2 for R output
 // rows of a 3x3 kernel), when there are at least 16 bands; with fewer, the

@@ -327,6 +327,53 @@ prim @every_other(%src: Buffer[(200), float32], %two: Buffer[(160), float32], %t
     }
 }
 
+// Lanes 8 elements apart whose column in their blocks of 8 is known (the
+// unrolled channel of an unblocking copy) load the 8 blocks as rows and
+// transpose them in registers: no lane is loaded alone. With the channel a
+// loop variable the column is unknown and the lanes are gathered. Both are
+// right.
+TEST(TirCodegen, LanesAtAKnownColumnOfBlocksAreTransposedRows) {
+  const char* text = R"(
+prim @unblock(%src: Buffer[(512), float32], %known: Buffer[(512), float32], %unknown: Buffer[(512), float32]) {
+  for %wo from 0 extent 8 {
+    for %c from 0 extent 8 unrolled {
+      for %wi from 0 extent 8 vectorized {
+        %known[%c * 64 + %wo * 8 + %wi] = %src[(%wo * 8 + %wi) * 8 + %c]
+      }
+    }
+    for %k from 0 extent 8 {
+      for %wi from 0 extent 8 vectorized {
+        %unknown[%k * 64 + %wo * 8 + %wi] = %src[(%wo * 8 + %wi) * 8 + %k]
+      }
+    }
+  }
+  return 0
+}
+)";
+  tir::TirPassOptions avx2;
+  avx2.vector_bytes = 32;
+  auto fs = tir::parse_prim_functions(text, "test.kir");
+  for (auto& f : fs) f = tir::lower_for_build(f, avx2);
+  std::string ll = emit_text(fs, EmitKind::LLVMIR);
+  // The known columns' 8 statements share one block of 8 rows and its 24
+  // shuffles; the unknown column loads no rows.
+  auto count = [&](const std::string& what) {
+    int n = 0;
+    for (size_t at = ll.find(what); at != std::string::npos; at = ll.find(what, at + 1)) ++n;
+    return n;
+  };
+  EXPECT_EQ(count("load <8 x float>"), 8) << ll;
+  EXPECT_EQ(count("shufflevector <8 x float>"), 24) << ll;
+  std::vector<float> src(512), known(512), unknown(512);
+  for (size_t i = 0; i < src.size(); ++i) src[i] = float(i) + 0.25f;
+  JitModule::create(fs)->run("unblock", {src.data(), known.data(), unknown.data()});
+  for (int c = 0; c < 8; ++c)
+    for (int w = 0; w < 64; ++w) {
+      ASSERT_EQ(known[size_t(c * 64 + w)], src[size_t(w * 8 + c)]) << c << " " << w;
+      ASSERT_EQ(unknown[size_t(c * 64 + w)], src[size_t(w * 8 + c)]) << c << " " << w;
+    }
+}
+
 // A NaN-keeping min against a constant, select(or(ne(x, x), x < 1.0), x,
 // 1.0) (clip, hard_swish), is one unordered comparison (one vminps); against
 // a value that may be NaN itself it stays two comparisons, since "x is NaN
