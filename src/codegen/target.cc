@@ -34,7 +34,17 @@ Target host_target() {
 
 schedule::CpuTarget schedule_target(const Target& t) {
   if (t.is_hexagon()) return {t.vector_bytes, 32, t.vtcm_capacity};
-  return {t.vector_bytes, t.vector_bytes >= 64 ? 32 : 16};
+  schedule::CpuTarget cpu{t.vector_bytes, t.vector_bytes >= 64 ? 32 : 16};
+  // The machine's caches when the target is the machine; a named CPU's are
+  // not known here, so it keeps the typical ones.
+  if (t.cpu.empty()) {
+    const schedule::CpuTarget host = schedule::host_cpu_target();
+    cpu.l1_bytes = host.l1_bytes;
+    cpu.l1_ways = host.l1_ways;
+    cpu.l2_bytes = host.l2_bytes;
+    cpu.caches_reported = host.caches_reported;
+  }
+  return cpu;
 }
 
 const std::vector<std::string>& known_target_names() {

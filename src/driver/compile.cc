@@ -108,6 +108,7 @@ std::string CompileSummary::str() const {
     for (size_t i = 0; i < cpu_features.size(); ++i) os << (i ? " " : "") << cpu_features[i];
     if (cpu_features.empty()) os << "none of sse4.2 avx avx2 fma avx512f";
     os << ")";
+    if (!caches.empty()) os << ", " << caches;
   }
   if (arena_bytes > 0)
     os << "; arena " << (arena_bytes + 1023) / 1024 << " KiB for " << (intermediate_bytes + 1023) / 1024
@@ -220,6 +221,7 @@ Executable compile_model(const Module& input, const CompileOptions& opts, Compil
     exe.host_code.kernels = std::move(lowered.kernels);
     sum.cpu = exe.host_code.cpu;
     sum.cpu_features = exe.host_code.cpu_features;
+    if (!cpu.scratchpad_bytes) sum.caches = schedule::describe_caches(cpu);
   }
 
   // 8. The artifact: the host program now calls the kernels, its

@@ -61,8 +61,9 @@ struct CompileSummary {
   std::map<std::string, std::pair<int, std::string>> reference_ops;  // op -> (count, reason)
   std::string cpu;                                                   // the CPU the host code was compiled for
   std::vector<std::string> cpu_features;                             // the recorded features it may use
-  int64_t arena_bytes = 0;                                           // the intermediate values' arena
-  int64_t intermediate_bytes = 0;                                    // their sizes added up
+  std::string caches;              // the caches its schedules were sized for (schedule::describe_caches)
+  int64_t arena_bytes = 0;         // the intermediate values' arena
+  int64_t intermediate_bytes = 0;  // their sizes added up
   double compile_ms = 0;
   std::vector<std::string> backend_notes;  // "hexagon: region ... VTCM plan ...", one line each
   // "compiled 412 host ops into 130 kernels (95 distinct); 0 ops on reference kernels"

@@ -1,5 +1,8 @@
 // The default schedule of a lowered kernel (see schedule.h).
+#include <unistd.h>
+
 #include <algorithm>
+#include <string>
 
 #include "schedule/schedule.h"
 
@@ -101,7 +104,27 @@ CpuTarget host_cpu_target() {
   else if (__builtin_cpu_supports("avx"))
     t = {32, 16};
 #endif
+  // What the system reports (glibc reads CPUID); a value it does not know
+  // is 0 or -1, and a size outside what a core has is taken as unknown too.
+  auto reported = [](int name, int64_t lo, int64_t hi) -> int64_t {
+    const long v = sysconf(name);
+    return v >= lo && v <= hi ? int64_t(v) : 0;
+  };
+  const int64_t l1 = reported(_SC_LEVEL1_DCACHE_SIZE, 8 << 10, 1 << 20);
+  const int64_t ways = reported(_SC_LEVEL1_DCACHE_ASSOC, 2, 64);
+  const int64_t l2 = reported(_SC_LEVEL2_CACHE_SIZE, 64 << 10, 64 << 20);
+  if (l1 && ways && l2 && l1 % (ways * 64) == 0) {
+    t.l1_bytes = l1;
+    t.l1_ways = ways;
+    t.l2_bytes = l2;
+    t.caches_reported = true;
+  }
   return t;
+}
+
+std::string describe_caches(const CpuTarget& cpu) {
+  return "L1d " + std::to_string(cpu.l1_bytes >> 10) + " KiB " + std::to_string(cpu.l1_ways) + "-way, L2 " +
+         std::to_string(cpu.l2_bytes >> 10) + " KiB" + (cpu.caches_reported ? "" : " (typical)");
 }
 
 void apply_default_schedule(te::Schedule& s, const std::vector<AnchorTile>& anchors,

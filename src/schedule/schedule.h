@@ -27,10 +27,21 @@ struct CpuTarget {
   // Scratchpad targets: vector hints on compute stages too, not only on the
   // copies into and out of the scratchpad (Hexagon: --option hexagon.hvx=on).
   bool vector_compute = false;
+  // The data caches tiles, panels and bands are sized for: the machine's
+  // when the target is the host and it reports them (host_cpu_target),
+  // else a typical x86-64 core's (32 KiB 8-way L1, 512 KiB L2).
+  int64_t l1_bytes = 32 << 10;
+  int64_t l1_ways = 8;
+  int64_t l2_bytes = 512 << 10;
+  bool caches_reported = false;  // the sizes are the machine's
   int64_t float32_lanes() const { return vector_bytes / 4; }
 };
-// The machine's own.
+// The machine's own: its vector width and, where the system reports them,
+// its L1 data cache and L2.
 CpuTarget host_cpu_target();
+// The caches as the compile summary prints them: "L1d 48 KiB 12-way, L2
+// 1024 KiB", and " (typical)" after them when they are not the machine's.
+std::string describe_caches(const CpuTarget& cpu);
 
 // A reduction whose output is computed in register tiles: `row_axis` (conv:
 // output channels, matmul: rows) and `col_axis` (conv: output columns,

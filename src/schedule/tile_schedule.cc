@@ -34,20 +34,20 @@ namespace te = tir::te;
 //
 // Each step of the reduction reads one element of every row of the tile's
 // left operand (a matmul's A, a conv's weights), so those rows' cache lines
-// must stay in L1 together. An x86 L1D has 64 sets of 64-byte lines and at
-// least 8 ways (32 KiB 8-way, 48 KiB 12-way): rows whose stride is a
-// multiple of 4 KiB all fall into one set, and more than 8 of them evict
-// each other on every step (1024 x 1024 float32 with 12 rows: about 0.9x of
-// the 8-row tile on an 8-way L1). The rows are capped so that no set holds
-// more than 8 of them.
-constexpr int64_t kL1Sets = 64, kL1Line = 64, kL1MinWays = 8;
-constexpr int64_t kHalfL1 = kL1Sets * kL1Line * kL1MinWays / 2;
+// must stay in L1 together. An x86 L1D has 64 sets of 64-byte lines and 8
+// or more ways (32 KiB 8-way, 48 KiB 12-way; CpuTarget's l1_bytes and
+// l1_ways): rows whose stride is a multiple of 4 KiB all fall into one set,
+// and more rows than ways evict each other on every step (1024 x 1024
+// float32 with 12 rows: about 0.9x of the 8-row tile on an 8-way L1). The
+// rows are capped so that no set holds more of them than its ways.
+constexpr int64_t kL1Line = 64;
 
-int64_t rows_in_one_l1_set(int64_t row_stride_bytes, int64_t rows) {
-  std::vector<int64_t> count(size_t(kL1Sets), 0);
+int64_t rows_in_one_l1_set(const CpuTarget& cpu, int64_t row_stride_bytes, int64_t rows) {
+  const int64_t sets = std::max<int64_t>(1, cpu.l1_bytes / (kL1Line * cpu.l1_ways));
+  std::vector<int64_t> count(size_t(sets), 0);
   int64_t most = 0;
   for (int64_t j = 0; j < rows; ++j)
-    most = std::max(most, ++count[size_t((j * row_stride_bytes / kL1Line) % kL1Sets)]);
+    most = std::max(most, ++count[size_t((j * row_stride_bytes / kL1Line) % sets)]);
   return most;
 }
 
@@ -60,7 +60,7 @@ int64_t row_block_limit(const CpuTarget& cpu, int64_t col_vectors, int64_t row_s
       12, blocks > 0 ? (cpu.vector_registers - blocks - 1) / blocks
                      : (cpu.vector_registers - col_vectors - 2) / (col_vectors * accumulator_rows_per_row));
   if (row_stride_bytes > 0)
-    while (limit > 1 && rows_in_one_l1_set(row_stride_bytes, limit) > kL1MinWays) --limit;
+    while (limit > 1 && rows_in_one_l1_set(cpu, row_stride_bytes, limit) > cpu.l1_ways) --limit;
   return limit;
 }
 // Below this many multiply-adds a kernel runs on one thread: waking the pool
@@ -73,8 +73,6 @@ constexpr int64_t kMinBands = 16;
 // rows per output row alone, 1.5 in bands of 4 (det's 3x3 96 -> 24 convs at
 // 80x80 with AVX2 code: the padding was a fifth of their time).
 constexpr int64_t kMaxBandRows = 4;
-// Half of a typical L2: what a panel, or a band's padded input, may fill.
-constexpr int64_t kHalfL2 = 256 * 1024;
 constexpr int64_t kColumnRuns = 16;
 // Independent accumulators a tile needs to keep two multiply-add units of
 // four cycles' latency busy.
@@ -124,14 +122,15 @@ int64_t column_vectors(const CpuTarget& cpu, int64_t cb) {
 }
 
 // Column tiles per packed panel: 1 while the left operand (rows x
-// reduction) fits in half of a typical L2 (each row tile then reads its rows
-// from L2 once per tile); else the most tiles whose panel stays within that
-// half, dividing the tiles and leaving at least two panels to run in
+// reduction) fits in half of the target's L2 (each row tile then reads its
+// rows from L2 once per tile); else the most tiles whose panel stays within
+// that half, dividing the tiles and leaving at least two panels to run in
 // parallel.
-int64_t panel_tiles(int64_t tiles, int64_t cb, int64_t rows, int64_t reduction) {
-  if (rows * reduction * 4 <= kHalfL2) return 1;
+int64_t panel_tiles(const CpuTarget& cpu, int64_t tiles, int64_t cb, int64_t rows, int64_t reduction) {
+  const int64_t half_l2 = cpu.l2_bytes / 2;
+  if (rows * reduction * 4 <= half_l2) return 1;
   for (int64_t t = std::min<int64_t>(tiles / 2, 8); t > 1; --t)
-    if (tiles % t == 0 && t * cb * reduction * 4 <= kHalfL2) return t;
+    if (tiles % t == 0 && t * cb * reduction * 4 <= half_l2) return t;
   return 1;
 }
 
@@ -141,8 +140,8 @@ int64_t panel_tiles(int64_t tiles, int64_t cb, int64_t rows, int64_t reduction) 
 // kMaxBandRows output rows, keeping kMinBands of the `bands` and a band's
 // padded rows within half of L2. Returns the inner loop (a band's rows),
 // or null when bands of one step are best.
-tir::Var split_bands(te::Stage& out, const AnchorTile& a, const tir::Var& rows_loop, int64_t rows_per_step,
-                     int64_t bands) {
+tir::Var split_bands(const CpuTarget& cpu, te::Stage& out, const AnchorTile& a, const tir::Var& rows_loop,
+                     int64_t rows_per_step, int64_t bands) {
   if (a.window_row_span <= a.window_row_step) return tir::Var();
   int64_t steps = 0;
   for (const te::Leaf& l : out.leaves())
@@ -155,7 +154,7 @@ tir::Var split_bands(te::Stage& out, const AnchorTile& a, const tir::Var& rows_l
   int64_t band = 1;
   for (int64_t b = 2; b * rows_per_step <= kMaxBandRows && b <= steps; ++b) {
     const int64_t input_rows = (b * rows_per_step - 1) * a.window_row_step + a.window_row_span;
-    if (steps % b == 0 && bands / b >= kMinBands && input_rows * row_bytes <= kHalfL2) band = b;
+    if (steps % b == 0 && bands / b >= kMinBands && input_rows * row_bytes <= cpu.l2_bytes / 2) band = b;
   }
   if (band == 1) return tir::Var();
   return out.split(rows_loop, band).second;
@@ -295,7 +294,7 @@ bool tile_anchor(te::Schedule& s, const AnchorTile& a, const CpuTarget& cpu,
   // per column tile and from L1 by every row tile after the first (row
   // tiles inner): copying it into a panel first only adds a pass over it
   // (rec's 40-row products with 120 input columns).
-  const bool tile_fits_l1 = reduction * cb * a.tensor->dtype.bytes() <= kHalfL1;
+  const bool tile_fits_l1 = reduction * cb * a.tensor->dtype.bytes() <= cpu.l1_bytes / 2;
   bool pack = a.panel && rb < shape[size_t(a.row_axis)] && !(a.panel->is_placeholder() && tile_fits_l1);
   // A right operand packed at compile time is read in the same order,
   // uncopied.
@@ -307,22 +306,22 @@ bool tile_anchor(te::Schedule& s, const AnchorTile& a, const CpuTarget& cpu,
   tir::Var panels;
   if (panel_order) {
     const int64_t tiles = (shape[size_t(a.col_axis)] + cb - 1) / cb;
-    const int64_t per_panel = panel_tiles(tiles, cb, shape[size_t(a.row_axis)], reduction);
+    const int64_t per_panel = panel_tiles(cpu, tiles, cb, shape[size_t(a.row_axis)], reduction);
     if (per_panel > 1) std::tie(panels, co) = out->split(co, per_panel);
   }
   // Without packing (conv), the loop order that moves fewer bytes from
   // beyond L2: row tiles innermost re-read the weights (rows x reduction)
   // once per column tile; row tiles outermost re-read the input (columns x
   // the first reduce axis: positions x input channels) once per row tile.
-  // Bytes that stay in L2 (up to 256 KiB, half of a typical L2) count a
+  // Bytes that stay in L2 (up to half of the target's) count a
   // quarter.
   int64_t rows = shape[size_t(a.row_axis)], columns = 1;
   for (size_t k = 0; k < rank; ++k)
     if (k != size_t(a.row_axis)) columns *= shape[k];
   const int64_t first_reduce = a.tensor->reduction.axes.empty() ? 1 : a.tensor->reduction.axes[0].extent;
-  auto traffic = [](int64_t passes, int64_t elements) {
+  auto traffic = [&](int64_t passes, int64_t elements) {
     double bytes = double(elements) * 4;
-    return double(passes) * bytes * (bytes <= 256 * 1024 ? 0.25 : 1.0);
+    return double(passes) * bytes * (bytes <= double(cpu.l2_bytes / 2) ? 0.25 : 1.0);
   };
   const bool rows_inner = !panel_order && traffic(columns / (cb * hb), rows * reduction) <
                                               traffic(rows / rb, columns * first_reduce);
@@ -382,8 +381,8 @@ bool tile_anchor(te::Schedule& s, const AnchorTile& a, const CpuTarget& cpu,
     const int band_axis = a.col_axis - 1;
     if (window && band_axis >= 0 && band_axis != a.row_axis) {
       const bool blocked_rows = size_t(band_axis) == h_axis;
-      band_rows =
-          split_bands(*out, a, blocked_rows ? ho : axes[size_t(band_axis)], blocked_rows ? hb : 1, bands);
+      band_rows = split_bands(cpu, *out, a, blocked_rows ? ho : axes[size_t(band_axis)],
+                              blocked_rows ? hb : 1, bands);
     }
   }
   const tir::Var stop = panels ? ro : window ? (band_rows ? band_rows : co) : tile_loop;

@@ -698,9 +698,14 @@ TEST(Lowering, LargeProductPacksPanelsOfSeveralColumnTiles) {
     schedule::CpuTarget cpu;
     const char* panel;  // the panel's workspace request
   };
-  for (const Cpu& c : {Cpu{{32, 16}, "uint64(262144)"}, Cpu{{64, 32}, "uint64(262144)"}}) {
+  // A 256 KiB L2 (CpuTarget::l2_bytes) halves AVX2's panels: 4 tiles of 16
+  // columns instead of 8.
+  schedule::CpuTarget small_l2{32, 16};
+  small_l2.l2_bytes = 256 << 10;
+  for (const Cpu& c :
+       {Cpu{{32, 16}, "uint64(262144)"}, Cpu{{64, 32}, "uint64(262144)"}, Cpu{small_l2, "uint64(131072)"}}) {
     lower::KernelSpec spec;
-    spec.name = "matmul_" + std::to_string(c.cpu.vector_bytes);
+    spec.name = "matmul_" + std::to_string(c.cpu.vector_bytes) + "_" + std::to_string(c.cpu.l2_bytes >> 10);
     spec.params = {a, b};
     spec.ops.push_back(
         {"matmul", normalize_attrs(op_named("matmul"), {}), {a, b}, {y}, {{0, -1, 0}, {1, -1, 0}}});
@@ -744,25 +749,31 @@ void expect_matches_reference(const tir::PrimFunc& f, const std::string& name, c
 
 // The rows of a register tile read one element of each row of the left
 // operand per step: rows 4 KiB apart (K = 1024 float32) all fall into one
-// L1 set, so AVX-512's 12-row tile is cut to the 8 rows an 8-way L1 holds;
-// K = 1000 spreads them over the sets and keeps 12. AVX2's 6 rows fit
-// either way. The values hold on every schedule.
+// L1 set, so AVX-512's 12-row tile is cut to the 8 rows an 8-way L1 holds
+// (a 12-way L1, CpuTarget::l1_ways, holds all 12); K = 1000 spreads them
+// over the sets and keeps 12. AVX2's 6 rows fit either way. The values
+// hold on every schedule.
 TEST(Lowering, RowTileFitsTheLeftOperandsRowsIntoL1Ways) {
   struct Case {
     int64_t k;
     schedule::CpuTarget cpu;
     const char* tile;  // the accumulators' buffer
   };
+  schedule::CpuTarget twelve_ways{64, 32};
+  twelve_ways.l1_bytes = 48 << 10;
+  twelve_ways.l1_ways = 12;
   const Case cases[] = {
       {1024, {64, 32}, "_local: Buffer[(8, 32)"},
       {1000, {64, 32}, "_local: Buffer[(12, 32)"},
       {1024, {32, 16}, "_local: Buffer[(6, 16)"},
+      {1024, twelve_ways, "_local: Buffer[(12, 32)"},
   };
   for (const Case& c : cases) {
     TensorDesc a = f32({96, c.k}), b = f32({c.k, 64});
     Lcg r(7);
     Tensor ta = random_input(a, {-1, 1}, r), tb = random_input(b, {-1, 1}, r);
-    const std::string name = "matmul_" + std::to_string(c.k) + "_" + std::to_string(c.cpu.vector_bytes);
+    const std::string name = "matmul_" + std::to_string(c.k) + "_" + std::to_string(c.cpu.vector_bytes) +
+                             "_" + std::to_string(c.cpu.l1_ways);
     const Attrs attrs = normalize_attrs(op_named("matmul"), {});
     auto f = lower_op(name, "matmul", {a, b}, attrs, c.cpu);
     ASSERT_TRUE(f.has_value());
