@@ -11,9 +11,6 @@ namespace {
 
 namespace te = tir::te;
 
-// Below this much work (output elements times the reduction's extent) a
-// stage runs on one thread: waking the pool costs more than the work.
-constexpr int64_t kParallelMinWork = 1 << 18;
 // Fuse outer loops until the parallel loop has at least this many iterations,
 // so two or more threads get balanced shares.
 constexpr int64_t kParallelMinIterations = 16;

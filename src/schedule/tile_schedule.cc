@@ -63,9 +63,6 @@ int64_t row_block_limit(const CpuTarget& cpu, int64_t col_vectors, int64_t row_s
     while (limit > 1 && rows_in_one_l1_set(cpu, row_stride_bytes, limit) > cpu.l1_ways) --limit;
   return limit;
 }
-// Below this many multiply-adds a kernel runs on one thread: waking the pool
-// costs more than the work (tens of microseconds).
-constexpr int64_t kParallelMinWork = 1 << 18;
 // A padded conv input is computed per band of output rows when there are at
 // least this many bands to share among threads.
 constexpr int64_t kMinBands = 16;
