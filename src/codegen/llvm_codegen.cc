@@ -317,36 +317,6 @@ class FunctionBuilder {
     return split_element_ptr(elem, base, index);
   }
 
-  // `index` as a variable part (returned) plus a constant (*offset); null
-  // when the index is a constant. Sums are split, and a constant times a
-  // sum with a constant term ((r + 3) * 2880) is distributed.
-  tir::Expr without_constant(const tir::Expr& index, int64_t* offset) {
-    auto int_value = [](const tir::Expr& e, int64_t* v) {
-      if (e->kind != tir::ExprKind::IntImm) return false;
-      *v = static_cast<const tir::IntImmNode&>(*e).value;
-      return true;
-    };
-    int64_t c = 0;
-    if (int_value(index, &c)) {
-      *offset += c;
-      return nullptr;
-    }
-    if (index->kind != tir::ExprKind::Binary) return index;
-    const auto& b = static_cast<const tir::BinaryNode&>(*index);
-    if (b.op == tir::BinaryOp::Add) {
-      tir::Expr x = without_constant(b.a, offset), y = without_constant(b.b, offset);
-      return !x ? y : !y ? x : (x == b.a && y == b.b ? index : tir::add(x, y));
-    }
-    if (b.op == tir::BinaryOp::Mul && int_value(b.b, &c) && b.a->kind == tir::ExprKind::Binary) {
-      int64_t inner = 0;
-      tir::Expr x = without_constant(b.a, &inner);
-      if (inner == 0) return index;
-      *offset += inner * c;
-      return x ? tir::mul(x, b.b) : nullptr;
-    }
-    return index;
-  }
-
   llvm::Value* split_element_ptr(llvm::Type* elem, llvm::Value* base, const tir::Expr& index) {
     const int inner = int(loop_depth_);
     if (inner > 0 && !index->dtype.is_vector() && index->kind == tir::ExprKind::Binary &&
@@ -389,13 +359,13 @@ class FunctionBuilder {
       llvm::Value* p = element_ptr(elem, base, r->base);
       return to_register(b_.CreateAlignedLoad(memory_type(n.dtype), p, elem_align(*n.buffer)), n.dtype);
     }
-    if (llvm::Value* t = transposed_load(n, elem, base)) return to_register(t, n.dtype);
     // Lanes at constant offsets from one scalar index (a strided conv's
     // input, a transposed conv's repeated input and weights): one load of
     // the span from the lowest to the highest lane, then the lanes picked
     // from it. The span ends at a lane's element, so it reads nothing the
     // lanes would not pass over.
     if (auto pattern = lane_pattern(index)) {
+      if (llvm::Value* t = transposed_load(n, *pattern, elem, base)) return to_register(t, n.dtype);
       auto [lo, hi] = std::minmax_element(pattern->offsets.begin(), pattern->offsets.end());
       const int64_t span = *hi - *lo + 1;
       if (span <= 4 * int64_t(pattern->offsets.size())) {
@@ -408,10 +378,8 @@ class FunctionBuilder {
                                       elem_align(*n.buffer));
         };
         const int64_t lanes = int64_t(pattern->offsets.size());
-        const int64_t stride = lanes > 1 ? pattern->offsets[1] - pattern->offsets[0] : 0;
-        bool strided = stride >= 2 && lanes % 2 == 0;
-        for (int64_t l = 0; strided && l < lanes; ++l)
-          strided = pattern->offsets[size_t(l)] == *lo + l * stride;
+        const int64_t stride = pattern->uniform_stride();
+        const bool strided = stride >= 2 && lanes % 2 == 0;
         llvm::SmallVector<int, 64> pick;
         if (strided) {
           // Every stride-th element: two loads of half of lanes * stride
@@ -443,53 +411,30 @@ class FunctionBuilder {
     return to_register(out, n.dtype);
   }
 
-  // The remainder of an integer index by `m` (a power of two) when its
-  // form shows it: constants, sums, differences and products, through the
-  // let bindings share-common-subexpressions adds; nullopt otherwise.
-  std::optional<int64_t> known_remainder(const tir::Expr& e, int64_t m) {
-    if (auto c = tir::as_const_int(e)) return (*c % m + m) % m;
-    if (e->kind == tir::ExprKind::Var) {
-      auto it = let_values_.find(static_cast<const tir::VarNode*>(e.get()));
-      return it == let_values_.end() ? std::nullopt : known_remainder(it->second, m);
-    }
-    auto* b = tir::as<tir::BinaryNode>(e);
-    if (!b) return std::nullopt;
-    const auto x = known_remainder(b->a, m), y = known_remainder(b->b, m);
-    if (b->op == tir::BinaryOp::Mul && ((x && *x == 0) || (y && *y == 0))) return 0;
-    if (!x || !y) return std::nullopt;
-    if (b->op == tir::BinaryOp::Add) return (*x + *y) % m;
-    if (b->op == tir::BinaryOp::Sub) return (*x - *y + m) % m;
-    if (b->op == tir::BinaryOp::Mul) return (*x * *y) % m;
-    return std::nullopt;
-  }
-
   // L lanes S elements apart (S a multiple of L; L = 4, 8 or 16) from an
   // index whose remainder by L is known (known_remainder): the lanes lie in L
   // aligned blocks of L elements, at the same column c of each. The blocks
-  // are loaded as L rows and transposed in registers (log2 L rounds of
-  // two-register shuffles), and the lanes are the rows' column c. The L
+  // are loaded as L rows and the lanes are column c of their transpose
+  // (transposed_column, in registers). The L
   // statements of a block copy's unrolled columns (nn.block_channels,
   // nn.unblock_channels: TransposeTile) load the same rows and build the
   // same shuffles, which LLVM shares: one L x L transpose instead of L * L
   // lanes gathered one by one. Every block holds an element the statement
   // reads and the buffer is whole blocks long, so no row reads outside it.
-  llvm::Value* transposed_load(const tir::BufferLoadNode& n, llvm::Type* elem, llvm::Value* base) {
+  llvm::Value* transposed_load(const tir::BufferLoadNode& n, const LanePattern& pattern, llvm::Type* elem,
+                               llvm::Value* base) {
     const int64_t lanes = n.dtype.lanes;
     if (lanes != 4 && lanes != 8 && lanes != 16) return nullptr;
     auto numel = n.buffer->const_numel();
     if (!numel || *numel % lanes != 0) return nullptr;
-    auto pattern = lane_pattern(flat_index(n.buffer, n.indices));
-    if (!pattern || pattern->offsets.size() != size_t(lanes)) return nullptr;
-    const int64_t stride = pattern->offsets[1] - pattern->offsets[0];
+    const int64_t stride = pattern.uniform_stride();
     if (stride <= 4 || stride % lanes != 0) return nullptr;
-    for (int64_t l = 0; l < lanes; ++l)
-      if (pattern->offsets[size_t(l)] != pattern->offsets[0] + l * stride) return nullptr;
-    const auto remainder = known_remainder(pattern->scalar, lanes);
+    const auto remainder = known_remainder(pattern.scalar, lanes, let_values_);
     if (!remainder) return nullptr;
-    const int64_t c = (*remainder + pattern->offsets[0] % lanes + lanes) % lanes;
-    llvm::Type* index_type = scalar_type(pattern->scalar->dtype);
+    const int64_t c = (*remainder + pattern.offsets[0] % lanes + lanes) % lanes;
+    llvm::Type* index_type = scalar_type(pattern.scalar->dtype);
     llvm::Value* origin =
-        b_.CreateAdd(expr(pattern->scalar), llvm::ConstantInt::get(index_type, pattern->offsets[0] - c));
+        b_.CreateAdd(expr(pattern.scalar), llvm::ConstantInt::get(index_type, pattern.offsets[0] - c));
     auto* row_type = llvm::FixedVectorType::get(elem, unsigned(lanes));
     std::vector<llvm::Value*> v;
     for (int64_t k = 0; k < lanes; ++k) {
@@ -497,21 +442,7 @@ class FunctionBuilder {
       v.push_back(
           b_.CreateAlignedLoad(row_type, b_.CreateInBoundsGEP(elem, base, at), elem_align(*n.buffer)));
     }
-    // Each round swaps the off-diagonal h x h blocks of every 2h x 2h one.
-    for (int64_t h = lanes / 2; h >= 1; h /= 2) {
-      llvm::SmallVector<int, 16> first, second;
-      for (int64_t i = 0; i < lanes; ++i) {
-        first.push_back(int(i & h ? lanes + i - h : i));
-        second.push_back(int(i & h ? lanes + i : i + h));
-      }
-      for (int64_t p = 0; p < lanes; ++p) {
-        if (p & h) continue;
-        llvm::Value *a = v[size_t(p)], *b = v[size_t(p + h)];
-        v[size_t(p)] = b_.CreateShuffleVector(a, b, first);
-        v[size_t(p + h)] = b_.CreateShuffleVector(a, b, second);
-      }
-    }
-    return v[size_t(c)];
+    return transposed_column(b_, std::move(v), c);
   }
 
   // A stored vector select whose condition is `and` with a broadcast scalar

@@ -11,6 +11,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "codegen/codegen.h"
@@ -51,8 +52,27 @@ void add_hexagon_harness(llvm::Module& m, const std::vector<tir::PrimFunc>& func
 struct LanePattern {
   tir::Expr scalar;
   std::vector<int64_t> offsets;
+  // The step between consecutive lanes when it is one step throughout; 0
+  // otherwise (and for one lane).
+  int64_t uniform_stride() const;
 };
 std::optional<LanePattern> lane_pattern(const tir::Expr& e);
+// `index` as a variable part (returned) plus a constant (*offset); null
+// when the index is a constant. Sums are split, and a constant times a
+// sum with a constant term ((r + 3) * 2880) is distributed.
+tir::Expr without_constant(const tir::Expr& index, int64_t* offset);
+// The remainder of an integer index by `m` (a power of two) when its form
+// shows it: constants, sums, differences and products, through the let
+// bindings in `lets` (share-common-subexpressions adds them); nullopt
+// otherwise.
+std::optional<int64_t> known_remainder(const tir::Expr& e, int64_t m,
+                                       const std::unordered_map<const tir::VarNode*, tir::Expr>& lets);
+// Column `column` of the square matrix whose rows are `rows` (L vectors of
+// L lanes, L a power of two): log2 L rounds of two-register shuffles, each
+// swapping the off-diagonal h x h blocks of every 2h x 2h one. Statements
+// asking for other columns of the same rows build the same shuffles, which
+// LLVM shares.
+llvm::Value* transposed_column(llvm::IRBuilderBase& b, std::vector<llvm::Value*> rows, int64_t column);
 // A vector index that is a run clamped into [lo, hi], plus lane-invariant
 // terms: offset + min(max(ramp(base, stride, lanes), lo), hi) (a padded
 // input's row or a resize's source row, read through clamp_index; stride

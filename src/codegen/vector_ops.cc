@@ -1,6 +1,8 @@
 // Vector idioms the LLVM codegen emits (declared in codegen/llvm_internal.h):
-// lanes at constant offsets from one index, read as one span; exp of float32
-// vectors computed inline; int8 dot products by fours (HVX vrmpy).
+// lanes at constant offsets from one index, read as one span; the forms of
+// an index (its constant part, its remainder); the column of a transposed
+// block of rows; exp of float32 vectors computed inline; int8 dot products
+// by fours (HVX vrmpy).
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/IntrinsicsHexagon.h>
 #include <llvm/TargetParser/Triple.h>
@@ -63,6 +65,77 @@ std::optional<LanePattern> lane_pattern(const tir::Expr& e) {
     return p;
   }
   return std::nullopt;
+}
+
+int64_t LanePattern::uniform_stride() const {
+  if (offsets.size() < 2) return 0;
+  const int64_t stride = offsets[1] - offsets[0];
+  for (size_t l = 0; l < offsets.size(); ++l)
+    if (offsets[l] != offsets[0] + int64_t(l) * stride) return 0;
+  return stride;
+}
+
+tir::Expr without_constant(const tir::Expr& index, int64_t* offset) {
+  auto int_value = [](const tir::Expr& e, int64_t* v) {
+    if (e->kind != tir::ExprKind::IntImm) return false;
+    *v = static_cast<const tir::IntImmNode&>(*e).value;
+    return true;
+  };
+  int64_t c = 0;
+  if (int_value(index, &c)) {
+    *offset += c;
+    return nullptr;
+  }
+  if (index->kind != tir::ExprKind::Binary) return index;
+  const auto& b = static_cast<const tir::BinaryNode&>(*index);
+  if (b.op == tir::BinaryOp::Add) {
+    tir::Expr x = without_constant(b.a, offset), y = without_constant(b.b, offset);
+    return !x ? y : !y ? x : (x == b.a && y == b.b ? index : tir::add(x, y));
+  }
+  if (b.op == tir::BinaryOp::Mul && int_value(b.b, &c) && b.a->kind == tir::ExprKind::Binary) {
+    int64_t inner = 0;
+    tir::Expr x = without_constant(b.a, &inner);
+    if (inner == 0) return index;
+    *offset += inner * c;
+    return x ? tir::mul(x, b.b) : nullptr;
+  }
+  return index;
+}
+
+std::optional<int64_t> known_remainder(const tir::Expr& e, int64_t m,
+                                       const std::unordered_map<const tir::VarNode*, tir::Expr>& lets) {
+  if (auto c = tir::as_const_int(e)) return (*c % m + m) % m;
+  if (e->kind == tir::ExprKind::Var) {
+    auto it = lets.find(static_cast<const tir::VarNode*>(e.get()));
+    return it == lets.end() ? std::nullopt : known_remainder(it->second, m, lets);
+  }
+  auto* b = tir::as<tir::BinaryNode>(e);
+  if (!b) return std::nullopt;
+  const auto x = known_remainder(b->a, m, lets), y = known_remainder(b->b, m, lets);
+  if (b->op == tir::BinaryOp::Mul && ((x && *x == 0) || (y && *y == 0))) return 0;
+  if (!x || !y) return std::nullopt;
+  if (b->op == tir::BinaryOp::Add) return (*x + *y) % m;
+  if (b->op == tir::BinaryOp::Sub) return (*x - *y + m) % m;
+  if (b->op == tir::BinaryOp::Mul) return (*x * *y) % m;
+  return std::nullopt;
+}
+
+llvm::Value* transposed_column(llvm::IRBuilderBase& b, std::vector<llvm::Value*> rows, int64_t column) {
+  const int64_t lanes = int64_t(rows.size());
+  for (int64_t h = lanes / 2; h >= 1; h /= 2) {
+    llvm::SmallVector<int, 16> first, second;
+    for (int64_t i = 0; i < lanes; ++i) {
+      first.push_back(int(i & h ? lanes + i - h : i));
+      second.push_back(int(i & h ? lanes + i : i + h));
+    }
+    for (int64_t p = 0; p < lanes; ++p) {
+      if (p & h) continue;
+      llvm::Value *x = rows[size_t(p)], *y = rows[size_t(p + h)];
+      rows[size_t(p)] = b.CreateShuffleVector(x, y, first);
+      rows[size_t(p + h)] = b.CreateShuffleVector(x, y, second);
+    }
+  }
+  return rows[size_t(column)];
 }
 
 std::optional<ClampedRun> clamped_run(const tir::Expr& e) {

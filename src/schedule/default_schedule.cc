@@ -69,25 +69,21 @@ void vectorize_inner(te::Stage& st) {
 // TransposeTile: loops ... contiguous_outer ... inner_outer | contiguous_inner
 // (unrolled) | inner_inner (vectorized), then the parallel loop as usual.
 void tile_transpose(te::Schedule& s, const TransposeTile& t, std::vector<const te::Stage*>& done) {
-  te::Stage* st = nullptr;
-  for (const auto& stage : s.stages())
-    if (stage->tensor() == t.tensor) st = stage.get();
-  if (!st || st->inlined()) return;
+  te::Stage& st = s[t.tensor];
   const size_t rank = t.tensor->shape.size();
-  if (t.contiguous_axis < 0 || size_t(t.contiguous_axis) + 1 >= rank) return;
-  const tir::Var contiguous = st->leaf(size_t(t.contiguous_axis)), inner = st->leaf(rank - 1);
-  auto [co, ci] = st->split(contiguous, t.contiguous_block);
-  auto [vo, vi] = st->split(inner, t.lanes);
+  if (st.inlined() || t.contiguous_axis < 0 || size_t(t.contiguous_axis) + 1 >= rank) return;
+  const tir::Var contiguous = st.leaf(size_t(t.contiguous_axis)), inner = st.leaf(rank - 1);
+  const tir::Var ci = st.split(contiguous, t.contiguous_block).second, vi = st.split(inner, t.lanes).second;
   std::vector<tir::Var> order;
-  for (const te::Leaf& l : st->leaves())
+  for (const te::Leaf& l : st.leaves())
     if (l.var != ci && l.var != vi) order.push_back(l.var);
   order.push_back(ci);
   order.push_back(vi);
-  st->reorder(order);
-  st->unroll(ci);
-  st->vectorize(vi);
-  parallelize(*st);
-  done.push_back(st);
+  st.reorder(order);
+  st.unroll(ci);
+  st.vectorize(vi);
+  parallelize(st);
+  done.push_back(&st);
 }
 
 }  // namespace

@@ -51,14 +51,16 @@ int64_t rows_in_one_l1_set(const CpuTarget& cpu, int64_t row_stride_bytes, int64
   return most;
 }
 
-// `blocks`: each row's broadcast feeds that many accumulators, one per
-// block of the paired axis (a channel-blocked conv's output-channel
-// blocks), whose weight vectors stay in registers beside them.
+// `paired_blocks`: each row's broadcast feeds one accumulator per block of
+// the paired axis (a channel-blocked conv's `accumulator_rows_per_row`
+// output-channel blocks), whose weight vectors stay in registers beside
+// them and one broadcast.
 int64_t row_block_limit(const CpuTarget& cpu, int64_t col_vectors, int64_t row_stride_bytes,
-                        int64_t accumulator_rows_per_row = 1, int64_t blocks = 0) {
+                        int64_t accumulator_rows_per_row = 1, bool paired_blocks = false) {
+  const int64_t per_row = accumulator_rows_per_row;
   int64_t limit = std::min<int64_t>(
-      12, blocks > 0 ? (cpu.vector_registers - blocks - 1) / blocks
-                     : (cpu.vector_registers - col_vectors - 2) / (col_vectors * accumulator_rows_per_row));
+      12, paired_blocks ? (cpu.vector_registers - per_row - 1) / per_row
+                        : (cpu.vector_registers - col_vectors - 2) / (col_vectors * per_row));
   if (row_stride_bytes > 0)
     while (limit > 1 && rows_in_one_l1_set(cpu, row_stride_bytes, limit) > cpu.l1_ways) --limit;
   return limit;
@@ -247,7 +249,7 @@ bool tile_anchor(te::Schedule& s, const AnchorTile& a, const CpuTarget& cpu,
     for (int64_t factor = 2; factor <= (a.pair_axis >= 0 ? 4 : 2); ++factor) {
       if (extent % factor != 0) continue;
       const int64_t rbf = largest_divisor_up_to(
-          rows_extent, row_block_limit(cpu, 1, a.row_stride_bytes, factor, paired_blocks ? factor : 0));
+          rows_extent, row_block_limit(cpu, 1, a.row_stride_bytes, factor, paired_blocks));
       if (factor * rbf >= rb * hb && (h_axis == rank || factor * rbf > rb * hb)) {
         rb = rbf;
         h_axis = size_t(h_candidate);

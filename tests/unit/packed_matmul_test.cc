@@ -5,6 +5,7 @@
 // weights against the reference interpreter, for AVX-512's and AVX2's tiles.
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <limits>
 
 #include "compile_util.h"
@@ -167,23 +168,32 @@ std::string ir_after_packing(const std::string& printed) {
   return folded == std::string::npos ? "" : packed.substr(folded);
 }
 
-TEST(PackedMatmul, CompiledNetMatchesTheInterpreterForEachVectorWidth) {
-  Module m = net_with_weights();
-  std::vector<Tensor> args = testing::random_args(*m.find("main"), 7);
+// `m` compiled for this machine's vector width and for AVX2 (x86-64-v3):
+// `check` reads the graph after packing (ir_after_packing), and the
+// compiled outputs match the interpreter's on random arguments (`seed`).
+void for_each_vector_width(const Module& m, uint64_t seed,
+                           const std::function<void(const std::string&)>& check) {
+  std::vector<Tensor> args = testing::random_args(*m.find("main"), seed);
   std::vector<Tensor> want = interpret(m, "main", args);
   for (const char* cpu : {"", "x86-64-v3"}) {
     SCOPED_TRACE(std::string("cpu ") + cpu);
     std::string printed;
     Executable exe = testing::compile_printed(m, cpu, &printed);
-    // The two products with a constant weight are packed (and the packing
-    // folded away); the two of activations are not.
     const std::string last = ir_after_packing(printed);
     ASSERT_FALSE(last.empty()) << printed;
+    check(last);
+    testing::expect_outputs_near(VirtualMachine(exe).run(args), want, 1e-4);
+  }
+}
+
+TEST(PackedMatmul, CompiledNetMatchesTheInterpreterForEachVectorWidth) {
+  // The two products with a constant weight are packed (and the packing
+  // folded away); the two of activations are not.
+  for_each_vector_width(net_with_weights(), 7, [](const std::string& last) {
     EXPECT_EQ(testing::count_calls(last, "nn.matmul_packed"), 2) << last;
     EXPECT_EQ(testing::count_calls(last, "nn.pack_matmul_weight"), 0) << last;
     EXPECT_EQ(testing::count_calls(last, "matmul"), 2) << last;
-    testing::expect_outputs_near(VirtualMachine(exe).run(args), want, 1e-4);
-  }
+  });
 }
 
 // A squeeze-and-excite block: its 1x1 convs on the pooled 1x1 image are
@@ -206,19 +216,10 @@ TEST(PackedMatmul, SqueezeAndExciteConvsAreProductsAndMatchTheInterpreter) {
       "  %y = multiply(%x, %g)\n"
       "  return %y\n"
       "}\n";
-  Module m = parse_module(text, "se.kir");
-  std::vector<Tensor> args = testing::random_args(*m.find("main"), 8);
-  std::vector<Tensor> want = interpret(m, "main", args);
-  for (const char* cpu : {"", "x86-64-v3"}) {
-    SCOPED_TRACE(std::string("cpu ") + cpu);
-    std::string printed;
-    Executable exe = testing::compile_printed(m, cpu, &printed);
-    const std::string last = ir_after_packing(printed);
-    ASSERT_FALSE(last.empty()) << printed;
+  for_each_vector_width(parse_module(text, "se.kir"), 8, [](const std::string& last) {
     EXPECT_EQ(testing::count_calls(last, "nn.matmul_packed"), 2) << last;
     EXPECT_EQ(testing::count_calls(last, "nn.conv2d"), 0) << last;
-    testing::expect_outputs_near(VirtualMachine(exe).run(args), want, 1e-4);
-  }
+  });
 }
 
 }  // namespace
