@@ -193,7 +193,7 @@ int main(int argc, char** argv) try {
   std::printf("CPU: %s\n", codegen::host_cpu_summary().c_str());
   bench::print_named_cpu(target);
   Matrices m;
-  const int threads = int(std::max(1u, std::thread::hardware_concurrency()));
+  const int threads = available_cpus();
   auto jit_call = [&](const std::string& name) {
     return [&jit, name](Matrices& mm) { jit->run(name, {mm.a.data(), mm.b.data(), mm.c_kiln.data()}); };
   };

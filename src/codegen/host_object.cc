@@ -23,6 +23,7 @@
 #include "codegen/process.h"
 #include "runtime/host_code.h"
 #include "runtime/runtime_abi.h"
+#include "runtime/thread_pool.h"
 
 namespace kiln::codegen {
 
@@ -66,7 +67,7 @@ HostObject emit_host_shared_object(const std::vector<tir::PrimFunc>& funcs, cons
   const std::string dir = dir_template;
   // The functions are compiled in parts, one thread each (LLVM's contexts
   // and target machines are per thread), and linked into one object.
-  size_t parts = std::max<size_t>(1, std::min<size_t>(std::thread::hardware_concurrency(), funcs.size() / 4));
+  size_t parts = std::max<size_t>(1, std::min<size_t>(size_t(available_cpus()), funcs.size() / 4));
   std::vector<std::vector<tir::PrimFunc>> chunks(parts);
   for (size_t i = 0; i < funcs.size(); ++i) chunks[i % parts].push_back(funcs[i]);
   std::vector<std::string> objects(parts);

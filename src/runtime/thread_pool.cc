@@ -12,6 +12,10 @@
 #include <thread>
 #include <vector>
 
+#if defined(__linux__)
+#include <sched.h>
+#endif
+
 #include "kiln/runtime/error.h"
 #include "runtime/vtcm_pool.h"
 
@@ -46,8 +50,8 @@ bool spin_until(F&& done) {
 // Set while this thread runs a task: a launch from here runs inline.
 thread_local bool t_in_task = false;
 
-// The threads KILN_NUM_THREADS asks for, else the hardware's; throws for a
-// value that is not a thread count.
+// The threads KILN_NUM_THREADS asks for, else the CPUs the process may run
+// on; throws for a value that is not a thread count.
 int default_threads() {
   const char* env = std::getenv("KILN_NUM_THREADS");
   if (env && *env) {
@@ -59,8 +63,7 @@ int default_threads() {
                   ")");
     return int(v);
   }
-  unsigned hw = std::thread::hardware_concurrency();
-  return int(std::clamp<unsigned>(hw, 1, kMaxParallelThreads));
+  return std::min(available_cpus(), kMaxParallelThreads);
 }
 
 // Chunk c of k over [0, n): sizes differ by at most one, larger chunks first.
@@ -254,6 +257,15 @@ ThreadPool& pool_locked(PoolHolder& h) {
 }
 
 }  // namespace
+
+int available_cpus() {
+#if defined(__linux__)
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
+#endif
+  return int(std::max(1u, std::thread::hardware_concurrency()));
+}
 
 ParallelLaunchInfo last_parallel_launch() { return t_last_launch; }
 

@@ -7,8 +7,8 @@
 // its own is done. The chunks never depend on timing; which thread runs
 // them does: a worker the OS has not scheduled yet (another process on its
 // core) loses its chunk instead of holding up the launch. The pool has
-// KILN_NUM_THREADS threads, the caller included, else
-// std::thread::hardware_concurrency(); with one thread a launch runs inline.
+// KILN_NUM_THREADS threads, the caller included, else available_cpus();
+// with one thread a launch runs inline.
 //
 // What a task inherits from the launching thread, since both are
 // thread-local: its current VTCM pool (bound in the worker for the task, so
@@ -40,6 +40,12 @@ ParallelLaunchInfo last_parallel_launch();
 int parallel_num_threads();
 
 inline constexpr int kMaxParallelThreads = 1024;
+
+// The CPUs this process may run on: its affinity mask's (taskset, a
+// container's cpuset) where the system reports one, else the hardware's
+// threads; at least 1. More threads than that would share cores and spin
+// against each other.
+int available_cpus();
 
 // Restarts the pool with `threads` threads (1..kMaxParallelThreads), or with
 // the default for 0. Waits for a running launch to finish; throws kiln::Error

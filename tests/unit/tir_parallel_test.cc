@@ -3,6 +3,7 @@
 // into tasks, JIT-compiled and RUN on 4 threads; values are checked against
 // plain loops written here.
 #include <gtest/gtest.h>
+#include <sched.h>
 
 #include <algorithm>
 #include <atomic>
@@ -510,4 +511,27 @@ TEST(HexagonParallel, TilesInVtcmRunAsOneTask) {
 }
 
 }  // namespace
+// Without KILN_NUM_THREADS the pool has a thread per CPU the process may run
+// on: under `taskset -c 1` (or a container's cpuset) one, not one per CPU of
+// the machine sharing that core.
+TEST_F(ParallelRuntime, DefaultThreadsAreTheCpusTheProcessMayRunOn) {
+  const char* old = std::getenv("KILN_NUM_THREADS");
+  std::optional<std::string> saved = old ? std::optional<std::string>(old) : std::nullopt;
+  unsetenv("KILN_NUM_THREADS");
+  cpu_set_t all;
+  ASSERT_EQ(sched_getaffinity(0, sizeof(all), &all), 0);
+  EXPECT_EQ(available_cpus(), CPU_COUNT(&all));
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(sched_getcpu(), &one);
+  ASSERT_EQ(sched_setaffinity(0, sizeof(one), &one), 0);
+  EXPECT_EQ(available_cpus(), 1);
+  set_parallel_num_threads(0);
+  EXPECT_EQ(parallel_num_threads(), 1);
+  ASSERT_EQ(sched_setaffinity(0, sizeof(all), &all), 0);
+  set_parallel_num_threads(0);
+  EXPECT_EQ(parallel_num_threads(), std::min(CPU_COUNT(&all), kMaxParallelThreads));
+  if (saved) setenv("KILN_NUM_THREADS", saved->c_str(), 1);
+}
+
 }  // namespace kiln::tir
