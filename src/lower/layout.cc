@@ -124,7 +124,13 @@ Lowered conv2d_blocked(const LowerContext& c) {
   // conv, whose blocks share nothing, pairs output rows instead, which
   // share each weight vector (AnchorTile::pair_axis).
   const int64_t row_stride = st[1] * block * x->dtype.bytes();
-  Lowered r = xp != x ? tiled(y, 3, 4, {xp}, nullptr, row_stride) : tiled(y, 3, 4, {}, nullptr, row_stride);
+  const te::Tensor window = depthwise && xp != x ? xp : nullptr;
+  Lowered r = xp != x ? tiled(y, 3, 4, {xp}, window, row_stride) : tiled(y, 3, 4, {}, nullptr, row_stride);
+  if (window) {
+    r.anchors[0].window_row_step = st[0];
+    r.anchors[0].window_row_span = (ws[2] - 1) * dl[0] + 1;
+    r.anchors[0].window_per_channel = true;
+  }
   const int64_t out_blocks = c.out[0].shape[1];
   r.anchors[0].pair_axis = !depthwise && (out_blocks % 2 == 0 || out_blocks % 3 == 0) ? 1 : 2;
   return r;

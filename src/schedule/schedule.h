@@ -101,6 +101,10 @@ struct AnchorTile {
   // row once instead of once per output row.
   int64_t window_row_step = 1;
   int64_t window_row_span = 1;
+  // The tile reads one channel (or block of channels) of the window, its
+  // axis 1 (a depthwise conv): a band pads only that channel's rows, which
+  // the tile reads once per kernel tap, so bands are sized to stay in L1.
+  bool window_per_channel = false;
 };
 
 // A copy that transposes blocks (nn.block_channels, nn.unblock_channels):

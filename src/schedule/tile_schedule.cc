@@ -137,23 +137,26 @@ int64_t panel_tiles(const CpuTarget& cpu, int64_t tiles, int64_t cb, int64_t row
 // window), when their padded rows overlap: `rows_loop` (the output rows, in
 // steps of `rows_per_step`) split by as many steps as divide it, up to
 // kMaxBandRows output rows, keeping kMinBands of the `bands` and a band's
-// padded rows within half of L2. Returns the inner loop (a band's rows),
-// or null when bands of one step are best.
+// padded rows within half of L2; within half of L1 when a band pads one
+// channel (AnchorTile::window_per_channel), whose rows the tile reads
+// again for every kernel tap. Returns the inner loop (a band's rows), or
+// null when bands of one step are best.
 tir::Var split_bands(const CpuTarget& cpu, te::Stage& out, const AnchorTile& a, const tir::Var& rows_loop,
                      int64_t rows_per_step, int64_t bands) {
   if (a.window_row_span <= a.window_row_step) return tir::Var();
   int64_t steps = 0;
   for (const te::Leaf& l : out.leaves())
     if (l.var == rows_loop) steps = l.extent;
-  // One padded row of every channel (and phase) of one image.
+  // One padded row of every channel (or of one) and phase of one image.
   const std::vector<int64_t>& ws = a.window->shape;
   int64_t row_bytes = a.window->dtype.bytes();
-  for (size_t k = 1; k < ws.size(); ++k)
+  for (size_t k = a.window_per_channel ? 3 : 1; k < ws.size(); ++k)
     if (k != 2) row_bytes *= ws[k];
+  const int64_t cache = a.window_per_channel ? cpu.l1_bytes : cpu.l2_bytes;
   int64_t band = 1;
   for (int64_t b = 2; b * rows_per_step <= kMaxBandRows && b <= steps; ++b) {
     const int64_t input_rows = (b * rows_per_step - 1) * a.window_row_step + a.window_row_span;
-    if (steps % b == 0 && bands / b >= kMinBands && input_rows * row_bytes <= cpu.l2_bytes / 2) band = b;
+    if (steps % b == 0 && bands / b >= kMinBands && input_rows * row_bytes <= cache / 2) band = b;
   }
   if (band == 1) return tir::Var();
   return out.split(rows_loop, band).second;
@@ -377,7 +380,9 @@ bool tile_anchor(te::Schedule& s, const AnchorTile& a, const CpuTarget& cpu,
       bands *= l.extent;
     }
     if (bands < kMinBands) window = nullptr;
-    const int band_axis = a.col_axis - 1;
+    // The output rows: the axis before the columns, or before the tile's
+    // rows when those are the columns of a channel-blocked layout.
+    const int band_axis = a.col_axis - 1 == a.row_axis ? a.row_axis - 1 : a.col_axis - 1;
     if (window && band_axis >= 0 && band_axis != a.row_axis) {
       const bool blocked_rows = size_t(band_axis) == h_axis;
       band_rows = split_bands(cpu, *out, a, blocked_rows ? ho : axes[size_t(band_axis)],

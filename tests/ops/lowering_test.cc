@@ -914,6 +914,48 @@ TEST(Lowering, PaddedConvInputIsComputedPerBandOfOutputRows) {
   }
 }
 
+// A channel-blocked depthwise conv pads its input per band of output rows
+// of one channel block, inside the parallel loop (not the whole padded
+// image first, written to memory and read back: the conv itself moves
+// little more than its input). A band's rows stay within half of L1, since
+// the tile reads each of them once per kernel tap: a stride-2 3x3 conv on
+// rows of 160 pads 5 input rows for a pair of output rows (9 rows for 4
+// would be 46 KiB), a 5x5 conv on rows of 20 pads 8 for 4, a 3x3 conv on
+// rows of 80 5 for its tile's 3 (12 rows make no bands of two tiles).
+// Values against the reference.
+TEST(Lowering, BlockedDepthwiseConvPadsBandsOfOneBlock) {
+  struct Case {
+    int64_t channels, height, width, kernel, stride;
+    schedule::CpuTarget cpu;
+    const char* pad;  // the padded input's buffer
+  };
+  const Case cases[] = {
+      {32, 160, 160, 3, 2, {32, 16}, "%conv2d_blocked_0_pad: Buffer[(1, 1, 5, 161, 8)"},
+      {192, 20, 20, 5, 1, {32, 16}, "%conv2d_blocked_0_pad: Buffer[(1, 1, 8, 24, 8)"},
+      {240, 12, 80, 3, 1, {32, 16}, "%conv2d_blocked_0_pad: Buffer[(1, 1, 5, 82, 8)"},
+      {64, 24, 24, 3, 1, {64, 32}, "%conv2d_blocked_0_pad: Buffer[(1, 1, 6, 26, 16)"},
+  };
+  for (const Case& c : cases) {
+    const int64_t block = c.cpu.float32_lanes(), blocks = c.channels / block, pad = c.kernel / 2;
+    TensorDesc x = f32({1, blocks, c.height, c.width, block}),
+               w = f32({blocks, 1, c.kernel, c.kernel, 1, block});
+    const Attrs attrs = normalize_attrs(op_named("nn.conv2d_blocked"),
+                                        Attrs{{"padding", std::vector<int64_t>{pad, pad}},
+                                              {"strides", std::vector<int64_t>{c.stride, c.stride}},
+                                              {"groups", c.channels}});
+    const std::string name = "blocked_depthwise_" + std::to_string(c.kernel) + "_" + std::to_string(c.width);
+    auto f = lower_op(name, "nn.conv2d_blocked", {x, w}, attrs, c.cpu);
+    ASSERT_TRUE(f.has_value()) << name;
+    const std::string text = tir::print_prim_func(**f);
+    const size_t parallel = text.find("parallel"), padded = text.find(c.pad);
+    ASSERT_NE(padded, std::string::npos) << name << "\n" << text;
+    EXPECT_LT(parallel, padded) << "the band's padded rows are computed inside the parallel loop\n" << text;
+    Lcg r(7);
+    Tensor tx = random_input(x, {-2, 2}, r), tw = random_input(w, {-1, 1}, r);
+    expect_matches_reference(*f, name, "nn.conv2d_blocked", {tx, tw}, attrs, 1e-4);
+  }
+}
+
 // Bands of output rows over every way a conv's rows can map to its input:
 // strides 1 and 2 (rows and columns), dilation 2, kernels of 3 and 5 rows,
 // heights that make bands of 1 to 4 rows (and one that bands nothing),
