@@ -400,7 +400,8 @@ class FunctionBuilder {
         return to_register(b_.CreateShuffleVector(load_at(*lo, span), pick), n.dtype);
       }
     }
-    if (auto run = clamped_run(index)) return to_register(clamped_load(n, *run, elem, base), n.dtype);
+    if (auto run = clamped_run(index, let_values_))
+      return to_register(clamped_load(n, *run, elem, base), n.dtype);
     // A gather, one lane at a time.
     llvm::Value* idx = expr(index);
     llvm::Value* out = llvm::PoisonValue::get(memory_type(n.dtype));

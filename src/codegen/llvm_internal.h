@@ -86,7 +86,8 @@ struct ClampedRun {
   int64_t lo, hi;
   int64_t stride = 1;
 };
-std::optional<ClampedRun> clamped_run(const tir::Expr& e);
+std::optional<ClampedRun> clamped_run(const tir::Expr& e,
+                                      const std::unordered_map<const tir::VarNode*, tir::Expr>& lets);
 // exp of each float32 lane, inline, so it stays in vector registers (LLVM
 // lowers a vector llvm.exp to one expf call per lane): x = k ln 2 + r with
 // k = round(x / ln 2) and |r| <= ln 2 / 2 (ln 2 in two parts, so r is

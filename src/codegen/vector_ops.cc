@@ -138,7 +138,20 @@ llvm::Value* transposed_column(llvm::IRBuilderBase& b, std::vector<llvm::Value*>
   return rows[size_t(column)];
 }
 
-std::optional<ClampedRun> clamped_run(const tir::Expr& e) {
+std::optional<ClampedRun> clamped_run(const tir::Expr& bound_e,
+                                      const std::unordered_map<const tir::VarNode*, tir::Expr>& lets) {
+  // A vector bound by a let (share-common-subexpressions names a clamped
+  // run that several loads read): its value.
+  auto resolved = [&](const tir::Expr& x) {
+    tir::Expr v = x;
+    while (v->kind == tir::ExprKind::Var) {
+      auto it = lets.find(static_cast<const tir::VarNode*>(v.get()));
+      if (it == lets.end()) break;
+      v = it->second;
+    }
+    return v;
+  };
+  const tir::Expr e = resolved(bound_e);
   // A ramp's stride when it is a constant from 1 to 4, else 0.
   auto stride_of = [](const tir::RampNode& r) -> int64_t {
     auto s = tir::as_const_int(r.stride);
@@ -177,8 +190,8 @@ std::optional<ClampedRun> clamped_run(const tir::Expr& e) {
   auto* add = tir::as<tir::BinaryNode>(e);
   if (!add || add->op != tir::BinaryOp::Add) return std::nullopt;
   for (int side = 0; side < 2; ++side) {
-    auto* invariant = tir::as<tir::BroadcastNode>(side ? add->a : add->b);
-    auto run = clamp(side ? add->b : add->a);
+    auto* invariant = tir::as<tir::BroadcastNode>(resolved(side ? add->a : add->b));
+    auto run = clamp(resolved(side ? add->b : add->a));
     if (invariant && run) {
       run->offset = invariant->value;
       return run;

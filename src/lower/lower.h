@@ -168,6 +168,14 @@ tir::Expr clamp_index(tir::Expr i, int64_t extent);
 // x zero-padded on its axes 2 and 3 (rows and columns of NCHW, and of
 // channel blocks (N, C / c, H, W, c)); x itself when `p` pads nothing.
 te::Tensor pad_hw(const te::Tensor& x, const Pad2d& p, const std::string& name);
+// A 3x3 stride-1 float32 conv2d by Winograd's F(2, 3) along its output rows
+// (conv_winograd.cc): whether it applies (one group, NCHW, at least
+// kWinogradMinChannels input and output channels, 4 output rows), and the
+// definition.
+inline constexpr int64_t kWinogradMinChannels = 16;
+bool winograd_rows_applies(const LowerContext& c, const std::vector<int64_t>& strides,
+                           const std::vector<int64_t>& dilation, int64_t groups);
+Lowered conv2d_winograd_rows(const LowerContext& c, const Pad2d& pad);
 // Row-major linear index of `axes` in `shape`, and its inverse.
 tir::Expr linear_index(const std::vector<tir::Expr>& axes, const Shape& shape);
 std::vector<tir::Expr> unravel(tir::Expr linear, const Shape& shape);

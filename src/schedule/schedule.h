@@ -105,6 +105,13 @@ struct AnchorTile {
   // axis 1 (a depthwise conv): a band pads only that channel's rows, which
   // the tile reads once per kernel tap, so bands are sized to stay in L1.
   bool window_per_channel = false;
+  // The axis of the output whose rows a band of the window covers; -1: the
+  // axis before the columns, or before the tile's rows when those are a
+  // channel-blocked layout's columns (its output rows either way).
+  int window_row_axis = -1;
+  // An axis of the window unrolled where a band computes it (Winograd's
+  // input phases, each a different combination of rows); -1: none.
+  int window_unroll_axis = -1;
 };
 
 // A copy that transposes blocks (nn.block_channels, nn.unblock_channels):

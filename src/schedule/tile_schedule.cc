@@ -371,31 +371,40 @@ bool tile_anchor(te::Schedule& s, const AnchorTile& a, const CpuTarget& cpu,
   // column tiles (images, output rows, and row tiles when they are outer)
   // become the parallel loop, when they give the threads enough iterations.
   te::Stage* window = a.window && !panel_order ? find_stage(s, a.window) : nullptr;
-  tir::Var band_rows;  // the rows of a band, inside the parallel loop
+  tir::Var band_rows;        // the rows of a band, inside the parallel loop
+  tir::Var after_band = co;  // the first loop inside a band of one step
   if (window && window->inlined()) window = nullptr;
   if (window) {
+    // The output rows (AnchorTile::window_row_axis): by default the axis
+    // before the columns, or before the tile's rows when those are the
+    // columns of a channel-blocked layout.
+    const int band_axis = a.window_row_axis >= 0         ? a.window_row_axis
+                          : a.col_axis - 1 == a.row_axis ? a.row_axis - 1
+                                                         : a.col_axis - 1;
+    tir::Var band_loop;
+    if (band_axis >= 0 && band_axis != a.row_axis)
+      band_loop = size_t(band_axis) == h_axis ? ho : axes[size_t(band_axis)];
+    const std::vector<te::Leaf>& leaves = out->leaves();
+    for (size_t k = 0; band_loop && k + 1 < leaves.size(); ++k)
+      if (leaves[k].var == band_loop) after_band = leaves[k + 1].var;
     int64_t bands = 1;
-    for (const te::Leaf& l : out->leaves()) {
-      if (l.var == co) break;
+    for (const te::Leaf& l : leaves) {
+      if (l.var == after_band) break;
       bands *= l.extent;
     }
-    if (bands < kMinBands) window = nullptr;
-    // The output rows: the axis before the columns, or before the tile's
-    // rows when those are the columns of a channel-blocked layout.
-    const int band_axis = a.col_axis - 1 == a.row_axis ? a.row_axis - 1 : a.col_axis - 1;
-    if (window && band_axis >= 0 && band_axis != a.row_axis) {
-      const bool blocked_rows = size_t(band_axis) == h_axis;
-      band_rows = split_bands(cpu, *out, a, blocked_rows ? ho : axes[size_t(band_axis)],
-                              blocked_rows ? hb : 1, bands);
-    }
+    if (bands < kMinBands)
+      window = nullptr;
+    else if (band_loop)
+      band_rows = split_bands(cpu, *out, a, band_loop, band_loop == ho ? hb : 1, bands);
   }
-  const tir::Var stop = panels ? ro : window ? (band_rows ? band_rows : co) : tile_loop;
+  const tir::Var stop = panels ? ro : window ? (band_rows ? band_rows : after_band) : tile_loop;
   while (out->leaves().size() > 1 && out->leaves()[1].var != stop)
     outer = out->fuse(outer, out->leaves()[1].var);
   if (work >= kParallelMinWork && outer != stop && out->leaves()[0].extent > 1) out->parallel(outer);
   tile.compute_at(*out, tile_loop);
   if (window) {
     window->compute_at(*out, outer);
+    if (a.window_unroll_axis >= 0) window->unroll(window->leaf(size_t(a.window_unroll_axis)));
     window->vectorize(window->leaves().back().var);
     done.push_back(window);
   }
