@@ -48,7 +48,7 @@ bool winograd_rows_applies(const LowerContext& c, const std::vector<int64_t>& st
          ws[3] == 3 && strides == std::vector<int64_t>{1, 1} && dilation == std::vector<int64_t>{1, 1} &&
          c.in[0].dtype == DType::Float32 && c.in[1].dtype == DType::Float32 &&
          c.out[0].dtype == DType::Float32 && xs[1] >= kWinogradMinChannels && ws[0] >= kWinogradMinChannels &&
-         c.out[0].shape[2] >= 4;
+         c.out[0].shape[2] * c.out[0].shape[3] >= kWinogradMinPositions;
 }
 
 Lowered conv2d_winograd_rows(const LowerContext& c, const Pad2d& p) {

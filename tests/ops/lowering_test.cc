@@ -956,6 +956,61 @@ TEST(Lowering, BlockedDepthwiseConvPadsBandsOfOneBlock) {
   }
 }
 
+// A 3x3 stride-1 conv with 16 or more channels in and out and at least
+// 32 x 32 output positions runs by Winograd's F(2, 3) along its output rows
+// (conv_winograd.cc): the transformed input computed per band of row pairs
+// inside the parallel loop, the products register-tiled. Odd output rows,
+// asymmetric and wider padding, no padding and two images, on AVX2 and
+// AVX-512 schedules, against the reference kernel (which sums the 9 taps
+// directly: the tolerance allows F(2, 3)'s different rounding). Convs that
+// do not qualify (8 channels, stride 2, dilation 2, 16 x 16 outputs) keep
+// the direct form.
+TEST(Lowering, WinogradRowsConvMatchesTheReference) {
+  struct Case {
+    int64_t images, in_channels, out_channels, height, width;
+    std::vector<int64_t> padding, strides, dilation;
+    bool winograd;
+  };
+  const Case cases[] = {
+      {1, 16, 16, 32, 32, {1, 1}, {1, 1}, {1, 1}, true},
+      {2, 24, 20, 33, 40, {1, 1}, {1, 1}, {1, 1}, true},
+      {1, 16, 32, 36, 34, {0, 1, 2, 1}, {1, 1}, {1, 1}, true},
+      {1, 17, 16, 34, 40, {0, 0}, {1, 1}, {1, 1}, true},
+      {1, 16, 24, 30, 30, {2, 2}, {1, 1}, {1, 1}, true},
+      {1, 8, 16, 40, 40, {1, 1}, {1, 1}, {1, 1}, false},
+      {1, 16, 16, 64, 64, {1, 1}, {2, 2}, {1, 1}, false},
+      {1, 16, 16, 40, 40, {2, 2}, {1, 1}, {2, 2}, false},
+      {1, 32, 32, 16, 16, {1, 1}, {1, 1}, {1, 1}, false},
+  };
+  const schedule::CpuTarget cpus[] = {{32, 16}, {64, 32}};
+  for (const Case& c : cases) {
+    for (const schedule::CpuTarget& cpu : cpus) {
+      TensorDesc x = f32({c.images, c.in_channels, c.height, c.width}),
+                 w = f32({c.out_channels, c.in_channels, 3, 3});
+      Attrs conv =
+          normalize_attrs(op_named("nn.conv2d"),
+                          Attrs{{"padding", c.padding}, {"strides", c.strides}, {"dilation", c.dilation}});
+      const std::string name = "conv_" + std::to_string(c.in_channels) + "_" + std::to_string(c.height) +
+                               "_" + std::to_string(c.padding[0]) + std::to_string(c.strides[0]) +
+                               std::to_string(c.dilation[0]) + "_" + std::to_string(cpu.vector_bytes);
+      auto f = lower_op(name, "nn.conv2d", {x, w}, conv, cpu);
+      ASSERT_TRUE(f.has_value()) << name;
+      const std::string text = tir::print_prim_func(**f);
+      const size_t products = text.find("_wino_products"), input = text.find("allocate %conv2d_0_wino_input");
+      EXPECT_EQ(products != std::string::npos, c.winograd) << name << "\n" << text;
+      if (c.winograd) {
+        ASSERT_NE(input, std::string::npos) << text;
+        EXPECT_LT(text.find("parallel"), input)
+            << "the band's transformed rows are computed inside the parallel loop\n"
+            << text;
+      }
+      Lcg r(13);
+      Tensor tx = random_input(x, {-2, 2}, r), tw = random_input(w, {-1, 1}, r);
+      expect_matches_reference(*f, name, "nn.conv2d", {tx, tw}, conv, 1e-4);
+    }
+  }
+}
+
 // Bands of output rows over every way a conv's rows can map to its input:
 // strides 1 and 2 (rows and columns), dilation 2, kernels of 3 and 5 rows,
 // heights that make bands of 1 to 4 rows (and one that bands nothing),
