@@ -1,26 +1,31 @@
-// A 3x3 stride-1 conv2d by Winograd's minimal filtering F(2, 3) along the
-// output rows: each pair of output rows takes 4 products per input channel
-// and kernel column instead of 6, so the multiply-adds drop by a third while
-// the columns stay contiguous for the vector lanes (a 2-D F(2x2, 3x3) would
-// interleave them).
+// A 3x3 stride-1 conv2d by Winograd's minimal filtering F(m, 3) along the
+// output rows: a tile of m output rows takes m + 2 products per input
+// channel and kernel column instead of 3m (F(4, 3): half the multiply-adds;
+// F(2, 3): two thirds), while the columns stay contiguous for the vector
+// lanes (a 2-D F(m x m, 3 x 3) would interleave them).
 //
-// For output rows 2t and 2t + 1, the kernel's rows g0..g2 and the padded
-// input rows d0..d3 from row 2t:
+// F(2, 3), for output rows 2t and 2t + 1, the kernel's rows g0..g2 and the
+// padded input rows d0..d3 from row 2t:
 //
 //   m0 = (d0 - d2) g0           m1 = (d1 + d2) (g0 + g1 + g2) / 2
 //   m3 = (d1 - d3) g2           m2 = (d2 - d1) (g0 - g1 + g2) / 2
 //   y[2t] = m0 + m1 + m2        y[2t + 1] = m1 - m2 - m3
 //
-// which is exact in real arithmetic. As tensor expressions:
+// exact in real arithmetic; F(4, 3) likewise with 6 phases (RowTransform
+// below). As tensor expressions, with a the phase:
 //
-//   u[k, c, a, rx]     = the kernel's transformed rows (the g factors above)
+//   u[k, c, a, rx]     = the kernel's transformed rows (the g factors)
 //   v[n, c, t, a, j]   = the transformed input rows (the d factors), zero
 //                        outside the input
 //   m[n, k, t, a, j]   = sum over c, rx of u[k, c, a, rx] * v[n, c, t, a, j + rx]
-//   y[n, k, h, j]      = m0 + m1 + m2 (h even), m1 - m2 - m3 (h odd) at t = h / 2
+//   y[n, k, h, j]      = the output transform of m[n, k, h / m, :, j], row h % m
 //
 // m is register-tiled like a direct conv (rows: output channels, columns:
-// output columns), with v as its window, computed per band of row pairs.
+// output columns), with v as its window, computed per band of row tiles.
+#include <cmath>
+#include <functional>
+#include <vector>
+
 #include "lower/lower.h"
 #include "op/nn_internal.h"
 
@@ -30,14 +35,65 @@ using tir::Expr;
 
 namespace {
 
-Expr half(const Expr& e) { return tir::mul(e, tir::float_imm(0.5, tir::DataType::float32())); }
+// Winograd's F(m, 3) along output rows: m output rows from m + 2 input rows
+// by m + 2 products ("phases") per input channel and kernel column. Row
+// phase a of the kernel is sum over ky of g[a][ky] * w[ky], of the input
+// sum over i of bt[a][i] * d[i], and output row i of the tile sum over a of
+// at[i][a] * m[a] (Lavin and Gray's matrices; points 0, 1, -1 for F(2, 3),
+// 0, 1, -1, 2, -2 and infinity for F(4, 3)).
+struct RowTransform {
+  int64_t m;
+  std::vector<std::vector<double>> g, bt, at;
+  int64_t phases() const { return m + 2; }
+};
 
-// select(a == 0, e0, a == 1, e1, a == 2, e2, e3): with `a` unrolled the
-// conditions are constants and simplify to one term.
-Expr by_phase(const Expr& a, const Expr& e0, const Expr& e1, const Expr& e2, const Expr& e3) {
-  auto is = [&](int64_t k) { return tir::eq(a, tir::int_imm(k)); };
-  return tir::select(is(0), e0, tir::select(is(1), e1, tir::select(is(2), e2, e3)));
+const RowTransform kF2{2,
+                       {{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}},
+                       {{1, 0, -1, 0}, {0, 1, 1, 0}, {0, -1, 1, 0}, {0, 1, 0, -1}},
+                       {{1, 1, 1, 0}, {0, 1, -1, -1}}};
+
+const RowTransform kF4{4,
+                       {{1.0 / 4, 0, 0},
+                        {-1.0 / 6, -1.0 / 6, -1.0 / 6},
+                        {-1.0 / 6, 1.0 / 6, -1.0 / 6},
+                        {1.0 / 24, 1.0 / 12, 1.0 / 6},
+                        {1.0 / 24, -1.0 / 12, 1.0 / 6},
+                        {0, 0, 1}},
+                       {{4, 0, -5, 0, 1, 0},
+                        {0, -4, -4, 1, 1, 0},
+                        {0, 4, -4, -1, 1, 0},
+                        {0, -2, -1, 2, 1, 0},
+                        {0, 2, -1, -2, 1, 0},
+                        {0, 4, 0, -5, 0, 1}},
+                       {{1, 1, 1, 1, 1, 0}, {0, 1, -1, 2, -2, 0}, {0, 1, 1, 4, 4, 0}, {0, 1, -1, 8, -8, 1}}};
+
+// sum over k of coefficients[k] * terms(k), skipping zeros; 1 and -1 as an
+// add or a subtract.
+Expr combination(const std::vector<double>& coefficients, const std::function<Expr(int64_t)>& terms) {
+  Expr sum;
+  for (size_t k = 0; k < coefficients.size(); ++k) {
+    const double a = coefficients[k];
+    if (a == 0) continue;
+    Expr term = terms(int64_t(k));
+    const bool negate = a < 0 && sum;
+    if (std::abs(a) != 1 || (a < 0 && !sum))
+      term = tir::mul(term, tir::float_imm(negate ? -a : a, tir::DataType::float32()));
+    sum = !sum ? term : negate ? tir::sub(sum, term) : tir::add(sum, term);
+  }
+  return sum;
 }
+
+// select(a == 0, e[0], a == 1, e[1], ..., e[last]): with `a` unrolled the
+// conditions are constants and simplify to one term.
+Expr by_phase(const Expr& a, const std::vector<Expr>& e) {
+  Expr out = e.back();
+  for (size_t k = e.size() - 1; k-- > 0;) out = tir::select(tir::eq(a, tir::int_imm(int64_t(k))), e[k], out);
+  return out;
+}
+
+// The transform for a conv of `rows` output rows: F(4, 3) where it leaves
+// at most a quarter of its last tile's rows unused, else F(2, 3).
+const RowTransform& row_transform(int64_t rows) { return rows % 4 == 0 || rows >= 16 ? kF4 : kF2; }
 
 }  // namespace
 
@@ -55,23 +111,30 @@ Lowered conv2d_winograd_rows(const LowerContext& c, const Pad2d& p) {
   const te::Tensor &x = c.inputs[0], &w = c.inputs[1];
   const Shape &xs = c.in[0].shape, &ws = c.in[1].shape, &ys = c.out[0].shape;
   const int64_t N = xs[0], C = xs[1], H = xs[2], W = xs[3], K = ws[0];
-  const int64_t pairs = (ys[2] + 1) / 2, width = W + p.left + p.right;
+  const RowTransform& f = row_transform(ys[2]);
+  const int64_t m = f.m, phases = f.phases(), tiles = (ys[2] + m - 1) / m, width = W + p.left + p.right;
+  auto each_phase = [&](const std::function<Expr(int64_t)>& phase) {
+    std::vector<Expr> e;
+    for (int64_t a = 0; a < phases; ++a) e.push_back(phase(a));
+    return e;
+  };
   te::Tensor u = te::compute(
-      {K, C, 4, 3},
+      {K, C, phases, 3},
       [&](const te::Axes& i) {
-        Expr g0 = (*w)({i[0], i[1], tir::int_imm(0), i[3]}), g1 = (*w)({i[0], i[1], tir::int_imm(1), i[3]}),
-             g2 = (*w)({i[0], i[1], tir::int_imm(2), i[3]});
-        return by_phase(i[2], g0, half(tir::add(tir::add(g0, g1), g2)), half(tir::add(tir::sub(g0, g1), g2)),
-                        g2);
+        return by_phase(i[2], each_phase([&](int64_t a) {
+                          return combination(f.g[size_t(a)], [&](int64_t ky) {
+                            return (*w)({i[0], i[1], tir::int_imm(ky), i[3]});
+                          });
+                        }));
       },
       c.name + "_wino_weight");
   te::Tensor v = te::compute(
-      {N, C, pairs, 4, width},
+      {N, C, tiles, phases, width},
       [&](const te::Axes& i) {
         const Expr col = tir::sub(i[4], tir::int_imm(p.left));
         auto d = [&](int64_t r) {
           Expr row =
-              tir::sub(tir::add(tir::mul(i[2], tir::int_imm(2)), tir::int_imm(r)), tir::int_imm(p.top));
+              tir::sub(tir::add(tir::mul(i[2], tir::int_imm(m)), tir::int_imm(r)), tir::int_imm(p.top));
           Expr inside = tir::binary(
               tir::BinaryOp::And,
               tir::binary(tir::BinaryOp::And, tir::binary(tir::BinaryOp::GE, row, tir::int_imm(0)),
@@ -81,13 +144,12 @@ Lowered conv2d_winograd_rows(const LowerContext& c, const Pad2d& p) {
           return tir::select(inside, (*x)({i[0], i[1], clamp_index(row, H), clamp_index(col, W)}),
                              constant(0, x->dtype));
         };
-        return by_phase(i[3], tir::sub(d(0), d(2)), tir::add(d(1), d(2)), tir::sub(d(2), d(1)),
-                        tir::sub(d(1), d(3)));
+        return by_phase(i[3], each_phase([&](int64_t a) { return combination(f.bt[size_t(a)], d); }));
       },
       c.name + "_wino_input");
   te::IterVar rc = te::reduce_axis(C, "rc"), rx = te::reduce_axis(3, "rx");
-  te::Tensor m = te::compute(
-      {N, K, pairs, 4, ys[3]},
+  te::Tensor prod = te::compute(
+      {N, K, tiles, phases, ys[3]},
       [&](const te::Axes& i) -> te::Reduction {
         return te::sum(tir::mul((*u)({i[1], rc.var, i[3], rx.var}),
                                 (*v)({i[0], rc.var, i[2], i[3], tir::add(i[4], rx.var)})),
@@ -97,20 +159,22 @@ Lowered conv2d_winograd_rows(const LowerContext& c, const Pad2d& p) {
   te::Tensor y = te::compute(
       ys,
       [&](const te::Axes& i) {
-        const Expr t = tir::div(i[2], tir::int_imm(2));
-        auto mp = [&](int64_t a) { return (*m)({i[0], i[1], t, tir::int_imm(a), i[3]}); };
-        const Expr even = tir::eq(tir::mod(i[2], tir::int_imm(2)), tir::int_imm(0));
-        return tir::select(even, tir::add(tir::add(mp(0), mp(1)), mp(2)),
-                           tir::sub(tir::sub(mp(1), mp(2)), mp(3)));
+        const Expr t = tir::div(i[2], tir::int_imm(m)), row = tir::mod(i[2], tir::int_imm(m));
+        std::vector<Expr> rows;
+        for (int64_t r = 0; r < m; ++r)
+          rows.push_back(combination(f.at[size_t(r)], [&](int64_t a) {
+            return (*prod)({i[0], i[1], t, tir::int_imm(a), i[3]});
+          }));
+        return by_phase(row, rows);
       },
       c.name);
-  // Consecutive output channels' transformed weights are C * 12 floats apart.
-  Lowered r = tiled(m, 1, 4, {u, v}, v, C * 12 * 4);
+  // Consecutive output channels' transformed weights are C * phases * 3 floats apart.
+  Lowered r = tiled(prod, 1, 4, {u, v}, v, C * phases * 3 * 4);
   r.outputs = {y};
   schedule::AnchorTile& tile = r.anchors.back();
-  // Bands of row pairs, each computing the 4 phases of its input rows, with
+  // Bands of row tiles, each computing the phases of its input rows, with
   // the phase loop unrolled so each phase's expression is its own; a tile
-  // of one vector of columns pairs row pairs, which share every weight.
+  // of one vector of columns pairs row tiles, which share every weight.
   tile.window_row_axis = 2;
   tile.window_unroll_axis = 3;
   tile.pair_axis = 2;

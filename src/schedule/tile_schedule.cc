@@ -392,10 +392,14 @@ bool tile_anchor(te::Schedule& s, const AnchorTile& a, const CpuTarget& cpu,
       if (l.var == after_band) break;
       bands *= l.extent;
     }
-    if (bands < kMinBands)
+    if (bands < kMinBands) {
+      // The whole window first, by the default rules (parallel outer
+      // loops, vectorized columns), its phase loop unrolled all the same.
+      if (a.window_unroll_axis >= 0) window->unroll(window->leaf(size_t(a.window_unroll_axis)));
       window = nullptr;
-    else if (band_loop)
+    } else if (band_loop) {
       band_rows = split_bands(cpu, *out, a, band_loop, band_loop == ho ? hb : 1, bands);
+    }
   }
   const tir::Var stop = panels ? ro : window ? (band_rows ? band_rows : after_band) : tile_loop;
   while (out->leaves().size() > 1 && out->leaves()[1].var != stop)

@@ -957,9 +957,10 @@ TEST(Lowering, BlockedDepthwiseConvPadsBandsOfOneBlock) {
 }
 
 // A 3x3 stride-1 conv with 16 or more channels in and out and at least
-// 32 x 32 output positions runs by Winograd's F(2, 3) along its output rows
-// (conv_winograd.cc): the transformed input computed per band of row pairs
-// inside the parallel loop, the products register-tiled. Odd output rows,
+// 32 x 32 output positions runs by Winograd's F(4, 3) along its output rows
+// (F(2, 3) for fewer than 16 rows that 4 does not divide; conv_winograd.cc):
+// the transformed input computed per band of row tiles inside the parallel
+// loop, the products register-tiled. Odd output rows,
 // asymmetric and wider padding, no padding and two images, on AVX2 and
 // AVX-512 schedules, against the reference kernel (which sums the 9 taps
 // directly: the tolerance allows F(2, 3)'s different rounding). Convs that
@@ -977,12 +978,14 @@ TEST(Lowering, WinogradRowsConvMatchesTheReference) {
       {1, 16, 32, 36, 34, {0, 1, 2, 1}, {1, 1}, {1, 1}, true},
       {1, 17, 16, 34, 40, {0, 0}, {1, 1}, {1, 1}, true},
       {1, 16, 24, 30, 30, {2, 2}, {1, 1}, {1, 1}, true},
+      {1, 16, 16, 10, 110, {1, 1}, {1, 1}, {1, 1}, true},  // 10 rows: F(2, 3)
       {1, 8, 16, 40, 40, {1, 1}, {1, 1}, {1, 1}, false},
       {1, 16, 16, 64, 64, {1, 1}, {2, 2}, {1, 1}, false},
       {1, 16, 16, 40, 40, {2, 2}, {1, 1}, {2, 2}, false},
       {1, 32, 32, 16, 16, {1, 1}, {1, 1}, {1, 1}, false},
   };
   const schedule::CpuTarget cpus[] = {{32, 16}, {64, 32}};
+  int banded = 0, whole = 0;
   for (const Case& c : cases) {
     for (const schedule::CpuTarget& cpu : cpus) {
       TensorDesc x = f32({c.images, c.in_channels, c.height, c.width}),
@@ -997,18 +1000,26 @@ TEST(Lowering, WinogradRowsConvMatchesTheReference) {
       ASSERT_TRUE(f.has_value()) << name;
       const std::string text = tir::print_prim_func(**f);
       const size_t products = text.find("_wino_products"), input = text.find("allocate %conv2d_0_wino_input");
-      EXPECT_EQ(products != std::string::npos, c.winograd) << name << "\n" << text;
+      EXPECT_EQ(products != std::string::npos, c.winograd) << name;
+      // The phases of a tile: 4 for F(2, 3), 6 for F(4, 3).
+      const std::string phases = c.height == 10 ? ", 4, 112)" : ", 6, ";
       if (c.winograd) {
-        ASSERT_NE(input, std::string::npos) << text;
-        EXPECT_LT(text.find("parallel"), input)
-            << "the band's transformed rows are computed inside the parallel loop\n"
-            << text;
+        ASSERT_NE(input, std::string::npos) << name;
+        EXPECT_NE(text.find(phases, input), std::string::npos) << name;
+        // Per band inside the parallel loop with 16 bands or more (images,
+        // row tiles and, when outer, tiles of output channels), else whole first.
+        const size_t parallel = text.find("parallel");
+        ++(parallel != std::string::npos && parallel < input ? banded : whole);
+        // Either way its phases are unrolled, each its own expression.
+        EXPECT_NE(text.find("unrolled", input), std::string::npos) << name;
       }
       Lcg r(13);
       Tensor tx = random_input(x, {-2, 2}, r), tw = random_input(w, {-1, 1}, r);
       expect_matches_reference(*f, name, "nn.conv2d", {tx, tw}, conv, 1e-4);
     }
   }
+  EXPECT_GT(banded, 0) << "some convs transform their input per band";
+  EXPECT_GT(whole, 0) << "some convs have too few bands and transform it whole";
 }
 
 // Bands of output rows over every way a conv's rows can map to its input:
