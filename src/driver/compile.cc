@@ -160,6 +160,12 @@ Executable compile_model(const Module& input, const CompileOptions& opts, Compil
                          "fold-constants", "dead-code-elimination"},
                         popts);
     });
+  // 2d. Large 3x3 convs by Winograd's F(m, 3) along their rows, their
+  //     kernels transformed at compile time.
+  if (opts.compile_host && !cpu.scratchpad_bytes && cpu.float32_lanes() > 1)
+    m = stages.run("winograd-weights", [&] {
+      return run_passes(m, {"winograd-weights", "fold-constants", "dead-code-elimination"}, popts);
+    });
 
   // 3. Backend codegen; the rest becomes the host program.
   Executable exe = stages.run(

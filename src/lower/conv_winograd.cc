@@ -1,20 +1,19 @@
-// A 3x3 stride-1 conv2d by Winograd's minimal filtering F(m, 3) along the
-// output rows: a tile of m output rows takes m + 2 products per input
-// channel and kernel column instead of 3m (F(4, 3): half the multiply-adds;
-// F(2, 3): two thirds), while the columns stay contiguous for the vector
-// lanes (a 2-D F(m x m, 3 x 3) would interleave them).
-//
-// F(2, 3), for output rows 2t and 2t + 1, the kernel's rows g0..g2 and the
-// padded input rows d0..d3 from row 2t:
+// nn.conv2d_winograd (src/op/nn_winograd.cc): a 3x3 stride-1 conv by
+// Winograd's minimal filtering F(m, 3) along the output rows (op/winograd.h),
+// its kernel already transformed (nn.winograd_weight, folded at compile
+// time by the pass winograd-weights). A tile of m output rows takes m + 2
+// products per input channel and kernel column instead of 3m, while the
+// columns stay contiguous for the vector lanes (a 2-D F(m x m, 3 x 3) would
+// interleave them). F(2, 3), for output rows 2t and 2t + 1, the kernel's
+// rows g0..g2 and the padded input rows d0..d3 from row 2t:
 //
 //   m0 = (d0 - d2) g0           m1 = (d1 + d2) (g0 + g1 + g2) / 2
 //   m3 = (d1 - d3) g2           m2 = (d2 - d1) (g0 - g1 + g2) / 2
 //   y[2t] = m0 + m1 + m2        y[2t + 1] = m1 - m2 - m3
 //
-// exact in real arithmetic; F(4, 3) likewise with 6 phases (RowTransform
-// below). As tensor expressions, with a the phase:
+// F(4, 3) likewise with 6 phases. As tensor expressions, with a the phase
+// and u[k, c, a, rx] the transformed kernel (the g factors):
 //
-//   u[k, c, a, rx]     = the kernel's transformed rows (the g factors)
 //   v[n, c, t, a, j]   = the transformed input rows (the d factors), zero
 //                        outside the input
 //   m[n, k, t, a, j]   = sum over c, rx of u[k, c, a, rx] * v[n, c, t, a, j + rx]
@@ -28,44 +27,13 @@
 
 #include "lower/lower.h"
 #include "op/nn_internal.h"
+#include "op/winograd.h"
 
 namespace kiln::lower {
 
 using tir::Expr;
 
 namespace {
-
-// Winograd's F(m, 3) along output rows: m output rows from m + 2 input rows
-// by m + 2 products ("phases") per input channel and kernel column. Row
-// phase a of the kernel is sum over ky of g[a][ky] * w[ky], of the input
-// sum over i of bt[a][i] * d[i], and output row i of the tile sum over a of
-// at[i][a] * m[a] (Lavin and Gray's matrices; points 0, 1, -1 for F(2, 3),
-// 0, 1, -1, 2, -2 and infinity for F(4, 3)).
-struct RowTransform {
-  int64_t m;
-  std::vector<std::vector<double>> g, bt, at;
-  int64_t phases() const { return m + 2; }
-};
-
-const RowTransform kF2{2,
-                       {{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}},
-                       {{1, 0, -1, 0}, {0, 1, 1, 0}, {0, -1, 1, 0}, {0, 1, 0, -1}},
-                       {{1, 1, 1, 0}, {0, 1, -1, -1}}};
-
-const RowTransform kF4{4,
-                       {{1.0 / 4, 0, 0},
-                        {-1.0 / 6, -1.0 / 6, -1.0 / 6},
-                        {-1.0 / 6, 1.0 / 6, -1.0 / 6},
-                        {1.0 / 24, 1.0 / 12, 1.0 / 6},
-                        {1.0 / 24, -1.0 / 12, 1.0 / 6},
-                        {0, 0, 1}},
-                       {{4, 0, -5, 0, 1, 0},
-                        {0, -4, -4, 1, 1, 0},
-                        {0, 4, -4, -1, 1, 0},
-                        {0, -2, -1, 2, 1, 0},
-                        {0, 2, -1, -2, 1, 0},
-                        {0, 4, 0, -5, 0, 1}},
-                       {{1, 1, 1, 1, 1, 0}, {0, 1, -1, 2, -2, 0}, {0, 1, 1, 4, 4, 0}, {0, 1, -1, 8, -8, 1}}};
 
 // sum over k of coefficients[k] * terms(k), skipping zeros; 1 and -1 as an
 // add or a subtract.
@@ -91,43 +59,20 @@ Expr by_phase(const Expr& a, const std::vector<Expr>& e) {
   return out;
 }
 
-// The transform for a conv of `rows` output rows: F(4, 3) where it leaves
-// at most a quarter of its last tile's rows unused, else F(2, 3).
-const RowTransform& row_transform(int64_t rows) { return rows % 4 == 0 || rows >= 16 ? kF4 : kF2; }
-
-}  // namespace
-
-bool winograd_rows_applies(const LowerContext& c, const std::vector<int64_t>& strides,
-                           const std::vector<int64_t>& dilation, int64_t groups) {
-  const Shape &xs = c.in[0].shape, &ws = c.in[1].shape;
-  return !c.cpu.scratchpad_bytes && groups == 1 && xs.size() == 4 && ws.size() == 4 && ws[2] == 3 &&
-         ws[3] == 3 && strides == std::vector<int64_t>{1, 1} && dilation == std::vector<int64_t>{1, 1} &&
-         c.in[0].dtype == DType::Float32 && c.in[1].dtype == DType::Float32 &&
-         c.out[0].dtype == DType::Float32 && xs[1] >= kWinogradMinChannels && ws[0] >= kWinogradMinChannels &&
-         c.out[0].shape[2] * c.out[0].shape[3] >= kWinogradMinPositions;
-}
-
-Lowered conv2d_winograd_rows(const LowerContext& c, const Pad2d& p) {
-  const te::Tensor &x = c.inputs[0], &w = c.inputs[1];
-  const Shape &xs = c.in[0].shape, &ws = c.in[1].shape, &ys = c.out[0].shape;
-  const int64_t N = xs[0], C = xs[1], H = xs[2], W = xs[3], K = ws[0];
-  const RowTransform& f = row_transform(ys[2]);
+Lowered conv2d_winograd(const LowerContext& c) {
+  const te::Tensor &x = c.inputs[0], &u = c.inputs[1];
+  const Shape &xs = c.in[0].shape, &ys = c.out[0].shape;
+  const int64_t N = xs[0], C = xs[1], H = xs[2], W = xs[3], K = c.in[1].shape[0];
+  const WinogradRows* rows = winograd_rows(c.attrs.get_int("tile_rows"));
+  if (!rows) return unsupported("tile_rows must be 2 or 4");
+  const WinogradRows& f = *rows;
+  const Pad2d p = pad2d_attr(c.op, c.attrs);
   const int64_t m = f.m, phases = f.phases(), tiles = (ys[2] + m - 1) / m, width = W + p.left + p.right;
   auto each_phase = [&](const std::function<Expr(int64_t)>& phase) {
     std::vector<Expr> e;
     for (int64_t a = 0; a < phases; ++a) e.push_back(phase(a));
     return e;
   };
-  te::Tensor u = te::compute(
-      {K, C, phases, 3},
-      [&](const te::Axes& i) {
-        return by_phase(i[2], each_phase([&](int64_t a) {
-                          return combination(f.g[size_t(a)], [&](int64_t ky) {
-                            return (*w)({i[0], i[1], tir::int_imm(ky), i[3]});
-                          });
-                        }));
-      },
-      c.name + "_wino_weight");
   te::Tensor v = te::compute(
       {N, C, tiles, phases, width},
       [&](const te::Axes& i) {
@@ -169,7 +114,7 @@ Lowered conv2d_winograd_rows(const LowerContext& c, const Pad2d& p) {
       },
       c.name);
   // Consecutive output channels' transformed weights are C * phases * 3 floats apart.
-  Lowered r = tiled(prod, 1, 4, {u, v}, v, C * phases * 3 * 4);
+  Lowered r = tiled(prod, 1, 4, {v}, v, C * phases * 3 * 4);
   r.outputs = {y};
   schedule::AnchorTile& tile = r.anchors.back();
   // Bands of row tiles, each computing the phases of its input rows, with
@@ -179,6 +124,12 @@ Lowered conv2d_winograd_rows(const LowerContext& c, const Pad2d& p) {
   tile.window_unroll_axis = 3;
   tile.pair_axis = 2;
   return r;
+}
+
+}  // namespace
+
+void register_winograd_lowerings(LoweringTable& t) {
+  t.add("nn.conv2d_winograd", OpPattern::Anchor, conv2d_winograd);
 }
 
 }  // namespace kiln::lower

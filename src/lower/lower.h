@@ -100,11 +100,12 @@ class LoweringTable {
 // Every definition, registered by the calls below in registry.cc.
 const LoweringTable& lowerings();
 void register_elementwise_lowerings(LoweringTable& t);  // elementwise.cc: unary, binary, clip, astype, logic
-void register_nn_lowerings(LoweringTable& t);      // nn.cc: conv2d, dense, matmul, pools, batch_norm, pad
-void register_reduce_lowerings(LoweringTable& t);  // reduce.cc: sum, mean, max, min, softmax
-void register_shape_lowerings(LoweringTable& t);   // shape.cc: reshape, permute_dims, concat, slices, ...
-void register_image_lowerings(LoweringTable& t);   // image.cc: image.resize2d
-void register_layout_lowerings(LoweringTable& t);  // layout.cc: channel-blocked layouts and conv2d_blocked
+void register_nn_lowerings(LoweringTable& t);        // nn.cc: conv2d, dense, matmul, pools, batch_norm, pad
+void register_reduce_lowerings(LoweringTable& t);    // reduce.cc: sum, mean, max, min, softmax
+void register_shape_lowerings(LoweringTable& t);     // shape.cc: reshape, permute_dims, concat, slices, ...
+void register_image_lowerings(LoweringTable& t);     // image.cc: image.resize2d
+void register_layout_lowerings(LoweringTable& t);    // layout.cc: channel-blocked layouts and conv2d_blocked
+void register_winograd_lowerings(LoweringTable& t);  // conv_winograd.cc: nn.conv2d_winograd
 
 // The pattern of `op`; Opaque when it has no definition.
 OpPattern pattern_of(std::string_view op);
@@ -168,17 +169,6 @@ tir::Expr clamp_index(tir::Expr i, int64_t extent);
 // x zero-padded on its axes 2 and 3 (rows and columns of NCHW, and of
 // channel blocks (N, C / c, H, W, c)); x itself when `p` pads nothing.
 te::Tensor pad_hw(const te::Tensor& x, const Pad2d& p, const std::string& name);
-// A 3x3 stride-1 float32 conv2d by Winograd's F(2, 3) along its output rows
-// (conv_winograd.cc): whether it applies (one group, NCHW, at least
-// kWinogradMinChannels input and output channels and kWinogradMinPositions
-// output positions), and the definition. Smaller convs gain nothing from
-// it (Zen 5, 3x3 24 -> 24 at 8x8: 9 -> 12 us with AVX2 code, 7 -> 15 us
-// with AVX-512; 32 -> 32 at 40x40: 339 -> 236 us, 170 us both ways).
-inline constexpr int64_t kWinogradMinChannels = 16;
-inline constexpr int64_t kWinogradMinPositions = 32 * 32;
-bool winograd_rows_applies(const LowerContext& c, const std::vector<int64_t>& strides,
-                           const std::vector<int64_t>& dilation, int64_t groups);
-Lowered conv2d_winograd_rows(const LowerContext& c, const Pad2d& pad);
 // Row-major linear index of `axes` in `shape`, and its inverse.
 tir::Expr linear_index(const std::vector<tir::Expr>& axes, const Shape& shape);
 std::vector<tir::Expr> unravel(tir::Expr linear, const Shape& shape);

@@ -129,7 +129,6 @@ Lowered conv2d(const LowerContext& c) {
   const std::vector<int64_t>&st = conv->strides, &dl = conv->dilation;
   const Pad2d pad = conv->pad;
   const int64_t groups = conv->groups;
-  if (winograd_rows_applies(c, st, dl, groups)) return conv2d_winograd_rows(c, pad);
   int64_t cg = xs[1] / groups, og = ws[0] / groups;
   tir::DataType acc = acc_type(c);
   // A column stride reads the padded input in phases (pad_phases); a DSP's

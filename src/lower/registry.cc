@@ -60,6 +60,7 @@ const LoweringTable& lowerings() {
     register_shape_lowerings(t);
     register_image_lowerings(t);
     register_layout_lowerings(t);
+    register_winograd_lowerings(t);
     return t;
   }();
   return table;

@@ -186,6 +186,7 @@ void register_nn_ops(OpRegistry& r) {
   register_nn_blocked_ops(r);
   register_nn_pool_ops(r);
   register_nn_matmul_ops(r);
+  register_nn_winograd_ops(r);
   r.add({kBatchNorm,
          "inference batch normalisation along one axis",
          5,

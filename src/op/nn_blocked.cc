@@ -32,13 +32,6 @@
 namespace kiln {
 namespace {
 
-void require_rank(const std::string& op, const std::string& what, const TensorDesc& t, size_t rank,
-                  const char* layout) {
-  if (t.shape.size() != rank)
-    throw Error(op + ": " + what + " must be " + std::to_string(rank) + "-D " + layout + ", got shape " +
-                shape_str(t.shape));
-}
-
 int64_t positive_int(const std::string& op, const Attrs& attrs, const std::string& name) {
   int64_t v = attrs.get_int(name);
   if (v < 1) throw Error(op + ": attribute '" + name + "' = " + std::to_string(v) + " must be >= 1");

@@ -24,10 +24,11 @@
 namespace kiln {
 
 // Registration of the nn sub-files, called from register_nn_ops in nn.cc.
-void register_nn_conv_ops(OpRegistry& r);     // nn_conv.cc: conv2d, conv2d_transpose
-void register_nn_blocked_ops(OpRegistry& r);  // nn_blocked.cc: channel-blocked (NCHWc) layouts and conv
-void register_nn_pool_ops(OpRegistry& r);     // nn_pool.cc: max/avg/adaptive_avg pool
-void register_nn_matmul_ops(OpRegistry& r);   // nn_matmul.cc: matmul, nn.dense
+void register_nn_conv_ops(OpRegistry& r);      // nn_conv.cc: conv2d, conv2d_transpose
+void register_nn_blocked_ops(OpRegistry& r);   // nn_blocked.cc: channel-blocked (NCHWc) layouts and conv
+void register_nn_pool_ops(OpRegistry& r);      // nn_pool.cc: max/avg/adaptive_avg pool
+void register_nn_matmul_ops(OpRegistry& r);    // nn_matmul.cc: matmul, nn.dense
+void register_nn_winograd_ops(OpRegistry& r);  // nn_winograd.cc: Winograd convs and their kernel transform
 // Registration of the second and third shape files, called from register_shape_ops.
 void register_shape_index_ops(OpRegistry& r);  // shape_index.cc: slicing, take, gather_elements, where, trilu
 void register_scatter_ops(OpRegistry& r);      // scatter.cc: gather_nd, scatter_nd, scatter_elements
@@ -39,6 +40,15 @@ void register_scatter_ops(OpRegistry& r);      // scatter.cc: gather_nd, scatter
 inline void require_float32(const std::string& op, const std::string& what, const TensorDesc& t) {
   if (t.dtype != DType::Float32)
     throw Error(op + ": " + what + " must be float32, got " + std::string(dtype_name(t.dtype)));
+}
+
+// Refuses an operand `what` of `op` whose rank is not `rank` (`layout` names
+// its axes, e.g. "(N, C, H, W)").
+inline void require_rank(const std::string& op, const std::string& what, const TensorDesc& t, size_t rank,
+                         const char* layout) {
+  if (t.shape.size() != rank)
+    throw Error(op + ": " + what + " must be " + std::to_string(rank) + "-D " + layout + ", got shape " +
+                shape_str(t.shape));
 }
 
 // ---- attributes -----------------------------------------------------------

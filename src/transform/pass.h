@@ -88,6 +88,12 @@ Module convert_layout(const Module& m, const PassOptions& options);
 // lanes (lanes=N), the product becoming nn.matmul_packed. Host functions
 // only; the model compile pipeline runs it after partitioning.
 Module pack_matmul_weights(const Module& m, const PassOptions& options);
+// Rewrites each float32 3x3 stride-1 nn.conv2d with a constant weight, one
+// group and enough channels and positions as nn.conv2d_winograd on its
+// weight transformed by nn.winograd_weight (Winograd's F(m, 3) along output
+// rows). Host functions only; the model compile pipeline runs it after
+// partitioning.
+Module winograd_weights(const Module& m);
 
 // All graph passes, in pipeline order.
 const std::vector<PassInfo>& graph_passes();

@@ -38,6 +38,9 @@ const std::vector<PassInfo>& graph_passes() {
       {"pack-matmul-weights",
        "pack the constant right operands of float32 matmul and dense into column panels", nullptr,
        pack_matmul_weights},
+      {"winograd-weights",
+       "run float32 3x3 stride-1 convs with constant weights by Winograd's F(m, 3) along output rows",
+       winograd_weights},
   };
   return passes;
 }

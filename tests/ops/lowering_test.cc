@@ -956,33 +956,23 @@ TEST(Lowering, BlockedDepthwiseConvPadsBandsOfOneBlock) {
   }
 }
 
-// A 3x3 stride-1 conv with 16 or more channels in and out and at least
-// 32 x 32 output positions runs by Winograd's F(4, 3) along its output rows
-// (F(2, 3) for fewer than 16 rows that 4 does not divide; conv_winograd.cc):
-// the transformed input computed per band of row tiles inside the parallel
-// loop, the products register-tiled. Odd output rows,
-// asymmetric and wider padding, no padding and two images, on AVX2 and
-// AVX-512 schedules, against the reference kernel (which sums the 9 taps
-// directly: the tolerance allows F(2, 3)'s different rounding). Convs that
-// do not qualify (8 channels, stride 2, dilation 2, 16 x 16 outputs) keep
-// the direct form.
+// nn.conv2d_winograd (a 3x3 stride-1 conv by Winograd's F(m, 3) along its
+// output rows, its kernel transformed by nn.winograd_weight): the
+// transformed input computed per band of row tiles inside the parallel
+// loop, or whole first when there are fewer than 16 bands, its phases
+// unrolled either way; the products register-tiled. Odd output rows,
+// asymmetric, wider and no padding, two images, F(2, 3) and F(4, 3), on AVX2
+// and AVX-512 schedules, against the reference kernel (which nn_conv_test
+// checks against nn.conv2d's).
 TEST(Lowering, WinogradRowsConvMatchesTheReference) {
   struct Case {
-    int64_t images, in_channels, out_channels, height, width;
-    std::vector<int64_t> padding, strides, dilation;
-    bool winograd;
+    int64_t images, in_channels, out_channels, height, width, tile_rows;
+    std::vector<int64_t> padding;
   };
   const Case cases[] = {
-      {1, 16, 16, 32, 32, {1, 1}, {1, 1}, {1, 1}, true},
-      {2, 24, 20, 33, 40, {1, 1}, {1, 1}, {1, 1}, true},
-      {1, 16, 32, 36, 34, {0, 1, 2, 1}, {1, 1}, {1, 1}, true},
-      {1, 17, 16, 34, 40, {0, 0}, {1, 1}, {1, 1}, true},
-      {1, 16, 24, 30, 30, {2, 2}, {1, 1}, {1, 1}, true},
-      {1, 16, 16, 10, 110, {1, 1}, {1, 1}, {1, 1}, true},  // 10 rows: F(2, 3)
-      {1, 8, 16, 40, 40, {1, 1}, {1, 1}, {1, 1}, false},
-      {1, 16, 16, 64, 64, {1, 1}, {2, 2}, {1, 1}, false},
-      {1, 16, 16, 40, 40, {2, 2}, {1, 1}, {2, 2}, false},
-      {1, 32, 32, 16, 16, {1, 1}, {1, 1}, {1, 1}, false},
+      {1, 16, 16, 32, 32, 4, {1, 1}}, {2, 24, 20, 33, 40, 4, {1, 1}}, {1, 16, 32, 36, 34, 4, {0, 1, 2, 1}},
+      {1, 17, 16, 34, 40, 4, {0, 0}}, {1, 16, 24, 30, 30, 4, {2, 2}}, {1, 16, 16, 10, 110, 2, {1, 1}},
+      {1, 16, 16, 64, 64, 2, {1, 1}},
   };
   const schedule::CpuTarget cpus[] = {{32, 16}, {64, 32}};
   int banded = 0, whole = 0;
@@ -990,32 +980,26 @@ TEST(Lowering, WinogradRowsConvMatchesTheReference) {
     for (const schedule::CpuTarget& cpu : cpus) {
       TensorDesc x = f32({c.images, c.in_channels, c.height, c.width}),
                  w = f32({c.out_channels, c.in_channels, 3, 3});
-      Attrs conv =
-          normalize_attrs(op_named("nn.conv2d"),
-                          Attrs{{"padding", c.padding}, {"strides", c.strides}, {"dilation", c.dilation}});
-      const std::string name = "conv_" + std::to_string(c.in_channels) + "_" + std::to_string(c.height) +
-                               "_" + std::to_string(c.padding[0]) + std::to_string(c.strides[0]) +
-                               std::to_string(c.dilation[0]) + "_" + std::to_string(cpu.vector_bytes);
-      auto f = lower_op(name, "nn.conv2d", {x, w}, conv, cpu);
+      Attrs wa = normalize_attrs(op_named("nn.winograd_weight"), Attrs{{"tile_rows", c.tile_rows}});
+      Attrs conv = normalize_attrs(op_named("nn.conv2d_winograd"),
+                                   Attrs{{"padding", c.padding}, {"tile_rows", c.tile_rows}});
+      Lcg r(13);
+      Tensor tx = random_input(x, {-2, 2}, r),
+             tu = run1("nn.winograd_weight", {random_input(w, {-1, 1}, r)}, wa);
+      const std::string name = "wino_" + std::to_string(c.in_channels) + "_" + std::to_string(c.height) +
+                               "_" + std::to_string(c.padding[0]) + "_" + std::to_string(c.tile_rows) + "_" +
+                               std::to_string(cpu.vector_bytes);
+      auto f = lower_op(name, "nn.conv2d_winograd", {x, TensorDesc{tu.shape(), DType::Float32}}, conv, cpu);
       ASSERT_TRUE(f.has_value()) << name;
       const std::string text = tir::print_prim_func(**f);
-      const size_t products = text.find("_wino_products"), input = text.find("allocate %conv2d_0_wino_input");
-      EXPECT_EQ(products != std::string::npos, c.winograd) << name;
-      // The phases of a tile: 4 for F(2, 3), 6 for F(4, 3).
-      const std::string phases = c.height == 10 ? ", 4, 112)" : ", 6, ";
-      if (c.winograd) {
-        ASSERT_NE(input, std::string::npos) << name;
-        EXPECT_NE(text.find(phases, input), std::string::npos) << name;
-        // Per band inside the parallel loop with 16 bands or more (images,
-        // row tiles and, when outer, tiles of output channels), else whole first.
-        const size_t parallel = text.find("parallel");
-        ++(parallel != std::string::npos && parallel < input ? banded : whole);
-        // Either way its phases are unrolled, each its own expression.
-        EXPECT_NE(text.find("unrolled", input), std::string::npos) << name;
-      }
-      Lcg r(13);
-      Tensor tx = random_input(x, {-2, 2}, r), tw = random_input(w, {-1, 1}, r);
-      expect_matches_reference(*f, name, "nn.conv2d", {tx, tw}, conv, 1e-4);
+      const size_t input = text.find("allocate %conv2d_winograd_0_wino_input");
+      ASSERT_NE(input, std::string::npos) << name << "\n" << text;
+      // A tile's phases: 4 for F(2, 3), 6 for F(4, 3).
+      EXPECT_NE(text.find(", " + std::to_string(c.tile_rows + 2) + ", ", input), std::string::npos) << name;
+      const size_t parallel = text.find("parallel");
+      ++(parallel != std::string::npos && parallel < input ? banded : whole);
+      EXPECT_NE(text.find("unrolled", input), std::string::npos) << name << ": the phases are unrolled";
+      expect_matches_reference(*f, name, "nn.conv2d_winograd", {tx, tu}, conv, 1e-4);
     }
   }
   EXPECT_GT(banded, 0) << "some convs transform their input per band";

@@ -331,5 +331,76 @@ TEST(NnConv2dTranspose, Errors) {
       "leaves an empty output");
 }
 
+// nn.winograd_weight by hand: kernel rows (1, 2, 3) in every column give
+// F(2, 3)'s phases g0, (g0 + g1 + g2) / 2, (g0 - g1 + g2) / 2, g2.
+TEST(NnWinograd, WeightTransformByHand) {
+  Tensor w = Tensor::from_floats({1, 1, 3, 3}, {1, 1, 1, 2, 2, 2, 3, 3, 3});
+  Tensor u = run1("nn.winograd_weight", {w}, {{"tile_rows", int64_t{2}}});
+  EXPECT_EQ(u.shape(), (Shape{1, 1, 4, 3}));
+  expect_equal(u, {1, 1, 1, 3, 3, 3, 1, 1, 1, 3, 3, 3});
+}
+
+// conv2d_winograd(x, winograd_weight(w, m)) is nn.conv2d(x, w) for F(2, 3)
+// and F(4, 3): odd rows (a last tile only partly stored), asymmetric,
+// wider and no padding, two images, one row.
+TEST(NnWinograd, MatchesConv2d) {
+  struct Case {
+    Shape x;
+    int64_t out_channels;
+    std::vector<int64_t> padding;
+  };
+  const Case cases[] = {{{1, 3, 8, 8}, 2, {1, 1, 1, 1}},
+                        {{2, 4, 7, 9}, 3, {0, 1, 2, 1}},
+                        {{1, 2, 11, 5}, 4, {0, 0, 0, 0}},
+                        {{1, 5, 6, 6}, 2, {2, 2, 2, 2}},
+                        {{1, 2, 3, 12}, 3, {0, 1, 0, 1}}};
+  uint32_t seed = 40;
+  for (const Case& c : cases)
+    for (int64_t m : {2, 4}) {
+      Tensor x = random_tensor(c.x, DType::Float32, seed++);
+      Tensor w = random_tensor({c.out_channels, c.x[1], 3, 3}, DType::Float32, seed++);
+      Tensor want = run1("nn.conv2d", {x, w}, {{"padding", c.padding}});
+      Tensor u = run1("nn.winograd_weight", {w}, {{"tile_rows", m}});
+      Tensor y = run1("nn.conv2d_winograd", {x, u}, {{"padding", c.padding}, {"tile_rows", m}});
+      EXPECT_EQ(y.shape(), want.shape()) << shape_str(c.x);
+      expect_close(y, testing::values(want), 1e-5, shape_str(c.x) + " F(" + std::to_string(m) + ", 3)");
+    }
+}
+
+TEST(NnWinograd, BadOperandsAndAttributesAreErrors) {
+  Tensor w = random_tensor({2, 3, 3, 3}, DType::Float32, 1),
+         x = random_tensor({1, 3, 6, 6}, DType::Float32, 2);
+  expect_error(
+      [&] {
+        run1("nn.winograd_weight", {w}, {{"tile_rows", int64_t{3}}});
+      },
+      "nn.winograd_weight: attribute 'tile_rows' = 3 must be 2 or 4");
+  expect_error(
+      [&] {
+        run1("nn.winograd_weight", {random_tensor({2, 3, 5, 5}, DType::Float32, 3)},
+             {{"tile_rows", int64_t{2}}});
+      },
+      "weight must be a 3x3 kernel (K, C, 3, 3), got shape (2, 3, 5, 5)");
+  Tensor u = run1("nn.winograd_weight", {w}, {{"tile_rows", int64_t{2}}});
+  expect_error(
+      [&] {
+        run1("nn.conv2d_winograd", {x, u}, {{"tile_rows", int64_t{4}}});
+      },
+      "transformed weight (2, 3, 4, 3) does not fit data (1, 3, 6, 6) and tile_rows 4: expected (K, 3, 6, "
+      "3)");
+  expect_error(
+      [&] {
+        run1("nn.conv2d_winograd", {random_tensor({1, 3, 2, 6}, DType::Float32, 4), u},
+             {{"tile_rows", int64_t{2}}});
+      },
+      "is smaller than the 3x3 kernel");
+  expect_error(
+      [&] {
+        run1("nn.conv2d_winograd", {random_tensor({1, 3, 6}, DType::Float32, 5), u},
+             {{"tile_rows", int64_t{2}}});
+      },
+      "data must be 4-D (N, C, H, W)");
+}
+
 }  // namespace
 }  // namespace kiln

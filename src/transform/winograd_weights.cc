@@ -1,0 +1,88 @@
+// winograd-weights: a float32 3x3 stride-1 nn.conv2d of one group whose
+// weight is a constant, large enough to gain (kMinChannels input and output
+// channels, kMinPositions output positions), becomes nn.conv2d_winograd on
+// the weight transformed for Winograd's F(m, 3) along output rows
+// (nn.winograd_weight, src/op/nn_winograd.cc). fold-constants then
+// transforms the weight once, at compile time, instead of the kernel doing
+// it on every call (a few percent of the conv).
+//
+// F(4, 3) (half the multiply-adds) where 4 divides the output rows or there
+// are 16 or more, else F(2, 3) (two thirds), so the last tile leaves few
+// rows unused.
+//
+// Requires: nothing; run fold-constants and dead-code-elimination after it
+// (the transformed weight is a call on a constant until folded).
+// Guarantees: every variable keeps its type; the function's results are
+// unchanged up to rounding.
+//
+//   %y = nn.conv2d(%x: (1, 96, 80, 80), const (24, 96, 3, 3), padding=[1, 1, 1, 1])
+// =>
+//   %y = nn.conv2d_winograd(%x, nn.winograd_weight(const, tile_rows=4), padding=[1, 1, 1, 1],
+//                           tile_rows=4)
+#include <string>
+#include <vector>
+
+#include "transform/pass.h"
+
+namespace kiln {
+namespace {
+
+// Smaller convs gain nothing (Zen 5, 3x3 24 -> 24 at 8x8: 9 -> 12 us with
+// AVX2 code, 7 -> 15 us with AVX-512; 32 -> 32 at 40x40: 339 -> 206 us and
+// 152 -> 155 us).
+constexpr int64_t kMinChannels = 16;
+constexpr int64_t kMinPositions = 32 * 32;
+
+bool ones(const std::vector<int64_t>& v) { return v == std::vector<int64_t>{1, 1}; }
+
+// The Winograd form of `value` when it is such a conv; else null.
+Expr winograd_conv(const Expr& value) {
+  const CallNode* c = as<CallNode>(value);
+  if (!c || !c->is_op_call() || c->op->name != "nn.conv2d" || c->args.size() != 2) return nullptr;
+  const ConstantNode* w = as<ConstantNode>(c->args[1]);
+  const TensorDesc *x = tensor_desc(c->args[0]), *y = tensor_desc(value);
+  if (!w || !x || !y || w->value.dtype() != DType::Float32 || x->dtype != DType::Float32 ||
+      y->dtype != DType::Float32 || x->shape.size() != 4 || y->shape.size() != 4 || w->value.ndim() != 4)
+    return nullptr;
+  const Attrs& a = c->attrs;
+  if (a.get_int("groups") != 1 || !ones(a.get_ints("strides")) || !ones(a.get_ints("dilation")) ||
+      w->value.dim(2) != 3 || w->value.dim(3) != 3 || w->value.dim(1) != x->shape[1])
+    return nullptr;
+  const int64_t rows = y->shape[2];
+  if (x->shape[1] < kMinChannels || y->shape[1] < kMinChannels || rows * y->shape[3] < kMinPositions)
+    return nullptr;
+  const int64_t m = rows % 4 == 0 || rows >= 16 ? 4 : 2;
+  Attrs wa;
+  wa.set("tile_rows", m);
+  Attrs ca;
+  ca.set("padding", a.get_ints("padding"));
+  ca.set("tile_rows", m);
+  return make_op_call("nn.conv2d_winograd",
+                      {c->args[0], make_op_call("nn.winograd_weight", {c->args[1]}, wa)}, ca);
+}
+
+Function rewrite(const FunctionNode& f) {
+  std::vector<Binding> out;
+  bool changed = false;
+  for (const Binding& b : f.bindings) {
+    Expr conv = winograd_conv(b.value);
+    out.push_back({b.var, conv ? conv : b.value});
+    changed |= conv != nullptr;
+  }
+  if (!changed) return nullptr;
+  return make_function(f.name, f.params, std::move(out), f.result, f.attrs);
+}
+
+}  // namespace
+
+Module winograd_weights(const Module& m) {
+  Module out = m;
+  for (const Function& f : m.functions) {
+    // Backend regions and their composites keep the ops their codegen expects.
+    if (f->attrs.find("Codegen") || f->attrs.find("Composite")) continue;
+    if (Function rewritten = rewrite(*f)) out.set(rewritten);
+  }
+  return out;
+}
+
+}  // namespace kiln
