@@ -4,10 +4,12 @@
 // tuning) against oneDNN's convolution in the same run, on one thread.
 // oneDNN picks its own (blocked) layouts; only the convolution itself is
 // timed, not the reorders into them, so the ratio is against oneDNN's best.
-// kiln's conv is timed in both of its layouts: NCHW (nn.conv2d) and blocks
-// of the vector's float32 lanes (nn.conv2d_blocked, what convert-layout
-// gives a model's convs whose rows leave NCHW's vectors partly idle, and
-// those after them), where the channels make whole blocks.
+// kiln's conv is timed in both of its layouts: NCHW (nn.conv2d, or
+// nn.conv2d_winograd on the transformed kernel where the pass
+// winograd-weights picks it, as in a compiled model) and blocks of the
+// vector's float32 lanes (nn.conv2d_blocked, what convert-layout gives a
+// model's convs whose rows leave NCHW's vectors partly idle, and those
+// after them), where the channels make whole blocks.
 //
 //   make bench
 //   kiln_bench_conv --cpu x86-64-v3    (kiln's code for that CPU, oneDNN
@@ -24,6 +26,7 @@
 #include "lower/lower.h"
 #include "runtime/thread_pool.h"
 #include "tir/transform/passes.h"
+#include "transform/pass.h"
 
 using namespace kiln;
 
@@ -65,10 +68,31 @@ tir::PrimFunc lowered_conv(const char* op, const ConvShape& c, const TensorDesc&
   return bench::lowered_op(op, attrs, {x, w}, y, name, target);
 }
 
+// The F(m, 3) a compiled model runs `c` by (the pass winograd-weights);
+// 0: the direct conv.
+int64_t winograd_rows(const ConvShape& c) {
+  const int64_t pad = c.kernel / 2;
+  Attrs attrs{{"strides", std::vector<int64_t>{c.stride, c.stride}},
+              {"padding", std::vector<int64_t>{pad, pad, pad, pad}},
+              {"dilation", std::vector<int64_t>{1, 1}},
+              {"groups", c.groups}};
+  return winograd_tile_rows({{1, c.in_channels, c.height, c.width}, DType::Float32},
+                            {{c.out_channels, c.in_channels / c.groups, c.kernel, c.kernel}, DType::Float32},
+                            {{1, c.out_channels, c.out_height(), c.out_width()}, DType::Float32}, attrs);
+}
+
+// `c` as a compiled model runs it in NCHW: nn.conv2d, or nn.conv2d_winograd
+// on the transformed kernel.
 tir::PrimFunc kiln_conv(const ConvShape& c, const std::string& name, const codegen::Target& target) {
   TensorDesc x{{1, c.in_channels, c.height, c.width}, DType::Float32};
   TensorDesc w{{c.out_channels, c.in_channels / c.groups, c.kernel, c.kernel}, DType::Float32};
   TensorDesc y{{1, c.out_channels, c.out_height(), c.out_width()}, DType::Float32};
+  if (const int64_t m = winograd_rows(c)) {
+    const int64_t pad = c.kernel / 2;
+    Attrs attrs{{"padding", std::vector<int64_t>{pad, pad, pad, pad}}, {"tile_rows", m}};
+    TensorDesc u{{c.out_channels, c.in_channels, m + 2, 3}, DType::Float32};
+    return bench::lowered_op("nn.conv2d_winograd", attrs, {x, u}, y, name, target);
+  }
   return lowered_conv("nn.conv2d", c, x, w, y, name, target);
 }
 
@@ -168,7 +192,12 @@ int main(int argc, char** argv) try {
     for (size_t k = 0; k < w.size(); ++k) w[k] = float(int(k % 17) - 8) * 0.03125f;
     DnnlConv dnnl(c, x.data(), w.data(), y_dnnl.data());
     const std::string name = "conv" + std::to_string(i);
-    auto run_kiln = [&] { jit->run(name, {x.data(), w.data(), y_kiln.data()}); };
+    // A Winograd conv reads its kernel transformed, as fold-constants leaves it.
+    Tensor wk = Tensor::wrap(w.data(), {c.out_channels, c.in_channels / c.groups, c.kernel, c.kernel},
+                             DType::Float32);
+    if (const int64_t m = winograd_rows(c))
+      wk = run_op(*find_op("nn.winograd_weight"), {wk}, {{"tile_rows", m}})[0];
+    auto run_kiln = [&] { jit->run(name, {x.data(), wk.raw(), y_kiln.data()}); };
     run_kiln();
     dnnl.run();
     dnnl.read_output();
@@ -208,16 +237,18 @@ int main(int argc, char** argv) try {
       if (block) tb = std::min(tb, bench::best_seconds(run_blocked, reps));
       td = std::min(td, bench::best_seconds([&] { dnnl.run(); }, reps));
     }
+    const std::string what = std::string(c.what) + (winograd_rows(c) ? " *" : "");
     if (block)
-      std::printf("%-34s %9.3f %9.3f %9.3f %7.1f %7.1f %6.2fx %6.2fx\n", c.what, tk * 1e3, tb * 1e3, td * 1e3,
-                  c.flops() / tk * 1e-9, c.flops() / td * 1e-9, td / tk, td / tb);
+      std::printf("%-34s %9.3f %9.3f %9.3f %7.1f %7.1f %6.2fx %6.2fx\n", what.c_str(), tk * 1e3, tb * 1e3,
+                  td * 1e3, c.flops() / tk * 1e-9, c.flops() / td * 1e-9, td / tk, td / tb);
     else
-      std::printf("%-34s %9.3f %9s %9.3f %7.1f %7.1f %6.2fx %7s\n", c.what, tk * 1e3, "-", td * 1e3,
+      std::printf("%-34s %9.3f %9s %9.3f %7.1f %7.1f %6.2fx %7s\n", what.c_str(), tk * 1e3, "-", td * 1e3,
                   c.flops() / tk * 1e-9, c.flops() / td * 1e-9, td / tk, "-");
   }
   std::printf(
       "ratio, blocked: oneDNN time / kiln time, NCHW and blocked (above 1: kiln is faster); blocks of %lld "
-      "channels, - where the output channels do not make blocks\n",
+      "channels, - where the output channels do not make blocks; * NCHW by Winograd's F(m, 3) along rows "
+      "(as a compiled model runs it; GF counts the direct conv's operations)\n",
       static_cast<long long>(lanes));
   return 0;
 } catch (const std::exception& e) {

@@ -94,6 +94,10 @@ Module pack_matmul_weights(const Module& m, const PassOptions& options);
 // rows). Host functions only; the model compile pipeline runs it after
 // partitioning.
 Module winograd_weights(const Module& m);
+// The m of the F(m, 3) that winograd-weights runs an nn.conv2d of data x,
+// weight w, output y and attributes `attrs` by; 0 when it leaves the conv
+// direct.
+int64_t winograd_tile_rows(const TensorDesc& x, const TensorDesc& w, const TensorDesc& y, const Attrs& attrs);
 
 // All graph passes, in pipeline order.
 const std::vector<PassInfo>& graph_passes();

@@ -35,23 +35,32 @@ constexpr int64_t kMinPositions = 32 * 32;
 
 bool ones(const std::vector<int64_t>& v) { return v == std::vector<int64_t>{1, 1}; }
 
+}  // namespace
+
+int64_t winograd_tile_rows(const TensorDesc& x, const TensorDesc& w, const TensorDesc& y, const Attrs& a) {
+  if (w.dtype != DType::Float32 || x.dtype != DType::Float32 || y.dtype != DType::Float32 ||
+      x.shape.size() != 4 || y.shape.size() != 4 || w.shape.size() != 4)
+    return 0;
+  if (a.get_int("groups") != 1 || !ones(a.get_ints("strides")) || !ones(a.get_ints("dilation")) ||
+      w.shape[2] != 3 || w.shape[3] != 3 || w.shape[1] != x.shape[1])
+    return 0;
+  const int64_t rows = y.shape[2];
+  if (x.shape[1] < kMinChannels || y.shape[1] < kMinChannels || rows * y.shape[3] < kMinPositions) return 0;
+  return rows % 4 == 0 || rows >= 16 ? 4 : 2;
+}
+
+namespace {
+
 // The Winograd form of `value` when it is such a conv; else null.
 Expr winograd_conv(const Expr& value) {
   const CallNode* c = as<CallNode>(value);
   if (!c || !c->is_op_call() || c->op->name != "nn.conv2d" || c->args.size() != 2) return nullptr;
   const ConstantNode* w = as<ConstantNode>(c->args[1]);
   const TensorDesc *x = tensor_desc(c->args[0]), *y = tensor_desc(value);
-  if (!w || !x || !y || w->value.dtype() != DType::Float32 || x->dtype != DType::Float32 ||
-      y->dtype != DType::Float32 || x->shape.size() != 4 || y->shape.size() != 4 || w->value.ndim() != 4)
-    return nullptr;
+  if (!w || !x || !y) return nullptr;
   const Attrs& a = c->attrs;
-  if (a.get_int("groups") != 1 || !ones(a.get_ints("strides")) || !ones(a.get_ints("dilation")) ||
-      w->value.dim(2) != 3 || w->value.dim(3) != 3 || w->value.dim(1) != x->shape[1])
-    return nullptr;
-  const int64_t rows = y->shape[2];
-  if (x->shape[1] < kMinChannels || y->shape[1] < kMinChannels || rows * y->shape[3] < kMinPositions)
-    return nullptr;
-  const int64_t m = rows % 4 == 0 || rows >= 16 ? 4 : 2;
+  const int64_t m = winograd_tile_rows(*x, {w->value.shape(), w->value.dtype()}, *y, a);
+  if (m == 0) return nullptr;
   Attrs wa;
   wa.set("tile_rows", m);
   Attrs ca;

@@ -335,6 +335,17 @@ const std::map<std::string, CaseGen>& generators() {
              {{f32({32, 1, 3, 3})}, Attrs{{"in_block", int64_t{1}}, {"out_block", int64_t{16}}}}};
        }},
       {"nn.conv2d_blocked", conv2d_blocked_cases},
+      // Small Winograd convs (WinogradRowsConvMatchesTheReference has the
+      // large ones): F(2, 3) and F(4, 3), padded and not, two images.
+      {"nn.conv2d_winograd",
+       [](Lcg&) {
+         auto attrs = [](int64_t m, std::vector<int64_t> padding) {
+           return Attrs{{"tile_rows", m}, {"padding", std::move(padding)}};
+         };
+         return std::vector<Case>{{{f32({1, 3, 9, 10}), f32({4, 3, 4, 3})}, attrs(2, {1, 1, 1, 1})},
+                                  {{f32({2, 2, 11, 7}), f32({3, 2, 6, 3})}, attrs(4, {0, 1, 2, 1})},
+                                  {{f32({1, 4, 5, 18}), f32({2, 4, 6, 3})}, attrs(4, {0, 0, 0, 0})}};
+       }},
       {"nn.dense",
        [](Lcg& r) {
          int64_t k = r.integer(3, 40), n = r.integer(1, 20);
@@ -546,6 +557,7 @@ const std::map<std::string, std::string>& not_lowered() {
       {"image.non_max_suppression", "dynamic shape: the selected rows' count depends on the data"},
       {"det", "pivoting depends on the values: the reference kernel factorises each matrix"},
       {"signal.dft", "not lowered yet (a direct transform on its reference kernel)"},
+      {"nn.winograd_weight", "a constant kernel's transform: winograd-weights leaves it to fold-constants"},
   };
   return m;
 }
