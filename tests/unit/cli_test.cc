@@ -328,6 +328,17 @@ TEST_F(CliCompile, CompiledModuleRunsTimedAndPrintsEveryStage) {
   EXPECT_NE(r.out.find("over 5 runs"), std::string::npos) << r.out;
   testing::CliResult bad = testing::kiln_cmd("run " + kmod + " --random-inputs 2 --repeat -1");
   EXPECT_EQ(bad.code, 2) << bad.out;
+  // Where the time goes, over 5 more runs: the one kernel's row (all of it).
+  testing::CliResult p =
+      testing::kiln_cmd("run " + kmod + " --random-inputs 2 --repeat 5 --profile-summary 10");
+  ASSERT_EQ(p.code, 0) << p.out;
+  EXPECT_NE(p.out.find("100.0% 100.0%"), std::string::npos) << p.out;
+  EXPECT_NE(p.out.find("kiln_fused_matmul_relu (host)"), std::string::npos) << p.out;
+  EXPECT_NE(p.out.find("1 dispatches per run over 5 runs"), std::string::npos) << p.out;
+  testing::CliResult alone = testing::kiln_cmd("run " + kmod + " --random-inputs 2 --profile-summary 10");
+  EXPECT_EQ(alone.code, 1) << alone.out;
+  EXPECT_NE(alone.out.find("--profile-summary summarizes the runs of --repeat N"), std::string::npos)
+      << alone.out;
 }
 
 // Host code for a named CPU: x86-64-v3 (AVX2 + FMA) and the baseline x86-64

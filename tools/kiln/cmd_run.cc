@@ -49,6 +49,7 @@ struct RunOpts {
   int64_t repeat = 0;
   std::string dispatch_log;
   std::string profile;
+  int64_t profile_summary = -1;  // rows of the per-dispatch table; -1: none
   bool verify = false;
   double atol = 1e-5, rtol = 1e-4;
   // Prim functions.
@@ -294,6 +295,15 @@ std::vector<Tensor> run_on_vm(Executable exe, const RunOpts& o, std::string* fai
       warm.record_events = true;
       write_output(o.profile, chrome_trace(vm.run(args, warm).events));
     }
+    // Where the time goes: as many runs again, recorded, after the timed
+    // ones (recording costs a little; the latency above is without it).
+    if (o.profile_summary >= 0) {
+      VirtualMachine::RunOptions recorded;
+      recorded.record_events = true;
+      std::vector<std::vector<DispatchEvent>> runs;
+      for (int64_t i = 0; i < o.repeat; ++i) runs.push_back(vm.run(args, recorded).events);
+      std::cout << profile_summary(runs, size_t(o.profile_summary));
+    }
   }
   return std::move(run.outputs);
 }
@@ -393,6 +403,8 @@ void run(const RunOpts& o) {
   ModelNames names;
   std::string failure;  // of --verify
   bool vm_flags = !o.dispatch_log.empty() || !o.profile.empty() || o.verify;
+  if (o.profile_summary >= 0 && o.repeat == 0)
+    throw Error("--profile-summary summarizes the runs of --repeat N: add --repeat (e.g. --repeat 50)");
   check_standard_input_once(o);
   // "-" and pipes are read once, whole, and told apart by their content.
   std::optional<std::string> streamed;
@@ -479,6 +491,12 @@ void add_run_command(CLI::App& app) {
       "--profile", o->profile,
       "Write a Chrome trace (Perfetto) with host and backend tracks (with --repeat: of a warm run; - for "
       "standard output)");
+  cmd->add_option(
+         "--profile-summary", o->profile_summary,
+         "With --repeat N: after the timed runs, N more recorded ones, and a table of each dispatch's "
+         "median time and share, the slowest ROWS first (0: all)")
+      ->check(kNonNegative)
+      ->type_name("ROWS");
   cmd->add_flag("--verify", o->verify,
                 "Also run every offloaded function on the reference kernels and compare");
   cmd->add_option("--atol", o->atol, "--verify: absolute tolerance")
