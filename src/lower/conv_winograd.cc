@@ -21,6 +21,7 @@
 //
 // m is register-tiled like a direct conv (rows: output channels, columns:
 // output columns), with v as its window, computed per band of row tiles.
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <vector>
@@ -73,21 +74,17 @@ Lowered conv2d_winograd(const LowerContext& c) {
     for (int64_t a = 0; a < phases; ++a) e.push_back(phase(a));
     return e;
   };
+  // The padded input, inlined into v (each phase's rows read through
+  // clamped indices under the padding's select), with zero rows below for
+  // a last tile that reaches past the output's rows.
+  Pad2d tiled_pad = p;
+  tiled_pad.bottom += std::max<int64_t>(0, tiles * m + 2 - (H + p.top + p.bottom));
+  const te::Tensor xp = pad_hw(x, tiled_pad, c.name);
   te::Tensor v = te::compute(
       {N, C, tiles, phases, width},
       [&](const te::Axes& i) {
-        const Expr col = tir::sub(i[4], tir::int_imm(p.left));
         auto d = [&](int64_t r) {
-          Expr row =
-              tir::sub(tir::add(tir::mul(i[2], tir::int_imm(m)), tir::int_imm(r)), tir::int_imm(p.top));
-          Expr inside = tir::binary(
-              tir::BinaryOp::And,
-              tir::binary(tir::BinaryOp::And, tir::binary(tir::BinaryOp::GE, row, tir::int_imm(0)),
-                          tir::lt(row, tir::int_imm(H))),
-              tir::binary(tir::BinaryOp::And, tir::binary(tir::BinaryOp::GE, col, tir::int_imm(0)),
-                          tir::lt(col, tir::int_imm(W))));
-          return tir::select(inside, (*x)({i[0], i[1], clamp_index(row, H), clamp_index(col, W)}),
-                             constant(0, x->dtype));
+          return (*xp)({i[0], i[1], tir::add(tir::mul(i[2], tir::int_imm(m)), tir::int_imm(r)), i[4]});
         };
         return by_phase(i[3], each_phase([&](int64_t a) { return combination(f.bt[size_t(a)], d); }));
       },

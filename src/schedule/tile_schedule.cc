@@ -374,6 +374,9 @@ bool tile_anchor(te::Schedule& s, const AnchorTile& a, const CpuTarget& cpu,
   tir::Var band_rows;        // the rows of a band, inside the parallel loop
   tir::Var after_band = co;  // the first loop inside a band of one step
   if (window && window->inlined()) window = nullptr;
+  // The window's phase loop is unrolled whether a band or the whole
+  // image computes it (below: too few bands leave it to the default rules).
+  if (window && a.window_unroll_axis >= 0) window->unroll(window->leaf(size_t(a.window_unroll_axis)));
   if (window) {
     // The output rows (AnchorTile::window_row_axis): by default the axis
     // before the columns, or before the tile's rows when those are the
@@ -392,14 +395,12 @@ bool tile_anchor(te::Schedule& s, const AnchorTile& a, const CpuTarget& cpu,
       if (l.var == after_band) break;
       bands *= l.extent;
     }
-    if (bands < kMinBands) {
-      // The whole window first, by the default rules (parallel outer
-      // loops, vectorized columns), its phase loop unrolled all the same.
-      if (a.window_unroll_axis >= 0) window->unroll(window->leaf(size_t(a.window_unroll_axis)));
+    // Too few bands: the whole window first, by the default rules
+    // (parallel outer loops, vectorized columns).
+    if (bands < kMinBands)
       window = nullptr;
-    } else if (band_loop) {
+    else if (band_loop)
       band_rows = split_bands(cpu, *out, a, band_loop, band_loop == ho ? hb : 1, bands);
-    }
   }
   const tir::Var stop = panels ? ro : window ? (band_rows ? band_rows : after_band) : tile_loop;
   while (out->leaves().size() > 1 && out->leaves()[1].var != stop)
@@ -408,7 +409,6 @@ bool tile_anchor(te::Schedule& s, const AnchorTile& a, const CpuTarget& cpu,
   tile.compute_at(*out, tile_loop);
   if (window) {
     window->compute_at(*out, outer);
-    if (a.window_unroll_axis >= 0) window->unroll(window->leaf(size_t(a.window_unroll_axis)));
     window->vectorize(window->leaves().back().var);
     done.push_back(window);
   }
