@@ -1,0 +1,364 @@
+// The loops lowered convs and products get for a CPU (src/schedule/
+// tile_schedule.cc, src/lower/): register tiles sized to the registers and
+// L1 ways, panels to L2, channel blocks inside tile rows, transposed layout
+// copies, padded inputs per band of output rows, Winograd's transformed
+// input; each checked in the printed tensor IR and by values against the
+// reference kernel, on AVX2 and AVX-512 schedules.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "codegen/codegen.h"
+#include "lower/lower.h"
+#include "lowering_util.h"
+#include "op_test_util.h"
+#include "tir/text.h"
+#include "tir/transform/passes.h"
+
+namespace kiln::testing {
+namespace {
+
+// A left operand beyond half of L2 (1024 x 512 float32, 2 MiB): each packed
+// panel of the right one spans several column tiles, as many as half of L2
+// holds (AVX2: 8 tiles of 16 columns, AVX-512: 4 of 32; 256 KiB each), so a
+// pass over the left operand serves them all; the values hold on both
+// schedules.
+TEST(Lowering, LargeProductPacksPanelsOfSeveralColumnTiles) {
+  TensorDesc a = f32({1024, 512}), b = f32({512, 256}), y = f32({1024, 256});
+  Lcg r(11);
+  Tensor ta = random_input(a, {-1, 1}, r), tb = random_input(b, {-1, 1}, r);
+  Tensor want = run1("matmul", {ta, tb});
+  struct Cpu {
+    schedule::CpuTarget cpu;
+    const char* panel;  // the panel's workspace request
+  };
+  // A 256 KiB L2 (CpuTarget::l2_bytes) halves AVX2's panels: 4 tiles of 16
+  // columns instead of 8.
+  schedule::CpuTarget small_l2{32, 16};
+  small_l2.l2_bytes = 256 << 10;
+  for (const Cpu& c :
+       {Cpu{{32, 16}, "uint64(262144)"}, Cpu{{64, 32}, "uint64(262144)"}, Cpu{small_l2, "uint64(131072)"}}) {
+    lower::KernelSpec spec;
+    spec.name = "matmul_" + std::to_string(c.cpu.vector_bytes) + "_" + std::to_string(c.cpu.l2_bytes >> 10);
+    spec.params = {a, b};
+    spec.ops.push_back(
+        {"matmul", normalize_attrs(op_named("matmul"), {}), {a, b}, {y}, {{0, -1, 0}, {1, -1, 0}}});
+    spec.outputs = {{0, 0}};
+    auto f = lower::lower_kernel(spec, nullptr, c.cpu);
+    ASSERT_TRUE(f.has_value());
+    tir::PrimFunc built = tir::lower_for_build(*f);
+    const std::string text = tir::print_prim_func(*built);
+    EXPECT_NE(text.find(c.panel), std::string::npos) << text;
+    auto jit = codegen::JitModule::create({built});
+    Tensor got = Tensor::empty(want.shape(), want.dtype());
+    jit->run(spec.name, {ta.raw(), tb.raw(), got.raw()});
+    for (int64_t i = 0; i < want.numel(); ++i)
+      ASSERT_NEAR(got.get_as_double(i), want.get_as_double(i), 1e-3) << spec.name << " element " << i;
+  }
+}
+
+// The rows of a register tile read one element of each row of the left
+// operand per step: rows 4 KiB apart (K = 1024 float32) all fall into one
+// L1 set, so AVX-512's 12-row tile is cut to the 8 rows an 8-way L1 holds
+// (a 12-way L1, CpuTarget::l1_ways, holds all 12); K = 1000 spreads them
+// over the sets and keeps 12. AVX2's 6 rows fit either way. The values
+// hold on every schedule.
+TEST(Lowering, RowTileFitsTheLeftOperandsRowsIntoL1Ways) {
+  struct Case {
+    int64_t k;
+    schedule::CpuTarget cpu;
+    const char* tile;  // the accumulators' buffer
+  };
+  schedule::CpuTarget twelve_ways{64, 32};
+  twelve_ways.l1_bytes = 48 << 10;
+  twelve_ways.l1_ways = 12;
+  const Case cases[] = {
+      {1024, {64, 32}, "_local: Buffer[(8, 32)"},
+      {1000, {64, 32}, "_local: Buffer[(12, 32)"},
+      {1024, {32, 16}, "_local: Buffer[(6, 16)"},
+      {1024, twelve_ways, "_local: Buffer[(12, 32)"},
+  };
+  for (const Case& c : cases) {
+    TensorDesc a = f32({96, c.k}), b = f32({c.k, 64});
+    Lcg r(7);
+    Tensor ta = random_input(a, {-1, 1}, r), tb = random_input(b, {-1, 1}, r);
+    const std::string name = "matmul_" + std::to_string(c.k) + "_" + std::to_string(c.cpu.vector_bytes) +
+                             "_" + std::to_string(c.cpu.l1_ways);
+    const Attrs attrs = normalize_attrs(op_named("matmul"), {});
+    auto f = lower_op(name, "matmul", {a, b}, attrs, c.cpu);
+    ASSERT_TRUE(f.has_value());
+    const std::string text = tir::print_prim_func(**f);
+    EXPECT_NE(text.find(c.tile), std::string::npos) << name << "\n" << text;
+    expect_matches_reference(*f, name, "matmul", {ta, tb}, attrs, 1e-3);
+  }
+}
+
+// A channel-blocked conv's tile pairs blocks of output channels, each
+// input broadcast feeding one multiply-add per block. The blocks' loop runs
+// inside the tile's rows, so a row's broadcast is dead after its blocks and
+// the registers hold the accumulators, the blocks' weight vectors and one
+// broadcast: AVX2's 16 registers 4 rows of 3 blocks (12 accumulators, 7
+// loads per 12 multiply-adds; the 10 x 1 tile loaded 11 per 10), AVX-512's
+// 32 10 rows of 2.
+TEST(Lowering, ChannelBlockedConvTileRunsItsBlocksInsideItsRows) {
+  struct Case {
+    int64_t block;
+    schedule::CpuTarget cpu;
+    const char* tile;        // the accumulators' buffer
+    const char* row_loop;    // the tile's rows, unrolled
+    const char* block_loop;  // its blocks, unrolled, inside the rows
+  };
+  const Case cases[] = {
+      {8,
+       {32, 16},
+       "%conv2d_blocked_0_local: Buffer[(1, 3, 1, 4, 8)",
+       "extent 4 unrolled",
+       "extent 3 unrolled"},
+      {16,
+       {64, 32},
+       "%conv2d_blocked_0_local: Buffer[(1, 2, 1, 10, 16)",
+       "extent 10 unrolled",
+       "extent 2 unrolled"},
+  };
+  for (const Case& c : cases) {
+    const int64_t blocks = 192 / c.block;
+    TensorDesc x = f32({1, blocks, 20, 20, c.block}), w = f32({blocks, blocks, 1, 1, c.block, c.block});
+    const Attrs attrs = normalize_attrs(op_named("nn.conv2d_blocked"), {});
+    const std::string name = "blocked_conv_" + std::to_string(c.block);
+    auto f = lower_op(name, "nn.conv2d_blocked", {x, w}, attrs, c.cpu);
+    ASSERT_TRUE(f.has_value());
+    const std::string text = tir::print_prim_func(**f);
+    const size_t tile = text.find(c.tile);
+    ASSERT_NE(tile, std::string::npos) << name << "\n" << text;
+    const size_t rows = text.find(c.row_loop, tile), block_loop = text.find(c.block_loop, tile);
+    ASSERT_NE(rows, std::string::npos) << text;
+    EXPECT_LT(rows, block_loop) << "the blocks run inside the rows\n" << text;
+    Lcg r(3);
+    Tensor tx = random_input(x, {-1, 1}, r), tw = random_input(w, {-1, 1}, r);
+    expect_matches_reference(*f, name, "nn.conv2d_blocked", {tx, tw}, attrs, 1e-4);
+  }
+}
+
+// Layout copies between NCHW and channel blocks move lanes x lanes blocks:
+// the columns (block_channels) or a block's channels (unblock_channels)
+// run unrolled just outside a vector loop of `lanes` lanes, so codegen
+// transposes each block in registers. The lanes are the target's or half
+// of them that divide the block and the row (4 for AVX2's rows of 20); a
+// row of 10 columns keeps the gather. Values match the reference kernel.
+TEST(Lowering, ChannelLayoutCopiesMoveSquareBlocks) {
+  struct Case {
+    const char* op;
+    Shape in;
+    int64_t block;
+    schedule::CpuTarget cpu;
+    const char* unrolled;  // "" when the copy is not blocked
+    const char* vector;
+  };
+  const Case cases[] = {
+      {"nn.block_channels", {1, 16, 6, 16}, 8, {32, 16}, "extent 8 unrolled", "extent 8 vectorized"},
+      {"nn.block_channels", {1, 16, 3, 20}, 8, {32, 16}, "extent 4 unrolled", "extent 4 vectorized"},
+      {"nn.block_channels", {1, 32, 4, 32}, 16, {64, 32}, "extent 16 unrolled", "extent 16 vectorized"},
+      {"nn.unblock_channels", {1, 2, 6, 16, 8}, 0, {32, 16}, "extent 8 unrolled", "extent 8 vectorized"},
+      {"nn.unblock_channels", {1, 3, 5, 20, 8}, 0, {32, 16}, "extent 8 unrolled", "extent 4 vectorized"},
+      {"nn.unblock_channels", {1, 2, 3, 40, 16}, 0, {64, 32}, "extent 16 unrolled", "extent 8 vectorized"},
+      {"nn.unblock_channels", {1, 2, 3, 10, 8}, 0, {32, 16}, "", ""},
+  };
+  for (const Case& c : cases) {
+    TensorDesc x = f32(c.in);
+    Attrs attrs;
+    if (c.block) attrs.set("block", c.block);
+    attrs = normalize_attrs(op_named(c.op), attrs);
+    const std::string name = std::string(c.op).substr(3) + "_" + std::to_string(c.in[3]) + "_" +
+                             std::to_string(c.cpu.vector_bytes);
+    auto f = lower_op(name, c.op, {x}, attrs, c.cpu);
+    ASSERT_TRUE(f.has_value()) << name;
+    const std::string text = tir::print_prim_func(**f);
+    if (*c.unrolled) {
+      const size_t unrolled = text.find(c.unrolled);
+      ASSERT_NE(unrolled, std::string::npos) << name << "\n" << text;
+      EXPECT_NE(text.find(c.vector, unrolled), std::string::npos) << name << "\n" << text;
+    } else {
+      EXPECT_EQ(text.find("unrolled"), std::string::npos) << name << "\n" << text;
+    }
+    Lcg r(11);
+    Tensor tx = random_input(x, {-1, 1}, r);
+    expect_matches_reference(*f, name, c.op, {tx}, attrs, 0.0);
+  }
+}
+
+// A padded conv input is computed per band of output rows, inside the
+// parallel loop over them (its rows of the band only: R + 2 for R output
+// rows of a 3x3 kernel), when there are at least 16 bands; with fewer, the
+// whole padded image is computed first. A band holds up to 4 output rows,
+// as many as keep 16 bands (counting the tiles of output channels when
+// those are outer). The values hold either way, on AVX2 and AVX-512
+// schedules.
+TEST(Lowering, PaddedConvInputIsComputedPerBandOfOutputRows) {
+  struct Case {
+    int64_t height, width;
+    schedule::CpuTarget cpu;
+    const char* pad;  // the padded input's buffer
+  };
+  const Case cases[] = {
+      {80, 64, {64, 32}, "%conv2d_0_pad: Buffer[(1, 8, 6, 66)"},  // 64 columns: 2 vectors, bands of 4
+      {40, 64, {64, 32}, "%conv2d_0_pad: Buffer[(1, 8, 4, 66)"},  // 40 rows: bands of 2
+      {40, 40, {32, 16}, "%conv2d_0_pad: Buffer[(1, 8, 6, 42)"},  // 1 vector: tiles of 2 rows, bands of 4
+      {8, 64, {64, 32}, "%conv2d_0_pad: Buffer[(1, 8, 10, 66)"},  // 8 bands: the whole image
+  };
+  for (const Case& c : cases) {
+    TensorDesc x = f32({1, 8, c.height, c.width}), w = f32({12, 8, 3, 3});
+    Attrs conv = normalize_attrs(op_named("nn.conv2d"), Attrs{{"padding", std::vector<int64_t>{1, 1}}});
+    const std::string name = "conv_" + std::to_string(c.height) + "_" + std::to_string(c.cpu.vector_bytes);
+    auto f = lower_op(name, "nn.conv2d", {x, w}, conv, c.cpu);
+    ASSERT_TRUE(f.has_value());
+    const std::string text = tir::print_prim_func(**f);
+    const size_t parallel = text.find("parallel"), pad = text.find(c.pad);
+    ASSERT_NE(pad, std::string::npos) << text;
+    if (c.height >= 16)
+      EXPECT_LT(parallel, pad) << "the band's padded rows are computed inside the parallel loop\n" << text;
+    else
+      EXPECT_GT(parallel, pad) << "the padded image is allocated before any loop\n" << text;
+    Lcg r(5);
+    Tensor tx = random_input(x, {-2, 2}, r), tw = random_input(w, {-1, 1}, r);
+    expect_matches_reference(*f, name, "nn.conv2d", {tx, tw}, conv, 1e-4);
+  }
+}
+
+// A channel-blocked depthwise conv pads its input per band of output rows
+// of one channel block, inside the parallel loop (not the whole padded
+// image first, written to memory and read back: the conv itself moves
+// little more than its input). A band's rows stay within half of L1, since
+// the tile reads each of them once per kernel tap: a stride-2 3x3 conv on
+// rows of 160 pads 5 input rows for a pair of output rows (9 rows for 4
+// would be 46 KiB), a 5x5 conv on rows of 20 pads 8 for 4, a 3x3 conv on
+// rows of 80 5 for its tile's 3 (12 rows make no bands of two tiles).
+// Values against the reference.
+TEST(Lowering, BlockedDepthwiseConvPadsBandsOfOneBlock) {
+  struct Case {
+    int64_t channels, height, width, kernel, stride;
+    schedule::CpuTarget cpu;
+    const char* pad;  // the padded input's buffer
+  };
+  const Case cases[] = {
+      {32, 160, 160, 3, 2, {32, 16}, "%conv2d_blocked_0_pad: Buffer[(1, 1, 5, 161, 8)"},
+      {192, 20, 20, 5, 1, {32, 16}, "%conv2d_blocked_0_pad: Buffer[(1, 1, 8, 24, 8)"},
+      {240, 12, 80, 3, 1, {32, 16}, "%conv2d_blocked_0_pad: Buffer[(1, 1, 5, 82, 8)"},
+      {64, 24, 24, 3, 1, {64, 32}, "%conv2d_blocked_0_pad: Buffer[(1, 1, 6, 26, 16)"},
+  };
+  for (const Case& c : cases) {
+    const int64_t block = c.cpu.float32_lanes(), blocks = c.channels / block, pad = c.kernel / 2;
+    TensorDesc x = f32({1, blocks, c.height, c.width, block}),
+               w = f32({blocks, 1, c.kernel, c.kernel, 1, block});
+    const Attrs attrs = normalize_attrs(op_named("nn.conv2d_blocked"),
+                                        Attrs{{"padding", std::vector<int64_t>{pad, pad}},
+                                              {"strides", std::vector<int64_t>{c.stride, c.stride}},
+                                              {"groups", c.channels}});
+    const std::string name = "blocked_depthwise_" + std::to_string(c.kernel) + "_" + std::to_string(c.width);
+    auto f = lower_op(name, "nn.conv2d_blocked", {x, w}, attrs, c.cpu);
+    ASSERT_TRUE(f.has_value()) << name;
+    const std::string text = tir::print_prim_func(**f);
+    const size_t parallel = text.find("parallel"), padded = text.find(c.pad);
+    ASSERT_NE(padded, std::string::npos) << name << "\n" << text;
+    EXPECT_LT(parallel, padded) << "the band's padded rows are computed inside the parallel loop\n" << text;
+    Lcg r(7);
+    Tensor tx = random_input(x, {-2, 2}, r), tw = random_input(w, {-1, 1}, r);
+    expect_matches_reference(*f, name, "nn.conv2d_blocked", {tx, tw}, attrs, 1e-4);
+  }
+}
+
+// nn.conv2d_winograd (a 3x3 stride-1 conv by Winograd's F(m, 3) along its
+// output rows, its kernel transformed by nn.winograd_weight): the
+// transformed input computed per band of row tiles inside the parallel
+// loop, or whole first when there are fewer than 16 bands, its phases
+// unrolled either way; the products register-tiled. Odd output rows,
+// asymmetric, wider and no padding, two images, F(2, 3) and F(4, 3), on AVX2
+// and AVX-512 schedules, against the reference kernel (which nn_conv_test
+// checks against nn.conv2d's).
+TEST(Lowering, WinogradRowsConvMatchesTheReference) {
+  struct Case {
+    int64_t images, in_channels, out_channels, height, width, tile_rows;
+    std::vector<int64_t> padding;
+  };
+  const Case cases[] = {
+      {1, 16, 16, 32, 32, 4, {1, 1}}, {2, 24, 20, 33, 40, 4, {1, 1}}, {1, 16, 32, 36, 34, 4, {0, 1, 2, 1}},
+      {1, 17, 16, 34, 40, 4, {0, 0}}, {1, 16, 24, 30, 30, 4, {2, 2}}, {1, 16, 16, 10, 110, 2, {1, 1}},
+      {1, 16, 16, 64, 64, 2, {1, 1}},
+  };
+  const schedule::CpuTarget cpus[] = {{32, 16}, {64, 32}};
+  int banded = 0, whole = 0;
+  for (const Case& c : cases) {
+    for (const schedule::CpuTarget& cpu : cpus) {
+      TensorDesc x = f32({c.images, c.in_channels, c.height, c.width}),
+                 w = f32({c.out_channels, c.in_channels, 3, 3});
+      Attrs wa = normalize_attrs(op_named("nn.winograd_weight"), Attrs{{"tile_rows", c.tile_rows}});
+      Attrs conv = normalize_attrs(op_named("nn.conv2d_winograd"),
+                                   Attrs{{"padding", c.padding}, {"tile_rows", c.tile_rows}});
+      Lcg r(13);
+      Tensor tx = random_input(x, {-2, 2}, r),
+             tu = run1("nn.winograd_weight", {random_input(w, {-1, 1}, r)}, wa);
+      const std::string name = "wino_" + std::to_string(c.in_channels) + "_" + std::to_string(c.height) +
+                               "_" + std::to_string(c.padding[0]) + "_" + std::to_string(c.tile_rows) + "_" +
+                               std::to_string(cpu.vector_bytes);
+      auto f = lower_op(name, "nn.conv2d_winograd", {x, TensorDesc{tu.shape(), DType::Float32}}, conv, cpu);
+      ASSERT_TRUE(f.has_value()) << name;
+      const std::string text = tir::print_prim_func(**f);
+      const size_t input = text.find("allocate %conv2d_winograd_0_wino_input");
+      ASSERT_NE(input, std::string::npos) << name << "\n" << text;
+      // A tile's phases: 4 for F(2, 3), 6 for F(4, 3).
+      EXPECT_NE(text.find(", " + std::to_string(c.tile_rows + 2) + ", ", input), std::string::npos) << name;
+      const size_t parallel = text.find("parallel");
+      ++(parallel != std::string::npos && parallel < input ? banded : whole);
+      EXPECT_NE(text.find("unrolled", input), std::string::npos) << name << ": the phases are unrolled";
+      expect_matches_reference(*f, name, "nn.conv2d_winograd", {tx, tu}, conv, 1e-4);
+    }
+  }
+  EXPECT_GT(banded, 0) << "some convs transform their input per band";
+  EXPECT_GT(whole, 0) << "some convs have too few bands and transform it whole";
+}
+
+// Bands of output rows over every way a conv's rows can map to its input:
+// strides 1 and 2 (rows and columns), dilation 2, kernels of 3 and 5 rows,
+// heights that make bands of 1 to 4 rows (and one that bands nothing),
+// output channels in one or several row tiles, AVX2 and AVX-512 tiles.
+// Each compiled conv matches the reference kernel; the sweep must band
+// some of them (a padded buffer of more input rows than one output row
+// reads).
+TEST(Lowering, BandedPaddedConvsMatchTheReference) {
+  struct Case {
+    int64_t height, kernel, stride_h, stride_w, dilation, pad, out_channels;
+  };
+  const Case cases[] = {
+      {64, 3, 1, 1, 1, 1, 8}, {66, 3, 1, 1, 1, 1, 12}, {63, 3, 2, 2, 1, 1, 8}, {80, 5, 1, 1, 1, 2, 8},
+      {70, 3, 1, 1, 2, 2, 8}, {80, 3, 2, 1, 1, 1, 24}, {34, 3, 1, 2, 1, 1, 8}, {17, 3, 1, 1, 1, 1, 8},
+  };
+  const schedule::CpuTarget cpus[] = {{32, 16}, {64, 32}};
+  int banded = 0;
+  for (const Case& c : cases) {
+    for (const schedule::CpuTarget& cpu : cpus) {
+      TensorDesc x = f32({1, 4, c.height, 24}), w = f32({c.out_channels, 4, c.kernel, c.kernel});
+      Attrs conv = normalize_attrs(op_named("nn.conv2d"),
+                                   Attrs{{"padding", std::vector<int64_t>{c.pad, c.pad}},
+                                         {"strides", std::vector<int64_t>{c.stride_h, c.stride_w}},
+                                         {"dilation", std::vector<int64_t>{c.dilation, c.dilation}}});
+      const std::string name = "conv_" + std::to_string(c.height) + "_" + std::to_string(c.kernel) + "_" +
+                               std::to_string(c.stride_h) + std::to_string(c.stride_w) + "_" +
+                               std::to_string(c.dilation) + "_" + std::to_string(cpu.vector_bytes);
+      auto f = lower_op(name, "nn.conv2d", {x, w}, conv, cpu);
+      ASSERT_TRUE(f.has_value()) << name;
+      // The padded input's rows: the third extent of its buffer.
+      const std::string text = tir::print_prim_func(**f);
+      const size_t at = text.find(", 4, ", text.find("allocate %conv2d_0_"));
+      ASSERT_NE(at, std::string::npos) << text;
+      const int64_t rows = std::stoll(text.substr(at + 5));
+      if (rows > (c.kernel - 1) * c.dilation + 1 && rows < c.height) ++banded;
+      Lcg r(11);
+      Tensor tx = random_input(x, {-2, 2}, r), tw = random_input(w, {-1, 1}, r);
+      expect_matches_reference(*f, name, "nn.conv2d", {tx, tw}, conv, 1e-4);
+    }
+  }
+  EXPECT_GE(banded, 12) << "bands of several output rows";
+}
+
+}  // namespace
+}  // namespace kiln::testing
