@@ -57,43 +57,50 @@ const ConvShape kShapes[] = {
     {"det depthwise 5x5 192 20x20", 192, 192, 20, 20, 5, 1, 192},
 };
 
-// `op` (nn.conv2d or nn.conv2d_blocked) of `c`'s strides, padding and
-// groups on x and w, lowered as a kernel of its own.
+// nn.conv2d's attributes for `c`: its strides, groups and the padding that
+// keeps the image's size at stride 1.
+Attrs conv_attrs(const ConvShape& c) {
+  const int64_t pad = c.kernel / 2;
+  return {{"strides", std::vector<int64_t>{c.stride, c.stride}},
+          {"padding", std::vector<int64_t>{pad, pad, pad, pad}},
+          {"dilation", std::vector<int64_t>{1, 1}},
+          {"groups", c.groups}};
+}
+
+// `c`'s data, weight and output in NCHW / OIHW.
+struct NchwDescs {
+  TensorDesc x, w, y;
+};
+NchwDescs nchw_descs(const ConvShape& c) {
+  return {{{1, c.in_channels, c.height, c.width}, DType::Float32},
+          {{c.out_channels, c.in_channels / c.groups, c.kernel, c.kernel}, DType::Float32},
+          {{1, c.out_channels, c.out_height(), c.out_width()}, DType::Float32}};
+}
+
+// `op` (nn.conv2d or nn.conv2d_blocked) of `c` on x and w, lowered as a
+// kernel of its own.
 tir::PrimFunc lowered_conv(const char* op, const ConvShape& c, const TensorDesc& x, const TensorDesc& w,
                            const TensorDesc& y, const std::string& name, const codegen::Target& target) {
-  const int64_t pad = c.kernel / 2;
-  Attrs attrs{{"strides", std::vector<int64_t>{c.stride, c.stride}},
-              {"padding", std::vector<int64_t>{pad, pad, pad, pad}},
-              {"groups", c.groups}};
-  return bench::lowered_op(op, attrs, {x, w}, y, name, target);
+  return bench::lowered_op(op, conv_attrs(c), {x, w}, y, name, target);
 }
 
 // The F(m, 3) a compiled model runs `c` by (the pass winograd-weights);
 // 0: the direct conv.
 int64_t winograd_rows(const ConvShape& c) {
-  const int64_t pad = c.kernel / 2;
-  Attrs attrs{{"strides", std::vector<int64_t>{c.stride, c.stride}},
-              {"padding", std::vector<int64_t>{pad, pad, pad, pad}},
-              {"dilation", std::vector<int64_t>{1, 1}},
-              {"groups", c.groups}};
-  return winograd_tile_rows({{1, c.in_channels, c.height, c.width}, DType::Float32},
-                            {{c.out_channels, c.in_channels / c.groups, c.kernel, c.kernel}, DType::Float32},
-                            {{1, c.out_channels, c.out_height(), c.out_width()}, DType::Float32}, attrs);
+  const NchwDescs d = nchw_descs(c);
+  return winograd_tile_rows(d.x, d.w, d.y, conv_attrs(c));
 }
 
 // `c` as a compiled model runs it in NCHW: nn.conv2d, or nn.conv2d_winograd
 // on the transformed kernel.
 tir::PrimFunc kiln_conv(const ConvShape& c, const std::string& name, const codegen::Target& target) {
-  TensorDesc x{{1, c.in_channels, c.height, c.width}, DType::Float32};
-  TensorDesc w{{c.out_channels, c.in_channels / c.groups, c.kernel, c.kernel}, DType::Float32};
-  TensorDesc y{{1, c.out_channels, c.out_height(), c.out_width()}, DType::Float32};
+  const NchwDescs d = nchw_descs(c);
   if (const int64_t m = winograd_rows(c)) {
-    const int64_t pad = c.kernel / 2;
-    Attrs attrs{{"padding", std::vector<int64_t>{pad, pad, pad, pad}}, {"tile_rows", m}};
+    Attrs attrs{{"padding", conv_attrs(c).get_ints("padding")}, {"tile_rows", m}};
     TensorDesc u{{c.out_channels, c.in_channels, m + 2, 3}, DType::Float32};
-    return bench::lowered_op("nn.conv2d_winograd", attrs, {x, u}, y, name, target);
+    return bench::lowered_op("nn.conv2d_winograd", attrs, {d.x, u}, d.y, name, target);
   }
-  return lowered_conv("nn.conv2d", c, x, w, y, name, target);
+  return lowered_conv("nn.conv2d", c, d.x, d.w, d.y, name, target);
 }
 
 // The blocks of the channels of `c` in the blocked layout; 0 when they do not make blocks.
