@@ -360,5 +360,41 @@ TEST(Lowering, BandedPaddedConvsMatchTheReference) {
   EXPECT_GE(banded, 12) << "bands of several output rows";
 }
 
+// Few iterations outside a tile (a 1x1 conv at 3 x 80: its 3 output rows;
+// 24 output channels on one row of 40) would leave the threads uneven
+// static chunks (3 rows on two threads: 1.4x): the loops inside join the
+// parallel loop, up to the tile loop, until it has at least 32 iterations
+// or holds every tile. Values against the reference.
+TEST(Lowering, FewOuterIterationsTakeInnerLoopsIntoTheParallelLoop) {
+  struct Case {
+    int64_t in_channels, out_channels, height, width, kernel_width;
+    schedule::CpuTarget cpu;
+    int64_t iterations;
+  };
+  const Case cases[] = {
+      {96, 96, 3, 80, 1, {32, 16}, 48},   // 3 rows x 16 row tiles of 6 channels
+      {96, 96, 3, 80, 1, {64, 32}, 120},  // 3 rows x 8 row tiles of 12 x 5 column tiles: every tile
+      {64, 24, 1, 40, 3, {32, 16}, 10},   // 2 row tiles x 5 column tiles: every tile
+  };
+  for (const Case& c : cases) {
+    TensorDesc x = f32({1, c.in_channels, c.height, c.width}),
+               w = f32({c.out_channels, c.in_channels, 1, c.kernel_width});
+    Attrs conv = normalize_attrs(op_named("nn.conv2d"),
+                                 Attrs{{"padding", std::vector<int64_t>{0, (c.kernel_width - 1) / 2}}});
+    const std::string name = "conv_" + std::to_string(c.out_channels) + "_" + std::to_string(c.height) + "_" +
+                             std::to_string(c.cpu.vector_bytes);
+    auto f = lower_op(name, "nn.conv2d", {x, w}, conv, c.cpu);
+    ASSERT_TRUE(f.has_value()) << name;
+    const std::string text = tir::print_prim_func(**f);
+    const size_t parallel = text.find(" parallel {");
+    ASSERT_NE(parallel, std::string::npos) << text;
+    const size_t extent = text.rfind("extent ", parallel);
+    EXPECT_EQ(std::stoll(text.substr(extent + 7)), c.iterations) << text;
+    Lcg r(3);
+    Tensor tx = random_input(x, {-2, 2}, r), tw = random_input(w, {-1, 1}, r);
+    expect_matches_reference(*f, name, "nn.conv2d", {tx, tw}, conv, 1e-4);
+  }
+}
+
 }  // namespace
 }  // namespace kiln::testing
