@@ -4,6 +4,8 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <deque>
+#include <tuple>
 
 #include "kiln/runtime/backend_api.h"
 
@@ -60,10 +62,8 @@ VirtualMachine::VirtualMachine(Executable exe) : exe_(std::move(exe)) {
     if (!s.ok()) throw Error("backend " + part.backend + ": init failed: " + s.message);
     runtimes_[part.backend] = std::move(rt);
   }
-  if (exe_.memory.arena_bytes > 0) {
+  if (exe_.memory.arena_bytes > 0)
     checked_tensor_bytes({exe_.memory.arena_bytes}, DType::UInt8, "module: the arena of intermediate values");
-    free_arenas_.push_back(Tensor::empty({exe_.memory.arena_bytes}, DType::UInt8));
-  }
   if (!exe_.host_code.empty()) {
     host_code_ = LoadedHostCode::load(exe_.host_code, "module");
     for (const auto& k : exe_.host_code.kernels) kernels_[k.symbol] = {host_code_->find(k.symbol), &k};
@@ -74,6 +74,55 @@ VirtualMachine::VirtualMachine(Executable exe) : exe_(std::move(exe)) {
     KILN_CHECK(n.kernel.empty() || kernels_.count(n.kernel), "module: the host program calls kernel '",
                n.kernel, "', which its host code does not define");
   }
+  plan_host_program();
+  if (exe_.memory.arena_bytes > 0) free_arenas_.push_back(new_arena());
+}
+
+void VirtualMachine::plan_host_program() {
+  const Graph& g = exe_.host;
+  std::map<std::string, size_t> slot;  // by value name
+  auto add = [&](const std::string& name, const GraphValue* value) {
+    KILN_CHECK(!slot.count(name), "module: the host program defines '", name, "' twice");
+    auto planned = value ? exe_.memory.offsets.find(name) : exe_.memory.offsets.end();
+    plan_.values.push_back(value);
+    plan_.arena_offsets.push_back(planned == exe_.memory.offsets.end() ? -1 : planned->second);
+    return slot[name] = plan_.slots++;
+  };
+  auto find = [&](const std::string& name, const std::string& where) {
+    auto it = slot.find(name);
+    KILN_CHECK(it != slot.end(), "module: ", where, " '", name,
+               "', which the host program does not define before it");
+    return it->second;
+  };
+  for (const auto& v : g.inputs) plan_.inputs.push_back(add(v.name, nullptr));
+  for (const auto& c : g.constants) {
+    auto it = exe_.constants.find(c.name);
+    KILN_CHECK(it != exe_.constants.end(), g.name, ": constant '", c.name, "' is missing from the module");
+    KILN_CHECK(it->second.shape() == c.desc.shape && it->second.dtype() == c.desc.dtype, g.name,
+               ": constant '", c.name, "' must be ", desc_str(c.desc));
+    plan_.constants.push_back({add(c.name, nullptr), &it->second});
+  }
+  for (const auto& n : g.nodes) {
+    Step st;
+    st.node = &n;
+    if (!n.kernel.empty()) {
+      st.kind = Step::Kind::Kernel;
+      std::tie(st.fn, st.kernel) = kernels_.at(n.kernel);
+    } else if (!n.callee.empty()) {
+      st.kind = Step::Kind::Callee;
+    } else {
+      st.kind = Step::Kind::Op;
+      st.op = find_op(n.op);
+      KILN_CHECK(st.op, "module: node ", n.name, " runs op '", n.op, "', which this runtime does not have");
+    }
+    for (const auto& i : n.inputs) st.inputs.push_back(find(i, "node " + n.name + " reads"));
+    for (const auto& o : n.outputs)
+      st.outputs.push_back(add(o.name, st.kind == Step::Kind::Op ? nullptr : &o));
+    if (st.kind == Step::Kind::Kernel)
+      plan_.max_args = std::max(plan_.max_args, st.inputs.size() + st.outputs.size());
+    plan_.steps.push_back(std::move(st));
+  }
+  for (const auto& o : g.outputs) plan_.outputs.push_back(find(o, "the output is"));
 }
 
 VirtualMachine::~VirtualMachine() = default;
@@ -101,16 +150,16 @@ double max_abs_value(const std::vector<Tensor>& ts) {
 
 }  // namespace
 
-void VirtualMachine::run_kernel(const GraphNode& node, const std::vector<Tensor>& inputs,
-                                std::vector<Tensor>& outputs, const RunOptions& opts, double start_us,
+void VirtualMachine::run_kernel(const Step& step, const std::vector<const Tensor*>& values,
+                                std::vector<void*>& args, const RunOptions& opts, double start_us,
                                 RunResult& result) const {
-  const auto& [fn, kernel] = kernels_.at(node.kernel);
-  std::vector<void*> args;
-  for (const auto& t : inputs) args.push_back(const_cast<void*>(t.raw()));
-  for (auto& t : outputs) args.push_back(t.raw());
+  const GraphNode& node = *step.node;
+  size_t a = 0;
+  for (size_t s : step.inputs) args[a++] = const_cast<void*>(values[s]->raw());
+  for (size_t s : step.outputs) args[a++] = const_cast<void*>(values[s]->raw());
   KilnBackendSetLastError("");
   auto t0 = std::chrono::steady_clock::now();
-  int32_t code = fn(args.data());
+  int32_t code = step.fn(args.data());
   double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
   if (code != 0)
     throw Error("host kernel " + node.kernel + " (node " + node.name + ") failed (code " +
@@ -121,18 +170,20 @@ void VirtualMachine::run_kernel(const GraphNode& node, const std::vector<Tensor>
     e.node = node.name;
     e.op = node.kernel;
     e.engine = "CPU";
-    e.fused = kernel->ops.nodes.size() > 1;
+    e.fused = step.kernel->ops.nodes.size() > 1;
     e.start_us = start_us;
     e.duration_us = us;
     result.events.push_back(std::move(e));
   }
   if (!opts.verify) return;
-  std::vector<Tensor> want = execute_graph(kernel->ops, inputs, exe_.constants);
+  std::vector<Tensor> inputs;
+  for (size_t s : step.inputs) inputs.push_back(*values[s]);
+  std::vector<Tensor> want = execute_graph(step.kernel->ops, inputs, exe_.constants);
   RegionCheck c;
   c.symbol = node.kernel;
   c.backend = "host";
   c.host_kernel = true;
-  for (size_t i = 0; i < want.size(); ++i) compare(outputs[i], want[i], c.max_abs, c.max_rel);
+  for (size_t i = 0; i < want.size(); ++i) compare(*values[step.outputs[i]], want[i], c.max_abs, c.max_rel);
   c.ok = !(c.max_abs > opts.tolerance.atol + opts.tolerance.rtol * max_abs_value(want));
   result.checks.push_back(c);
 }
@@ -185,50 +236,105 @@ void VirtualMachine::dispatch(const GraphNode& node, const std::vector<Tensor>& 
   result.checks.push_back(c);
 }
 
-Tensor VirtualMachine::acquire_arena() const {
-  if (exe_.memory.arena_bytes <= 0) return Tensor();
+VirtualMachine::Arena VirtualMachine::new_arena() const {
+  Arena arena;
+  arena.storage = Tensor::empty({exe_.memory.arena_bytes}, DType::UInt8);
+  arena.values.resize(plan_.slots);
+  auto* base = static_cast<uint8_t*>(arena.storage.raw());
+  for (size_t s = 0; s < plan_.slots; ++s)
+    if (plan_.arena_offsets[s] >= 0)
+      arena.values[s] = Tensor::wrap(base + plan_.arena_offsets[s], plan_.values[s]->desc.shape,
+                                     plan_.values[s]->desc.dtype);
+  return arena;
+}
+
+VirtualMachine::Arena VirtualMachine::acquire_arena() const {
+  if (exe_.memory.arena_bytes <= 0) return Arena();
   {
     std::lock_guard<std::mutex> lock(arena_mu_);
     if (!free_arenas_.empty()) {
-      Tensor arena = std::move(free_arenas_.back());
+      Arena arena = std::move(free_arenas_.back());
       free_arenas_.pop_back();
       return arena;
     }
   }
-  return Tensor::empty({exe_.memory.arena_bytes}, DType::UInt8);
+  return new_arena();
 }
 
-void VirtualMachine::release_arena(Tensor arena) const {
-  if (!arena.defined()) return;
+void VirtualMachine::release_arena(Arena arena) const {
+  if (!arena.storage.defined()) return;
   std::lock_guard<std::mutex> lock(arena_mu_);
   free_arenas_.push_back(std::move(arena));
 }
 
 RunResult VirtualMachine::run(const std::vector<Tensor>& inputs, const RunOptions& opts) const {
+  const Graph& g = exe_.host;
+  KILN_CHECK(inputs.size() == g.inputs.size(), g.name, ": expected ", g.inputs.size(), " input(s), got ",
+             inputs.size());
+  // Each value of this run by slot: the caller's inputs, the module's
+  // constants, the arena's tensors and the run's own allocations.
+  std::vector<const Tensor*> values(plan_.slots, nullptr);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const GraphValue& v = g.inputs[i];
+    KILN_CHECK(inputs[i].shape() == v.desc.shape && inputs[i].dtype() == v.desc.dtype, g.name, ": input '",
+               v.name, "' must be ", desc_str(v.desc), ", got ",
+               desc_str({inputs[i].shape(), inputs[i].dtype()}));
+    values[plan_.inputs[i]] = &inputs[i];
+  }
+  for (const auto& [slot, value] : plan_.constants) values[slot] = value;
+  // The arena is this run's until it ends (also when it ends with an error).
+  struct ArenaLease {
+    const VirtualMachine& vm;
+    Arena arena;
+    ~ArenaLease() { vm.release_arena(std::move(arena)); }
+  } lease{*this, acquire_arena()};
+  std::deque<Tensor> owned;  // outputs outside the arena (addresses stay put)
+  std::vector<void*> args(plan_.max_args);
   RunResult result;
-  GraphRunHooks hooks;
-  hooks.callee = [&](const GraphNode& n, const std::vector<Tensor>& ins, std::vector<Tensor>& outs) {
-    double t0 = microseconds_since(hooks.start);
-    if (!n.kernel.empty()) return run_kernel(n, ins, outs, opts, t0, result);
+  const auto start = std::chrono::steady_clock::now();
+  for (const Step& step : plan_.steps) {
+    const GraphNode& n = *step.node;
+    const double t0 = microseconds_since(start);
+    if (step.kind == Step::Kind::Op) {
+      std::vector<Tensor> ins;
+      for (size_t s : step.inputs) ins.push_back(*values[s]);
+      std::vector<Tensor> outs = run_op(*step.op, ins, n.attrs);
+      KILN_ASSERT(outs.size() == step.outputs.size(),
+                  "node " + n.name + " produced the wrong number of outputs");
+      if (opts.record_events) {
+        DispatchEvent e;
+        e.backend = "host";
+        e.node = n.name;
+        e.op = n.op;
+        e.engine = "CPU";
+        e.start_us = t0;
+        e.duration_us = microseconds_since(start) - t0;
+        result.events.push_back(std::move(e));
+      }
+      for (size_t k = 0; k < outs.size(); ++k)
+        values[step.outputs[k]] = &owned.emplace_back(std::move(outs[k]));
+      continue;
+    }
+    for (size_t s : step.outputs) {
+      if (plan_.arena_offsets[s] >= 0 && lease.arena.storage.defined())
+        values[s] = &lease.arena.values[s];
+      else
+        values[s] =
+            &owned.emplace_back(Tensor::empty(plan_.values[s]->desc.shape, plan_.values[s]->desc.dtype));
+    }
+    if (step.kind == Step::Kind::Kernel) {
+      run_kernel(step, values, args, opts, t0, result);
+      continue;
+    }
+    std::vector<Tensor> ins, outs;
+    for (size_t s : step.inputs) ins.push_back(*values[s]);
+    for (size_t s : step.outputs) outs.push_back(*values[s]);
     size_t first = result.events.size();
     dispatch(n, ins, outs, opts, result);
     // Backend times are relative to their own start; place them in the run.
     for (size_t i = first; i < result.events.size(); ++i) result.events[i].start_us += t0;
-  };
-  if (opts.record_events) hooks.events = &result.events;
-  // The arena is this run's until it ends (also when it ends with an error).
-  struct ArenaLease {
-    const VirtualMachine& vm;
-    Tensor arena;
-    ~ArenaLease() { vm.release_arena(std::move(arena)); }
-  } lease{*this, acquire_arena()};
-  if (lease.arena.defined())
-    hooks.allocate = [this, &lease](const GraphValue& v) {
-      auto it = exe_.memory.offsets.find(v.name);
-      if (it == exe_.memory.offsets.end()) return Tensor();
-      return Tensor::wrap(static_cast<uint8_t*>(lease.arena.raw()) + it->second, v.desc.shape, v.desc.dtype);
-    };
-  result.outputs = execute_graph(exe_.host, inputs, exe_.constants, hooks);
+  }
+  for (size_t s : plan_.outputs) result.outputs.push_back(*values[s]);
   return result;
 }
 

@@ -107,14 +107,45 @@ class VirtualMachine {
  private:
   void dispatch(const GraphNode& node, const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs,
                 const RunOptions& opts, RunResult& result) const;
-  void run_kernel(const GraphNode& node, const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs,
+
+  // The host program with its values numbered once, when the VM is made:
+  // run() walks the steps, reading and writing values by slot, so that a
+  // dispatch looks nothing up by name and copies no tensor (a compiled
+  // kernel gets its operands' addresses).
+  struct Step {
+    enum class Kind { Kernel, Callee, Op } kind;
+    const GraphNode* node = nullptr;
+    LoadedHostCode::KernelFn fn = nullptr;  // Kernel
+    const HostKernel* kernel = nullptr;     // Kernel
+    const OpDef* op = nullptr;              // Op
+    std::vector<size_t> inputs, outputs;    // slots
+  };
+  struct HostPlan {
+    size_t slots = 0;
+    std::vector<std::pair<size_t, const Tensor*>> constants;  // slot, value
+    std::vector<size_t> inputs, outputs;                      // the program's, by slot
+    std::vector<const GraphValue*> values;                    // by slot: a node output's type, else null
+    std::vector<int64_t> arena_offsets;                       // by slot: planned in the arena, else -1
+    std::vector<Step> steps;
+    size_t max_args = 0;  // operands of the largest kernel call
+  };
+  // An arena and a tensor for each value planned in it (by slot).
+  struct Arena {
+    Tensor storage;
+    std::vector<Tensor> values;
+  };
+  void plan_host_program();
+  // A kernel step: its operands' addresses in `args`, then the call.
+  void run_kernel(const Step& step, const std::vector<const Tensor*>& values, std::vector<void*>& args,
                   const RunOptions& opts, double start_us, RunResult& result) const;
+  Arena new_arena() const;
   // An arena for one run: a free one, or a new one when every arena is in use
   // by a concurrent run; given back when the run ends.
-  Tensor acquire_arena() const;
-  void release_arena(Tensor arena) const;
+  Arena acquire_arena() const;
+  void release_arena(Arena arena) const;
 
   Executable exe_;
+  HostPlan plan_;
   std::map<std::string, std::unique_ptr<BackendRuntime>> runtimes_;  // by backend
   std::map<std::string, std::pair<std::string, Graph>> symbols_;  // symbol -> (backend, graph for --verify)
   std::unique_ptr<LoadedHostCode> host_code_;
@@ -122,7 +153,7 @@ class VirtualMachine {
   // Arenas (exe_.memory.arena_bytes each) not in use by a run: as many as
   // runs have overlapped, one when runs are sequential.
   mutable std::mutex arena_mu_;
-  mutable std::vector<Tensor> free_arenas_;
+  mutable std::vector<Arena> free_arenas_;
 };
 
 }  // namespace kiln
