@@ -12,6 +12,8 @@
 // reference (which often computes in float64).
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include <cmath>
 #include <functional>
 #include <map>
@@ -659,6 +661,69 @@ TEST(Lowering, EveryLoweredOpMatchesItsReferenceKernel) {
     ops_checked.insert(in.op);
   }
   EXPECT_EQ(ops_checked.size(), generators().size());
+}
+
+// Clamping activations compiled as the reference computes them: a NaN input
+// stays NaN, and -0 stays -0 where the reference's std::max / std::min
+// keep it (x86's maxps b, x for max against a number b); maximum and minimum
+// of two tensors give NaN when either is. Compared bit for bit with the
+// reference kernels, NaN for NaN (the hard activations within float
+// rounding: the reference computes them in double).
+TEST(Lowering, ClampingActivationsKeepNaNAndSignedZerosAsTheReference) {
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  const std::vector<float> values = {nan,  -0.0f, 0.0f, -inf,   inf,   -3.0f, -2.9f, 0.5f,
+                                     1.0f, 3.0f,  6.5f, -1e30f, 1e30f, -nan,  2.0f,  -0.25f};
+  const std::vector<float> others = {1.0f, nan,  -0.0f, 0.0f, nan,  -4.0f, -2.9f, 0.25f,
+                                     nan,  5.0f, 6.5f,  0.0f, -inf, 2.0f,  -0.0f, -0.5f};
+  TensorDesc x = f32({1, 2, 1, 8});
+  struct Case {
+    const char* op;
+    Attrs attrs;
+    bool binary;
+    bool exact = true;
+  };
+  const Case cases[] = {
+      {"nn.relu", {}, false},
+      {"clip", {{"a_min", 0.0}, {"a_max", 6.0}}, false},
+      {"clip", {{"a_min", -0.5}, {"a_max", 0.0}}, false},
+      {"nn.hard_sigmoid", {}, false, false},
+      {"nn.hard_swish", {}, false, false},
+      {"maximum", {}, true},
+      {"minimum", {}, true},
+  };
+  for (const schedule::CpuTarget& cpu : {schedule::CpuTarget{32, 16}, schedule::CpuTarget{64, 32}}) {
+    for (const Case& c : cases) {
+      const Attrs attrs = normalize_attrs(op_named(c.op), c.attrs);
+      std::vector<TensorDesc> in = {x};
+      std::vector<Tensor> inputs = {Tensor::from_floats(x.shape, values)};
+      if (c.binary) {
+        in.push_back(x);
+        inputs.push_back(Tensor::from_floats(x.shape, others));
+      }
+      const std::string name =
+          std::string("clamp_") + std::to_string(&c - cases) + "_" + std::to_string(cpu.vector_bytes);
+      auto f = lower_op(name, c.op, in, attrs, cpu);
+      ASSERT_TRUE(f.has_value()) << c.op;
+      auto jit = codegen::JitModule::create({tir::lower_for_build(*f)});
+      Tensor want = run1(c.op, inputs, attrs);
+      Tensor got = Tensor::empty(want.shape(), want.dtype());
+      std::vector<void*> args;
+      for (Tensor& t : inputs) args.push_back(t.raw());
+      args.push_back(got.raw());
+      jit->run(name, args);
+      for (int64_t i = 0; i < want.numel(); ++i) {
+        const float a = got.data<float>()[i], b = want.data<float>()[i];
+        if (std::isnan(b)) {
+          EXPECT_TRUE(std::isnan(a)) << c.op << " of " << values[size_t(i)] << ": " << a << ", not NaN";
+          continue;
+        }
+        const bool close = a == b || (!c.exact && std::fabs(a - b) <= 1e-6f * std::max(1.0f, std::fabs(b)));
+        EXPECT_TRUE(close && (b != 0 || std::signbit(a) == std::signbit(b)))
+            << c.op << " (" << name << ") element " << i << " of " << values[size_t(i)] << ": compiled " << a
+            << ", reference " << b;
+      }
+    }
+  }
 }
 
 // Fused chains: a kernel of several ops computes what the ops do one by one.
