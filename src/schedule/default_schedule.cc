@@ -11,10 +11,6 @@ namespace {
 
 namespace te = tir::te;
 
-// Fuse outer loops until the parallel loop has at least this many iterations,
-// so two or more threads get balanced shares.
-constexpr int64_t kParallelMinIterations = 16;
-
 int64_t elements(const te::TensorNode& t) {
   int64_t n = 1;
   for (int64_t d : t.shape) n *= d;

@@ -73,10 +73,6 @@ constexpr int64_t kMinBands = 16;
 // 80x80 with AVX2 code: the padding was a fifth of their time).
 constexpr int64_t kMaxBandRows = 4;
 constexpr int64_t kColumnRuns = 16;
-// Iterations a tiled kernel's parallel loop should have: at least a few per
-// thread, so that static chunks of whole iterations stay within a few
-// percent of each other on 2 to 8 threads.
-constexpr int64_t kMinParallelIterations = 32;
 // Independent accumulators a tile needs to keep two multiply-add units of
 // four cycles' latency busy.
 constexpr int64_t kMinAccumulators = 8;
@@ -412,11 +408,11 @@ bool tile_anchor(te::Schedule& s, const AnchorTile& a, const CpuTarget& cpu,
   // Too few iterations to share evenly among the threads (rec's 1x1 convs
   // at 3x80 ran their 3 output rows on two threads, 1.4x faster than on
   // one): the loops inside join the parallel loop, up to the tile loop,
-  // until it has kMinParallelIterations. Not past a panel packed or an
+  // until it has kParallelMinIterations. Not past a panel packed or an
   // input padded at the parallel loop, which each iteration would redo.
   tir::Var tile_at = tile_loop;
   if (work >= kParallelMinWork && !pack && !window) {
-    while (out->leaves()[0].extent < kMinParallelIterations && out->leaves().size() > 1 && tile_at != outer) {
+    while (out->leaves()[0].extent < kParallelMinIterations && out->leaves().size() > 1 && tile_at != outer) {
       const tir::Var next = out->leaves()[1].var;
       outer = out->fuse(outer, next);
       if (next == tile_loop) tile_at = outer;

@@ -363,8 +363,8 @@ TEST(Lowering, BandedPaddedConvsMatchTheReference) {
 // Few iterations outside a tile (a 1x1 conv at 3 x 80: its 3 output rows;
 // 24 output channels on one row of 40) would leave the threads uneven
 // static chunks (3 rows on two threads: 1.4x): the loops inside join the
-// parallel loop, up to the tile loop, until it has at least 32 iterations
-// or holds every tile. Values against the reference.
+// parallel loop, up to the tile loop, until it has at least 16 iterations
+// (kParallelMinIterations) or holds every tile. Values against the reference.
 TEST(Lowering, FewOuterIterationsTakeInnerLoopsIntoTheParallelLoop) {
   struct Case {
     int64_t in_channels, out_channels, height, width, kernel_width;
@@ -372,9 +372,9 @@ TEST(Lowering, FewOuterIterationsTakeInnerLoopsIntoTheParallelLoop) {
     int64_t iterations;
   };
   const Case cases[] = {
-      {96, 96, 3, 80, 1, {32, 16}, 48},   // 3 rows x 16 row tiles of 6 channels
-      {96, 96, 3, 80, 1, {64, 32}, 120},  // 3 rows x 8 row tiles of 12 x 5 column tiles: every tile
-      {64, 24, 1, 40, 3, {32, 16}, 10},   // 2 row tiles x 5 column tiles: every tile
+      {96, 96, 3, 80, 1, {32, 16}, 48},  // 3 rows x 16 row tiles of 6 channels
+      {96, 96, 3, 80, 1, {64, 32}, 24},  // 3 rows x 8 row tiles of 12
+      {64, 24, 1, 40, 3, {32, 16}, 10},  // 2 row tiles x 5 column tiles: every tile
   };
   for (const Case& c : cases) {
     TensorDesc x = f32({1, c.in_channels, c.height, c.width}),
