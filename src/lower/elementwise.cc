@@ -34,10 +34,9 @@ bool is_number(const Expr& e) {
 
 // max and min that return NaN when either operand is NaN (floats). Against
 // a number b (relu, clip, the hard activations), `b > a ? b : a` (`b < a`
-// for min) is the reference kernels' std::max (std::min) and keeps a NaN
-// a; x86 has it as one instruction (maxps b, a), where the general form
-// takes a NaN test, a comparison, an or and a blend (AVX2 hard_swish:
-// 0.68x oneDNN).
+// for min): the reference kernels' std::max (std::min), which keeps a NaN
+// a and a -0 (the general form gives b when they compare equal: +0 for
+// -0), and one x86 instruction (maxps b, a).
 Expr max_nan(const Expr& a, const Expr& b) {
   if (!a->dtype.is_float()) return tir::max(a, b);
   if (is_number(b)) return tir::select(tir::binary(tir::BinaryOp::GT, b, a), b, a);
