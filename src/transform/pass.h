@@ -89,10 +89,10 @@ Module convert_layout(const Module& m, const PassOptions& options);
 // only; the model compile pipeline runs it after partitioning.
 Module pack_matmul_weights(const Module& m, const PassOptions& options);
 // Rewrites each float32 3x3 stride-1 nn.conv2d with a constant weight, one
-// group and enough channels and positions as nn.conv2d_winograd on its
-// weight transformed by nn.winograd_weight (Winograd's F(m, 3) along output
-// rows). Host functions only; the model compile pipeline runs it after
-// partitioning.
+// group, 16 channels or more and two output rows or more as
+// nn.conv2d_winograd on its weight transformed by nn.winograd_weight
+// (Winograd's F(m, 3) along output rows). Host functions only; the model
+// compile pipeline runs it after partitioning.
 Module winograd_weights(const Module& m);
 // The m of the F(m, 3) that winograd-weights runs an nn.conv2d of data x,
 // weight w, output y and attributes `attrs` by; 0 when it leaves the conv

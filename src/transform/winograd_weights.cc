@@ -1,6 +1,6 @@
 // winograd-weights: a float32 3x3 stride-1 nn.conv2d of one group whose
-// weight is a constant, large enough to gain (kMinChannels input and output
-// channels, kMinPositions output positions), becomes nn.conv2d_winograd on
+// weight is a constant, with kMinChannels input and output channels and two
+// output rows or more, becomes nn.conv2d_winograd on
 // the weight transformed for Winograd's F(m, 3) along output rows
 // (nn.winograd_weight, src/op/nn_winograd.cc). fold-constants then
 // transforms the weight once, at compile time, instead of the kernel doing
@@ -27,11 +27,14 @@
 namespace kiln {
 namespace {
 
-// Smaller convs gain nothing (Zen 5, 3x3 24 -> 24 at 8x8: 9 -> 12 us with
-// AVX2 code, 7 -> 15 us with AVX-512; 32 -> 32 at 40x40: 339 -> 206 us and
-// 152 -> 155 us).
+// Measured against the direct NCHW conv (3x3 with bias and relu, one
+// thread, Zen 5; AVX-512 / AVX2 code): every output of two rows or more
+// gains, 16 -> 16 at 8x8 3 -> 2 / 5 -> 2 us, 96 -> 24 at 20x20 137 -> 69 /
+// 243 -> 104 us, 64 -> 64 at 2x40 40 -> 23 / 66 -> 45 us; one row loses
+// (F(2, 3) computes a second row for nothing: 64 -> 64 at 1x40 17 -> 23 /
+// 35 -> 50 us). Fewer channels than 16 were not measured.
 constexpr int64_t kMinChannels = 16;
-constexpr int64_t kMinPositions = 32 * 32;
+constexpr int64_t kMinRows = 2;
 
 bool ones(const std::vector<int64_t>& v) { return v == std::vector<int64_t>{1, 1}; }
 
@@ -45,7 +48,7 @@ int64_t winograd_tile_rows(const TensorDesc& x, const TensorDesc& w, const Tenso
       w.shape[2] != 3 || w.shape[3] != 3 || w.shape[1] != x.shape[1])
     return 0;
   const int64_t rows = y.shape[2];
-  if (x.shape[1] < kMinChannels || y.shape[1] < kMinChannels || rows * y.shape[3] < kMinPositions) return 0;
+  if (x.shape[1] < kMinChannels || y.shape[1] < kMinChannels || rows < kMinRows) return 0;
   return rows % 4 == 0 || rows >= 16 ? 4 : 2;
 }
 
