@@ -89,7 +89,7 @@ Module convert_layout(const Module& m, const PassOptions& options);
 // only; the model compile pipeline runs it after partitioning.
 Module pack_matmul_weights(const Module& m, const PassOptions& options);
 // Rewrites each float32 3x3 stride-1 nn.conv2d with a constant weight, one
-// group, 16 channels or more and two output rows or more as
+// group, 4 channels or more in and out and two output rows or more as
 // nn.conv2d_winograd on its weight transformed by nn.winograd_weight
 // (Winograd's F(m, 3) along output rows). Host functions only; the model
 // compile pipeline runs it after partitioning.

@@ -1,6 +1,6 @@
 // winograd-weights: a float32 3x3 stride-1 nn.conv2d of one group whose
-// weight is a constant, with kMinChannels input and output channels and two
-// output rows or more, becomes nn.conv2d_winograd on
+// weight is a constant, with kMinChannels input and output channels or more
+// and two output rows or more, becomes nn.conv2d_winograd on
 // the weight transformed for Winograd's F(m, 3) along output rows
 // (nn.winograd_weight, src/op/nn_winograd.cc). fold-constants then
 // transforms the weight once, at compile time, instead of the kernel doing
@@ -32,8 +32,11 @@ namespace {
 // gains, 16 -> 16 at 8x8 3 -> 2 / 5 -> 2 us, 96 -> 24 at 20x20 137 -> 69 /
 // 243 -> 104 us, 64 -> 64 at 2x40 40 -> 23 / 66 -> 45 us; one row loses
 // (F(2, 3) computes a second row for nothing: 64 -> 64 at 1x40 17 -> 23 /
-// 35 -> 50 us). Fewer channels than 16 were not measured.
-constexpr int64_t kMinChannels = 16;
+// 35 -> 50 us). Few channels gain too, down to 4 in and out (8 -> 8 at
+// 80x80 37 -> 30 / 79 -> 63 us, 24 -> 4 at 40x40 21 -> 13 / 33 -> 23 us,
+// 4 -> 4 at 80x80 the same); 3 in (an image) or 2 out lose with AVX2 code
+// (3 -> 16 at 80x80 62 -> 67 us, 16 -> 2 46 -> 48 us).
+constexpr int64_t kMinChannels = 4;
 constexpr int64_t kMinRows = 2;
 
 bool ones(const std::vector<int64_t>& v) { return v == std::vector<int64_t>{1, 1}; }

@@ -272,18 +272,26 @@ TEST(Lowering, BlockedDepthwiseConvPadsBandsOfOneBlock) {
 // transformed input computed per band of row tiles inside the parallel
 // loop, or whole first when there are fewer than 16 bands, its phases
 // unrolled either way; the products register-tiled. Odd output rows,
-// asymmetric, wider and no padding, two images, F(2, 3) and F(4, 3), on AVX2
-// and AVX-512 schedules, against the reference kernel (which nn_conv_test
-// checks against nn.conv2d's).
+// asymmetric, wider and no padding, two images, 4 to 24 channels, 2 to 64
+// rows, F(2, 3) and F(4, 3), on AVX2 and AVX-512 schedules, against the
+// reference kernel (which nn_conv_test checks against nn.conv2d's).
 TEST(Lowering, WinogradRowsConvMatchesTheReference) {
   struct Case {
     int64_t images, in_channels, out_channels, height, width, tile_rows;
     std::vector<int64_t> padding;
   };
   const Case cases[] = {
-      {1, 16, 16, 32, 32, 4, {1, 1}}, {2, 24, 20, 33, 40, 4, {1, 1}}, {1, 16, 32, 36, 34, 4, {0, 1, 2, 1}},
-      {1, 17, 16, 34, 40, 4, {0, 0}}, {1, 16, 24, 30, 30, 4, {2, 2}}, {1, 16, 16, 10, 110, 2, {1, 1}},
+      {1, 16, 16, 32, 32, 4, {1, 1}},
+      {2, 24, 20, 33, 40, 4, {1, 1}},
+      {1, 16, 32, 36, 34, 4, {0, 1, 2, 1}},
+      {1, 17, 16, 34, 40, 4, {0, 0}},
+      {1, 16, 24, 30, 30, 4, {2, 2}},
+      {1, 16, 16, 10, 110, 2, {1, 1}},
       {1, 16, 16, 64, 64, 2, {1, 1}},
+      // Few channels and rows (winograd-weights takes 4 channels and two rows).
+      {1, 4, 4, 2, 40, 2, {1, 1}},
+      {1, 8, 5, 3, 24, 2, {1, 1}},
+      {1, 4, 12, 8, 8, 4, {1, 1}},
   };
   const schedule::CpuTarget cpus[] = {{32, 16}, {64, 32}};
   int banded = 0, whole = 0;

@@ -24,23 +24,23 @@ std::string conv_line(const std::string& name, const std::string& input, const S
          ")\n";
 }
 
-// 3x3 stride-1 convs of one group with a constant weight, 16 or more
+// 3x3 stride-1 convs of one group with a constant weight, 4 or more
 // channels in and out and two output rows or more become
 // nn.conv2d_winograd: F(4, 3) where 4 divides the rows or there are 16 or
-// more, else F(2, 3). The rest stay: 8 input channels, stride 2,
+// more, else F(2, 3). The rest stay: 3 input channels, stride 2,
 // dilation 2, two groups, a weight that is a parameter, one output row, a
 // 5x5 kernel.
 TEST(Winograd, ThePassRewritesLargeThreeByThreeConvs) {
   const std::string pad = ", padding=[1, 1, 1, 1]";
   const std::string text =
       "def @main(%x: Tensor[(1, 16, 32, 32), float32], %r: Tensor[(1, 16, 10, 110), float32], %e: "
-      "Tensor[(1, 8, 32, 32), float32], %s: Tensor[(1, 16, 1, 40), float32], %w: Tensor[(16, 16, 3, 3), "
+      "Tensor[(1, 3, 32, 32), float32], %s: Tensor[(1, 16, 1, 40), float32], %w: Tensor[(16, 16, 3, 3), "
       "float32]) -> (Tensor[(1, 16, 32, 32), float32], Tensor[(1, 16, 10, 110), float32], Tensor[(1, 16, 32, "
       "32), float32], Tensor[(1, 16, 1, 40), float32], Tensor[(1, 16, 30, 30), float32], Tensor[(1, 16, 32, "
       "32), float32], Tensor[(1, 16, 32, 32), float32], Tensor[(1, 16, 16, 16), float32], Tensor[(1, 16, 32, "
       "32), float32]) {\n" +
       conv_line("f4", "%x", {16, 16, 3, 3}, 1, pad) + conv_line("f2", "%r", {16, 16, 3, 3}, 2, pad) +
-      conv_line("few", "%e", {16, 8, 3, 3}, 3, pad) +
+      conv_line("few", "%e", {16, 3, 3, 3}, 3, pad) +
       conv_line("strided", "%x", {16, 16, 3, 3}, 4, pad + ", strides=[2, 2]") +
       conv_line("dilated", "%x", {16, 16, 3, 3}, 5, pad + ", dilation=[2, 2]") +
       conv_line("grouped", "%x", {16, 8, 3, 3}, 6, pad + ", groups=2") + "  %param = nn.conv2d(%x, %w" + pad +
