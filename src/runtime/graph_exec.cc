@@ -7,6 +7,18 @@ double microseconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
 }
 
+DispatchEvent host_event(const std::string& node, const std::string& op, double start_us,
+                         double duration_us) {
+  DispatchEvent e;
+  e.backend = "host";
+  e.node = node;
+  e.op = op;
+  e.engine = "CPU";
+  e.start_us = start_us;
+  e.duration_us = duration_us;
+  return e;
+}
+
 std::vector<Tensor> execute_graph(const Graph& g, const std::vector<Tensor>& inputs,
                                   const std::map<std::string, Tensor>& constants,
                                   const GraphRunHooks& hooks) {
@@ -30,28 +42,12 @@ std::vector<Tensor> execute_graph(const Graph& g, const std::vector<Tensor>& inp
   for (const auto& n : g.nodes) {
     std::vector<Tensor> ins;
     for (const auto& i : n.inputs) ins.push_back(values.at(i));
-    std::vector<Tensor> outs;
-    if (!n.callee.empty() || !n.kernel.empty()) {
-      KILN_ASSERT(static_cast<bool>(hooks.callee), "graph with callee nodes run without a callee handler");
-      for (const auto& o : n.outputs) {
-        Tensor t = hooks.allocate ? hooks.allocate(o) : Tensor();
-        outs.push_back(t.defined() ? t : Tensor::empty(o.desc.shape, o.desc.dtype));
-      }
-      hooks.callee(n, ins, outs);
-    } else {
-      double start = microseconds_since(hooks.start);
-      outs = run_op(*find_op(n.op), ins, n.attrs);
-      if (hooks.events) {
-        DispatchEvent e;
-        e.backend = "host";
-        e.node = n.name;
-        e.op = n.op;
-        e.engine = "CPU";
-        e.start_us = start;
-        e.duration_us = microseconds_since(hooks.start) - start;
-        hooks.events->push_back(std::move(e));
-      }
-    }
+    KILN_CHECK(n.callee.empty() && n.kernel.empty(), g.name, ": node ", n.name, " calls ",
+               n.callee.empty() ? n.kernel : n.callee, ", which only the VM runs");
+    double start = microseconds_since(hooks.start);
+    std::vector<Tensor> outs = run_op(*find_op(n.op), ins, n.attrs);
+    if (hooks.events)
+      hooks.events->push_back(host_event(n.name, n.op, start, microseconds_since(hooks.start) - start));
     KILN_ASSERT(outs.size() == n.outputs.size(), "node " + n.name + " produced the wrong number of outputs");
     for (size_t i = 0; i < outs.size(); ++i) values[n.outputs[i].name] = outs[i];
     if (hooks.observer && !outs.empty()) hooks.observer(n.name, outs[0]);

@@ -86,7 +86,7 @@ void VirtualMachine::plan_host_program() {
     auto planned = value ? exe_.memory.offsets.find(name) : exe_.memory.offsets.end();
     plan_.values.push_back(value);
     plan_.arena_offsets.push_back(planned == exe_.memory.offsets.end() ? -1 : planned->second);
-    return slot[name] = plan_.slots++;
+    return slot[name] = plan_.values.size() - 1;
   };
   auto find = [&](const std::string& name, const std::string& where) {
     auto it = slot.find(name);
@@ -165,15 +165,8 @@ void VirtualMachine::run_kernel(const Step& step, const std::vector<const Tensor
     throw Error("host kernel " + node.kernel + " (node " + node.name + ") failed (code " +
                 std::to_string(code) + "): " + KilnBackendGetLastError());
   if (opts.record_events) {
-    DispatchEvent e;
-    e.backend = "host";
-    e.node = node.name;
-    e.op = node.kernel;
-    e.engine = "CPU";
-    e.fused = step.kernel->ops.nodes.size() > 1;
-    e.start_us = start_us;
-    e.duration_us = us;
-    result.events.push_back(std::move(e));
+    result.events.push_back(host_event(node.name, node.kernel, start_us, us));
+    result.events.back().fused = step.kernel->ops.nodes.size() > 1;
   }
   if (!opts.verify) return;
   std::vector<Tensor> inputs;
@@ -239,9 +232,9 @@ void VirtualMachine::dispatch(const GraphNode& node, const std::vector<Tensor>& 
 VirtualMachine::Arena VirtualMachine::new_arena() const {
   Arena arena;
   arena.storage = Tensor::empty({exe_.memory.arena_bytes}, DType::UInt8);
-  arena.values.resize(plan_.slots);
+  arena.values.resize(plan_.values.size());
   auto* base = static_cast<uint8_t*>(arena.storage.raw());
-  for (size_t s = 0; s < plan_.slots; ++s)
+  for (size_t s = 0; s < plan_.values.size(); ++s)
     if (plan_.arena_offsets[s] >= 0)
       arena.values[s] = Tensor::wrap(base + plan_.arena_offsets[s], plan_.values[s]->desc.shape,
                                      plan_.values[s]->desc.dtype);
@@ -273,7 +266,7 @@ RunResult VirtualMachine::run(const std::vector<Tensor>& inputs, const RunOption
              inputs.size());
   // Each value of this run by slot: the caller's inputs, the module's
   // constants, the arena's tensors and the run's own allocations.
-  std::vector<const Tensor*> values(plan_.slots, nullptr);
+  std::vector<const Tensor*> values(plan_.values.size(), nullptr);
   for (size_t i = 0; i < inputs.size(); ++i) {
     const GraphValue& v = g.inputs[i];
     KILN_CHECK(inputs[i].shape() == v.desc.shape && inputs[i].dtype() == v.desc.dtype, g.name, ": input '",
@@ -301,16 +294,8 @@ RunResult VirtualMachine::run(const std::vector<Tensor>& inputs, const RunOption
       std::vector<Tensor> outs = run_op(*step.op, ins, n.attrs);
       KILN_ASSERT(outs.size() == step.outputs.size(),
                   "node " + n.name + " produced the wrong number of outputs");
-      if (opts.record_events) {
-        DispatchEvent e;
-        e.backend = "host";
-        e.node = n.name;
-        e.op = n.op;
-        e.engine = "CPU";
-        e.start_us = t0;
-        e.duration_us = microseconds_since(start) - t0;
-        result.events.push_back(std::move(e));
-      }
+      if (opts.record_events)
+        result.events.push_back(host_event(n.name, n.op, t0, microseconds_since(start) - t0));
       for (size_t k = 0; k < outs.size(); ++k)
         values[step.outputs[k]] = &owned.emplace_back(std::move(outs[k]));
       continue;

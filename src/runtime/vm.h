@@ -121,7 +121,6 @@ class VirtualMachine {
     std::vector<size_t> inputs, outputs;    // slots
   };
   struct HostPlan {
-    size_t slots = 0;
     std::vector<std::pair<size_t, const Tensor*>> constants;  // slot, value
     std::vector<size_t> inputs, outputs;                      // the program's, by slot
     std::vector<const GraphValue*> values;                    // by slot: a node output's type, else null

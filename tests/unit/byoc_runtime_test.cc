@@ -271,6 +271,20 @@ TEST(GraphFormat, RoundTripKeepsAttributesAndRuns) {
   for (int i = 0; i < 6; ++i) EXPECT_DOUBLE_EQ(out[0].get_as_double(i), want[i]);
 }
 
+// The reference run of a graph runs its op nodes; a node that calls a
+// compiled kernel or an offloaded function (which only the VM runs) is an
+// error naming it, not a crash.
+TEST(GraphFormat, ReferenceRunRefusesKernelAndCalleeNodes) {
+  for (const char* field : {"kernel", "callee"}) {
+    Graph g = small_graph();
+    (std::string(field) == "kernel" ? g.nodes[1].kernel : g.nodes[1].callee) = "kiln_elsewhere";
+    const std::string error = testing::error_of([&] {
+      execute_graph(g, {ramp({2, 3}, -1, 0.5f)}, {{"k", ramp({3}, 0, 0.25f)}});
+    });
+    EXPECT_NE(error.find("calls kiln_elsewhere, which only the VM runs"), std::string::npos) << error;
+  }
+}
+
 TEST(GraphFormat, ConvAttributesSurvive) {
   Module m = parse_module(R"(
 def @main(%x: Tensor[(1, 2, 5, 5), float32], %w: Tensor[(2, 1, 3, 3), float32]) -> Tensor[(1, 2, 3, 3), float32] {
