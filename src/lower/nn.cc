@@ -161,7 +161,15 @@ Lowered conv2d(const LowerContext& c) {
   // tile rather than one per channel.
   if (cg == 1 && og == 1) {
     Lowered r = xp != x ? tiled(y, 2, 3, {xp}, xp) : tiled(y, 2, 3);
-    if (st[0] == 1 && !r.anchors.empty()) r.anchors.back().row_tap_axis = 1;
+    if (r.anchors.empty()) return r;
+    schedule::AnchorTile& tile = r.anchors.back();
+    if (st[0] == 1) tile.row_tap_axis = 1;
+    if (xp != x) {
+      tile.window_per_channel = true;
+      tile.window_row_axis = 2;
+      tile.window_row_step = st[0];
+      tile.window_row_span = (ws[2] - 1) * dl[0] + 1;
+    }
     return r;
   }
   if (xp == x) return tiled(y, 1, 3, {}, nullptr, weight_stride);

@@ -111,7 +111,10 @@ struct AnchorTile {
   bool window_per_channel = false;
   // The axis of the output whose rows a band of the window covers; -1: the
   // axis before the columns, or before the tile's rows when those are a
-  // channel-blocked layout's columns (its output rows either way).
+  // channel-blocked layout's columns (its output rows either way). The
+  // tile's own row axis (an NCHW depthwise conv, with window_per_channel):
+  // a band is one channel's whole plane when that fits in half of L1, else
+  // the rows of one row tile of it.
   int window_row_axis = -1;
   // An axis of the window unrolled where a band computes it (Winograd's
   // input phases, each a different combination of rows); -1: none.

@@ -385,8 +385,24 @@ bool tile_anchor(te::Schedule& s, const AnchorTile& a, const CpuTarget& cpu,
                           : a.col_axis - 1 == a.row_axis ? a.row_axis - 1
                                                          : a.col_axis - 1;
     tir::Var band_loop;
+    int64_t band_step = band_axis >= 0 && size_t(band_axis) == h_axis ? hb : 1;
     if (band_axis >= 0 && band_axis != a.row_axis)
       band_loop = size_t(band_axis) == h_axis ? ho : axes[size_t(band_axis)];
+    // Output rows that are the tile's rows (an NCHW depthwise conv, tiles of
+    // one channel's rows): the window pads one channel per band, the whole
+    // channel when its padded plane stays in half of L1, else each row tile's
+    // rows of it (det 640x640's depthwise convs at 320x320 padded 415 KB per
+    // channel, which the tile read again from L2 for each kernel tap).
+    if (band_axis == a.row_axis && a.window_per_channel && a.row_axis >= 1) {
+      int64_t plane_bytes = a.window->dtype.bytes();
+      for (size_t k = 2; k < a.window->shape.size(); ++k) plane_bytes *= a.window->shape[k];
+      if (plane_bytes > cpu.l1_bytes / 2 && !rows_inner) {
+        band_loop = ro;
+        band_step = rb;
+      } else {
+        band_loop = axes[size_t(a.row_axis - 1)];
+      }
+    }
     const std::vector<te::Leaf>& leaves = out->leaves();
     for (size_t k = 0; band_loop && k + 1 < leaves.size(); ++k)
       if (leaves[k].var == band_loop) after_band = leaves[k + 1].var;
@@ -399,8 +415,8 @@ bool tile_anchor(te::Schedule& s, const AnchorTile& a, const CpuTarget& cpu,
     // (parallel outer loops, vectorized columns).
     if (bands < kMinBands)
       window = nullptr;
-    else if (band_loop)
-      band_rows = split_bands(cpu, *out, a, band_loop, band_loop == ho ? hb : 1, bands);
+    else if (band_loop && (band_loop == ro || band_axis != a.row_axis))
+      band_rows = split_bands(cpu, *out, a, band_loop, band_step, bands);
   }
   const tir::Var stop = panels ? ro : window ? (band_rows ? band_rows : after_band) : tile_loop;
   while (out->leaves().size() > 1 && out->leaves()[1].var != stop)

@@ -267,6 +267,46 @@ TEST(Lowering, BlockedDepthwiseConvPadsBandsOfOneBlock) {
   }
 }
 
+// An NCHW depthwise conv's tiles are rows of one channel, which the tile
+// reads once per kernel tap: its padded input is one channel's plane while
+// that stays within half of L1 (32 KiB here), else the rows of one row tile
+// of it, inside the parallel loop (det at 640x640 padded 415 KB planes that
+// the taps read again from L2). Strided (its columns in phases), stride 1,
+// 5x5; values against the reference.
+TEST(Lowering, DepthwiseConvPadsOneRowTileOfALargeChannelPlane) {
+  struct Case {
+    int64_t channels, height, kernel, stride;
+    schedule::CpuTarget cpu;
+    const char* pad;  // the padded input's buffer
+  };
+  const Case cases[] = {
+      {32, 160, 3, 2, {64, 32}, "%conv2d_0_phases: Buffer[(1, 1, 21, 2, 81)"},  // 10 rows of 80
+      {16, 160, 3, 1, {32, 16}, "%conv2d_0_pad: Buffer[(1, 1, 6, 162)"},        // 4 rows of 160
+      {8, 96, 5, 1, {64, 32}, "%conv2d_0_pad: Buffer[(1, 1, 16, 100)"},         // 12 rows of 96
+      {48, 40, 3, 1, {32, 16}, "%conv2d_0_pad: Buffer[(1, 1, 42, 42)"},         // 7 KiB: the plane
+      {32, 40, 3, 2, {64, 32}, "%conv2d_0_phases: Buffer[(1, 1, 41, 2, 21)"},   // 7 KiB: the plane
+  };
+  for (const Case& c : cases) {
+    const int64_t pad = c.kernel / 2;
+    TensorDesc x = f32({1, c.channels, c.height, c.height}), w = f32({c.channels, 1, c.kernel, c.kernel});
+    const Attrs attrs =
+        normalize_attrs(op_named("nn.conv2d"), Attrs{{"padding", std::vector<int64_t>{pad, pad}},
+                                                     {"strides", std::vector<int64_t>{c.stride, c.stride}},
+                                                     {"groups", c.channels}});
+    const std::string name = "depthwise_" + std::to_string(c.kernel) + "_" + std::to_string(c.height) + "_" +
+                             std::to_string(c.stride) + "_" + std::to_string(c.cpu.vector_bytes);
+    auto f = lower_op(name, "nn.conv2d", {x, w}, attrs, c.cpu);
+    ASSERT_TRUE(f.has_value()) << name;
+    const std::string text = tir::print_prim_func(**f);
+    const size_t parallel = text.find("parallel"), padded = text.find(c.pad);
+    ASSERT_NE(padded, std::string::npos) << name << "\n" << text;
+    EXPECT_LT(parallel, padded) << "the padded rows are computed inside the parallel loop\n" << text;
+    Lcg r(13);
+    Tensor tx = random_input(x, {-2, 2}, r), tw = random_input(w, {-1, 1}, r);
+    expect_matches_reference(*f, name, "nn.conv2d", {tx, tw}, attrs, 1e-4);
+  }
+}
+
 // nn.conv2d_winograd (a 3x3 stride-1 conv by Winograd's F(m, 3) along its
 // output rows, its kernel transformed by nn.winograd_weight): the
 // transformed input computed per band of row tiles inside the parallel
