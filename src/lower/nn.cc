@@ -131,8 +131,10 @@ Lowered conv2d(const LowerContext& c) {
   const int64_t groups = conv->groups;
   int64_t cg = xs[1] / groups, og = ws[0] / groups;
   tir::DataType acc = acc_type(c);
-  // A column stride reads the padded input in phases (pad_phases); a DSP's
-  // scalar kernels gain nothing from it.
+  // A column stride reads the padded input in phases (pad_phases), whose
+  // copy is unrolled by phase (AnchorTile::window_unroll_axis: each phase's
+  // column bounds are then constants; det's 3x3/2 depthwise convs 0.111 ->
+  // 0.090 ms); a DSP's scalar kernels gain nothing from it.
   const bool phases = st[1] > 1 && !c.cpu.scratchpad_bytes;
   te::Tensor xp = phases ? pad_phases(x, pad, st[1], c.name) : pad_hw(x, pad, c.name);
   te::IterVar rc = te::reduce_axis(cg, "rc"), ry = te::reduce_axis(ws[2], "ry"),
@@ -169,6 +171,7 @@ Lowered conv2d(const LowerContext& c) {
       tile.window_row_axis = 2;
       tile.window_row_step = st[0];
       tile.window_row_span = (ws[2] - 1) * dl[0] + 1;
+      if (phases) tile.window_unroll_axis = 3;
     }
     return r;
   }
@@ -176,6 +179,7 @@ Lowered conv2d(const LowerContext& c) {
   Lowered r = tiled(y, 1, 3, {xp}, xp, weight_stride);
   r.anchors.back().window_row_step = st[0];
   r.anchors.back().window_row_span = (ws[2] - 1) * dl[0] + 1;
+  if (phases) r.anchors.back().window_unroll_axis = 3;
   return r;
 }
 

@@ -117,7 +117,8 @@ struct AnchorTile {
   // the rows of one row tile of it.
   int window_row_axis = -1;
   // An axis of the window unrolled where a band computes it (Winograd's
-  // input phases, each a different combination of rows); -1: none.
+  // input phases, each a different combination of rows; a strided conv's
+  // column phases, each with constant column bounds); -1: none.
   int window_unroll_axis = -1;
 };
 

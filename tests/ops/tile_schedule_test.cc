@@ -271,8 +271,8 @@ TEST(Lowering, BlockedDepthwiseConvPadsBandsOfOneBlock) {
 // reads once per kernel tap: its padded input is one channel's plane while
 // that stays within half of L1 (32 KiB here), else the rows of one row tile
 // of it, inside the parallel loop (det at 640x640 padded 415 KB planes that
-// the taps read again from L2). Strided (its columns in phases), stride 1,
-// 5x5; values against the reference.
+// the taps read again from L2). Strided (its columns in phases, unrolled),
+// stride 1, 5x5; values against the reference.
 TEST(Lowering, DepthwiseConvPadsOneRowTileOfALargeChannelPlane) {
   struct Case {
     int64_t channels, height, kernel, stride;
@@ -301,6 +301,11 @@ TEST(Lowering, DepthwiseConvPadsOneRowTileOfALargeChannelPlane) {
     const size_t parallel = text.find("parallel"), padded = text.find(c.pad);
     ASSERT_NE(padded, std::string::npos) << name << "\n" << text;
     EXPECT_LT(parallel, padded) << "the padded rows are computed inside the parallel loop\n" << text;
+    // A stride's phases are unrolled: each its own copy, whose column
+    // bounds are then constants.
+    if (c.stride > 1) {
+      EXPECT_NE(text.find("extent 2 unrolled", padded), std::string::npos) << name << "\n" << text;
+    }
     Lcg r(13);
     Tensor tx = random_input(x, {-2, 2}, r), tw = random_input(w, {-1, 1}, r);
     expect_matches_reference(*f, name, "nn.conv2d", {tx, tw}, attrs, 1e-4);
