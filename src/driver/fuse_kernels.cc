@@ -1,4 +1,5 @@
 // plan_kernels: the host program's ops grouped into fused kernels (see kernels.h).
+#include <algorithm>
 #include <set>
 
 #include "driver/kernels.h"
@@ -43,6 +44,12 @@ KernelPlan plan_kernels(const Graph& host) {
   for (const auto& o : host.outputs) uses[o] += 2;  // a program output is never fused away
   std::vector<Group> groups;
   std::vector<int> group_of(host.nodes.size(), -1);
+  // What the specs need of each lowered node.
+  struct Lowerable {
+    std::vector<TensorDesc> in;
+    Attrs attrs;
+  };
+  std::vector<Lowerable> lowerable(host.nodes.size());
   for (size_t i = 0; i < host.nodes.size(); ++i) {
     const GraphNode& n = host.nodes[i];
     for (const auto& o : n.outputs) producer[o.name] = i;
@@ -78,57 +85,82 @@ KernelPlan plan_kernels(const Graph& host) {
       continue;
     }
     ++plan.lowered_ops;
+    lowerable[i] = {std::move(in), std::move(attrs)};
     OpPattern p = lower::pattern_of(n.op);
-    int joined = -1;
+    // The groups this node may join: those ending in the producer of one of
+    // its inputs, read by this node alone.
+    std::vector<int> candidates;
     for (const auto& v : n.inputs) {
       auto it = producer.find(v);
       if (it == producer.end() || uses[v] != 1) continue;
       int g = group_of[it->second];
       if (g < 0 || groups[size_t(g)].tail != it->second) continue;
       if (host.nodes[it->second].outputs.size() != 1 || !may_join(groups[size_t(g)], p)) continue;
-      joined = g;
-      break;
+      if (std::find(candidates.begin(), candidates.end(), g) == candidates.end()) candidates.push_back(g);
     }
+    // It joins one (a group with an anchor or a reduction before others);
+    // an injective node also takes in the other groups of injective ops
+    // only (an upsampling beside the elementwise ops both feed an add: one
+    // kernel, the upsampled image never stored), as long as the merged
+    // group holds one anchor or reduction at most.
+    int joined = -1;
+    for (int g : candidates)
+      if (joined < 0 || (groups[size_t(g)].has_anchor && !groups[size_t(joined)].has_anchor)) joined = g;
     if (joined < 0) {
       groups.push_back({});
       joined = int(groups.size() - 1);
     }
+    if (p == OpPattern::Injective)
+      for (int g : candidates) {
+        Group& other = groups[size_t(g)];
+        if (g == joined || other.has_anchor || other.opaque) continue;
+        for (size_t m : other.nodes) group_of[m] = joined;
+        Group& into = groups[size_t(joined)];
+        into.nodes.insert(into.nodes.end(), other.nodes.begin(), other.nodes.end());
+        other = Group{};
+        other.opaque = true;  // emptied: nothing joins it again
+      }
     Group& g = groups[size_t(joined)];
     g.nodes.push_back(i);
     g.tail = i;
     g.has_anchor = g.has_anchor || p == OpPattern::Anchor || p == OpPattern::Reduction;
     g.opaque = g.opaque || p == OpPattern::Opaque;
     group_of[i] = joined;
-    plan.kernels.resize(groups.size());
-    PlannedKernel& k = plan.kernels[size_t(joined)];
-    k.nodes.push_back(i);
-    lower::KernelOp op{n.op, attrs, in, out, {}};
-    for (const auto& v : n.inputs) {
-      lower::KernelOp::Source s;
-      auto it = producer.find(v);
-      bool internal = it != producer.end() && group_of[it->second] == joined && it->second != i;
-      if (internal) {
-        for (size_t pos = 0; pos < k.nodes.size(); ++pos)
-          if (k.nodes[pos] == it->second) s.producer = int(pos);
-        const auto& outs = host.nodes[it->second].outputs;
-        for (size_t o = 0; o < outs.size(); ++o)
-          if (outs[o].name == v) s.output = int(o);
-      } else {
-        size_t pos = 0;
-        while (pos < k.params.size() && k.params[pos] != v) ++pos;
-        if (pos == k.params.size()) {
-          k.params.push_back(v);
-          k.spec.params.push_back(in[op.sources.size()]);
-        }
-        s.param = int(pos);
-      }
-      op.sources.push_back(s);
-    }
-    k.spec.ops.push_back(std::move(op));
   }
-  // Names and outputs, once the groups are complete.
-  for (size_t g = 0; g < plan.kernels.size(); ++g) {
-    PlannedKernel& k = plan.kernels[g];
+  // The kernels: each group's ops in program order (producers first).
+  for (size_t gi = 0; gi < groups.size(); ++gi) {
+    std::vector<size_t> nodes = groups[gi].nodes;
+    if (nodes.empty()) continue;
+    std::sort(nodes.begin(), nodes.end());
+    PlannedKernel& k = plan.kernels.emplace_back();
+    for (size_t i : nodes) {
+      const GraphNode& n = host.nodes[i];
+      k.nodes.push_back(i);
+      lower::KernelOp op{n.op, lowerable[i].attrs, lowerable[i].in, {}, {}};
+      for (const auto& o : n.outputs) op.out.push_back(o.desc);
+      for (const auto& v : n.inputs) {
+        lower::KernelOp::Source s;
+        auto it = producer.find(v);
+        bool internal = it != producer.end() && group_of[it->second] == int(gi) && it->second != i;
+        if (internal) {
+          for (size_t pos = 0; pos < k.nodes.size(); ++pos)
+            if (k.nodes[pos] == it->second) s.producer = int(pos);
+          const auto& outs = host.nodes[it->second].outputs;
+          for (size_t o = 0; o < outs.size(); ++o)
+            if (outs[o].name == v) s.output = int(o);
+        } else {
+          size_t pos = 0;
+          while (pos < k.params.size() && k.params[pos] != v) ++pos;
+          if (pos == k.params.size()) {
+            k.params.push_back(v);
+            k.spec.params.push_back(lowerable[i].in[op.sources.size()]);
+          }
+          s.param = int(pos);
+        }
+        op.sources.push_back(s);
+      }
+      k.spec.ops.push_back(std::move(op));
+    }
     const GraphNode& tail = host.nodes[k.nodes.back()];
     for (size_t o = 0; o < tail.outputs.size(); ++o)
       k.spec.outputs.push_back({int(k.nodes.size() - 1), int(o)});

@@ -10,7 +10,12 @@
 //     its epilogue (conv2d -> add -> hard_swish), never a second anchor;
 //   - a value joins its consumer's group only when that consumer is its one
 //     use and it is not a program output, so every group has one result and
-//     grouping never makes a cycle.
+//     grouping never makes a cycle;
+//   - an injective op whose inputs end several such groups joins one (the
+//     one with an anchor or a reduction, if any) and takes in the others
+//     that hold injective ops only (det's upsampling beside the elementwise
+//     ops that both feed an add: one kernel, the upsampled image never
+//     stored); a group's ops run in program order.
 // Ops without a lowering (or whose instance cannot be lowered) stay op nodes
 // and run on their reference kernels; the plan says which and why.
 //

@@ -95,6 +95,41 @@ def @main(%x: Tensor[(4, 8), float32]) -> (Tensor[(4, 8), float32], Tensor[(4, 8
             (Kernels{"exp:a", "fused_relu_add:b,c", "negative:d"}));
 }
 
+// An elementwise op whose inputs end two groups, each read by it alone:
+// it joins one and takes in the other when that one holds injective ops
+// only (the upsampled image is then never stored). The group with an
+// anchor is the one joined (its tile's epilogue computes the upsampling);
+// a second group with an anchor or a reduction stays a kernel of its own.
+TEST(Fusion, InjectiveGroupsFeedingOneElementwiseOpMerge) {
+  EXPECT_EQ(kernels_of(R"(
+def @main(%x: Tensor[(1, 4, 8, 8), float32], %s: Tensor[(1, 4, 1, 1), float32], %z: Tensor[(1, 4, 4, 4), float32]) -> Tensor[(1, 4, 8, 8), float32] {
+  %m = multiply(%x, %s)
+  %a = add(%m, %x)
+  %u = image.resize2d(%z, size=[8, 8])
+  %y = add(%a, %u)
+  return %y
+})"),
+            (Kernels{"fused_multiply_add_resize2d_add:m,a,u,y"}));
+  EXPECT_EQ(kernels_of(R"(
+def @main(%z: Tensor[(1, 4, 4, 4), float32], %x: Tensor[(1, 4, 8, 8), float32], %w: Tensor[(4, 4, 1, 1), float32]) -> Tensor[(1, 4, 8, 8), float32] {
+  %u = image.resize2d(%z, size=[8, 8])
+  %r = nn.relu(%u)
+  %c = nn.conv2d(%x, %w)
+  %y = add(%r, %c)
+  return %y
+})"),
+            (Kernels{"fused_resize2d_relu_conv2d_add:u,r,c,y"}));
+  EXPECT_EQ(kernels_of(R"(
+def @main(%x: Tensor[(1, 4, 8, 8), float32], %w: Tensor[(4, 4, 1, 1), float32]) -> Tensor[(1, 4, 8, 8), float32] {
+  %c = nn.conv2d(%x, %w)
+  %d = nn.conv2d(%x, %w)
+  %e = exp(%d)
+  %y = add(%c, %e)
+  return %y
+})"),
+            (Kernels{"fused_conv2d_add:c,y", "fused_conv2d_exp:d,e"}));
+}
+
 const char* kSmallNet = R"(
 def @main(%x: Tensor[(1, 3, 12, 12), float32], %w: Tensor[(8, 3, 3, 3), float32], %b: Tensor[(1, 8, 1, 1), float32], %v: Tensor[(10, 8), float32]) -> Tensor[(1, 10), float32] {
   %c = nn.conv2d(%x, %w, padding=[1, 1])
@@ -137,6 +172,32 @@ TEST(CompileModel, CompiledNetMatchesTheInterpreterAndTheArtifactRoundTrips) {
     std::vector<Tensor> again = vm.run(args);
     EXPECT_TRUE(again[0].bitwise_equal(got[0]));
   }
+}
+
+// Merged groups (an upsampling and an elementwise chain into one add; an
+// upsampling into a conv's epilogue) compute what the interpreter does.
+TEST(CompileModel, MergedInjectiveGroupsMatchTheInterpreter) {
+  Module m = parse(R"(
+def @main(%x: Tensor[(1, 8, 16, 16), float32], %s: Tensor[(1, 8, 1, 1), float32], %z: Tensor[(1, 8, 8, 8), float32], %w: Tensor[(8, 8, 1, 1), float32]) -> Tensor[(1, 8, 16, 16), float32] {
+  %m = multiply(%x, %s)
+  %a = add(%m, %x)
+  %u = image.resize2d(%z, size=[16, 16])
+  %y = add(%a, %u)
+  %c = nn.conv2d(%y, %w)
+  %v = image.resize2d(%z, size=[16, 16], method="linear")
+  %o = add(%c, %v)
+  return %o
+})");
+  std::vector<Tensor> args = random_args(*m.find("main"), 7);
+  std::vector<Tensor> want = interpret(m, "main", args);
+  driver::CompileSummary summary;
+  Executable exe = driver::compile_model(m, {}, &summary);
+  EXPECT_EQ(summary.kernels, 2) << summary.str();
+  VirtualMachine vm(exe);
+  std::vector<Tensor> got = vm.run(args);
+  ASSERT_EQ(got.size(), 1u);
+  for (int64_t i = 0; i < want[0].numel(); ++i)
+    EXPECT_NEAR(got[0].get_as_double(i), want[0].get_as_double(i), 1e-4) << i;
 }
 
 TEST(CompileModel, VerifyChecksEveryKernelAndTheProfileHasOneEventEach) {
