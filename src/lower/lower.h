@@ -70,6 +70,8 @@ struct Lowered {
   std::vector<schedule::AnchorTile> anchors;
   // Copies that transpose square blocks (block and unblock channels).
   std::vector<schedule::TransposeTile> transposes;
+  // Reductions of several stages computed row by row (softmax).
+  std::vector<schedule::RowTile> rows;
 };
 Lowered unsupported(std::string reason);
 Lowered lowered(std::vector<te::Tensor> outputs, std::vector<te::Tensor> materialized = {});

@@ -152,7 +152,7 @@ Lowered softmax_impl(const LowerContext& c, bool log) {
     idx[axis] = r;
     return idx;
   };
-  te::Tensor m, s, e;
+  te::Tensor m, s, e, pm, psum;
   const int64_t L = xs[axis];
   if (axis + 1 == xs.size() && softmax_partials(L) > 0) {
     // A long last axis (a classifier's 6625 classes): P partial maxima and
@@ -173,7 +173,7 @@ Lowered softmax_impl(const LowerContext& c, bool log) {
       return tir::select(tir::lt(at, tir::int_imm(L)), v, constant(pad, v->dtype));
     };
     auto load = [&](const std::vector<Expr>& idx) { return (*x)(idx); };
-    te::Tensor pm = te::compute(
+    pm = te::compute(
         ps,
         [&](const te::Axes& i) -> te::Reduction {
           return te::max(lane(i, ro.var, load, -std::numeric_limits<double>::infinity()), {ro});
@@ -199,7 +199,7 @@ Lowered softmax_impl(const LowerContext& c, bool log) {
             return tir::call_intrinsic(tir::Intrinsic::Exp, {tir::sub((*x)(i), (*m)(mi))});
           },
           c.name + "_exp");
-    te::Tensor psum = te::compute(
+    psum = te::compute(
         ps,
         [&](const te::Axes& i) -> te::Reduction {
           std::vector<Expr> mi(i.begin(), i.end());
@@ -258,9 +258,17 @@ Lowered softmax_impl(const LowerContext& c, bool log) {
         return tir::mul(e ? (*e)(i) : tir::call_intrinsic(tir::Intrinsic::Exp, {d}), (*inv)(ri));
       },
       c.name);
-  if (log) return lowered({y});
-  if (e) return lowered({y}, {inv, e});
-  return lowered({y}, {inv});
+  Lowered r = log ? lowered({y}) : e ? lowered({y}, {inv, e}) : lowered({y}, {inv});
+  // Over the last axis, row by row (schedule::RowTile): a row's maximum,
+  // exponentials and sum stay in L1 (40 x 6625: four passes over 1 MB, each
+  // its own parallel loop, before).
+  if (axis + 1 == xs.size() && !c.cpu.scratchpad_bytes) {
+    schedule::RowTile row{y, {}};
+    for (const te::Tensor& t : {pm, m, e, psum, s, inv})
+      if (t) row.stages.push_back(t);
+    r.rows.push_back(row);
+  }
+  return r;
 }
 
 Lowered softmax(const LowerContext& c) { return softmax_impl(c, false); }

@@ -23,10 +23,10 @@ const char* op_pattern_name(OpPattern p) {
   return "?";
 }
 
-Lowered unsupported(std::string reason) { return Lowered{{}, std::move(reason), {}, {}, {}}; }
+Lowered unsupported(std::string reason) { return Lowered{{}, std::move(reason), {}, {}, {}, {}}; }
 
 Lowered lowered(std::vector<te::Tensor> outputs, std::vector<te::Tensor> materialized) {
-  return Lowered{std::move(outputs), "", std::move(materialized), {}, {}};
+  return Lowered{std::move(outputs), "", std::move(materialized), {}, {}, {}};
 }
 
 Lowered tiled(te::Tensor y, int row, int col, std::vector<te::Tensor> materialized, te::Tensor window,
@@ -216,6 +216,7 @@ std::optional<tir::PrimFunc> lower_kernel(const KernelSpec& spec, std::string* w
   std::set<const te::TensorNode*> materialized;
   std::vector<schedule::AnchorTile> anchors;
   std::vector<schedule::TransposeTile> transposes;
+  std::vector<schedule::RowTile> rows;
   for (size_t k = 0; k < spec.ops.size(); ++k) {
     const KernelOp& op = spec.ops[k];
     const OpLowering* l = lowerings().find(op.op);
@@ -244,6 +245,7 @@ std::optional<tir::PrimFunc> lower_kernel(const KernelSpec& spec, std::string* w
     for (const auto& m : r.materialized) materialized.insert(m.get());
     anchors.insert(anchors.end(), r.anchors.begin(), r.anchors.end());
     transposes.insert(transposes.end(), r.transposes.begin(), r.transposes.end());
+    rows.insert(rows.end(), r.rows.begin(), r.rows.end());
     results.push_back(std::move(r.outputs));
   }
   std::vector<te::Tensor> outputs;
@@ -268,7 +270,7 @@ std::optional<tir::PrimFunc> lower_kernel(const KernelSpec& spec, std::string* w
   args.insert(args.end(), outputs.begin(), outputs.end());
   if (!cpu.scratchpad_bytes) {
     te::Schedule s = make_schedule();
-    schedule::apply_default_schedule(s, anchors, transposes, cpu);
+    schedule::apply_default_schedule(s, anchors, transposes, rows, cpu);
     return te::lower(s, args, spec.name);
   }
   // A scratchpad target: the largest tiles whose working set fits half the

@@ -82,6 +82,37 @@ void tile_transpose(te::Schedule& s, const TransposeTile& t, std::vector<const t
   done.push_back(&st);
 }
 
+te::Stage* stage_of(te::Schedule& s, const te::Tensor& t) {
+  for (const auto& st : s.stages())
+    if (st->tensor() == t) return st.get();
+  return nullptr;
+}
+
+// RowTile: the output's leading axes fused into one loop over rows, run in
+// parallel when the whole is enough work; each stage computed at it. Only
+// when the output is the kernel's (an epilogue after the reduction leaves
+// the default rules).
+void tile_rows_of(te::Schedule& s, const RowTile& r, std::vector<const te::Stage*>& done) {
+  te::Stage* out = stage_of(s, r.output);
+  if (!out || !out->is_output() || out->inlined() || r.output->shape.size() < 2) return;
+  if (out->leaves().size() != r.output->shape.size()) return;
+  tir::Var row = out->leaf(0);
+  while (out->leaves().size() > 2) row = out->fuse(row, out->leaves()[1].var);
+  int64_t work = 1;
+  for (int64_t d : r.output->shape) work *= d;
+  if (work >= kParallelMinWork && out->leaves()[0].extent > 1) out->parallel(row);
+  vectorize_inner(*out);
+  done.push_back(out);
+  for (const te::Tensor& t : r.stages) {
+    te::Stage* st = stage_of(s, t);
+    if (!st || st->inlined()) continue;
+    st->compute_at(*out, row);
+    order_reduction(*st);
+    vectorize_inner(*st);
+    done.push_back(st);
+  }
+}
+
 }  // namespace
 
 CpuTarget host_cpu_target() {
@@ -117,10 +148,12 @@ std::string describe_caches(const CpuTarget& cpu) {
 }
 
 void apply_default_schedule(te::Schedule& s, const std::vector<AnchorTile>& anchors,
-                            const std::vector<TransposeTile>& transposes, const CpuTarget& cpu) {
+                            const std::vector<TransposeTile>& transposes, const std::vector<RowTile>& rows,
+                            const CpuTarget& cpu) {
   std::vector<const te::Stage*> done;
   for (const AnchorTile& a : anchors) tile_anchor(s, a, cpu, done);
   for (const TransposeTile& t : transposes) tile_transpose(s, t, done);
+  for (const RowTile& r : rows) tile_rows_of(s, r, done);
   for (const auto& stage : s.stages()) {
     te::Stage& st = *stage;
     if (st.tensor()->is_placeholder() || st.inlined()) continue;

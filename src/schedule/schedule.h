@@ -136,6 +136,16 @@ struct TransposeTile {
   int64_t lanes = 0;
 };
 
+// A reduction over each row of its output's last axis that takes several
+// stages (softmax: a maximum, the exponentials, their sum, its reciprocal):
+// the output's rows (every axis but the last) run in parallel and each of
+// `stages` is computed per row, at that loop, so a row's intermediates stay
+// in L1 instead of each stage passing over the whole tensor.
+struct RowTile {
+  tir::te::Tensor output;
+  std::vector<tir::te::Tensor> stages;
+};
+
 // The columns a product of an N-column right operand is computed on: N
 // itself when a block of 8 to 16 columns divides it or it is small, else N
 // rounded up to two of the target's vectors (the extra columns are zeros
@@ -173,6 +183,7 @@ bool apply_scratchpad_schedule(tir::te::Schedule& s, const CpuTarget& cpu, int l
 // Schedules every computed (not inlined) stage of `s`: anchors in register
 // tiles where they can be, everything else by the rules above.
 void apply_default_schedule(tir::te::Schedule& s, const std::vector<AnchorTile>& anchors,
-                            const std::vector<TransposeTile>& transposes, const CpuTarget& cpu);
+                            const std::vector<TransposeTile>& transposes, const std::vector<RowTile>& rows,
+                            const CpuTarget& cpu);
 
 }  // namespace kiln::schedule

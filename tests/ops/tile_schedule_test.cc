@@ -449,5 +449,46 @@ TEST(Lowering, FewOuterIterationsTakeInnerLoopsIntoTheParallelLoop) {
   }
 }
 
+// A softmax over its last axis runs row by row (schedule::RowTile): one
+// loop over the rows (parallel when the whole is enough work), each row
+// computing its maximum, exponentials and sum into buffers of one row (a
+// 40 x 6625 classifier: 26 KB, in L1), not one pass over the whole tensor
+// per stage; log_softmax likewise. Over another axis, the default rules
+// (whole-tensor maxima first). Values against the reference.
+TEST(Lowering, SoftmaxOverTheLastAxisRunsRowByRow) {
+  struct Case {
+    const char* op;
+    Shape shape;
+    int64_t axis;
+    const char* first_buffer;  // the first allocation
+    bool parallel;
+  };
+  const Case cases[] = {
+      {"nn.softmax", {1, 40, 6625}, -1, "%softmax_0_partial_max: Buffer[(1, 1, 16)", true},
+      {"nn.softmax", {3, 5, 33}, 2, "%softmax_0_partial_max: Buffer[(1, 1, 8)", false},
+      {"nn.softmax", {6, 20}, -1, "%softmax_0_max: Buffer[(1, 1)", false},
+      {"nn.log_softmax", {4, 130}, -1, "%log_softmax_0_partial_max: Buffer[(1, 16)", false},
+      {"nn.softmax", {2, 30, 5}, 1, "%softmax_0_max: Buffer[(2, 1, 5)", false},
+  };
+  for (const Case& c : cases) {
+    TensorDesc x = f32(c.shape);
+    const Attrs attrs = normalize_attrs(op_named(c.op), Attrs{{"axis", c.axis}});
+    const std::string name = std::string(c.op).substr(3) + "_" + std::to_string(c.shape.back());
+    auto f = lower_op(name, c.op, {x}, attrs, {32, 16});
+    ASSERT_TRUE(f.has_value()) << name;
+    const std::string text = tir::print_prim_func(**f);
+    const size_t first = text.find("allocate "), parallel = text.find("parallel");
+    ASSERT_NE(first, std::string::npos) << text;
+    EXPECT_EQ(text.find(c.first_buffer), first + 9) << name << "\n" << text;
+    if (c.parallel) {
+      EXPECT_LT(parallel, first) << "the row's buffers are inside the loop over rows\n" << text;
+      EXPECT_EQ(text.find("parallel", parallel + 1), std::string::npos) << "one parallel loop\n" << text;
+    }
+    Lcg r(17);
+    Tensor tx = random_input(x, {-20, 20}, r);
+    expect_matches_reference(*f, name, c.op, {tx}, attrs, 1e-5);
+  }
+}
+
 }  // namespace
 }  // namespace kiln::testing
