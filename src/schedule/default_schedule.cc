@@ -82,19 +82,13 @@ void tile_transpose(te::Schedule& s, const TransposeTile& t, std::vector<const t
   done.push_back(&st);
 }
 
-te::Stage* stage_of(te::Schedule& s, const te::Tensor& t) {
-  for (const auto& st : s.stages())
-    if (st->tensor() == t) return st.get();
-  return nullptr;
-}
-
 // RowTile: the output's leading axes fused into one loop over rows, run in
 // parallel when the whole is enough work; each stage computed at it. Only
 // when the output is the kernel's (an epilogue after the reduction leaves
 // the default rules).
 void tile_rows_of(te::Schedule& s, const RowTile& r, std::vector<const te::Stage*>& done) {
-  te::Stage* out = stage_of(s, r.output);
-  if (!out || !out->is_output() || out->inlined() || r.output->shape.size() < 2) return;
+  te::Stage* out = &s[r.output];
+  if (!out->is_output() || out->inlined() || r.output->shape.size() < 2) return;
   if (out->leaves().size() != r.output->shape.size()) return;
   tir::Var row = out->leaf(0);
   while (out->leaves().size() > 2) row = out->fuse(row, out->leaves()[1].var);
@@ -104,8 +98,8 @@ void tile_rows_of(te::Schedule& s, const RowTile& r, std::vector<const te::Stage
   vectorize_inner(*out);
   done.push_back(out);
   for (const te::Tensor& t : r.stages) {
-    te::Stage* st = stage_of(s, t);
-    if (!st || st->inlined()) continue;
+    te::Stage* st = &s[t];
+    if (st->inlined()) continue;
     st->compute_at(*out, row);
     order_reduction(*st);
     vectorize_inner(*st);
