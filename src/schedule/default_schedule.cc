@@ -83,13 +83,20 @@ void tile_transpose(te::Schedule& s, const TransposeTile& t, std::vector<const t
 }
 
 // RowTile: the output's leading axes fused into one loop over rows, run in
-// parallel when the whole is enough work; each stage computed at it. Only
-// when the output is the kernel's (an epilogue after the reduction leaves
-// the default rules).
+// parallel when the whole is enough work; each stage computed at it. The
+// output is the kernel's, or inlined into the kernel's one output of the
+// same shape (an elementwise epilogue: softmax -> multiply), whose rows
+// the loop then runs.
 void tile_rows_of(te::Schedule& s, const RowTile& r, std::vector<const te::Stage*>& done) {
   te::Stage* out = &s[r.output];
-  if (!out->is_output() || out->inlined() || r.output->shape.size() < 2) return;
-  if (out->leaves().size() != r.output->shape.size()) return;
+  if (!out->is_output()) {
+    te::Stage* only = nullptr;
+    for (const auto& st : s.stages())
+      if (st->is_output()) only = only ? nullptr : st.get();
+    if (!out->inlined() || !only || only->inlined() || only->tensor()->shape != r.output->shape) return;
+    out = only;
+  }
+  if (out->inlined() || r.output->shape.size() < 2 || out->leaves().size() != r.output->shape.size()) return;
   tir::Var row = out->leaf(0);
   while (out->leaves().size() > 2) row = out->fuse(row, out->leaves()[1].var);
   int64_t work = 1;

@@ -140,7 +140,8 @@ struct TransposeTile {
 // stages (softmax: a maximum, the exponentials, their sum, its reciprocal):
 // the output's rows (every axis but the last) run in parallel and each of
 // `stages` is computed per row, at that loop, so a row's intermediates stay
-// in L1 instead of each stage passing over the whole tensor.
+// in L1 instead of each stage passing over the whole tensor. With an
+// elementwise epilogue of the output's shape, the kernel's output's rows.
 struct RowTile {
   tir::te::Tensor output;
   std::vector<tir::te::Tensor> stages;

@@ -13,6 +13,7 @@
 #include "random_args.h"
 #include "runtime/module_file.h"
 #include "test_util.h"
+#include "tir/text.h"
 
 namespace kiln {
 namespace {
@@ -198,6 +199,36 @@ def @main(%x: Tensor[(1, 8, 16, 16), float32], %s: Tensor[(1, 8, 1, 1), float32]
   ASSERT_EQ(got.size(), 1u);
   for (int64_t i = 0; i < want[0].numel(); ++i)
     EXPECT_NEAR(got[0].get_as_double(i), want[0].get_as_double(i), 1e-4) << i;
+}
+
+// A softmax with an elementwise epilogue in its kernel still runs row by
+// row (schedule::RowTile over the kernel's output): one parallel loop over
+// the rows, one row's exponentials at a time; values as the interpreter's.
+TEST(CompileModel, SoftmaxWithAnEpilogueRunsRowByRow) {
+  const char* text = R"(
+def @main(%x: Tensor[(16, 3000), float32], %b: Tensor[(16, 3000), float32]) -> Tensor[(16, 3000), float32] {
+  %s = nn.softmax(%x)
+  %y = add(%s, %b)
+  %z = multiply(%y, %y)
+  return %z
+})";
+  Module m = parse(text);
+  Executable built = build_executable(parse(text));
+  driver::KernelPlan plan = driver::plan_kernels(built.host);
+  ASSERT_EQ(plan.kernels.size(), 1u);
+  driver::LoweredKernels lowered = driver::lower_planned_kernels(built.host, plan, {32, 16});
+  ASSERT_EQ(lowered.funcs.size(), 1u);
+  const std::string ir = tir::print_prim_func(*lowered.funcs[0]);
+  EXPECT_NE(ir.find("%softmax_0_exp: Buffer[(1, 3000)"), std::string::npos) << ir;
+  EXPECT_LT(ir.find("parallel"), ir.find("allocate")) << ir;
+  std::vector<Tensor> args = random_args(*m.find("main"), 9);
+  std::vector<Tensor> want = interpret(m, "main", args);
+  Executable exe = driver::compile_model(m, {});
+  VirtualMachine vm(exe);
+  std::vector<Tensor> got = vm.run(args);
+  ASSERT_EQ(got.size(), 1u);
+  for (int64_t i = 0; i < want[0].numel(); ++i)
+    EXPECT_NEAR(got[0].get_as_double(i), want[0].get_as_double(i), 1e-5) << i;
 }
 
 TEST(CompileModel, VerifyChecksEveryKernelAndTheProfileHasOneEventEach) {
