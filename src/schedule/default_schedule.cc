@@ -90,11 +90,13 @@ void tile_transpose(te::Schedule& s, const TransposeTile& t, std::vector<const t
 void tile_rows_of(te::Schedule& s, const RowTile& r, std::vector<const te::Stage*>& done) {
   te::Stage* out = &s[r.output];
   if (!out->is_output()) {
-    te::Stage* only = nullptr;
+    std::vector<te::Stage*> outputs;
     for (const auto& st : s.stages())
-      if (st->is_output()) only = only ? nullptr : st.get();
-    if (!out->inlined() || !only || only->inlined() || only->tensor()->shape != r.output->shape) return;
-    out = only;
+      if (st->is_output()) outputs.push_back(st.get());
+    if (!out->inlined() || outputs.size() != 1 || outputs[0]->inlined() ||
+        outputs[0]->tensor()->shape != r.output->shape)
+      return;
+    out = outputs[0];
   }
   if (out->inlined() || r.output->shape.size() < 2 || out->leaves().size() != r.output->shape.size()) return;
   tir::Var row = out->leaf(0);

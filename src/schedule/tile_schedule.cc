@@ -386,6 +386,7 @@ bool tile_anchor(te::Schedule& s, const AnchorTile& a, const CpuTarget& cpu,
                                                          : a.col_axis - 1;
     tir::Var band_loop;
     int64_t band_step = band_axis >= 0 && size_t(band_axis) == h_axis ? hb : 1;
+    bool whole_channel = false;  // bands of one channel's whole plane, not split into rows
     if (band_axis >= 0 && band_axis != a.row_axis)
       band_loop = size_t(band_axis) == h_axis ? ho : axes[size_t(band_axis)];
     // Output rows that are the tile's rows (an NCHW depthwise conv, tiles of
@@ -401,6 +402,7 @@ bool tile_anchor(te::Schedule& s, const AnchorTile& a, const CpuTarget& cpu,
         band_step = rb;
       } else {
         band_loop = axes[size_t(a.row_axis - 1)];
+        whole_channel = true;
       }
     }
     const std::vector<te::Leaf>& leaves = out->leaves();
@@ -415,7 +417,7 @@ bool tile_anchor(te::Schedule& s, const AnchorTile& a, const CpuTarget& cpu,
     // (parallel outer loops, vectorized columns).
     if (bands < kMinBands)
       window = nullptr;
-    else if (band_loop && (band_loop == ro || band_axis != a.row_axis))
+    else if (band_loop && !whole_channel)
       band_rows = split_bands(cpu, *out, a, band_loop, band_step, bands);
   }
   const tir::Var stop = panels ? ro : window ? (band_rows ? band_rows : after_band) : tile_loop;

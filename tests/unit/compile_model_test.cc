@@ -146,6 +146,20 @@ def @main(%x: Tensor[(1, 3, 12, 12), float32], %w: Tensor[(8, 3, 3, 3), float32]
 
 using testing::random_args;
 
+// Compiles `m` and runs it on the VM: its one output against the
+// interpreter's, within `tolerance`, on random arguments from `seed`.
+void expect_compiled_matches_interpreter(const Module& m, uint64_t seed, double tolerance,
+                                         driver::CompileSummary* summary = nullptr) {
+  std::vector<Tensor> args = random_args(*m.find("main"), seed);
+  std::vector<Tensor> want = interpret(m, "main", args);
+  Executable exe = driver::compile_model(m, {}, summary);
+  VirtualMachine vm(exe);
+  std::vector<Tensor> got = vm.run(args);
+  ASSERT_EQ(got.size(), 1u);
+  for (int64_t i = 0; i < want[0].numel(); ++i)
+    EXPECT_NEAR(got[0].get_as_double(i), want[0].get_as_double(i), tolerance) << i;
+}
+
 TEST(CompileModel, CompiledNetMatchesTheInterpreterAndTheArtifactRoundTrips) {
   Module m = parse(kSmallNet);
   std::vector<Tensor> args = random_args(*m.find("main"), 5);
@@ -189,31 +203,23 @@ def @main(%x: Tensor[(1, 8, 16, 16), float32], %s: Tensor[(1, 8, 1, 1), float32]
   %o = add(%c, %v)
   return %o
 })");
-  std::vector<Tensor> args = random_args(*m.find("main"), 7);
-  std::vector<Tensor> want = interpret(m, "main", args);
   driver::CompileSummary summary;
-  Executable exe = driver::compile_model(m, {}, &summary);
+  expect_compiled_matches_interpreter(m, 7, 1e-4, &summary);
   EXPECT_EQ(summary.kernels, 2) << summary.str();
-  VirtualMachine vm(exe);
-  std::vector<Tensor> got = vm.run(args);
-  ASSERT_EQ(got.size(), 1u);
-  for (int64_t i = 0; i < want[0].numel(); ++i)
-    EXPECT_NEAR(got[0].get_as_double(i), want[0].get_as_double(i), 1e-4) << i;
 }
 
 // A softmax with an elementwise epilogue in its kernel still runs row by
 // row (schedule::RowTile over the kernel's output): one parallel loop over
 // the rows, one row's exponentials at a time; values as the interpreter's.
 TEST(CompileModel, SoftmaxWithAnEpilogueRunsRowByRow) {
-  const char* text = R"(
+  Module m = parse(R"(
 def @main(%x: Tensor[(16, 3000), float32], %b: Tensor[(16, 3000), float32]) -> Tensor[(16, 3000), float32] {
   %s = nn.softmax(%x)
   %y = add(%s, %b)
   %z = multiply(%y, %y)
   return %z
-})";
-  Module m = parse(text);
-  Executable built = build_executable(parse(text));
+})");
+  Executable built = build_executable(m);
   driver::KernelPlan plan = driver::plan_kernels(built.host);
   ASSERT_EQ(plan.kernels.size(), 1u);
   driver::LoweredKernels lowered = driver::lower_planned_kernels(built.host, plan, {32, 16});
@@ -221,14 +227,7 @@ def @main(%x: Tensor[(16, 3000), float32], %b: Tensor[(16, 3000), float32]) -> T
   const std::string ir = tir::print_prim_func(*lowered.funcs[0]);
   EXPECT_NE(ir.find("%softmax_0_exp: Buffer[(1, 3000)"), std::string::npos) << ir;
   EXPECT_LT(ir.find("parallel"), ir.find("allocate")) << ir;
-  std::vector<Tensor> args = random_args(*m.find("main"), 9);
-  std::vector<Tensor> want = interpret(m, "main", args);
-  Executable exe = driver::compile_model(m, {});
-  VirtualMachine vm(exe);
-  std::vector<Tensor> got = vm.run(args);
-  ASSERT_EQ(got.size(), 1u);
-  for (int64_t i = 0; i < want[0].numel(); ++i)
-    EXPECT_NEAR(got[0].get_as_double(i), want[0].get_as_double(i), 1e-5) << i;
+  expect_compiled_matches_interpreter(m, 9, 1e-5);
 }
 
 TEST(CompileModel, VerifyChecksEveryKernelAndTheProfileHasOneEventEach) {
