@@ -8,6 +8,9 @@
 #include <llvm/Target/TargetMachine.h>
 #include <llvm/TargetParser/Host.h>
 
+#include <mutex>
+#include <unordered_map>
+
 #include "codegen/codegen.h"
 #include "codegen/llvm_internal.h"
 #include "kiln/runtime/backend_api.h"
@@ -17,8 +20,25 @@ namespace kiln::codegen {
 // ---------------------------------------------------------------- JIT
 
 struct JitModule::Impl {
+  using Entry = int32_t (*)(void**);
   std::unique_ptr<llvm::orc::LLJIT> jit;
   std::vector<Import> imports;
+  // Each packed entry's address after its first call: an ORC lookup takes
+  // microseconds (a session lock, a symbol search), as long as a small
+  // kernel runs, and benchmarks call the same function thousands of times.
+  std::mutex mutex;
+  std::unordered_map<std::string, Entry> entries;
+
+  Entry entry(const std::string& name) {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (auto it = entries.find(name); it != entries.end()) return it->second;
+    auto addr = jit->lookup(name + "__packed");
+    if (!addr) {
+      llvm::consumeError(addr.takeError());
+      throw Error("the module has no prim function @" + name);
+    }
+    return entries[name] = addr->toPtr<Entry>();
+  }
 };
 
 JitModule::JitModule(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -66,12 +86,7 @@ std::unique_ptr<JitModule> JitModule::create(const std::vector<tir::PrimFunc>& f
 }
 
 int32_t JitModule::call(const std::string& name, const std::vector<void*>& args) {
-  auto addr = impl_->jit->lookup(name + "__packed");
-  if (!addr) {
-    llvm::consumeError(addr.takeError());
-    throw Error("the module has no prim function @" + name);
-  }
-  auto fn = addr->toPtr<int32_t (*)(void**)>();
+  Impl::Entry fn = impl_->entry(name);
   std::vector<void*> a = args;
   return fn(a.data());
 }

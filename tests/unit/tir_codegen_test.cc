@@ -61,6 +61,44 @@ TEST(TirCodegen, ForumKernelRunsAndAddsInt8) {
   EXPECT_EQ(s.total_allocations, 2u);
 }
 
+// The JIT looks a function up once and keeps its address: each name still
+// calls its own function, call after call and alternating, and a name the
+// module lacks is an error every time, not a cached address.
+TEST(TirCodegen, JitCallsEachFunctionByItsNameAfterTheFirstLookup) {
+  auto jit =
+      JitModule::create(lowered(R"(prim @add_one(%a: Buffer[(16), float32], %b: Buffer[(16), float32]) {
+  for %i from 0 extent 16 {
+    %b[%i] = %a[%i] + 1.0
+  }
+  return 0
+}
+prim @twice(%a: Buffer[(16), float32], %b: Buffer[(16), float32]) {
+  for %i from 0 extent 16 {
+    %b[%i] = %a[%i] * 2.0
+  }
+  return 0
+}
+)"));
+  std::vector<float> a(16), b(16);
+  for (int round = 0; round < 3; ++round)
+    for (const std::string name : {"add_one", "twice"}) {
+      for (size_t i = 0; i < 16; ++i) a[i] = float(i) + float(round);
+      jit->run(name, {a.data(), b.data()});
+      for (size_t i = 0; i < 16; ++i)
+        ASSERT_EQ(b[i], name == "twice" ? 2 * a[i] : a[i] + 1)
+            << name << " round " << round << " element " << i;
+    }
+  for (int round = 0; round < 2; ++round) {
+    try {
+      jit->run("thrice", {a.data(), b.data()});
+      FAIL() << "an unknown function ran";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("the module has no prim function @thrice"), std::string::npos)
+          << e.what();
+    }
+  }
+}
+
 TEST(TirCodegen, Float32BuffersAllocateFourTimesTheBytes) {
   auto jit = JitModule::create(lowered(vtcm_add("float32")));
   std::vector<float> a(2048), b(2048), c(2048, 0);
