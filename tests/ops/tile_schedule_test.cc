@@ -60,10 +60,11 @@ TEST(Lowering, LargeProductPacksPanelsOfSeveralColumnTiles) {
 
 // The rows of a register tile read one element of each row of the left
 // operand per step: rows 4 KiB apart (K = 1024 float32) all fall into one
-// L1 set, so AVX-512's 12-row tile is cut to the 8 rows an 8-way L1 holds
-// (a 12-way L1, CpuTarget::l1_ways, holds all 12); K = 1000 spreads them
-// over the sets and keeps 12. AVX2's 6 rows fit either way. The values
-// hold on every schedule.
+// L1 set, so AVX-512's 12-row tile is cut to the rows that leave two of the
+// set's ways to the other operand: 6 on an 8-way L1, 10 on a 12-way one
+// (CpuTarget::l1_ways; 96 rows in tiles of 10, the last one padded);
+// K = 1000 spreads them over the sets and keeps 12. AVX2's 6 rows fit
+// either way. The values hold on every schedule.
 TEST(Lowering, RowTileFitsTheLeftOperandsRowsIntoL1Ways) {
   struct Case {
     int64_t k;
@@ -74,10 +75,10 @@ TEST(Lowering, RowTileFitsTheLeftOperandsRowsIntoL1Ways) {
   twelve_ways.l1_bytes = 48 << 10;
   twelve_ways.l1_ways = 12;
   const Case cases[] = {
-      {1024, {64, 32}, "_local: Buffer[(8, 32)"},
+      {1024, {64, 32}, "_local: Buffer[(6, 32)"},
       {1000, {64, 32}, "_local: Buffer[(12, 32)"},
       {1024, {32, 16}, "_local: Buffer[(6, 16)"},
-      {1024, twelve_ways, "_local: Buffer[(12, 32)"},
+      {1024, twelve_ways, "_padded: Buffer[(10, 32)"},
   };
   for (const Case& c : cases) {
     TensorDesc a = f32({96, c.k}), b = f32({c.k, 64});
