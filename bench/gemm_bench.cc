@@ -1,6 +1,7 @@
 // The GEMM family: PP-OCR rec's matrix products (its head, the attention's
 // projections and its batched score and value products, a pointwise conv as
-// a GEMM) and a square 1024^3, through the matmul op's default schedule for
+// a GEMM), a square 1024^3 and an odd 1023^3 (no block of whole vectors
+// divides it), through the matmul op's default schedule for
 // this CPU (what a compiled model gets, JIT-compiled with a .kmod's machine
 // code), against OpenBLAS's and oneDNN's sgemm, on one thread, in one Google
 // Benchmark run. kiln runs twice: with the right operand as given (what a
@@ -46,7 +47,7 @@ const GemmShape kShapes[] = {
     {"rec mlp up 40x240x120", 1, 40, 240, 120},     {"rec mlp down 40x120x240", 1, 40, 120, 240},
     {"rec proj 40x120x120", 1, 40, 120, 120},       {"rec scores 8 x 40x40x15", 8, 40, 40, 15},
     {"rec values 8 x 40x15x40", 8, 40, 15, 40},     {"rec 1x1 conv 480x480x480", 1, 480, 480, 480},
-    {"square 1024x1024x1024", 1, 1024, 1024, 1024},
+    {"square 1024x1024x1024", 1, 1024, 1024, 1024}, {"odd 1023x1023x1023", 1, 1023, 1023, 1023},
 };
 
 std::string kernel_name(size_t i) { return "gemm" + std::to_string(i); }

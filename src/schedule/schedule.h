@@ -148,9 +148,10 @@ struct RowTile {
 };
 
 // The columns a product of an N-column right operand is computed on: N
-// itself when a block of 8 to 16 columns divides it or it is small, else N
-// rounded up to two of the target's vectors (the extra columns are zeros
-// and never stored).
+// itself when it is small or a block of 8 to 16 columns divides it (and its
+// column block fills its vectors' lanes at least as well as padding would),
+// else N rounded up to two of the target's vectors (the extra columns are
+// zeros and never stored).
 int64_t product_columns(const CpuTarget& cpu, int64_t n);
 // The columns of such a product's register tile: the width of the panels
 // nn.pack_matmul_weight packs a constant right operand into, so that each
