@@ -94,6 +94,13 @@ class LayoutConverter {
     return 10 * width < 9 * lanes;
   }
 
+  // Whether winograd-weights would compute the conv by F(m, 3) and that
+  // beats the blocked direct conv (see convert_conv).
+  bool winograd_takes(const TensorDesc& x, const TensorDesc& w, const TensorDesc& y, const Attrs& a) const {
+    const int64_t m = winograd_tile_rows(x, w, y, a);
+    return m == 4 || (m == 2 && y.shape[3] > block_);
+  }
+
   // The channels of `x` in blocks, when they are a multiple of the block.
   bool blockable(const Expr& x) const { return is_float32_nchw(x) && tensor_desc(x)->shape[1] % block_ == 0; }
 
@@ -144,9 +151,17 @@ class LayoutConverter {
     // An NCHW input is blocked only for rows that idle NCHW's lanes, and not
     // for a conv that winograd-weights takes: F(m, 3) in NCHW beats the
     // blocked direct conv with its conversions (3x3 32 -> 32 at 40x40 with
-    // AVX-512: 151 -> 97 us; 64 -> 64 at 20x20 with AVX2 code: 291 -> 229 us).
+    // AVX-512: 151 -> 97 us; 64 -> 64 at 20x20 with AVX2 code: 291 -> 229
+    // us; 128 -> 128 at 28x28 1.15 -> 0.77 ms), except F(2, 3) (fewer than
+    // 16 rows that 4 does not divide) on rows of one partial vector: it
+    // saves a third of the multiply-adds, and its products' tiles of one
+    // vector, each broadcast feeding one multiply-add, lose more (one
+    // thread, Zen 5: 512 -> 512 at 7x7 2.88 ms against 1.10 blocked with
+    // AVX-512, 3.84 against 2.80 with AVX2 code; 256 -> 256 at 14x14 1.54
+    // against 1.09 with AVX-512, but 2.03 against 2.35 with AVX2 code, whose
+    // rows of 14 take two vectors).
     if (!blocked_of(x) && (!idles_lanes_in_nchw(out.shape[3]) ||
-                           winograd_tile_rows(*tensor_desc(x), *tensor_desc(w), out, call.attrs) > 0))
+                           winograd_takes(*tensor_desc(x), *tensor_desc(w), out, call.attrs)))
       return nullptr;
     // Input channels that do not fill blocks (an image's 3) are read in
     // NCHW, as blocks of one channel.

@@ -215,6 +215,39 @@ TEST(BlockedLayout, CompiledNetMatchesTheInterpreterForEachVectorWidth) {
   }
 }
 
+// A 3x3 conv that Winograd's F(2, 3) would take (7 or 14 output rows) runs
+// blocked when its rows fit in one partial vector (7 columns: AVX-512's 16
+// lanes, AVX2's 8; 14 columns: AVX-512's), and by Winograd in NCHW when
+// they take two (14 columns in AVX2's vectors of 8). Values against the
+// interpreter where this machine runs the code.
+TEST(BlockedLayout, NarrowRowsRunBlockedRatherThanByWinogradsF23) {
+  struct Case {
+    int64_t width;
+    const char* cpu;
+    bool blocked;
+  };
+  const Case cases[] = {{7, "skylake-avx512", true},
+                        {7, "x86-64-v3", true},
+                        {14, "skylake-avx512", true},
+                        {14, "x86-64-v3", false}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(std::string(c.cpu) + ", width " + std::to_string(c.width));
+    const std::string shape = "(1, 16, " + std::to_string(c.width) + ", " + std::to_string(c.width) + ")";
+    Module m = parse_module("def @main(%x: Tensor[" + shape + ", float32]) -> Tensor[" + shape +
+                                ", float32] {\n  %y = nn.conv2d(%x, " +
+                                testing::random_constant_text({16, 16, 3, 3}, 21) +
+                                ", padding=[1, 1, 1, 1])\n  return %y\n}\n",
+                            "narrow.kir");
+    std::string printed;
+    Executable exe = testing::compile_printed(m, c.cpu, &printed);
+    EXPECT_EQ(printed.find("nn.conv2d_blocked(") != std::string::npos, c.blocked) << printed;
+    EXPECT_EQ(printed.find("nn.conv2d_winograd(") != std::string::npos, !c.blocked) << printed;
+    if (std::string(c.cpu) == "skylake-avx512" && !__builtin_cpu_supports("avx512f")) continue;
+    std::vector<Tensor> args = testing::random_args(*m.find("main"), 9);
+    testing::expect_outputs_near(VirtualMachine(exe).run(args), interpret(m, "main", args), 1e-4);
+  }
+}
+
 TEST(BlockedLayout, TheNchwLayoutIsKeptWhenAsked) {
   Module m = net_with_weights();
   driver::CompileOptions o;
