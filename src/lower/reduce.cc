@@ -63,6 +63,14 @@ ReduceSetup setup(const LowerContext& c) {
   return s;
 }
 
+// Partial results of a long last axis: 16 (two float32 AVX-512 vectors)
+// from 64 elements, 8 from 32, each over every P-th element, so that the
+// loop over the axis runs on vectors of partials (rec's attention over 40
+// positions: one reduction loop of 5 vector steps instead of 40 scalar
+// exps; a 128 x 768 mean: 16 float64 additions in flight instead of one
+// chain of 768), then the partials are reduced.
+int64_t last_axis_partials(int64_t length) { return length >= 64 ? 16 : length >= 32 ? 8 : 0; }
+
 // sum (or mean) of x: floats in float64.
 Lowered sum_or_mean(const LowerContext& c, bool mean) {
   const te::Tensor& x = c.inputs[0];
@@ -72,12 +80,45 @@ Lowered sum_or_mean(const LowerContext& c, bool mean) {
   ReduceSetup s = setup(c);
   if (s.count == 0 && mean) return unsupported("mean of zero elements");
   tir::DataType acc = t.is_float() ? tir::DataType::float_(64) : t;
-  te::Tensor sum = te::compute(
-      c.out[0].shape,
-      [&](const te::Axes& i) -> te::Reduction {
-        return te::sum(tir::cast(acc, (*x)(input_index(i, s.axes, s.mask, s.keepdims))), s.axes);
-      },
-      c.name + "_acc");
+  const Shape& xs = c.in[0].shape;
+  const int64_t L = xs.empty() ? 0 : xs.back(), P = last_axis_partials(L);
+  te::Tensor sum;
+  if (t.is_float() && s.axes.size() == 1 && s.mask.back() && P > 0) {
+    // Over the last axis alone: P partial sums (lanes past the end add 0),
+    // then their sum.
+    Shape ps = xs;
+    ps.back() = P;
+    te::IterVar steps = te::reduce_axis((L + P - 1) / P, "ro"), rp = te::reduce_axis(P, "rp");
+    te::Tensor partial = te::compute(
+        ps,
+        [&](const te::Axes& i) -> te::Reduction {
+          Expr at = tir::add(tir::mul(steps.var, tir::int_imm(P)), i.back());
+          std::vector<Expr> idx(i.begin(), i.end());
+          idx.back() = clamp_index(at, L);
+          return te::sum(
+              tir::select(tir::lt(at, tir::int_imm(L)), tir::cast(acc, (*x)(idx)), constant(0, acc)),
+              {steps});
+        },
+        c.name + "_partial_sum");
+    sum = te::compute(
+        c.out[0].shape,
+        [&](const te::Axes& i) -> te::Reduction {
+          std::vector<Expr> idx(i.begin(), i.end());
+          if (s.keepdims)
+            idx.back() = rp.var;
+          else
+            idx.push_back(rp.var);
+          return te::sum((*partial)(idx), {rp});
+        },
+        c.name + "_acc");
+  } else {
+    sum = te::compute(
+        c.out[0].shape,
+        [&](const te::Axes& i) -> te::Reduction {
+          return te::sum(tir::cast(acc, (*x)(input_index(i, s.axes, s.mask, s.keepdims))), s.axes);
+        },
+        c.name + "_acc");
+  }
   te::Tensor y = te::compute(
       c.out[0].shape,
       [&](const te::Axes& i) {
@@ -101,20 +142,64 @@ Lowered max_or_min(const LowerContext& c, bool is_min) {
   if (is_min && !t.is_float()) return unsupported("min of integers");
   ReduceSetup s = setup(c);
   if (s.count == 0) return unsupported("max or min of zero elements");
-  auto value = [&](const te::Axes& i) {
-    Expr v = (*x)(input_index(i, s.axes, s.mask, s.keepdims));
-    return is_min ? tir::sub(constant(0, t), v) : v;
-  };
-  te::Tensor m = te::compute(
-      c.out[0].shape, [&](const te::Axes& i) -> te::Reduction { return te::max(value(i), s.axes); },
-      c.name + "_max");
-  if (!t.is_float()) return lowered({m});
-  te::Tensor nans = te::compute(
-      c.out[0].shape,
-      [&](const te::Axes& i) -> te::Reduction {
-        return te::sum(tir::select(is_nan(value(i)), tir::int_imm(1), tir::int_imm(0)), s.axes);
-      },
-      c.name + "_nans");
+  auto negated = [&](const Expr& v) { return is_min ? tir::sub(constant(0, t), v) : v; };
+  auto value = [&](const te::Axes& i) { return negated((*x)(input_index(i, s.axes, s.mask, s.keepdims))); };
+  auto is_nan_count = [](const Expr& v) { return tir::select(is_nan(v), tir::int_imm(1), tir::int_imm(0)); };
+  const Shape& xs = c.in[0].shape;
+  const int64_t L = xs.empty() ? 0 : xs.back(), P = last_axis_partials(L);
+  te::Tensor m, nans;
+  if (t.is_float() && s.axes.size() == 1 && s.mask.back() && P > 0) {
+    // Over the last axis alone: P partial maxima and NaN counts (lanes past
+    // the end give -inf and no NaN), then theirs.
+    Shape ps = xs;
+    ps.back() = P;
+    te::IterVar ro = te::reduce_axis((L + P - 1) / P, "ro"), so = te::reduce_axis((L + P - 1) / P, "so");
+    te::IterVar rp = te::reduce_axis(P, "rp"), sp = te::reduce_axis(P, "sp");
+    auto lane = [&](const te::Axes& i, const Expr& step, auto&& term, const Expr& pad) {
+      Expr at = tir::add(tir::mul(step, tir::int_imm(P)), i.back());
+      std::vector<Expr> idx(i.begin(), i.end());
+      idx.back() = clamp_index(at, L);
+      return tir::select(tir::lt(at, tir::int_imm(L)), term(negated((*x)(idx))), pad);
+    };
+    auto same = [](const Expr& v) { return v; };
+    te::Tensor pm = te::compute(
+        ps,
+        [&](const te::Axes& i) -> te::Reduction {
+          return te::max(lane(i, ro.var, same, constant(-std::numeric_limits<double>::infinity(), t)), {ro});
+        },
+        c.name + "_partial_max");
+    te::Tensor pn = te::compute(
+        ps,
+        [&](const te::Axes& i) -> te::Reduction {
+          return te::sum(lane(i, so.var, is_nan_count, tir::int_imm(0)), {so});
+        },
+        c.name + "_partial_nans");
+    auto of_partials = [&](const te::Axes& i, const te::IterVar& r) {
+      std::vector<Expr> idx(i.begin(), i.end());
+      if (s.keepdims)
+        idx.back() = r.var;
+      else
+        idx.push_back(r.var);
+      return idx;
+    };
+    m = te::compute(
+        c.out[0].shape,
+        [&](const te::Axes& i) -> te::Reduction { return te::max((*pm)(of_partials(i, rp)), {rp}); },
+        c.name + "_max");
+    nans = te::compute(
+        c.out[0].shape,
+        [&](const te::Axes& i) -> te::Reduction { return te::sum((*pn)(of_partials(i, sp)), {sp}); },
+        c.name + "_nans");
+  } else {
+    m = te::compute(
+        c.out[0].shape, [&](const te::Axes& i) -> te::Reduction { return te::max(value(i), s.axes); },
+        c.name + "_max");
+    if (!t.is_float()) return lowered({m});
+    nans = te::compute(
+        c.out[0].shape,
+        [&](const te::Axes& i) -> te::Reduction { return te::sum(is_nan_count(value(i)), s.axes); },
+        c.name + "_nans");
+  }
   te::Tensor y = te::compute(
       c.out[0].shape,
       [&](const te::Axes& i) {
@@ -130,11 +215,6 @@ Lowered max(const LowerContext& c) { return max_or_min(c, false); }
 Lowered min(const LowerContext& c) { return max_or_min(c, true); }
 
 // ---------------------------------------------------------------- softmax
-
-// Partial maxima and sums of a long last axis: 16 (two float32 AVX-512
-// vectors) from 64 elements, 8 from 32 (rec's attention over 40 positions:
-// one reduction loop of 5 vector steps instead of 40 scalar exps).
-int64_t softmax_partials(int64_t length) { return length >= 64 ? 16 : length >= 32 ? 8 : 0; }
 
 Lowered softmax_impl(const LowerContext& c, bool log) {
   const te::Tensor& x = c.inputs[0];
@@ -154,13 +234,13 @@ Lowered softmax_impl(const LowerContext& c, bool log) {
   };
   te::Tensor m, s, e, pm, psum;
   const int64_t L = xs[axis];
-  if (axis + 1 == xs.size() && softmax_partials(L) > 0) {
+  if (axis + 1 == xs.size() && last_axis_partials(L) > 0) {
     // A long last axis (a classifier's 6625 classes): P partial maxima and
     // sums, each over every P-th element, so the loops over the axis run on
     // vectors of partials; then the partials are reduced. Lanes past the
     // end read a clamped index and contribute -inf to the maximum and 0 to
     // the sum.
-    const int64_t P = softmax_partials(L), steps = (L + P - 1) / P;
+    const int64_t P = last_axis_partials(L), steps = (L + P - 1) / P;
     Shape ps = rs;
     ps.back() = P;
     te::IterVar ro = te::reduce_axis(steps, "ro"), so = te::reduce_axis(steps, "so");
