@@ -1,8 +1,9 @@
 // The elementwise family: activations (relu, hard_swish, sigmoid), a binary
-// add and a softmax over the last axis, on PP-OCR's shapes, through each op's
-// default schedule for this CPU (what a compiled model gets, JIT-compiled
-// with a .kmod's machine code), against oneDNN's eltwise, binary and softmax
-// primitives (plain NCHW layouts), on one thread, in one Google Benchmark
+// add and a softmax over the last axis, on PP-OCR's shapes, and a mean over
+// the last axis (a layer norm's, 128 x 768), through each op's default
+// schedule for this CPU (what a compiled model gets, JIT-compiled with a
+// .kmod's machine code), against oneDNN's eltwise, binary, softmax and
+// reduction primitives (plain layouts), on one thread, in one Google Benchmark
 // run. kiln's values are checked against oneDNN's first; a table of ratios
 // follows the benchmarks.
 //
@@ -28,7 +29,7 @@ using namespace kiln;
 
 namespace {
 
-enum class Kind { Relu, HardSwish, Sigmoid, Add, Softmax };
+enum class Kind { Relu, HardSwish, Sigmoid, Add, Softmax, Mean };
 
 struct EltwiseCase {
   const char* what;
@@ -47,6 +48,7 @@ const EltwiseCase kCases[] = {
     {"sigmoid 1x96x80x80", Kind::Sigmoid, {1, 96, 80, 80}},
     {"add 1x96x80x80", Kind::Add, {1, 96, 80, 80}},
     {"softmax 40x6625 (last axis)", Kind::Softmax, {1, 40, 6625}},
+    {"mean 128x768 (last axis)", Kind::Mean, {1, 128, 768}},
 };
 
 std::string kernel_name(size_t i) { return "eltwise" + std::to_string(i); }
@@ -63,6 +65,8 @@ const char* op_name(Kind k) {
       return "add";
     case Kind::Softmax:
       return "nn.softmax";
+    case Kind::Mean:
+      return "mean";
   }
   return "";
 }
@@ -73,7 +77,12 @@ tir::PrimFunc kiln_eltwise(const EltwiseCase& c, const std::string& name) {
   TensorDesc t{c.shape, DType::Float32};
   Attrs attrs;
   if (c.kind == Kind::Softmax) attrs = {{"axis", int64_t(-1)}};
-  return bench::lowered_op(op_name(c.kind), attrs, std::vector<TensorDesc>(size_t(inputs_of(c.kind)), t), t,
+  TensorDesc out = t;
+  if (c.kind == Kind::Mean) {
+    attrs = {{"axis", std::vector<int64_t>{-1}}, {"keepdims", int64_t(1)}};
+    out.shape.back() = 1;
+  }
+  return bench::lowered_op(op_name(c.kind), attrs, std::vector<TensorDesc>(size_t(inputs_of(c.kind)), t), out,
                            name, codegen::host_target());
 }
 
@@ -126,6 +135,15 @@ struct DnnlEltwise {
         args = {{DNNL_ARG_SRC, a}, {DNNL_ARG_DST, y}};
         break;
       }
+      case Kind::Mean: {
+        memory::dims reduced = dims;
+        reduced.back() = 1;
+        memory::desc rd(reduced, memory::data_type::f32, tag);
+        dnnl::reduction::desc d(dnnl::algorithm::reduction_mean, md, rd, 0.0f, 0.0f);
+        prim = dnnl::reduction(dnnl::reduction::primitive_desc(d, engine));
+        args = {{DNNL_ARG_SRC, a}, {DNNL_ARG_DST, memory(rd, engine, buf.y.data())}};
+        break;
+      }
     }
   }
   void run() {
@@ -176,7 +194,9 @@ int main(int argc, char** argv) try {
     Buffers& b = *buffers.back();
     peers.push_back(std::make_unique<DnnlEltwise>(kCases[i], b));
     DnnlEltwise& p = *peers.back();
-    const double bytes = double(kCases[i].elements()) * 4 * (inputs_of(kCases[i].kind) + 1);
+    const EltwiseCase& c = kCases[i];
+    const int64_t outputs = c.kind == Kind::Mean ? c.elements() / c.shape.back() : c.elements();
+    const double bytes = double(c.elements() * inputs_of(c.kind) + outputs) * 4;
     auto counters = [bytes](benchmark::State& state) {
       state.counters["GB/s"] =
           benchmark::Counter(bytes * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
