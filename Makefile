@@ -31,7 +31,7 @@ e2e: build
 # and on all threads (the bench sets both sides' thread counts itself); then
 # PP-OCR's conv shapes (3x3, pointwise, depthwise, strided) against oneDNN's
 # convolution on one thread; then PP-OCR's GEMM shapes against OpenBLAS and
-# oneDNN, and its elementwise ops and softmax against oneDNN (Google
+# oneDNN, and its elementwise ops, softmax and a layer norm's mean against oneDNN (Google
 # Benchmark), one thread; then the DSP session's dispatch overhead under QEMU.
 # On an AVX-512 machine the matmul, conv and GEMM benches run a second time with
 # kiln's code for x86-64-v3 and oneDNN limited to AVX2: what an AVX2-only
