@@ -71,6 +71,36 @@ ReduceSetup setup(const LowerContext& c) {
 // chain of 768), then the partials are reduced.
 int64_t last_axis_partials(int64_t length) { return length >= 64 ? 16 : length >= 32 ? 8 : 0; }
 
+// The partials a float reduction over the last axis alone reduces into
+// (last_axis_partials), else 0.
+int64_t partials_of(const LowerContext& c, const ReduceSetup& s) {
+  const Shape& xs = c.in[0].shape;
+  if (!c.inputs[0]->dtype.is_float() || s.axes.size() != 1 || !s.mask.back()) return 0;
+  return last_axis_partials(xs.back());
+}
+
+// Lane i.back() of a partial at `step`: term(the element at step * P +
+// i.back() of the last axis, of length L, its index clamped), or `pad` past
+// the end.
+template <typename F>
+Expr partial_lane(const te::Axes& i, const Expr& step, int64_t P, int64_t L, F&& term, const Expr& pad) {
+  Expr at = tir::add(tir::mul(step, tir::int_imm(P)), i.back());
+  std::vector<Expr> idx(i.begin(), i.end());
+  idx.back() = clamp_index(at, L);
+  return tir::select(tir::lt(at, tir::int_imm(L)), term(idx), pad);
+}
+
+// The partial `r` of output element i: the last axis's index (kept with
+// keepdims) becomes r, or r is appended.
+std::vector<Expr> partial_index(const te::Axes& i, const te::IterVar& r, bool keepdims) {
+  std::vector<Expr> idx(i.begin(), i.end());
+  if (keepdims)
+    idx.back() = r.var;
+  else
+    idx.push_back(r.var);
+  return idx;
+}
+
 // sum (or mean) of x: floats in float64.
 Lowered sum_or_mean(const LowerContext& c, bool mean) {
   const te::Tensor& x = c.inputs[0];
@@ -80,35 +110,25 @@ Lowered sum_or_mean(const LowerContext& c, bool mean) {
   ReduceSetup s = setup(c);
   if (s.count == 0 && mean) return unsupported("mean of zero elements");
   tir::DataType acc = t.is_float() ? tir::DataType::float_(64) : t;
-  const Shape& xs = c.in[0].shape;
-  const int64_t L = xs.empty() ? 0 : xs.back(), P = last_axis_partials(L);
   te::Tensor sum;
-  if (t.is_float() && s.axes.size() == 1 && s.mask.back() && P > 0) {
+  if (const int64_t P = partials_of(c, s)) {
     // Over the last axis alone: P partial sums (lanes past the end add 0),
     // then their sum.
-    Shape ps = xs;
+    const int64_t L = c.in[0].shape.back();
+    Shape ps = c.in[0].shape;
     ps.back() = P;
     te::IterVar steps = te::reduce_axis((L + P - 1) / P, "ro"), rp = te::reduce_axis(P, "rp");
+    auto term = [&](const std::vector<Expr>& idx) { return tir::cast(acc, (*x)(idx)); };
     te::Tensor partial = te::compute(
         ps,
         [&](const te::Axes& i) -> te::Reduction {
-          Expr at = tir::add(tir::mul(steps.var, tir::int_imm(P)), i.back());
-          std::vector<Expr> idx(i.begin(), i.end());
-          idx.back() = clamp_index(at, L);
-          return te::sum(
-              tir::select(tir::lt(at, tir::int_imm(L)), tir::cast(acc, (*x)(idx)), constant(0, acc)),
-              {steps});
+          return te::sum(partial_lane(i, steps.var, P, L, term, constant(0, acc)), {steps});
         },
         c.name + "_partial_sum");
     sum = te::compute(
         c.out[0].shape,
         [&](const te::Axes& i) -> te::Reduction {
-          std::vector<Expr> idx(i.begin(), i.end());
-          if (s.keepdims)
-            idx.back() = rp.var;
-          else
-            idx.push_back(rp.var);
-          return te::sum((*partial)(idx), {rp});
+          return te::sum((*partial)(partial_index(i, rp, s.keepdims)), {rp});
         },
         c.name + "_acc");
   } else {
@@ -145,50 +165,41 @@ Lowered max_or_min(const LowerContext& c, bool is_min) {
   auto negated = [&](const Expr& v) { return is_min ? tir::sub(constant(0, t), v) : v; };
   auto value = [&](const te::Axes& i) { return negated((*x)(input_index(i, s.axes, s.mask, s.keepdims))); };
   auto is_nan_count = [](const Expr& v) { return tir::select(is_nan(v), tir::int_imm(1), tir::int_imm(0)); };
-  const Shape& xs = c.in[0].shape;
-  const int64_t L = xs.empty() ? 0 : xs.back(), P = last_axis_partials(L);
   te::Tensor m, nans;
-  if (t.is_float() && s.axes.size() == 1 && s.mask.back() && P > 0) {
+  if (const int64_t P = partials_of(c, s)) {
     // Over the last axis alone: P partial maxima and NaN counts (lanes past
     // the end give -inf and no NaN), then theirs.
-    Shape ps = xs;
+    const int64_t L = c.in[0].shape.back();
+    Shape ps = c.in[0].shape;
     ps.back() = P;
     te::IterVar ro = te::reduce_axis((L + P - 1) / P, "ro"), so = te::reduce_axis((L + P - 1) / P, "so");
     te::IterVar rp = te::reduce_axis(P, "rp"), sp = te::reduce_axis(P, "sp");
-    auto lane = [&](const te::Axes& i, const Expr& step, auto&& term, const Expr& pad) {
-      Expr at = tir::add(tir::mul(step, tir::int_imm(P)), i.back());
-      std::vector<Expr> idx(i.begin(), i.end());
-      idx.back() = clamp_index(at, L);
-      return tir::select(tir::lt(at, tir::int_imm(L)), term(negated((*x)(idx))), pad);
-    };
-    auto same = [](const Expr& v) { return v; };
+    auto element = [&](const std::vector<Expr>& idx) { return negated((*x)(idx)); };
+    auto nan_count = [&](const std::vector<Expr>& idx) { return is_nan_count(element(idx)); };
+    const Expr minus_inf = constant(-std::numeric_limits<double>::infinity(), t);
     te::Tensor pm = te::compute(
         ps,
         [&](const te::Axes& i) -> te::Reduction {
-          return te::max(lane(i, ro.var, same, constant(-std::numeric_limits<double>::infinity(), t)), {ro});
+          return te::max(partial_lane(i, ro.var, P, L, element, minus_inf), {ro});
         },
         c.name + "_partial_max");
     te::Tensor pn = te::compute(
         ps,
         [&](const te::Axes& i) -> te::Reduction {
-          return te::sum(lane(i, so.var, is_nan_count, tir::int_imm(0)), {so});
+          return te::sum(partial_lane(i, so.var, P, L, nan_count, tir::int_imm(0)), {so});
         },
         c.name + "_partial_nans");
-    auto of_partials = [&](const te::Axes& i, const te::IterVar& r) {
-      std::vector<Expr> idx(i.begin(), i.end());
-      if (s.keepdims)
-        idx.back() = r.var;
-      else
-        idx.push_back(r.var);
-      return idx;
-    };
     m = te::compute(
         c.out[0].shape,
-        [&](const te::Axes& i) -> te::Reduction { return te::max((*pm)(of_partials(i, rp)), {rp}); },
+        [&](const te::Axes& i) -> te::Reduction {
+          return te::max((*pm)(partial_index(i, rp, s.keepdims)), {rp});
+        },
         c.name + "_max");
     nans = te::compute(
         c.out[0].shape,
-        [&](const te::Axes& i) -> te::Reduction { return te::sum((*pn)(of_partials(i, sp)), {sp}); },
+        [&](const te::Axes& i) -> te::Reduction {
+          return te::sum((*pn)(partial_index(i, sp, s.keepdims)), {sp});
+        },
         c.name + "_nans");
   } else {
     m = te::compute(
@@ -245,27 +256,18 @@ Lowered softmax_impl(const LowerContext& c, bool log) {
     ps.back() = P;
     te::IterVar ro = te::reduce_axis(steps, "ro"), so = te::reduce_axis(steps, "so");
     te::IterVar rp = te::reduce_axis(P, "rp"), sp = te::reduce_axis(P, "sp");
-    auto lane = [&](const te::Axes& i, const Expr& step, auto&& value, double pad) {
-      Expr at = tir::add(tir::mul(step, tir::int_imm(P)), i.back());
-      std::vector<Expr> idx(i.begin(), i.end());
-      idx.back() = clamp_index(at, L);
-      Expr v = value(idx);
-      return tir::select(tir::lt(at, tir::int_imm(L)), v, constant(pad, v->dtype));
-    };
     auto load = [&](const std::vector<Expr>& idx) { return (*x)(idx); };
     pm = te::compute(
         ps,
         [&](const te::Axes& i) -> te::Reduction {
-          return te::max(lane(i, ro.var, load, -std::numeric_limits<double>::infinity()), {ro});
+          return te::max(
+              partial_lane(i, ro.var, P, L, load, constant(-std::numeric_limits<double>::infinity(), t)),
+              {ro});
         },
         c.name + "_partial_max");
     m = te::compute(
         rs,
-        [&](const te::Axes& i) -> te::Reduction {
-          std::vector<Expr> idx(i.begin(), i.end());
-          idx.back() = rp.var;
-          return te::max((*pm)(idx), {rp});
-        },
+        [&](const te::Axes& i) -> te::Reduction { return te::max((*pm)(partial_index(i, rp, true)), {rp}); },
         c.name + "_max");
     // softmax computes each exp once, into a buffer that the sum and the
     // output read (a second exp per element was a third of a 40 x 6625
@@ -289,15 +291,13 @@ Lowered softmax_impl(const LowerContext& c, bool log) {
             Expr d = tir::sub((*x)(idx), (*m)(mi));
             return tir::cast(f64, tir::call_intrinsic(tir::Intrinsic::Exp, {d}));
           };
-          return te::sum(lane(i, so.var, term, 0.0), {so});
+          return te::sum(partial_lane(i, so.var, P, L, term, constant(0, f64)), {so});
         },
         c.name + "_partial_sum");
     s = te::compute(
         rs,
         [&](const te::Axes& i) -> te::Reduction {
-          std::vector<Expr> idx(i.begin(), i.end());
-          idx.back() = sp.var;
-          return te::sum((*psum)(idx), {sp});
+          return te::sum((*psum)(partial_index(i, sp, true)), {sp});
         },
         c.name + "_sum");
   } else {
