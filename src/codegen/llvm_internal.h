@@ -67,12 +67,10 @@ tir::Expr without_constant(const tir::Expr& index, int64_t* offset);
 // otherwise.
 std::optional<int64_t> known_remainder(const tir::Expr& e, int64_t m,
                                        const std::unordered_map<const tir::VarNode*, tir::Expr>& lets);
-// Column `column` of the square matrix whose rows are `rows` (L vectors of
-// L lanes, L a power of two): log2 L rounds of two-register shuffles, each
-// swapping the off-diagonal h x h blocks of every 2h x 2h one. Statements
-// asking for other columns of the same rows build the same shuffles, which
-// LLVM shares.
-llvm::Value* transposed_column(llvm::IRBuilderBase& b, std::vector<llvm::Value*> rows, int64_t column);
+// The columns of the square matrix whose rows are `rows` (L vectors of L
+// lanes, L a power of two): log2 L rounds of two-register shuffles, each
+// swapping the off-diagonal h x h blocks of every 2h x 2h one.
+std::vector<llvm::Value*> transposed_columns(llvm::IRBuilderBase& b, std::vector<llvm::Value*> rows);
 // A vector index that is a run clamped into [lo, hi], plus lane-invariant
 // terms: offset + min(max(ramp(base, stride, lanes), lo), hi) (a padded
 // input's row or a resize's source row, read through clamp_index; stride

@@ -120,7 +120,7 @@ std::optional<int64_t> known_remainder(const tir::Expr& e, int64_t m,
   return std::nullopt;
 }
 
-llvm::Value* transposed_column(llvm::IRBuilderBase& b, std::vector<llvm::Value*> rows, int64_t column) {
+std::vector<llvm::Value*> transposed_columns(llvm::IRBuilderBase& b, std::vector<llvm::Value*> rows) {
   const int64_t lanes = int64_t(rows.size());
   for (int64_t h = lanes / 2; h >= 1; h /= 2) {
     llvm::SmallVector<int, 16> first, second;
@@ -135,7 +135,7 @@ llvm::Value* transposed_column(llvm::IRBuilderBase& b, std::vector<llvm::Value*>
       rows[size_t(p + h)] = b.CreateShuffleVector(x, y, second);
     }
   }
-  return rows[size_t(column)];
+  return rows;
 }
 
 std::optional<ClampedRun> clamped_run(const tir::Expr& bound_e,

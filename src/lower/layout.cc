@@ -25,15 +25,15 @@ using tir::Expr;
 
 // The lanes of a transposed copy between a blocked layout of `block`
 // channels and rows of `width` columns (TransposeTile): the widest vector
-// of the target's lanes or half of them (at least 4) that divides both;
-// 0: none (a row of 10 columns), the copy is gathered lane by lane. With
-// AVX2, det's unblock of 192 channels at 20x20 in 4 x 4 transposes: 20 ->
-// 8 us, its block of 96 channels at 40x40 in 8 x 8: 48 -> 26 us; with
-// AVX-512, 48 channels at 80x80 in 16 x 16: 105 -> 76 us, but 4 x 4
-// transposes of 16-channel blocks were slower than the gather (9 -> 11 us).
+// of the target's lanes (at most 16, at least 4) that divides both; 0: none
+// (a row of 10 columns), the copy is gathered lane by lane. With AVX2, det's
+// unblock of 192 channels at 20x20 in 4 x 4 transposes: 20 -> 8 us, its
+// block of 96 channels at 40x40 in 8 x 8: 48 -> 26 us; with AVX-512, 48
+// channels at 80x80 in 16 x 16: 105 -> 76 us, and 4 x 4 transposes of
+// 16-channel blocks (det's unblocks at 20x20) 27 -> 9 us and 13 -> 6 us.
 int64_t transpose_lanes(const LowerContext& c, int64_t block, int64_t width) {
   const int64_t widest = std::min<int64_t>(16, c.cpu.float32_lanes());
-  for (int64_t lanes = widest; lanes >= std::max<int64_t>(4, widest / 2); lanes /= 2)
+  for (int64_t lanes = widest; lanes >= 4; lanes /= 2)
     if (block % lanes == 0 && width % lanes == 0) return lanes;
   return 0;
 }
