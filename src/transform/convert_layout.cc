@@ -18,7 +18,11 @@
 // mean over its rows and columns. Each rewritten binding keeps its variable
 // as unblock_channels of the blocked result, for the users that stay in
 // NCHW; a value is blocked once (block_channels) however many convs read
-// it. Anything else is left as it is.
+// it. A one-group conv whose result a blocked conv had to block that way
+// (directly or through elementwise ops of one variable operand, each
+// result used once) is rerun blocked, reading its NCHW input as it is, so
+// it writes the blocked value itself (producers_to_block). Anything else is
+// left as it is.
 //
 // Requires: nothing; run fold-constants and dead-code-elimination after it
 // (the blocked weights are calls on constants until folded, and the unblocked
@@ -38,6 +42,7 @@
 #include <set>
 #include <unordered_map>
 
+#include "ir/visitor.h"
 #include "transform/pass.h"
 
 namespace kiln {
@@ -61,12 +66,30 @@ bool is_float32_nchw(const Expr& e) {
 
 class LayoutConverter {
  public:
-  LayoutConverter(const FunctionNode& f, int64_t block) : f_(f), block_(block), fresh_(f) {}
+  // `produce_blocked`: convs (by their variables) to run blocked whatever
+  // their rows, reading an NCHW input as it is (producers_to_block).
+  LayoutConverter(const FunctionNode& f, int64_t block, std::set<const VarNode*> produce_blocked)
+      : f_(f), block_(block), fresh_(f), produce_blocked_(std::move(produce_blocked)) {
+    std::vector<const ExprNode*> used;
+    for (const Binding& b : f.bindings) {
+      producer_[b.var.get()] = b.value;
+      collect_used_vars(b.value, used);
+    }
+    collect_used_vars(f.result, used);
+    for (const ExprNode* v : used) ++uses_[v];
+  }
+
+  // The NCHW convs whose results this run blocked for a blocked conv (through
+  // elementwise ops used once each): run blocked, they write the blocked
+  // result themselves instead of a pass converting it. MobileNetV2's 1x1
+  // 16 -> 96 conv at 112x112 before a 3x3/2 depthwise whose rows of 56
+  // idle NCHW's lanes: its block_channels of 4.8 MB took 236 us.
+  const std::set<const VarNode*>& producers_to_block() const { return producers_to_block_; }
 
   Function run() {
     for (const Binding& b : f_.bindings) {
       const CallNode* call = as<CallNode>(b.value);
-      Expr blocked = call && call->is_op_call() ? convert(*call) : nullptr;
+      Expr blocked = call && call->is_op_call() ? convert(*b.var, *call) : nullptr;
       if (!blocked) {
         out_.push_back(b);
         continue;
@@ -115,6 +138,7 @@ class LayoutConverter {
   // `x` blocked: its blocked value, else block_channels of it (bound once).
   Expr block(const Expr& x) {
     if (Expr b = blocked_of(x)) return b;
+    if (const VarNode* p = conv_producing(x)) producers_to_block_.insert(p);
     Expr call = make_op_call("nn.block_channels", {x}, block_attrs());
     const VarNode* v = as<VarNode>(x);
     if (!v) return call;
@@ -130,15 +154,53 @@ class LayoutConverter {
     return a;
   }
 
-  Expr convert(const CallNode& call) {
+  // The variable of the conv that `x` is, or that elementwise ops of one
+  // variable operand each (a bias, an activation) turn into `x`, each
+  // result but `x` used once; null if none or if the conv cannot run
+  // blocked from an NCHW input (blocks_from_nchw).
+  const VarNode* conv_producing(const Expr& x) const {
+    const VarNode* v = as<VarNode>(x);
+    while (v) {
+      auto it = producer_.find(v);
+      const CallNode* call = it == producer_.end() ? nullptr : as<CallNode>(it->second);
+      if (!call || !call->is_op_call()) return nullptr;
+      if (call->op->name == "nn.conv2d") return blocks_from_nchw(*call) ? v : nullptr;
+      if (!elementwise_ops().count(call->op->name)) return nullptr;
+      const VarNode* operand = nullptr;
+      for (const Expr& a : call->args) {
+        if (as<ConstantNode>(a)) continue;
+        if (operand || !as<VarNode>(a)) return nullptr;
+        operand = as<VarNode>(a);
+      }
+      if (!operand || uses_.count(operand) == 0 || uses_.at(operand) != 1) return nullptr;
+      v = operand;
+    }
+    return nullptr;
+  }
+
+  // Whether a conv may run blocked on an NCHW input that fills whole
+  // blocks: a constant weight, float32, output channels in whole blocks,
+  // one group (a depthwise conv reads its input blocked), and not one that
+  // winograd-weights takes.
+  bool blocks_from_nchw(const CallNode& call) const {
+    const Expr &x = call.args[0], &w = call.args[1];
+    if (!as<ConstantNode>(w) || !is_float32_nchw(x) || !is_float32_nchw(w) ||
+        call.attrs.get_int("groups") != 1)
+      return false;
+    const TensorDesc& out = call.type->tensor;
+    return out.dtype == DType::Float32 && out.shape[1] % block_ == 0 &&
+           !winograd_takes(*tensor_desc(x), *tensor_desc(w), out, call.attrs);
+  }
+
+  Expr convert(const VarNode& var, const CallNode& call) {
     const std::string& op = call.op->name;
-    if (op == "nn.conv2d") return convert_conv(call);
+    if (op == "nn.conv2d") return convert_conv(var, call);
     if (op == "nn.adaptive_avg_pool2d") return convert_global_pool(call);
     if (elementwise_ops().count(op)) return convert_elementwise(call);
     return nullptr;
   }
 
-  Expr convert_conv(const CallNode& call) {
+  Expr convert_conv(const VarNode& var, const CallNode& call) {
     const Expr &x = call.args[0], &w = call.args[1];
     const ConstantNode* weight = as<ConstantNode>(w);
     if (!weight || !is_float32_nchw(x) || !is_float32_nchw(w)) return nullptr;
@@ -159,13 +221,17 @@ class LayoutConverter {
     // thread, Zen 5: 512 -> 512 at 7x7 2.88 ms against 1.10 blocked with
     // AVX-512, 3.84 against 2.80 with AVX2 code; 256 -> 256 at 14x14 1.54
     // against 1.09 with AVX-512, but 2.03 against 2.35 with AVX2 code, whose
-    // rows of 14 take two vectors).
-    if (!blocked_of(x) && (!idles_lanes_in_nchw(out.shape[3]) ||
-                           winograd_takes(*tensor_desc(x), *tensor_desc(w), out, call.attrs)))
+    // rows of 14 take two vectors). A conv whose result a blocked conv
+    // reads (producers_to_block) runs blocked and reads its NCHW input as
+    // it is.
+    const bool produce_blocked = produce_blocked_.count(&var) > 0;
+    if (!blocked_of(x) && !produce_blocked &&
+        (!idles_lanes_in_nchw(out.shape[3]) ||
+         winograd_takes(*tensor_desc(x), *tensor_desc(w), out, call.attrs)))
       return nullptr;
     // Input channels that do not fill blocks (an image's 3) are read in
     // NCHW, as blocks of one channel.
-    const bool nchw_input = !blockable(x) && !blocked_of(x);
+    const bool nchw_input = !blocked_of(x) && (!blockable(x) || produce_blocked);
     if (nchw_input && depthwise) return nullptr;
     Attrs wa;
     wa.set("in_block", depthwise || nchw_input ? int64_t{1} : block_);
@@ -232,6 +298,9 @@ class LayoutConverter {
   FreshNames fresh_;
   std::vector<Binding> out_;
   std::unordered_map<const VarNode*, Var> blocked_;
+  std::unordered_map<const VarNode*, Expr> producer_;
+  std::unordered_map<const ExprNode*, int> uses_;
+  std::set<const VarNode*> produce_blocked_, producers_to_block_;
   bool changed_ = false;
 };
 
@@ -244,7 +313,14 @@ Module convert_layout(const Module& m, const PassOptions& options) {
   for (const Function& f : m.functions) {
     // Backend regions and their composites keep the layout their codegen expects.
     if (f->attrs.find("Codegen") || f->attrs.find("Composite")) continue;
-    if (Function converted = LayoutConverter(*f, block).run()) out.set(converted);
+    // Again with the convs the first run had to block the results of
+    // producing them blocked (their NCHW inputs are read as they are, so
+    // a second run adds none).
+    LayoutConverter first(*f, block, {});
+    Function converted = first.run();
+    if (!first.producers_to_block().empty())
+      converted = LayoutConverter(*f, block, first.producers_to_block()).run();
+    if (converted) out.set(converted);
   }
   return out;
 }

@@ -248,6 +248,49 @@ TEST(BlockedLayout, NarrowRowsRunBlockedRatherThanByWinogradsF23) {
   }
 }
 
+// An inverted residual's expansion (1x1 16 -> 32 at 16x16, bias, clip)
+// feeding a 3x3/2 depthwise conv: with AVX-512 the depthwise conv's rows of
+// 8 idle half its vector and run blocked, and the expansion, whose rows of
+// 16 fill NCHW's vectors, runs blocked too, reading its NCHW input as it is,
+// instead of a block_channels of its result. With AVX2 (rows of 8 fill a
+// vector) all stays in NCHW. Values against the interpreter.
+TEST(BlockedLayout, AConvWhoseResultABlockedConvReadsWritesItBlocked) {
+  Module m = parse_module(
+      "def @main(%x: Tensor[(1, 16, 16, 16), float32]) -> Tensor[(1, 16, 8, 8), float32] {\n"
+      "  %e = nn.conv2d(%x, " +
+          testing::random_constant_text({32, 16, 1, 1}, 31) +
+          ")\n"
+          "  %b = add(%e, " +
+          testing::random_constant_text({1, 32, 1, 1}, 32) +
+          ")\n"
+          "  %r = clip(%b, a_min=0.0, a_max=6.0)\n"
+          "  %d = nn.conv2d(%r, " +
+          testing::random_constant_text({32, 1, 3, 3}, 33) +
+          ", strides=[2, 2], padding=[1, 1], groups=32)\n"
+          "  %y = nn.conv2d(%d, " +
+          testing::random_constant_text({16, 32, 1, 1}, 34) +
+          ")\n"
+          "  return %y\n"
+          "}\n",
+      "expand.kir");
+  std::vector<Tensor> args = testing::random_args(*m.find("main"), 5);
+  for (const char* cpu : {"skylake-avx512", "x86-64-v3"}) {
+    SCOPED_TRACE(cpu);
+    std::string printed;
+    Executable exe = testing::compile_printed(m, cpu, &printed);
+    // The IR is printed after a pass that changed it.
+    const bool avx512 = std::string(cpu) == "skylake-avx512";
+    const size_t after = printed.find("# IR after convert-layout");
+    ASSERT_EQ(after != std::string::npos, avx512) << printed;
+    const std::string converted =
+        avx512 ? printed.substr(after, printed.find("# IR after", after + 1) - after) : std::string();
+    EXPECT_EQ(testing::count_calls(converted, "nn.conv2d_blocked"), avx512 ? 3 : 0) << converted;
+    EXPECT_EQ(testing::count_calls(converted, "nn.block_channels"), 0) << converted;
+    if (avx512 && !__builtin_cpu_supports("avx512f")) continue;
+    testing::expect_outputs_near(VirtualMachine(exe).run(args), interpret(m, "main", args), 1e-4);
+  }
+}
+
 TEST(BlockedLayout, TheNchwLayoutIsKeptWhenAsked) {
   Module m = net_with_weights();
   driver::CompileOptions o;
