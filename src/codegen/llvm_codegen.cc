@@ -669,10 +669,13 @@ class FunctionBuilder {
         return b_.CreateUnaryIntrinsic(llvm_unary_intrinsic(*intrinsic), args[0]);
       case tir::Intrinsic::Pow:
         return b_.CreateBinaryIntrinsic(llvm::Intrinsic::pow, args[0], args[1]);
-      // No LLVM intrinsic: the C library's function, per lane.
+      // No LLVM intrinsic: inline for float32 vectors, else the C library's
+      // function, per lane.
       case tir::Intrinsic::Tanh:
+        if (t.is_vector() && t.is_float() && t.bits == 32) return vector_tanh_f32(b_, args[0]);
         return libm_call(t.is_vector() ? t.element() : t, "tanh", args[0]);
       case tir::Intrinsic::Erf:
+        if (t.is_vector() && t.is_float() && t.bits == 32) return vector_erf_f32(b_, args[0]);
         return libm_call(t.is_vector() ? t.element() : t, "erf", args[0]);
       case tir::Intrinsic::Likely:
         return b_.CreateIntrinsic(llvm::Intrinsic::expect, {args[0]->getType()}, {args[0], b_.getTrue()});

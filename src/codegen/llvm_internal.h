@@ -94,6 +94,16 @@ std::optional<ClampedRun> clamped_run(const tir::Expr& e,
 // each stays a normal number. x is clamped to [-104, 89] first (e^x is 0
 // below, infinite above, and the product rounds to those); NaN stays NaN.
 llvm::Value* vector_exp_f32(llvm::IRBuilder<>& b, llvm::Value* x);
+// erf and tanh of each float32 lane, inline (the C library's erff and
+// tanhf were called once per lane: BERT's GELU took as long as its matmul).
+// Both are odd: below |x| = 1 (erf) or 1/2 (tanh) the Taylor series of
+// the function, where it loses no digits (relative error under 1e-7);
+// above, from vector_exp_f32: erf(x) = 1 - (a1 t + ... + a5 t^5) e^(-x^2)
+// with t = 1 / (1 + p |x|) (Abramowitz and Stegun 7.1.26, absolute error
+// under 1.5e-7), tanh(x) = 1 - 2 / (e^(2|x|) + 1), with x's sign. Infinite
+// x gives +-1, NaN stays NaN.
+llvm::Value* vector_erf_f32(llvm::IRBuilder<>& b, llvm::Value* x);
+llvm::Value* vector_tanh_f32(llvm::IRBuilder<>& b, llvm::Value* x);
 // The LLVM intrinsic of a one-operand float intrinsic of tensor IR (sqrt,
 // log, sin, cos, floor, ceil, round: roundeven).
 llvm::Intrinsic::ID llvm_unary_intrinsic(tir::Intrinsic i);

@@ -9,6 +9,8 @@
 
 #include <limits>
 
+#include <vector>
+
 #include "codegen/llvm_internal.h"
 
 namespace kiln::codegen {
@@ -226,6 +228,60 @@ llvm::Value* vector_exp_f32(llvm::IRBuilder<>& b, llvm::Value* x) {
   };
   llvm::Value* y = b.CreateFMul(b.CreateFMul(p, pow2(half)), pow2(b.CreateSub(ki, half)));
   return b.CreateSelect(b.CreateFCmpUNO(x, x), x, y);
+}
+
+namespace {
+
+// An odd function from its Taylor coefficients c0, c1, ... (of x, x^3, ...)
+// where |x| < `small`, else from `large`(|x|) with x's sign.
+llvm::Value* odd_function_f32(llvm::IRBuilder<>& b, llvm::Value* x, const std::vector<double>& taylor,
+                              double small, llvm::Value* (*large)(llvm::IRBuilder<>&, llvm::Value*)) {
+  auto* vt = llvm::cast<llvm::FixedVectorType>(x->getType());
+  auto f = [&](double v) { return llvm::ConstantFP::get(vt, v); };
+  llvm::Value* a = b.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x);
+  llvm::Value* x2 = b.CreateFMul(x, x);
+  llvm::Value* p = f(taylor.back());
+  for (size_t k = taylor.size() - 1; k-- > 0;)
+    p = b.CreateIntrinsic(llvm::Intrinsic::fma, {vt}, {p, x2, f(taylor[k])});
+  llvm::Value* near = b.CreateFMul(x, p);
+  llvm::Value* far = b.CreateBinaryIntrinsic(llvm::Intrinsic::copysign, large(b, a), x);
+  return b.CreateSelect(b.CreateFCmpOLT(a, f(small)), near, far);
+}
+
+}  // namespace
+
+llvm::Value* vector_erf_f32(llvm::IRBuilder<>& b, llvm::Value* x) {
+  // 2 / sqrt(pi) (-1)^k / (k! (2k + 1)), k = 0..10: the last is 1.5e-8.
+  std::vector<double> taylor;
+  double factorial = 1;
+  for (int k = 0; k <= 10; ++k) {
+    if (k > 0) factorial *= k;
+    taylor.push_back((k % 2 ? -1 : 1) * 1.12837916709551257390 / (factorial * (2 * k + 1)));
+  }
+  return odd_function_f32(b, x, taylor, 1.0, [](llvm::IRBuilder<>& b, llvm::Value* a) {
+    auto* vt = llvm::cast<llvm::FixedVectorType>(a->getType());
+    auto f = [&](double v) { return llvm::ConstantFP::get(vt, v); };
+    llvm::Value* t =
+        b.CreateFDiv(f(1.0), b.CreateIntrinsic(llvm::Intrinsic::fma, {vt}, {a, f(0.3275911), f(1.0)}));
+    llvm::Value* q = f(1.061405429);
+    for (double c : {-1.453152027, 1.421413741, -0.284496736, 0.254829592})
+      q = b.CreateIntrinsic(llvm::Intrinsic::fma, {vt}, {q, t, f(c)});
+    llvm::Value* e = vector_exp_f32(b, b.CreateFNeg(b.CreateFMul(a, a)));
+    return b.CreateFSub(f(1.0), b.CreateFMul(b.CreateFMul(q, t), e));
+  });
+}
+
+llvm::Value* vector_tanh_f32(llvm::IRBuilder<>& b, llvm::Value* x) {
+  // tanh's Taylor coefficients to x^15 (the next term is 5e-9 at |x| = 1/2).
+  const std::vector<double> taylor = {
+      1.0,         -1.0 / 3,         2.0 / 15,          -17.0 / 315,
+      62.0 / 2835, -1382.0 / 155925, 21844.0 / 6081075, -929569.0 / 638512875};
+  return odd_function_f32(b, x, taylor, 0.5, [](llvm::IRBuilder<>& b, llvm::Value* a) {
+    auto* vt = llvm::cast<llvm::FixedVectorType>(a->getType());
+    auto f = [&](double v) { return llvm::ConstantFP::get(vt, v); };
+    llvm::Value* e = vector_exp_f32(b, b.CreateFAdd(a, a));
+    return b.CreateFSub(f(1.0), b.CreateFDiv(f(2.0), b.CreateFAdd(e, f(1.0))));
+  });
 }
 
 llvm::Intrinsic::ID llvm_unary_intrinsic(tir::Intrinsic i) {
