@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# End-to-end latency beyond PP-OCR: ResNet-18, MobileNetV2 and two BERT-base
+# encoder layers (written with random weights by bench/models/make_models.py),
+# compiled by kiln on one and two threads against ONNX Runtime on one and two
+# threads, in interleaved rounds of the same run, as a table of latencies,
+# ratios and compile times, with the CPU. Every kiln run checks its outputs
+# against ONNX Runtime's.
+#
+#   bench/e2e_models.sh [BUILD_DIR]     (default: build)
+#   KILN_E2E_TARGET="llvm -mcpu=x86-64-v3" bench/e2e_models.sh BUILD_DIR
+#                                       (kiln's code for another CPU)
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+build=$(cd "${1:-build}" && pwd)
+work=$build/e2e-models
+compare=$build/tests/kiln_onnx_compare
+ort_run=$here/../tests/e2e/ort_run.js
+atol=1e-4 rtol=1e-3
+repeat=7 rounds=${KILN_E2E_ROUNDS:-3}
+
+# Debian's interpreter has numpy and onnx (scripts/setup.sh installs them);
+# the first python3 on PATH may not.
+python=/usr/bin/python3
+"$python" -c 'import numpy, onnx' 2>/dev/null || { echo "error: $python lacks numpy or onnx (run scripts/setup.sh)"; exit 1; }
+command -v node >/dev/null || { echo "error: node is not installed (run scripts/setup.sh)"; exit 1; }
+[ -x "$compare" ] || { echo "error: $compare not built (ninja -C $build kiln_onnx_compare)"; exit 1; }
+
+mkdir -p "$work"
+cd "$work"
+if [ ! -d node_modules/onnxruntime-node ]; then
+  ONNXRUNTIME_NODE_INSTALL=skip npm install --no-save onnxruntime-node@1.30.0 >npm-install.log 2>&1 ||
+    { echo "error: 'npm install onnxruntime-node@1.30.0' failed (see $work/npm-install.log)"; exit 1; }
+fi
+export ORT_NODE_MODULES=$work/node_modules
+[ -f models/bert_base_2_layers.onnx ] || "$python" "$here/models/make_models.py" models
+
+pin=()
+if command -v taskset >/dev/null; then
+  pin_cpu=$(taskset -pc $$ | sed -E 's/.*: //' | tr ',' '\n' | tail -1 | sed -E 's/.*-//')
+  pin=(taskset -c "$pin_cpu")
+fi
+target=()
+[ -n "${KILN_E2E_TARGET:-}" ] && target=(--target "$KILN_E2E_TARGET")
+field() { sed -nE "s/.*\"?$1\"?[=:]([0-9.]+).*/\1/p" <<<"$2" | tail -1; }
+median() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
+
+status=0
+rows=()
+for entry in "resnet18 1,3,224,224" "mobilenet_v2 1,3,224,224" "bert_base_2_layers 1,128,768"; do
+  read -r model shape <<<"$entry"
+  onnx=models/$model.onnx dir=run/$model
+  cmp=("$compare" "$onnx" "$dir" --input-shape "x=$shape" --atol "$atol" --rtol "$rtol" --repeat "$repeat" "${target[@]}")
+  ort=(node "$ort_run" "$onnx" "$dir" "x=${shape//,/x}" --repeat $((repeat + 2)))
+  o1s=() k1s=() k2s=() o2s=()
+  for ((r = 0; r < rounds; r++)); do
+    o1s+=("$(field ort_ms "$("${pin[@]}" "${ort[@]}" | tail -1)")")
+    out=$(KILN_NUM_THREADS=1 "${pin[@]}" "${cmp[@]}") || { echo "$out"; status=1; }
+    k1s+=("$(field kiln_ms "$out")")
+    [ "$r" = 0 ] && echo "$out" | sed 's/^/  1 thread:  /'
+    out=$(KILN_NUM_THREADS=2 "${cmp[@]}") || { echo "$out"; status=1; }
+    k2s+=("$(field kiln_ms "$out")")
+    o2s+=("$(field ort_ms "$("${ort[@]}" --threads 2 | tail -1)")")
+  done
+  t0=$(date +%s%N)
+  "${pin[@]}" "$build/kiln" compile "$onnx" --input-shape "x=$shape" "${target[@]}" -o "$dir/model.kmod" >/dev/null || status=1
+  compile_ms=$((($(date +%s%N) - t0) / 1000000))
+  k1=$(median "${k1s[@]}") k2=$(median "${k2s[@]}") o1=$(median "${o1s[@]}") o2=$(median "${o2s[@]}")
+  rows+=("$(printf '%-22s %9.2f %9.2f %9.2f %9.2f %8sx %8sx %8d' "$model" "$k1" "$k2" "$o1" "$o2" \
+    "$(ratio "$k1" "$o1")" "$(ratio "$k2" "$o2")" "$compile_ms")")
+done
+echo
+echo "CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'); $(grep -o -m1 -w 'avx512f' /proc/cpuinfo || echo 'no avx512f'); $(nproc) cores${KILN_E2E_TARGET:+; kiln code for $KILN_E2E_TARGET}"
+printf '%-22s %9s %9s %9s %9s %9s %9s %8s\n' "model" "kiln 1t" "kiln 2t" "ORT 1t" "ORT 2t" "k1/ORT1" "k2/ORT2" "compile"
+printf '%s\n' "${rows[@]}"
+echo "times in ms: the median of $rounds interleaved rounds, each the median of $repeat runs after a warm-up;"
+echo "kiln: compiled host code (KILN_NUM_THREADS=1, 2); ORT: onnxruntime-node 1.30 (intra-op threads 1, 2);"
+if [ ${#pin[@]} -gt 0 ]; then echo "one-thread runs and the compile pinned to CPU $pin_cpu (taskset)"; fi
+echo "compile: kiln compile MODEL.onnx -o MODEL.kmod, wall clock; outputs checked: |kiln - ort| <= $atol + $rtol * |ort|"
+exit $status

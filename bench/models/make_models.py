@@ -1,0 +1,147 @@
+"""Writes three classic architectures as ONNX models with random weights, for
+bench/e2e_models.sh: ResNet-18 and MobileNetV2 (ImageNet classifiers, 224x224
+input) and two BERT-base encoder layers (128 tokens of 768 features). The
+weights are random (fixed seed) and batch norms are left out, as an export
+folds them into the convs; the speed and the arithmetic are those of the real
+models.
+
+    python3 bench/models/make_models.py OUT_DIR
+"""
+import os
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+OPSET = 17
+
+
+class Graph:
+    def __init__(self, seed):
+        self.nodes, self.weights, self.count = [], [], 0
+        self.rng = np.random.default_rng(seed)
+
+    def fresh(self, prefix):
+        self.count += 1
+        return f"{prefix}_{self.count}"
+
+    def constant(self, value, dtype=np.float32):
+        name = self.fresh("w")
+        self.weights.append(numpy_helper.from_array(np.asarray(value, dtype=dtype), name))
+        return name
+
+    def node(self, op, inputs, **attrs):
+        out = self.fresh(op.lower())
+        self.nodes.append(helper.make_node(op, inputs, [out], **attrs))
+        return out
+
+    def conv(self, x, cin, cout, k, stride=1, groups=1):
+        fan_in = cin // groups * k * k
+        w = self.rng.standard_normal((cout, cin // groups, k, k)) * np.sqrt(2.0 / fan_in)
+        b = self.rng.standard_normal(cout) * 0.05
+        return self.node("Conv", [x, self.constant(w), self.constant(b)], kernel_shape=[k, k],
+                         strides=[stride, stride], pads=[k // 2] * 4, group=groups)
+
+    def dense(self, x, n_in, n_out):
+        w = self.rng.standard_normal((n_in, n_out)) / np.sqrt(n_in)
+        y = self.node("MatMul", [x, self.constant(w)])
+        return self.node("Add", [y, self.constant(self.rng.standard_normal(n_out) * 0.05)])
+
+    def classifier(self, x, channels):
+        x = self.node("Flatten", [self.node("GlobalAveragePool", [x])])
+        w = self.rng.standard_normal((1000, channels)) / np.sqrt(channels)
+        return self.node("Gemm", [x, self.constant(w), self.constant(np.zeros(1000))], transB=1)
+
+    def save(self, path, input_shape, output, output_shape):
+        graph = helper.make_graph(self.nodes, os.path.basename(path), [
+            helper.make_tensor_value_info("x", TensorProto.FLOAT, input_shape)
+        ], [helper.make_tensor_value_info(output, TensorProto.FLOAT, output_shape)], self.weights)
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)])
+        onnx.checker.check_model(model)
+        onnx.save(model, path)
+
+
+def resnet18(path):
+    g = Graph(18)
+    x = g.node("Relu", [g.conv("x", 3, 64, 7, 2)])
+    x = g.node("MaxPool", [x], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])
+    channels = 64
+    for width, stride in [(64, 1), (128, 2), (256, 2), (512, 2)]:
+        for block in range(2):
+            s = stride if block == 0 else 1
+            y = g.conv(g.node("Relu", [g.conv(x, channels, width, 3, s)]), width, width, 3)
+            shortcut = x if s == 1 and channels == width else g.conv(x, channels, width, 1, s)
+            x = g.node("Relu", [g.node("Add", [y, shortcut])])
+            channels = width
+    g.save(path, [1, 3, 224, 224], g.classifier(x, channels), [1, 1000])
+
+
+def mobilenet_v2(path):
+    g = Graph(2)
+    lo, hi = g.constant(0.0), g.constant(6.0)
+
+    def relu6(t):
+        return g.node("Clip", [t, lo, hi])
+
+    x = relu6(g.conv("x", 3, 32, 3, 2))
+    channels = 32
+    # expansion, output channels, repeats, first stride
+    for expand, width, repeats, stride in [(1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 4, 2),
+                                           (6, 96, 3, 1), (6, 160, 3, 2), (6, 320, 1, 1)]:
+        for i in range(repeats):
+            s = stride if i == 0 else 1
+            hidden = channels * expand
+            y = relu6(g.conv(x, channels, hidden, 1)) if expand != 1 else x
+            y = relu6(g.conv(y, hidden, hidden, 3, s, groups=hidden))
+            y = g.conv(y, hidden, width, 1)
+            x = g.node("Add", [y, x]) if s == 1 and channels == width else y
+            channels = width
+    x = relu6(g.conv(x, channels, 1280, 1))
+    g.save(path, [1, 3, 224, 224], g.classifier(x, 1280), [1, 1000])
+
+
+def bert_layers(path, layers=2, tokens=128, features=768, heads=12):
+    g = Graph(12)
+    head = features // heads
+    split = g.constant([1, tokens, heads, head], np.int64)
+    merge = g.constant([1, tokens, features], np.int64)
+
+    def layer_norm(t):
+        scale = 1 + 0.1 * g.rng.standard_normal(features)
+        return g.node("LayerNormalization", [t, g.constant(scale), g.constant(0.1 * g.rng.standard_normal(features))],
+                      axis=-1, epsilon=1e-12)
+
+    def gelu(t):  # 0.5 x (1 + erf(x / sqrt(2))), as BERT's exports write it
+        erf = g.node("Erf", [g.node("Div", [t, g.constant(np.sqrt(2.0))])])
+        return g.node("Mul", [g.node("Mul", [t, g.constant(0.5)]), g.node("Add", [erf, g.constant(1.0)])])
+
+    def heads_of(t, perm):
+        return g.node("Transpose", [g.node("Reshape", [t, split])], perm=perm)
+
+    x = "x"
+    for _ in range(layers):
+        q = heads_of(g.dense(x, features, features), [0, 2, 1, 3])
+        k = heads_of(g.dense(x, features, features), [0, 2, 3, 1])
+        v = heads_of(g.dense(x, features, features), [0, 2, 1, 3])
+        scores = g.node("Mul", [g.node("MatMul", [q, k]), g.constant(1 / np.sqrt(head))])
+        context = g.node("MatMul", [g.node("Softmax", [scores], axis=-1), v])
+        context = g.node("Reshape", [g.node("Transpose", [context], perm=[0, 2, 1, 3]), merge])
+        x = layer_norm(g.node("Add", [x, g.dense(context, features, features)]))
+        hidden = gelu(g.dense(x, features, 4 * features))
+        x = layer_norm(g.node("Add", [x, g.dense(hidden, 4 * features, features)]))
+    g.save(path, [1, tokens, features], x, [1, tokens, features])
+
+
+def main():
+    if len(sys.argv) != 2:
+        sys.exit("usage: make_models.py OUT_DIR")
+    out = sys.argv[1]
+    os.makedirs(out, exist_ok=True)
+    resnet18(os.path.join(out, "resnet18.onnx"))
+    mobilenet_v2(os.path.join(out, "mobilenet_v2.onnx"))
+    bert_layers(os.path.join(out, "bert_base_2_layers.onnx"))
+
+
+if __name__ == "__main__":
+    main()
