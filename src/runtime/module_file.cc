@@ -7,6 +7,8 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <utility>
+#include <vector>
 
 #include "runtime/file_io.h"
 
@@ -162,17 +164,26 @@ std::string encode_kmod(const Executable& exe) {
   if (!exe.names.empty())
     header["model_names"] = {{"inputs", exe.names.inputs}, {"outputs", exe.names.outputs}};
   header["backends"] = backends;
-  std::string data;
+  // The data section's layout first (each piece at a multiple of 64 bytes),
+  // then the file in one buffer of its final size, each piece copied once:
+  // a model's weights (ResNet-18: 47 MB) were copied three times, through
+  // buffers that grew by doubling, and that took a third of its compile.
+  uint64_t data_size = 0;
+  std::vector<std::pair<const char*, uint64_t>> pieces;  // in order of offset
+  auto place = [&](const char* bytes, uint64_t n) {
+    data_size = (data_size + 63) / 64 * 64;
+    const uint64_t at = data_size;
+    pieces.emplace_back(bytes, n);
+    data_size += n;
+    return at;
+  };
   json consts = json::array();
-  for (const auto& [name, t] : exe.constants) {
-    while (data.size() % 64) data.push_back('\0');
+  for (const auto& [name, t] : exe.constants)
     consts.push_back({{"name", name},
                       {"dtype", std::string(dtype_name(t.dtype()))},
                       {"shape", t.shape()},
-                      {"offset", data.size()},
+                      {"offset", place(static_cast<const char*>(t.raw()), t.nbytes())},
                       {"bytes", t.nbytes()}});
-    data.append(static_cast<const char*>(t.raw()), t.nbytes());
-  }
   header["constants"] = consts;
   if (exe.memory.arena_bytes > 0)
     header["memory"] = {{"arena_bytes", exe.memory.arena_bytes},
@@ -180,7 +191,6 @@ std::string encode_kmod(const Executable& exe) {
                         {"offsets", exe.memory.offsets}};
   if (!exe.host_code.empty()) {
     const HostCode& hc = exe.host_code;
-    while (data.size() % 64) data.push_back('\0');
     json kernels = json::array();
     for (const auto& k : hc.kernels) kernels.push_back({{"symbol", k.symbol}, {"ops", graph_to_json(k.ops)}});
     header["host_code"] = {{"target", hc.target},
@@ -188,9 +198,8 @@ std::string encode_kmod(const Executable& exe) {
                            {"cpu_features", hc.cpu_features},
                            {"imports", hc.imports},
                            {"kernels", kernels},
-                           {"offset", data.size()},
+                           {"offset", place(hc.shared_object.data(), hc.shared_object.size())},
                            {"bytes", hc.shared_object.size()}};
-    data += hc.shared_object;
   }
   // Model names are arbitrary bytes: invalid UTF-8 is replaced, not an exception.
   std::string text = header.dump(-1, ' ', false, json::error_handler_t::replace);
@@ -198,12 +207,18 @@ std::string encode_kmod(const Executable& exe) {
   // so that a mapped file's constants are aligned as tensors are.
   const size_t before_data = sizeof kMagic + sizeof(uint32_t) + 2 * sizeof(uint64_t);
   text.append((64 - (before_data + text.size()) % 64) % 64, ' ');
-  std::string out(kMagic, sizeof kMagic);
+  std::string out;
+  out.reserve(before_data + text.size() + sizeof(uint64_t) + data_size + sizeof(uint64_t));
+  out.append(kMagic, sizeof kMagic);
   put<uint32_t>(out, kKmodVersion);
   put<uint64_t>(out, text.size());
   out += text;
-  put<uint64_t>(out, data.size());
-  out += data;
+  put<uint64_t>(out, data_size);
+  const size_t data_start = out.size();
+  for (const auto& [bytes, n] : pieces) {
+    out.append((64 - (out.size() - data_start) % 64) % 64, '\0');
+    out.append(bytes, n);
+  }
   put<uint64_t>(out, kmod_checksum(out.data(), out.size()));
   return out;
 }

@@ -179,11 +179,12 @@ Tensor tensor_from_proto(const onnx::TensorProto& t, const std::string& base_dir
       throw Error(tensor_what(t) + ": holds " + std::to_string(have) + " values but the shape " +
                   shape_str(shape) + " needs " + std::to_string(n));
   }
-  Tensor out = Tensor::zeros(shape, *dtype);
   if (raw) {
+    Tensor out = Tensor::empty(shape, *dtype);  // every byte is copied: not zeroed first
     if (nbytes) std::memcpy(out.raw(), raw->data(), nbytes);
     return out;
   }
+  Tensor out = Tensor::zeros(shape, *dtype);
   switch (*dtype) {
     case DType::Float32:
       copy_field(t.float_data(), n, t, "float_data", [&](int64_t i, float v) { out.data<float>()[i] = v; });
