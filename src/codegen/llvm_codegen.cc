@@ -421,8 +421,8 @@ class FunctionBuilder {
   // same rows through indices of different forms ((x + 1) - 1 beside x, in
   // 32-bit arithmetic LLVM cannot reassociate), so the rows are found by
   // their origin's form with the lets substituted and the constant apart
-  // (transposed_tiles_): one L x L transpose per block instead of L (8 x 8,
-  // AVX-512, batch-8 64 channels at 56 x 56: 742 -> 300 us). Every block
+  // (TransposedRows): one L x L transpose per block instead of L (8 x 8,
+  // AVX-512, batch-8 64 channels at 56 x 56: 695 -> 515 us). Every block
   // holds an element the statement reads and the buffer is whole blocks
   // long, so no row reads outside it.
   llvm::Value* transposed_load(const tir::BufferLoadNode& n, const LanePattern& pattern, llvm::Type* elem,
@@ -437,13 +437,10 @@ class FunctionBuilder {
     if (!remainder) return nullptr;
     const int64_t c = (*remainder + pattern.offsets[0] % lanes + lanes) % lanes;
     int64_t offset = pattern.offsets[0] - c;
-    const tir::Expr origin = without_constant(without_lets(pattern.scalar), &offset);
-    const std::string key = (origin ? tir::print_expr(origin) : std::string()) + " + " +
-                            std::to_string(offset) + " by " + std::to_string(stride);
-    for (const TransposedTile& t : transposed_tiles_)
-      if (t.block == b_.GetInsertBlock() && t.base == base && t.origin == key &&
-          t.columns.size() == size_t(lanes) && t.columns[0]->getType()->getScalarType() == elem)
-        return t.columns[size_t(c)];
+    const tir::Expr origin = without_constant(without_lets(pattern.scalar, let_values_), &offset);
+    std::string key = TransposedRows::key(origin, offset, stride, lanes);
+    if (const auto* columns = transposed_rows_.find(b_.GetInsertBlock(), base, key))
+      return (*columns)[size_t(c)];
     llvm::Type* index_type = scalar_type(pattern.scalar->dtype);
     llvm::Value* at = llvm::ConstantInt::get(index_type, offset);
     if (origin) at = b_.CreateAdd(expr(origin), at);
@@ -454,31 +451,8 @@ class FunctionBuilder {
       rows.push_back(
           b_.CreateAlignedLoad(row_type, b_.CreateInBoundsGEP(elem, base, row), elem_align(*n.buffer)));
     }
-    transposed_tiles_.push_back({b_.GetInsertBlock(), base, key, transposed_columns(b_, std::move(rows))});
-    return transposed_tiles_.back().columns[size_t(c)];
-  }
-
-  // `e` with every let-bound variable replaced by its value, recursively.
-  tir::Expr without_lets(tir::Expr e) const {
-    for (;;) {
-      tir::Expr next = tir::substitute(e, let_values_);
-      if (next.get() == e.get()) return e;
-      e = std::move(next);
-    }
-  }
-
-  // A store may change the rows of transposed tiles read from its buffer:
-  // those tiles are forgotten, unless both buffers are distinct noalias
-  // arguments or stack allocations.
-  void forget_transposed_tiles(llvm::Value* stored_base) {
-    auto distinct = [](llvm::Value* v) {
-      if (llvm::isa<llvm::AllocaInst>(v)) return true;
-      auto* a = llvm::dyn_cast<llvm::Argument>(v);
-      return a && a->hasNoAliasAttr();
-    };
-    std::erase_if(transposed_tiles_, [&](const TransposedTile& t) {
-      return t.base == stored_base || !distinct(t.base) || !distinct(stored_base);
-    });
+    return transposed_rows_.add(b_.GetInsertBlock(), base, std::move(key),
+                                transposed_columns(b_, std::move(rows)))[size_t(c)];
   }
 
   // A stored vector select whose condition is `and` with a broadcast scalar
@@ -587,7 +561,7 @@ class FunctionBuilder {
   void store(const tir::BufferStoreNode& n) {
     const tir::Expr& index = flat_index(n.buffer, n.indices);
     llvm::Value* base = buffer_base(n.buffer);
-    forget_transposed_tiles(base);
+    transposed_rows_.forget_written(base);
     llvm::Type* elem = memory_type(n.buffer->dtype.element());
     const auto* selected = tir::as<tir::SelectNode>(n.value);
     llvm::Value* v = to_memory(selected ? stored_select(*selected) : expr(n.value), n.value->dtype);
@@ -606,25 +580,11 @@ class FunctionBuilder {
     }
   }
 
-  // A C math function (tanhf, erff) applied to each lane of v.
-  llvm::Value* libm_call(DataType elem, const std::string& base, llvm::Value* v) {
-    llvm::Type* et = type(elem);
-    std::string symbol = base + (elem.bits == 32 ? "f" : "");
-    llvm::FunctionCallee fn = mod_.getOrInsertFunction(symbol, llvm::FunctionType::get(et, {et}, false));
-    auto* vt = llvm::dyn_cast<llvm::FixedVectorType>(v->getType());
-    if (!vt) return b_.CreateCall(fn, {v});
-    llvm::Value* out = llvm::PoisonValue::get(vt);
-    for (unsigned i = 0; i < vt->getNumElements(); ++i)
-      out = b_.CreateInsertElement(out, b_.CreateCall(fn, {b_.CreateExtractElement(v, uint64_t(i))}),
-                                   uint64_t(i));
-    return out;
-  }
-
   llvm::Value* call(const tir::CallNode& n) {
     std::vector<llvm::Value*> args;
     for (const tir::Expr& a : n.args) args.push_back(expr(a));
     if (n.call_kind == tir::CallKind::Extern) {
-      transposed_tiles_.clear();  // the callee may write any buffer
+      transposed_rows_.clear();  // the callee may write any buffer
       std::vector<llvm::Type*> types;
       for (llvm::Value* a : args) types.push_back(a->getType());
       // bool results cross the C boundary as int8 (C's bool is a byte).
@@ -673,10 +633,10 @@ class FunctionBuilder {
       // function, per lane.
       case tir::Intrinsic::Tanh:
         if (t.is_vector() && t.is_float() && t.bits == 32) return vector_tanh_f32(b_, args[0]);
-        return libm_call(t.is_vector() ? t.element() : t, "tanh", args[0]);
+        return libm_call(mod_, b_, type(t.element()), t.bits == 32 ? "tanhf" : "tanh", args[0]);
       case tir::Intrinsic::Erf:
         if (t.is_vector() && t.is_float() && t.bits == 32) return vector_erf_f32(b_, args[0]);
-        return libm_call(t.is_vector() ? t.element() : t, "erf", args[0]);
+        return libm_call(mod_, b_, type(t.element()), t.bits == 32 ? "erff" : "erf", args[0]);
       case tir::Intrinsic::Likely:
         return b_.CreateIntrinsic(llvm::Intrinsic::expect, {args[0]->getType()}, {args[0], b_.getTrue()});
       case tir::Intrinsic::AddressOffset:
@@ -996,16 +956,7 @@ class FunctionBuilder {
   std::unordered_map<const tir::VarNode*, int> var_depth_;
   // Let-bound variables' values, for known_remainder.
   std::unordered_map<const tir::VarNode*, tir::Expr> let_values_;
-  // The transposed blocks of rows loaded so far in the current basic block
-  // (transposed_load): where, from which base, the origin's form, and the
-  // transpose's columns.
-  struct TransposedTile {
-    llvm::BasicBlock* block;
-    llvm::Value* base;
-    std::string origin;
-    std::vector<llvm::Value*> columns;
-  };
-  std::vector<TransposedTile> transposed_tiles_;
+  TransposedRows transposed_rows_;
   llvm::AllocaInst* status_ = nullptr;  // parallel_status() of fn_, made at first use
   int parallel_tasks_ = 0;
 };

@@ -94,6 +94,40 @@ std::optional<ClampedRun> clamped_run(const tir::Expr& e,
 // each stays a normal number. x is clamped to [-104, 89] first (e^x is 0
 // below, infinite above, and the product rounds to those); NaN stays NaN.
 llvm::Value* vector_exp_f32(llvm::IRBuilder<>& b, llvm::Value* x);
+// The transposed blocks of rows a function's loads have read so far
+// (transposed_load in llvm_codegen.cc), found by the form of their origin:
+// valid in the basic block that loaded them, until a store that may write
+// their buffer or a call.
+class TransposedRows {
+ public:
+  // The key of the L x L block at rows origin + offset + k * stride (origin
+  // null: none), k < L = `lanes`.
+  static std::string key(const tir::Expr& origin, int64_t offset, int64_t stride, int64_t lanes);
+  // The block's columns, or null when it was not loaded in `block`.
+  const std::vector<llvm::Value*>* find(llvm::BasicBlock* block, llvm::Value* base,
+                                        const std::string& key) const;
+  const std::vector<llvm::Value*>& add(llvm::BasicBlock* block, llvm::Value* base, std::string key,
+                                       std::vector<llvm::Value*> columns);
+  // After a store to `base`: forgets the blocks it may have written, all but
+  // those of other noalias arguments and stack buffers.
+  void forget_written(llvm::Value* base);
+  void clear() { blocks_.clear(); }
+
+ private:
+  struct Block {
+    llvm::BasicBlock* block;
+    llvm::Value* base;
+    std::string key;
+    std::vector<llvm::Value*> columns;
+  };
+  std::vector<Block> blocks_;
+};
+// `e` with every let-bound variable replaced by its value, recursively.
+tir::Expr without_lets(tir::Expr e, const std::unordered_map<const tir::VarNode*, tir::Expr>& lets);
+// The C library's function `symbol` (of one `elem` argument) applied to v,
+// lane by lane when v is a vector.
+llvm::Value* libm_call(llvm::Module& m, llvm::IRBuilderBase& b, llvm::Type* elem, const std::string& symbol,
+                       llvm::Value* v);
 // erf and tanh of each float32 lane, inline (the C library's erff and
 // tanhf were called once per lane: BERT's GELU took as long as its matmul).
 // Both are odd: below |x| = 1 (erf) or 1/2 (tanh) the Taylor series of

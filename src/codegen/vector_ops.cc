@@ -8,10 +8,13 @@
 #include <llvm/TargetParser/Triple.h>
 
 #include <limits>
+#include <string>
 
 #include <vector>
 
 #include "codegen/llvm_internal.h"
+#include "tir/mutator.h"
+#include "tir/text.h"
 
 namespace kiln::codegen {
 
@@ -228,6 +231,53 @@ llvm::Value* vector_exp_f32(llvm::IRBuilder<>& b, llvm::Value* x) {
   };
   llvm::Value* y = b.CreateFMul(b.CreateFMul(p, pow2(half)), pow2(b.CreateSub(ki, half)));
   return b.CreateSelect(b.CreateFCmpUNO(x, x), x, y);
+}
+
+std::string TransposedRows::key(const tir::Expr& origin, int64_t offset, int64_t stride, int64_t lanes) {
+  return (origin ? tir::print_expr(origin) : std::string()) + " + " + std::to_string(offset) + " by " +
+         std::to_string(stride) + " x " + std::to_string(lanes);
+}
+
+const std::vector<llvm::Value*>* TransposedRows::find(llvm::BasicBlock* block, llvm::Value* base,
+                                                      const std::string& key) const {
+  for (const Block& b : blocks_)
+    if (b.block == block && b.base == base && b.key == key) return &b.columns;
+  return nullptr;
+}
+
+const std::vector<llvm::Value*>& TransposedRows::add(llvm::BasicBlock* block, llvm::Value* base,
+                                                     std::string key, std::vector<llvm::Value*> columns) {
+  blocks_.push_back({block, base, std::move(key), std::move(columns)});
+  return blocks_.back().columns;
+}
+
+void TransposedRows::forget_written(llvm::Value* base) {
+  auto distinct = [](llvm::Value* v) {
+    if (llvm::isa<llvm::AllocaInst>(v)) return true;
+    auto* a = llvm::dyn_cast<llvm::Argument>(v);
+    return a && a->hasNoAliasAttr();
+  };
+  std::erase_if(blocks_,
+                [&](const Block& b) { return b.base == base || !distinct(b.base) || !distinct(base); });
+}
+
+tir::Expr without_lets(tir::Expr e, const std::unordered_map<const tir::VarNode*, tir::Expr>& lets) {
+  for (;;) {
+    tir::Expr next = tir::substitute(e, lets);
+    if (next.get() == e.get()) return e;
+    e = std::move(next);
+  }
+}
+
+llvm::Value* libm_call(llvm::Module& m, llvm::IRBuilderBase& b, llvm::Type* elem, const std::string& symbol,
+                       llvm::Value* v) {
+  llvm::FunctionCallee fn = m.getOrInsertFunction(symbol, llvm::FunctionType::get(elem, {elem}, false));
+  auto* vt = llvm::dyn_cast<llvm::FixedVectorType>(v->getType());
+  if (!vt) return b.CreateCall(fn, {v});
+  llvm::Value* out = llvm::PoisonValue::get(vt);
+  for (unsigned i = 0; i < vt->getNumElements(); ++i)
+    out = b.CreateInsertElement(out, b.CreateCall(fn, {b.CreateExtractElement(v, uint64_t(i))}), uint64_t(i));
+  return out;
 }
 
 namespace {
