@@ -178,18 +178,28 @@ class LayoutConverter {
     return nullptr;
   }
 
-  // Whether a conv may run blocked on an NCHW input that fills whole
-  // blocks: a constant weight, float32, output channels in whole blocks,
-  // one group (a depthwise conv reads its input blocked), and not one that
-  // winograd-weights takes.
-  bool blocks_from_nchw(const CallNode& call) const {
+  // Whether a conv can run blocked: a float32 constant weight, float32 data,
+  // output channels in whole blocks, and one group or depthwise (which
+  // *depthwise tells).
+  bool blockable_conv(const CallNode& call, bool* depthwise) const {
     const Expr &x = call.args[0], &w = call.args[1];
-    if (!as<ConstantNode>(w) || !is_float32_nchw(x) || !is_float32_nchw(w) ||
-        call.attrs.get_int("groups") != 1)
-      return false;
+    if (!as<ConstantNode>(w) || !is_float32_nchw(x) || !is_float32_nchw(w)) return false;
     const TensorDesc& out = call.type->tensor;
-    return out.dtype == DType::Float32 && out.shape[1] % block_ == 0 &&
-           !winograd_takes(*tensor_desc(x), *tensor_desc(w), out, call.attrs);
+    if (out.dtype != DType::Float32 || out.shape[1] % block_ != 0) return false;
+    const int64_t groups = call.attrs.get_int("groups"), channels = tensor_desc(x)->shape[1];
+    const Shape& ws = tensor_desc(w)->shape;
+    *depthwise = groups > 1 && groups == channels && ws[0] == channels && ws[1] == 1;
+    return groups == 1 || *depthwise;
+  }
+
+  // Whether a conv may run blocked on an NCHW input that fills whole
+  // blocks: blockable, one group (a depthwise conv reads its input blocked),
+  // and not one that winograd-weights takes.
+  bool blocks_from_nchw(const CallNode& call) const {
+    bool depthwise = false;
+    return blockable_conv(call, &depthwise) && !depthwise &&
+           !winograd_takes(*tensor_desc(call.args[0]), *tensor_desc(call.args[1]), call.type->tensor,
+                           call.attrs);
   }
 
   Expr convert(const VarNode& var, const CallNode& call) {
@@ -202,14 +212,9 @@ class LayoutConverter {
 
   Expr convert_conv(const VarNode& var, const CallNode& call) {
     const Expr &x = call.args[0], &w = call.args[1];
-    const ConstantNode* weight = as<ConstantNode>(w);
-    if (!weight || !is_float32_nchw(x) || !is_float32_nchw(w)) return nullptr;
+    bool depthwise = false;
+    if (!blockable_conv(call, &depthwise)) return nullptr;
     const TensorDesc& out = call.type->tensor;
-    if (out.dtype != DType::Float32 || out.shape[1] % block_ != 0) return nullptr;
-    const int64_t groups = call.attrs.get_int("groups"), channels = tensor_desc(x)->shape[1];
-    const Shape& ws = tensor_desc(w)->shape;
-    const bool depthwise = groups > 1 && groups == channels && ws[0] == channels && ws[1] == 1;
-    if (groups != 1 && !depthwise) return nullptr;
     // An NCHW input is blocked only for rows that idle NCHW's lanes, and not
     // for a conv that winograd-weights takes: F(m, 3) in NCHW beats the
     // blocked direct conv with its conversions (3x3 32 -> 32 at 40x40 with
