@@ -204,9 +204,8 @@ TEST(BlockedLayout, CompiledNetMatchesTheInterpreterForEachVectorWidth) {
     // Every conv but the first (3x3 at stride 1 from an NCHW input: Winograd's,
     // in NCHW) and the last (6 output channels) runs blocked; the global pool
     // is a mean of the blocked value.
-    const size_t after = printed.find("# IR after convert-layout");
-    ASSERT_NE(after, std::string::npos);
-    const std::string converted = printed.substr(after, printed.find("# IR after", after + 1) - after);
+    const std::string converted = testing::ir_after(printed, "convert-layout");
+    ASSERT_FALSE(converted.empty()) << printed;
     EXPECT_EQ(testing::count_calls(converted, "nn.conv2d_blocked"), 3) << converted;
     EXPECT_NE(printed.find("%c0 = nn.conv2d_winograd("), std::string::npos) << printed;
     EXPECT_EQ(testing::count_calls(converted, "mean"), 1) << converted;
@@ -280,10 +279,8 @@ TEST(BlockedLayout, AConvWhoseResultABlockedConvReadsWritesItBlocked) {
     Executable exe = testing::compile_printed(m, cpu, &printed);
     // The IR is printed after a pass that changed it.
     const bool avx512 = std::string(cpu) == "skylake-avx512";
-    const size_t after = printed.find("# IR after convert-layout");
-    ASSERT_EQ(after != std::string::npos, avx512) << printed;
-    const std::string converted =
-        avx512 ? printed.substr(after, printed.find("# IR after", after + 1) - after) : std::string();
+    const std::string converted = testing::ir_after(printed, "convert-layout");
+    ASSERT_EQ(!converted.empty(), avx512) << printed;
     EXPECT_EQ(testing::count_calls(converted, "nn.conv2d_blocked"), avx512 ? 3 : 0) << converted;
     EXPECT_EQ(testing::count_calls(converted, "nn.block_channels"), 0) << converted;
     if (avx512 && !__builtin_cpu_supports("avx512f")) continue;

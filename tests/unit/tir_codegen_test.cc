@@ -11,6 +11,7 @@
 #include "codegen/codegen.h"
 #include "codegen/target.h"
 #include "runtime/vtcm_pool.h"
+#include "test_util.h"
 #include "tir/text.h"
 #include "tir/transform/passes.h"
 
@@ -32,15 +33,17 @@ std::vector<tir::PrimFunc> lowered(const std::string& text) {
   return fs;
 }
 
-// Lowered with AVX-512's vector width, whatever this machine has (the
-// vector forms under test do not depend on it; the code runs everywhere).
-std::vector<tir::PrimFunc> lowered_for_avx512(const std::string& text) {
+// Lowered with a vector width of `vector_bytes` (64: AVX-512's, 32:
+// AVX2's), whatever this machine has (the vector forms under test do not
+// depend on it; the code runs everywhere).
+std::vector<tir::PrimFunc> lowered_for(const std::string& text, int vector_bytes) {
   tir::TirPassOptions options;
-  options.vector_bytes = 64;
+  options.vector_bytes = vector_bytes;
   auto fs = tir::parse_prim_functions(text, "test.kir");
   for (auto& f : fs) f = tir::lower_for_build(f, options);
   return fs;
 }
+std::vector<tir::PrimFunc> lowered_for_avx512(const std::string& text) { return lowered_for(text, 64); }
 
 TEST(TirCodegen, ForumKernelRunsAndAddsInt8) {
   auto jit = JitModule::create(lowered(vtcm_add("int8")));
@@ -273,10 +276,7 @@ prim @strided(%src: Buffer[(120), float32], %dst: Buffer[(320), float32]) {
   EXPECT_NE(ll.find("load <32 x float>"), std::string::npos) << ll;
   EXPECT_NE(ll.find("masked.load.v32f32"), std::string::npos) << ll;
   // The two end elements are the only scalar loads.
-  int scalar_loads = 0;
-  for (size_t at = ll.find("load float,"); at != std::string::npos; at = ll.find("load float,", at + 1))
-    ++scalar_loads;
-  EXPECT_EQ(scalar_loads, 2) << ll;
+  EXPECT_EQ(testing::count_of(ll, "load float,"), 2) << ll;
   std::vector<float> src(120), dst(320, -1.0f);
   for (size_t i = 0; i < src.size(); ++i) src[i] = float(i) * 0.5f + 1.0f;
   JitModule::create(fs)->run("strided", {src.data(), dst.data()});
@@ -388,20 +388,12 @@ prim @unblock(%src: Buffer[(512), float32], %known: Buffer[(512), float32], %unk
   return 0
 }
 )";
-  tir::TirPassOptions avx2;
-  avx2.vector_bytes = 32;
-  auto fs = tir::parse_prim_functions(text, "test.kir");
-  for (auto& f : fs) f = tir::lower_for_build(f, avx2);
+  auto fs = lowered_for(text, 32);
   std::string ll = emit_text(fs, EmitKind::LLVMIR);
   // The known columns' 8 statements share one block of 8 rows and its 24
   // shuffles; the unknown column loads no rows.
-  auto count = [&](const std::string& what) {
-    int n = 0;
-    for (size_t at = ll.find(what); at != std::string::npos; at = ll.find(what, at + 1)) ++n;
-    return n;
-  };
-  EXPECT_EQ(count("load <8 x float>"), 8) << ll;
-  EXPECT_EQ(count("shufflevector <8 x float>"), 24) << ll;
+  EXPECT_EQ(testing::count_of(ll, "load <8 x float>"), 8) << ll;
+  EXPECT_EQ(testing::count_of(ll, "shufflevector <8 x float>"), 24) << ll;
   std::vector<float> src(512), known(512), unknown(512);
   for (size_t i = 0; i < src.size(); ++i) src[i] = float(i) + 0.25f;
   JitModule::create(fs)->run("unblock", {src.data(), known.data(), unknown.data()});
@@ -435,18 +427,11 @@ prim @block(%src: Buffer[(1792), float32], %dst: Buffer[(1792), float32]) {
   return 0
 }
 )";
-  tir::TirPassOptions avx2;
-  avx2.vector_bytes = 32;
-  auto fs = tir::parse_prim_functions(text, "test.kir");
-  for (auto& f : fs) f = tir::lower_for_build(f, avx2);
+  auto fs = lowered_for(text, 32);
   EXPECT_NE(tir::print_prim_func(*fs[0]).find("let %cse2 = %wo * 8 + 1"), std::string::npos)
       << "the index forms this test is about: " << tir::print_prim_func(*fs[0]);
   std::string ll = emit_text(fs, EmitKind::LLVMIR);
-  int loads = 0;
-  for (size_t at = ll.find("load <8 x float>"); at != std::string::npos;
-       at = ll.find("load <8 x float>", at + 1))
-    ++loads;
-  EXPECT_EQ(loads, 8) << ll;
+  EXPECT_EQ(testing::count_of(ll, "load <8 x float>"), 8) << ll;
   std::vector<float> src(1792), dst(1792);
   for (size_t i = 0; i < src.size(); ++i) src[i] = float(i) + 0.5f;
   JitModule::create(fs)->run("block", {src.data(), dst.data()});
@@ -517,10 +502,7 @@ prim @nan_min(%src: Buffer[(64), float32], %lim: Buffer[(64), float32], %lo: Buf
   auto fs = lowered_for_avx512(text);
   std::string ll = emit_text(fs, EmitKind::LLVMIR);
   // One NaN test (an fcmp uno) is left, the second statement's.
-  int nan_tests = 0;
-  for (size_t at = ll.find("fcmp uno"); at != std::string::npos; at = ll.find("fcmp uno", at + 1))
-    ++nan_tests;
-  EXPECT_EQ(nan_tests, 1) << ll;
+  EXPECT_EQ(testing::count_of(ll, "fcmp uno"), 1) << ll;
   const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
   std::vector<float> src(64), lim(64), lo(64), hi(64);
   for (size_t i = 0; i < 64; ++i) {
