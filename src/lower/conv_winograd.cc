@@ -63,7 +63,11 @@ Expr by_phase(const Expr& a, const std::vector<Expr>& e) {
 Lowered conv2d_winograd(const LowerContext& c) {
   const te::Tensor &x = c.inputs[0], &u = c.inputs[1];
   const Shape &xs = c.in[0].shape, &ys = c.out[0].shape;
+  // Channel blocks (NCHWc): xs (N, C / cb, H, W, cb), u (K / kb, C / cb,
+  // phases, 3, cb, kb); each index below gains the block's lane.
+  const bool blocked = xs.size() == 5;
   const int64_t N = xs[0], C = xs[1], H = xs[2], W = xs[3], K = c.in[1].shape[0];
+  const int64_t cb = blocked ? xs[4] : 1;
   const WinogradRows* rows = winograd_rows(c.attrs.get_int("tile_rows"));
   if (!rows) return unsupported("tile_rows must be 2 or 4");
   const WinogradRows& f = *rows;
@@ -74,6 +78,14 @@ Lowered conv2d_winograd(const LowerContext& c) {
     for (int64_t a = 0; a < phases; ++a) e.push_back(phase(a));
     return e;
   };
+  auto with_lane = [&](std::vector<Expr> index, const Expr& lane) {
+    if (blocked) index.push_back(lane);
+    return index;
+  };
+  auto shape_with = [&](Shape s, int64_t lanes) {
+    if (blocked) s.push_back(lanes);
+    return s;
+  };
   // The padded input, inlined into v (each phase's rows read through
   // clamped indices under the padding's select), with zero rows below for
   // a last tile that reaches past the output's rows.
@@ -81,23 +93,39 @@ Lowered conv2d_winograd(const LowerContext& c) {
   tiled_pad.bottom += std::max<int64_t>(0, tiles * m + 2 - (H + p.top + p.bottom));
   const te::Tensor xp = pad_hw(x, tiled_pad, c.name);
   te::Tensor v = te::compute(
-      {N, C, tiles, phases, width},
+      shape_with({N, C, tiles, phases, width}, cb),
       [&](const te::Axes& i) {
         auto d = [&](int64_t r) {
-          return (*xp)({i[0], i[1], tir::add(tir::mul(i[2], tir::int_imm(m)), tir::int_imm(r)), i[4]});
+          return (*xp)(
+              with_lane({i[0], i[1], tir::add(tir::mul(i[2], tir::int_imm(m)), tir::int_imm(r)), i[4]},
+                        blocked ? i[5] : Expr()));
         };
         return by_phase(i[3], each_phase([&](int64_t a) { return combination(f.bt[size_t(a)], d); }));
       },
       c.name + "_wino_input");
-  te::IterVar rc = te::reduce_axis(C, "rc"), rx = te::reduce_axis(3, "rx");
-  te::Tensor prod = te::compute(
-      {N, K, tiles, phases, ys[3]},
-      [&](const te::Axes& i) -> te::Reduction {
-        return te::sum(tir::mul((*u)({i[1], rc.var, i[3], rx.var}),
-                                (*v)({i[0], rc.var, i[2], i[3], tir::add(i[4], rx.var)})),
-                       {rc, rx});
-      },
-      c.name + "_wino_products");
+  te::IterVar rc = te::reduce_axis(C, "rc"), rx = te::reduce_axis(3, "rx"), ri = te::reduce_axis(cb, "ri");
+  // Blocked, the products put the row tiles before the output channel
+  // blocks, so that a band of row tiles (the window's rows) serves every block.
+  te::Tensor prod;
+  if (!blocked) {
+    prod = te::compute(
+        {N, K, tiles, phases, ys[3]},
+        [&](const te::Axes& i) -> te::Reduction {
+          return te::sum(tir::mul((*u)({i[1], rc.var, i[3], rx.var}),
+                                  (*v)({i[0], rc.var, i[2], i[3], tir::add(i[4], rx.var)})),
+                         {rc, rx});
+        },
+        c.name + "_wino_products");
+  } else {
+    prod = te::compute(
+        {N, tiles, K, phases, ys[3], ys[4]},
+        [&](const te::Axes& i) -> te::Reduction {
+          return te::sum(tir::mul((*v)({i[0], rc.var, i[1], i[3], tir::add(i[4], rx.var), ri.var}),
+                                  (*u)({i[2], rc.var, i[3], rx.var, ri.var, i[5]})),
+                         {rc, rx, ri});
+        },
+        c.name + "_wino_products");
+  }
   te::Tensor y = te::compute(
       ys,
       [&](const te::Axes& i) {
@@ -105,11 +133,26 @@ Lowered conv2d_winograd(const LowerContext& c) {
         std::vector<Expr> rows;
         for (int64_t r = 0; r < m; ++r)
           rows.push_back(combination(f.at[size_t(r)], [&](int64_t a) {
+            if (blocked) return (*prod)({i[0], t, i[1], tir::int_imm(a), i[3], i[4]});
             return (*prod)({i[0], i[1], t, tir::int_imm(a), i[3]});
           }));
         return by_phase(row, rows);
       },
       c.name);
+  if (blocked) {
+    // Tiles as a blocked conv's (layout.cc): output columns by the lanes of
+    // a block of output channels, the window computed per band of row
+    // tiles with its phases unrolled, pairs of output blocks sharing each
+    // broadcast of v.
+    Lowered r = tiled(prod, 4, 5, {v}, v, cb * x->dtype.bytes());
+    r.outputs = {y};
+    schedule::AnchorTile& tile = r.anchors.back();
+    tile.window_row_axis = 1;
+    tile.window_unroll_axis = 3;
+    tile.phase_axis = 3;
+    tile.pair_axis = K % 2 == 0 || K % 3 == 0 ? 2 : -1;
+    return r;
+  }
   // Consecutive output channels' transformed weights are C * phases * 3 floats apart.
   Lowered r = tiled(prod, 1, 4, {v}, v, C * phases * 3 * 4);
   r.outputs = {y};

@@ -163,9 +163,18 @@ std::vector<TensorDesc> infer_conv_blocked(const std::vector<TensorDesc>& in, co
   return {{{s[0], s[1] / ob, s[2], s[3], ob}, x.dtype}};
 }
 
-// Unblocks data and weight, runs nn.conv2d's reference kernel and blocks its
-// output: the definition above, computed.
+// nn.conv2d's reference kernel on the unblocked data and weight, its output
+// blocked: the definition above, computed.
 void conv_blocked_kernel(const std::vector<Tensor>& in, const Attrs& attrs, std::vector<Tensor>& out) {
+  Attrs conv = attrs;
+  conv.set("out_dtype", std::string());
+  run_unblocked("nn.conv2d", in, conv, out);
+}
+
+}  // namespace
+
+void run_unblocked(const std::string& plain_op, const std::vector<Tensor>& in, const Attrs& attrs,
+                   std::vector<Tensor>& out) {
   const Tensor &x = in[0], &w = in[1];
   const int64_t c = x.ndim() == 4 ? 1 : x.dim(4), channels = x.dim(1) * c, ib = w.dim(4), ob = w.dim(5);
   const int64_t o = w.dim(0) * ob, i = w.dim(1) * ib, taps = w.dim(2) * w.dim(3);
@@ -183,13 +192,9 @@ void conv_blocked_kernel(const std::vector<Tensor>& in, const Attrs& attrs, std:
         wd[(oc * i + ic) * taps + t] = ws[blocked_weight_offset(oc, ic, t, i, taps, ib, ob)];
   Tensor& y = out[0];
   std::vector<Tensor> plain = {Tensor::empty({y.dim(0), o, y.dim(2), y.dim(3)}, DType::Float32)};
-  Attrs conv = attrs;
-  conv.set("out_dtype", std::string());
-  find_op("nn.conv2d")->kernel({xp, wp}, conv, plain);
+  find_op(plain_op)->kernel({xp, wp}, attrs, plain);
   block_data(plain[0].data<float>(), y.data<float>(), y.dim(0), o, y.dim(2) * y.dim(3), ob);
 }
-
-}  // namespace
 
 void register_nn_blocked_ops(OpRegistry& r) {
   r.add({kBlock,

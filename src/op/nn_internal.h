@@ -51,6 +51,14 @@ inline void require_rank(const std::string& op, const std::string& what, const T
                 shape_str(t.shape));
 }
 
+// Runs `plain_op`'s reference kernel on the unblocked forms of channel-blocked
+// operands, data (N, C / c, H, W, c) or NCHW and a weight (O / ob, I / ib,
+// KH, KW, ib, ob), and blocks its (N, O, OH, OW) result into out[0] (N,
+// O / ob, OH, OW, ob): the blocked convs' kernels (nn_blocked.cc,
+// nn_winograd.cc), computed as their definitions say.
+void run_unblocked(const std::string& plain_op, const std::vector<Tensor>& in, const Attrs& attrs,
+                   std::vector<Tensor>& out);
+
 // ---- attributes -----------------------------------------------------------
 
 // An ints attribute that must have exactly `n` values, each >= `min_value`.

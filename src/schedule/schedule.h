@@ -120,6 +120,11 @@ struct AnchorTile {
   // input phases, each a different combination of rows; a strided conv's
   // column phases, each with constant column bounds); -1: none.
   int window_unroll_axis = -1;
+  // The output's phase axis (Winograd's; -1: none), after the band axis:
+  // when too few bands leave the window computed whole, the band axis runs
+  // inside it, so one phase's weights serve every band from cache before
+  // the next phase's are read (not once per band from memory).
+  int phase_axis = -1;
 };
 
 // A copy that transposes blocks (nn.block_channels, nn.unblock_channels):

@@ -168,6 +168,17 @@ tir::Var split_bands(const CpuTarget& cpu, te::Stage& out, const AnchorTile& a, 
   return out.split(rows_loop, band).second;
 }
 
+// Moves `loop` to just inside `after`, which follows it.
+void move_inside(te::Stage& stage, const tir::Var& loop, const tir::Var& after) {
+  std::vector<tir::Var> order;
+  for (const te::Leaf& l : stage.leaves()) {
+    if (l.var == loop) continue;
+    order.push_back(l.var);
+    if (l.var == after) order.push_back(loop);
+  }
+  stage.reorder(order);
+}
+
 }  // namespace
 
 // Two vectors: with one, a tile's every row broadcast feeds one multiply-add
@@ -430,9 +441,10 @@ bool tile_anchor(te::Schedule& s, const AnchorTile& a, const CpuTarget& cpu,
     }
     // Too few bands: the whole window first, by the default rules
     // (parallel outer loops, vectorized columns).
-    if (bands < kMinBands)
+    if (bands < kMinBands) {
       window = nullptr;
-    else if (band_loop && !whole_channel)
+      if (a.phase_axis >= 0 && band_loop) move_inside(*out, band_loop, axes[size_t(a.phase_axis)]);
+    } else if (band_loop && !whole_channel)
       band_rows = split_bands(cpu, *out, a, band_loop, band_step, bands);
   }
   const tir::Var stop = panels ? ro : window ? (band_rows ? band_rows : after_band) : tile_loop;

@@ -7,7 +7,8 @@
 // channels are multiples of N (its vector's float32 lanes) and whose input
 // is blocked already or whose rows leave NCHW's vectors partly idle
 // (idles_lanes_in_nchw: 20 columns in vectors of 16; not for a conv that
-// winograd-weights takes, winograd_tile_rows) becomes
+// winograd-weights takes in NCHW but not in blocks, winograd_tile_rows and
+// blocked_winograd_tile_rows) becomes
 // conv2d_blocked on the blocked input and the blocked weight
 // (block_conv_weight of the constant, which fold-constants then folds: the
 // weight is packed once, at compile time). An elementwise op becomes its
@@ -124,6 +125,13 @@ class LayoutConverter {
     return m == 4 || (m == 2 && y.shape[3] > block_);
   }
 
+  // Whether winograd-weights would run the conv by F(m, 3) in channel
+  // blocks once its input `x` is blocked (blocked_winograd_tile_rows).
+  bool blocked_winograd_takes(const Expr& x, const TensorDesc& w, const TensorDesc& y, const Attrs& a) const {
+    return blockable(x) && winograd_tile_rows(*tensor_desc(x), w, y, a) != 0 &&
+           blocked_winograd_tile_rows(y.shape[0], y.shape[2], y.shape[3]) != 0;
+  }
+
   // The channels of `x` in blocks, when they are a multiple of the block.
   bool blockable(const Expr& x) const { return is_float32_nchw(x) && tensor_desc(x)->shape[1] % block_ == 0; }
 
@@ -216,23 +224,26 @@ class LayoutConverter {
     if (!blockable_conv(call, &depthwise)) return nullptr;
     const TensorDesc& out = call.type->tensor;
     // An NCHW input is blocked only for rows that idle NCHW's lanes, and not
-    // for a conv that winograd-weights takes: F(m, 3) in NCHW beats the
-    // blocked direct conv with its conversions (3x3 32 -> 32 at 40x40 with
-    // AVX-512: 151 -> 97 us; 64 -> 64 at 20x20 with AVX2 code: 291 -> 229
-    // us; 128 -> 128 at 28x28 1.15 -> 0.77 ms), except F(2, 3) (fewer than
-    // 16 rows that 4 does not divide) on rows of one partial vector: it
-    // saves a third of the multiply-adds, and its products' tiles of one
-    // vector, each broadcast feeding one multiply-add, lose more (one
-    // thread, Zen 5: 512 -> 512 at 7x7 2.88 ms against 1.10 blocked with
-    // AVX-512, 3.84 against 2.80 with AVX2 code; 256 -> 256 at 14x14 1.54
-    // against 1.09 with AVX-512, but 2.03 against 2.35 with AVX2 code, whose
-    // rows of 14 take two vectors). A conv whose result a blocked conv
-    // reads (producers_to_block) runs blocked and reads its NCHW input as
-    // it is.
+    // for a conv that winograd-weights takes in NCHW only: F(m, 3) in NCHW
+    // beats the blocked direct conv with its conversions (3x3 32 -> 32 at
+    // 40x40 with AVX-512: 151 -> 97 us; 64 -> 64 at 20x20 with AVX2 code:
+    // 291 -> 229 us), except F(2, 3) (fewer than 16 rows that 4 does not
+    // divide) on rows of one partial vector: it saves a third of the
+    // multiply-adds, and its products' tiles of one vector, each broadcast
+    // feeding one multiply-add, lose more (one thread, Zen 5: 512 -> 512 at
+    // 7x7 2.88 ms against 1.10 blocked with AVX-512, 3.84 against 2.80 with
+    // AVX2 code; 256 -> 256 at 14x14 1.54 against 1.09 with AVX-512, but
+    // 2.03 against 2.35 with AVX2 code, whose rows of 14 take two vectors).
+    // F(m, 3) in blocks beats it in turn (blocked_winograd_takes: 128 ->
+    // 128 at 28x28 0.73-0.80 -> 0.63 ms with AVX-512, 1.72-1.83 -> 1.32 ms
+    // with AVX2 code; 64 -> 64 at 56x56 0.75 -> 0.66 ms with AVX-512). A
+    // conv whose result a blocked conv reads (producers_to_block) runs
+    // blocked and reads its NCHW input as it is.
     const bool produce_blocked = produce_blocked_.count(&var) > 0;
     if (!blocked_of(x) && !produce_blocked &&
         (!idles_lanes_in_nchw(out.shape[3]) ||
-         winograd_takes(*tensor_desc(x), *tensor_desc(w), out, call.attrs)))
+         (winograd_takes(*tensor_desc(x), *tensor_desc(w), out, call.attrs) &&
+          !blocked_winograd_takes(x, *tensor_desc(w), out, call.attrs))))
       return nullptr;
     // Input channels that do not fill blocks (an image's 3) are read in
     // NCHW, as blocks of one channel.

@@ -91,13 +91,18 @@ Module pack_matmul_weights(const Module& m, const PassOptions& options);
 // Rewrites each float32 3x3 stride-1 nn.conv2d with a constant weight, one
 // group, 4 channels or more in and out and two output rows or more as
 // nn.conv2d_winograd on its weight transformed by nn.winograd_weight
-// (Winograd's F(m, 3) along output rows). Host functions only; the model
-// compile pipeline runs it after partitioning.
+// (Winograd's F(m, 3) along output rows); likewise an nn.conv2d_blocked of
+// blocked data with enough outputs per weight. Host functions only; the
+// model compile pipeline runs it after partitioning.
 Module winograd_weights(const Module& m);
 // The m of the F(m, 3) that winograd-weights runs an nn.conv2d of data x,
 // weight w, output y and attributes `attrs` by; 0 when it leaves the conv
 // direct.
 int64_t winograd_tile_rows(const TensorDesc& x, const TensorDesc& w, const TensorDesc& y, const Attrs& attrs);
+// The m of the F(m, 3) that winograd-weights runs a channel-blocked 3x3
+// stride-1 conv of `images` images and (rows, columns) outputs by; 0 when
+// it leaves the conv direct.
+int64_t blocked_winograd_tile_rows(int64_t images, int64_t rows, int64_t columns);
 
 // All graph passes, in pipeline order.
 const std::vector<PassInfo>& graph_passes();

@@ -367,6 +367,33 @@ TEST(NnWinograd, MatchesConv2d) {
     }
 }
 
+// In channel blocks: winograd_weight of a blocked weight is the blocked
+// transformed weight (the two transforms commute), and conv2d_winograd of
+// blocked data by it is the blocked nn.conv2d, for blocks of 4 and 8, two
+// images, F(2, 3) and F(4, 3).
+TEST(NnWinograd, BlockedFormIsTheBlockedConv) {
+  uint32_t seed = 60;
+  for (int64_t block : {4, 8})
+    for (int64_t m : {2, 4}) {
+      const std::string what = "block " + std::to_string(block) + ", F(" + std::to_string(m) + ", 3)";
+      Tensor x = random_tensor({2, 2 * block, 7, 9}, DType::Float32, seed++);
+      Tensor w = random_tensor({block, 2 * block, 3, 3}, DType::Float32, seed++);
+      const Attrs blocks{{"in_block", block}, {"out_block", block}};
+      const std::vector<int64_t> padding = {1, 0, 2, 1};
+      Tensor u = run1("nn.winograd_weight", {run1("nn.block_conv_weight", {w}, blocks)}, {{"tile_rows", m}});
+      Tensor want_u =
+          run1("nn.block_conv_weight", {run1("nn.winograd_weight", {w}, {{"tile_rows", m}})}, blocks);
+      EXPECT_EQ(u.shape(), (Shape{1, 2, m + 2, 3, block, block})) << what;
+      expect_close(u, testing::values(want_u), 1e-6, what + ": weight");
+      Tensor y = run1("nn.conv2d_winograd", {run1("nn.block_channels", {x}, {{"block", block}}), u},
+                      {{"padding", padding}, {"tile_rows", m}});
+      Tensor want =
+          run1("nn.block_channels", {run1("nn.conv2d", {x, w}, {{"padding", padding}})}, {{"block", block}});
+      EXPECT_EQ(y.shape(), want.shape()) << what;
+      expect_close(y, testing::values(want), 1e-5, what);
+    }
+}
+
 TEST(NnWinograd, BadOperandsAndAttributesAreErrors) {
   Tensor w = random_tensor({2, 3, 3, 3}, DType::Float32, 1),
          x = random_tensor({1, 3, 6, 6}, DType::Float32, 2);
@@ -399,7 +426,30 @@ TEST(NnWinograd, BadOperandsAndAttributesAreErrors) {
         run1("nn.conv2d_winograd", {random_tensor({1, 3, 6}, DType::Float32, 5), u},
              {{"tile_rows", int64_t{2}}});
       },
-      "data must be 4-D (N, C, H, W)");
+      "data must be 4-D (N, C, H, W) or 5-D (N, C / c, H, W, c)");
+  // Blocked data needs the blocked transformed weight, of its block.
+  Tensor xb = random_tensor({1, 2, 6, 6, 4}, DType::Float32, 6);
+  expect_error(
+      [&] {
+        run1("nn.conv2d_winograd", {xb, u}, {{"tile_rows", int64_t{2}}});
+      },
+      "transformed weight must be 6-D (K / ob, C / c, tile_rows + 2, 3, c, ob) for 5-D data, got shape (2, "
+      "3, 4, "
+      "3)");
+  expect_error(
+      [&] {
+        run1("nn.conv2d_winograd", {xb, random_tensor({1, 4, 4, 3, 2, 8}, DType::Float32, 7)},
+             {{"tile_rows", int64_t{2}}});
+      },
+      "its input blocks must be the data's blocks of 4");
+  expect_error(
+      [&] {
+        run1("nn.conv2d_winograd", {xb, random_tensor({1, 2, 6, 3, 4, 8}, DType::Float32, 8)},
+             {{"tile_rows", int64_t{2}}});
+      },
+      "transformed weight (1, 2, 6, 3, 4, 8) does not fit data (1, 2, 6, 6, 4) and tile_rows 2: expected (K "
+      "/ "
+      "ob, 2, 4, 3, 4, ob)");
 }
 
 }  // namespace

@@ -414,6 +414,55 @@ TEST(Lowering, WinogradRowsConvMatchesTheReference) {
   EXPECT_GT(whole, 0) << "some convs have too few bands and transform it whole";
 }
 
+// nn.conv2d_winograd in channel blocks (a block of the target's lanes):
+// the products tiled as a blocked conv's, output columns by a block of
+// output channels; the transformed input whole when there are fewer than
+// 16 row tiles, and then each phase's row tiles run inside it (the loop
+// over phases outside the one over row tiles, so a phase's weights serve
+// every tile in turn), else per band of row tiles inside the parallel
+// loop. Two images, odd rows, asymmetric padding, F(2, 3) and F(4, 3),
+// AVX2 and AVX-512, against the reference kernel.
+TEST(Lowering, BlockedWinogradConvMatchesTheReference) {
+  struct Case {
+    int64_t images, in_blocks, out_blocks, height, width, tile_rows;
+    std::vector<int64_t> padding;
+    bool banded;
+  };
+  const Case cases[] = {
+      {1, 4, 4, 14, 14, 4, {1, 1}, false},
+      {2, 2, 3, 7, 9, 2, {0, 1, 2, 1}, false},
+      {1, 2, 2, 64, 20, 4, {1, 1}, true},
+      {1, 3, 2, 66, 12, 4, {1, 1}, true},
+  };
+  const schedule::CpuTarget cpus[] = {{32, 16}, {64, 32}};
+  for (const Case& c : cases) {
+    for (const schedule::CpuTarget& cpu : cpus) {
+      const int64_t block = cpu.float32_lanes();
+      TensorDesc x = f32({c.images, c.in_blocks, c.height, c.width, block}),
+                 u = f32({c.out_blocks, c.in_blocks, c.tile_rows + 2, 3, block, block});
+      Attrs conv = normalize_attrs(op_named("nn.conv2d_winograd"),
+                                   Attrs{{"padding", c.padding}, {"tile_rows", c.tile_rows}});
+      Lcg r(17);
+      Tensor tx = random_input(x, {-1, 1}, r), tu = random_input(u, {-0.05, 0.05}, r);
+      const std::string name = "wino_blocked_" + std::to_string(c.height) + "x" + std::to_string(c.width) +
+                               "_" + std::to_string(c.tile_rows) + "_" + std::to_string(cpu.vector_bytes);
+      auto f = lower_op(name, "nn.conv2d_winograd", {x, u}, conv, cpu);
+      ASSERT_TRUE(f.has_value()) << name;
+      const std::string text = tir::print_prim_func(**f);
+      const size_t input = text.find("allocate %conv2d_winograd_0_wino_input");
+      ASSERT_NE(input, std::string::npos) << name << "\n" << text;
+      const size_t parallel = text.find("parallel");
+      EXPECT_EQ(parallel != std::string::npos && parallel < input, c.banded) << name << "\n" << text;
+      // Whole: the fused parallel loop names the phases (i3) before the row tiles (i1).
+      if (!c.banded) {
+        EXPECT_NE(text.find("_i3_fused_i1_fused"), std::string::npos) << name << "\n" << text;
+      }
+      EXPECT_NE(text.find("unrolled", input), std::string::npos) << name << ": the phases are unrolled";
+      expect_matches_reference(*f, name, "nn.conv2d_winograd", {tx, tu}, conv, 1e-4);
+    }
+  }
+}
+
 // Bands of output rows over every way a conv's rows can map to its input:
 // strides 1 and 2 (rows and columns), dilation 2, kernels of 3 and 5 rows,
 // heights that make bands of 1 to 4 rows (and one that bands nothing),

@@ -201,37 +201,40 @@ TEST(BlockedLayout, CompiledNetMatchesTheInterpreterForEachVectorWidth) {
     SCOPED_TRACE(std::string("cpu ") + cpu);
     std::string printed;
     Executable exe = testing::compile_printed(m, cpu, &printed);
-    // Every conv but the first (3x3 at stride 1 from an NCHW input: Winograd's,
-    // in NCHW) and the last (6 output channels) runs blocked; the global pool
-    // is a mean of the blocked value.
+    // Every conv but the last (6 output channels) runs blocked, the first
+    // (3x3 at stride 1, rows of 20) by Winograd's F(4, 3) in blocks; the
+    // global pool is a mean of the blocked value.
     const std::string converted = testing::ir_after(printed, "convert-layout");
     ASSERT_FALSE(converted.empty()) << printed;
-    EXPECT_EQ(testing::count_calls(converted, "nn.conv2d_blocked"), 3) << converted;
-    EXPECT_NE(printed.find("%c0 = nn.conv2d_winograd("), std::string::npos) << printed;
+    EXPECT_EQ(testing::count_calls(converted, "nn.conv2d_blocked"), 4) << converted;
+    EXPECT_NE(printed.find("%c0_b = nn.conv2d_winograd(%x_b"), std::string::npos) << printed;
     EXPECT_EQ(testing::count_calls(converted, "mean"), 1) << converted;
     EXPECT_EQ(testing::count_calls(converted, "nn.block_channels"), 1) << converted;
     testing::expect_outputs_near(VirtualMachine(exe).run(args), want, 1e-4);
   }
 }
 
-// A 3x3 conv that Winograd's F(2, 3) would take (7 or 14 output rows) runs
-// blocked when its rows fit in one partial vector (7 columns: AVX-512's 16
-// lanes, AVX2's 8; 14 columns: AVX-512's), and by Winograd in NCHW when
-// they take two (14 columns in AVX2's vectors of 8). Values against the
-// interpreter where this machine runs the code.
-TEST(BlockedLayout, NarrowRowsRunBlockedRatherThanByWinogradsF23) {
+// A 3x3 conv whose rows idle NCHW's lanes (7 or 14 columns: AVX-512's 16
+// lanes, AVX2's 8) runs blocked: by Winograd's F(m, 3) in blocks where
+// each transformed weight serves 48 multiply-adds or more (images x row
+// tiles x columns: one 14x14 image in F(4, 3)'s 4 tiles, 56; four 7x7
+// images in 2 tiles, 56), else direct (one 7x7 image: 28 in F(2, 3)'s 4
+// tiles), never by Winograd in NCHW. Values against the interpreter where
+// this machine runs the code.
+TEST(BlockedLayout, NarrowRowsRunBlockedByWinogradWhereItsWeightsServeEnoughOutputs) {
   struct Case {
-    int64_t width;
+    int64_t images, width;
     const char* cpu;
-    bool blocked;
+    bool winograd;
   };
-  const Case cases[] = {{7, "skylake-avx512", true},
-                        {7, "x86-64-v3", true},
-                        {14, "skylake-avx512", true},
-                        {14, "x86-64-v3", false}};
+  const Case cases[] = {{1, 7, "skylake-avx512", false}, {1, 7, "x86-64-v3", false},
+                        {1, 14, "skylake-avx512", true}, {1, 14, "x86-64-v3", true},
+                        {4, 7, "skylake-avx512", true},  {4, 7, "x86-64-v3", true}};
   for (const Case& c : cases) {
-    SCOPED_TRACE(std::string(c.cpu) + ", width " + std::to_string(c.width));
-    const std::string shape = "(1, 16, " + std::to_string(c.width) + ", " + std::to_string(c.width) + ")";
+    SCOPED_TRACE(std::string(c.cpu) + ", " + std::to_string(c.images) + " images of width " +
+                 std::to_string(c.width));
+    const std::string shape = "(" + std::to_string(c.images) + ", 16, " + std::to_string(c.width) + ", " +
+                              std::to_string(c.width) + ")";
     Module m = parse_module("def @main(%x: Tensor[" + shape + ", float32]) -> Tensor[" + shape +
                                 ", float32] {\n  %y = nn.conv2d(%x, " +
                                 testing::random_constant_text({16, 16, 3, 3}, 21) +
@@ -239,8 +242,10 @@ TEST(BlockedLayout, NarrowRowsRunBlockedRatherThanByWinogradsF23) {
                             "narrow.kir");
     std::string printed;
     Executable exe = testing::compile_printed(m, c.cpu, &printed);
-    EXPECT_EQ(printed.find("nn.conv2d_blocked(") != std::string::npos, c.blocked) << printed;
-    EXPECT_EQ(printed.find("nn.conv2d_winograd(") != std::string::npos, !c.blocked) << printed;
+    const std::string converted = testing::ir_after(printed, "convert-layout");
+    EXPECT_EQ(testing::count_calls(converted, "nn.conv2d_blocked"), 1) << printed;
+    EXPECT_EQ(printed.find("%y_b = nn.conv2d_winograd(%x_b") != std::string::npos, c.winograd) << printed;
+    EXPECT_EQ(printed.find("%y = nn.conv2d_winograd("), std::string::npos) << printed;
     if (std::string(c.cpu) == "skylake-avx512" && !__builtin_cpu_supports("avx512f")) continue;
     std::vector<Tensor> args = testing::random_args(*m.find("main"), 9);
     testing::expect_outputs_near(VirtualMachine(exe).run(args), interpret(m, "main", args), 1e-4);

@@ -63,6 +63,19 @@ TEST(Winograd, ThePassRewritesLargeThreeByThreeConvs) {
       << out;
 }
 
+// A channel-blocked conv takes the F(m, 3) of fewer phase rows (tiles x
+// (m + 2); F(2, 3) on a tie) among those whose transformed weights each
+// serve 48 multiply-adds or more (images x row tiles x columns), else none.
+TEST(Winograd, BlockedConvsTakeTheFewerPhaseRowsWhereEachWeightServesEnough) {
+  EXPECT_EQ(blocked_winograd_tile_rows(1, 28, 28), 4);
+  EXPECT_EQ(blocked_winograd_tile_rows(1, 14, 14), 4);   // 4 tiles: 56
+  EXPECT_EQ(blocked_winograd_tile_rows(1, 7, 7), 0);     // F(2, 3): 28, F(4, 3): 14
+  EXPECT_EQ(blocked_winograd_tile_rows(4, 7, 7), 4);     // 56, 12 phase rows against 16
+  EXPECT_EQ(blocked_winograd_tile_rows(1, 10, 10), 2);   // F(4, 3): 30, F(2, 3): 50
+  EXPECT_EQ(blocked_winograd_tile_rows(1, 6, 100), 2);   // 12 phase rows either way
+  EXPECT_EQ(blocked_winograd_tile_rows(1, 1, 1000), 0);  // one row
+}
+
 // A block of two 3x3 convs with bias and relu, 34 rows (F(4, 3) with a
 // last tile of two rows) and asymmetric padding, compiled for this
 // machine's vector width and for AVX2: the kernels are transformed at
