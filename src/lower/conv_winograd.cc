@@ -150,6 +150,8 @@ Lowered conv2d_winograd(const LowerContext& c) {
     tile.window_row_axis = 1;
     tile.window_unroll_axis = 3;
     tile.phase_axis = 3;
+    tile.output_period_axis = 2;
+    tile.output_period = m;
     tile.pair_axis = K % 2 == 0 || K % 3 == 0 ? 2 : -1;
     return r;
   }
@@ -163,6 +165,8 @@ Lowered conv2d_winograd(const LowerContext& c) {
   tile.window_row_axis = 2;
   tile.window_unroll_axis = 3;
   tile.pair_axis = 2;
+  tile.output_period_axis = 2;
+  tile.output_period = m;
   return r;
 }
 

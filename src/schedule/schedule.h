@@ -125,6 +125,14 @@ struct AnchorTile {
   // inside it, so one phase's weights serve every band from cache before
   // the next phase's are read (not once per band from memory).
   int phase_axis = -1;
+  // The kernel's output axis whose index modulo `output_period` picks its
+  // expression (Winograd's output transform: an output row's combination
+  // of phases by its row in the tile), when the output is a stage of its
+  // own: split by the period, the inner loop unrolled just outside the
+  // vectorized one, so each statement's row is a constant and its select
+  // folds to one combination; -1: none.
+  int output_period_axis = -1;
+  int64_t output_period = 0;
 };
 
 // A copy that transposes blocks (nn.block_channels, nn.unblock_channels):

@@ -168,6 +168,23 @@ tir::Var split_bands(const CpuTarget& cpu, te::Stage& out, const AnchorTile& a, 
   return out.split(rows_loop, band).second;
 }
 
+// AnchorTile::output_period: the output's period axis split by the
+// period, the inner loop unrolled just outside the innermost one.
+void unroll_period(te::Stage& output, const AnchorTile& a) {
+  const size_t rank = output.tensor()->shape.size();
+  if (a.output_period_axis < 0 || size_t(a.output_period_axis) + 1 >= rank || a.output_period < 2 ||
+      output.leaves().size() != rank)
+    return;
+  const tir::Var inner =
+      output.split_with_tail(output.leaf(size_t(a.output_period_axis)), a.output_period).second;
+  std::vector<tir::Var> order;
+  for (const te::Leaf& l : output.leaves())
+    if (l.var != inner) order.push_back(l.var);
+  order.insert(order.end() - 1, inner);
+  output.reorder(order);
+  output.unroll(inner);
+}
+
 // Moves `loop` to just inside `after`, which follows it.
 void move_inside(te::Stage& stage, const tir::Var& loop, const tir::Var& after) {
   std::vector<tir::Var> order;
@@ -238,6 +255,7 @@ bool tile_anchor(te::Schedule& s, const AnchorTile& a, const CpuTarget& cpu,
   if (out == anchor) {
     tile_tensor = s.cache_write(a.tensor, "local");
     out = find_stage(s, a.tensor);
+    if (outputs.size() == 1) unroll_period(*outputs[0], a);
   }
   te::Stage& tile = *find_stage(s, tile_tensor);
   const auto& shape = a.tensor->shape;

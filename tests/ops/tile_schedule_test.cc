@@ -407,6 +407,11 @@ TEST(Lowering, WinogradRowsConvMatchesTheReference) {
       const size_t parallel = text.find("parallel");
       ++(parallel != std::string::npos && parallel < input ? banded : whole);
       EXPECT_NE(text.find("unrolled", input), std::string::npos) << name << ": the phases are unrolled";
+      // The output transform runs a tile's rows unrolled (each its own combination).
+      EXPECT_NE(text.find("for %i2_inner from 0 extent " + std::to_string(c.tile_rows) + " unrolled"),
+                std::string::npos)
+          << name << "\n"
+          << text;
       expect_matches_reference(*f, name, "nn.conv2d_winograd", {tx, tu}, conv, 1e-4);
     }
   }
@@ -458,6 +463,10 @@ TEST(Lowering, BlockedWinogradConvMatchesTheReference) {
         EXPECT_NE(text.find("_i3_fused_i1_fused"), std::string::npos) << name << "\n" << text;
       }
       EXPECT_NE(text.find("unrolled", input), std::string::npos) << name << ": the phases are unrolled";
+      EXPECT_NE(text.find("for %i2_inner from 0 extent " + std::to_string(c.tile_rows) + " unrolled"),
+                std::string::npos)
+          << name << "\n"
+          << text;
       expect_matches_reference(*f, name, "nn.conv2d_winograd", {tx, tu}, conv, 1e-4);
     }
   }
