@@ -29,8 +29,8 @@ e2e: build
 # kiln's float32 matmul (1024^3: the op compiled as a model, its kernel
 # JIT-compiled, a hand-written schedule) against oneDNN sgemm, on one thread
 # and on all threads (the bench sets both sides' thread counts itself); then
-# PP-OCR's conv shapes (3x3, pointwise, depthwise, strided) against oneDNN's
-# convolution on one thread; then PP-OCR's GEMM shapes against OpenBLAS and
+# PP-OCR's conv shapes (3x3, pointwise, depthwise, strided) and ResNet-18's
+# 3x3 stages against oneDNN's convolution on one thread; then PP-OCR's GEMM shapes against OpenBLAS and
 # oneDNN, and its elementwise ops, softmax and a layer norm's mean against oneDNN (Google
 # Benchmark), one thread; then the DSP session's dispatch overhead under QEMU.
 # On an AVX-512 machine the matmul, conv and GEMM benches run a second time with

@@ -9,7 +9,9 @@
 // winograd-weights picks it, as in a compiled model) and blocks of the
 // vector's float32 lanes (nn.conv2d_blocked, what convert-layout gives a
 // model's convs whose rows leave NCHW's vectors partly idle, and those
-// after them), where the channels make whole blocks.
+// after them; nn.conv2d_winograd in blocks where winograd-weights picks
+// it), where the channels make whole blocks. ResNet-18's 3x3 stages
+// follow PP-OCR's shapes.
 //
 //   make bench
 //   kiln_bench_conv --cpu x86-64-v3    (kiln's code for that CPU, oneDNN
@@ -55,6 +57,9 @@ const ConvShape kShapes[] = {
     {"rec depthwise 3x3 240 12x80", 240, 240, 12, 80, 3, 1, 240},
     {"det depthwise 3x3/2 32 160x160", 32, 32, 160, 160, 3, 2, 32},
     {"det depthwise 5x5 192 20x20", 192, 192, 20, 20, 5, 1, 192},
+    {"resnet 3x3 128->128 28x28", 128, 128, 28, 28, 3, 1, 1},
+    {"resnet 3x3 256->256 14x14", 256, 256, 14, 14, 3, 1, 1},
+    {"resnet 3x3 512->512 7x7", 512, 512, 7, 7, 3, 1, 1},
 };
 
 // nn.conv2d's attributes for `c`: its strides, groups and the padding that
@@ -109,11 +114,29 @@ int64_t channel_block(const ConvShape& c, int64_t lanes) {
   return ok ? lanes : 0;
 }
 
-// nn.conv2d_blocked of `c`: data in blocks of `block` (NCHW when its
-// channels do not make blocks), the weight blocked.
+// The F(m, 3) a compiled model runs `c` by in blocks of `block` (the pass
+// winograd-weights, on blocked data); 0: the direct blocked conv.
+int64_t blocked_winograd_rows(const ConvShape& c, int64_t block) {
+  if (c.in_channels % block != 0 ||
+      !winograd_tile_rows(nchw_descs(c).x, nchw_descs(c).w, nchw_descs(c).y, conv_attrs(c)))
+    return 0;
+  return blocked_winograd_tile_rows(1, c.out_height(), c.out_width());
+}
+
+// `c` in blocks of `block` as a compiled model runs it: nn.conv2d_blocked
+// (data in blocks, or NCHW when its channels do not make blocks; the
+// weight blocked), or nn.conv2d_winograd on blocked data and the
+// transformed blocked weight.
 tir::PrimFunc kiln_blocked_conv(const ConvShape& c, int64_t block, const std::string& name,
                                 const codegen::Target& target) {
   const int64_t ib = c.in_channels % block == 0 ? block : 1;
+  if (const int64_t m = blocked_winograd_rows(c, block)) {
+    Attrs attrs{{"padding", conv_attrs(c).get_ints("padding")}, {"tile_rows", m}};
+    TensorDesc x{{1, c.in_channels / block, c.height, c.width, block}, DType::Float32},
+        u{{c.out_channels / block, c.in_channels / block, m + 2, 3, block, block}, DType::Float32},
+        y{{1, c.out_channels / block, c.out_height(), c.out_width(), block}, DType::Float32};
+    return bench::lowered_op("nn.conv2d_winograd", attrs, {x, u}, y, name, target);
+  }
   const bool depthwise = c.groups > 1;
   TensorDesc x{ib == 1 ? Shape{1, c.in_channels, c.height, c.width}
                        : Shape{1, c.in_channels / block, c.height, c.width, block},
@@ -225,6 +248,8 @@ int main(int argc, char** argv) try {
       xb = ib == 1 ? xt : run_op(*find_op("nn.block_channels"), {xt}, {{"block", block}})[0];
       wb = run_op(*find_op("nn.block_conv_weight"), {wt},
                   {{"in_block", c.groups > 1 ? int64_t{1} : ib}, {"out_block", block}})[0];
+      if (const int64_t m = blocked_winograd_rows(c, block))
+        wb = run_op(*find_op("nn.winograd_weight"), {wb}, {{"tile_rows", m}})[0];
       yb = Tensor::empty({1, c.out_channels / block, c.out_height(), c.out_width(), block}, DType::Float32);
     }
     auto run_blocked = [&] { jit->run("blocked" + std::to_string(i), {xb.raw(), wb.raw(), yb.raw()}); };
@@ -244,7 +269,8 @@ int main(int argc, char** argv) try {
       if (block) tb = std::min(tb, bench::best_seconds(run_blocked, reps));
       td = std::min(td, bench::best_seconds([&] { dnnl.run(); }, reps));
     }
-    const std::string what = std::string(c.what) + (winograd_rows(c) ? " *" : "");
+    const std::string what = std::string(c.what) + (winograd_rows(c) ? " *" : "") +
+                             (block && blocked_winograd_rows(c, block) ? " +" : "");
     if (block)
       std::printf("%-34s %9.3f %9.3f %9.3f %7.1f %7.1f %6.2fx %6.2fx\n", what.c_str(), tk * 1e3, tb * 1e3,
                   td * 1e3, c.flops() / tk * 1e-9, c.flops() / td * 1e-9, td / tk, td / tb);
@@ -254,8 +280,8 @@ int main(int argc, char** argv) try {
   }
   std::printf(
       "ratio, blocked: oneDNN time / kiln time, NCHW and blocked (above 1: kiln is faster); blocks of %lld "
-      "channels, - where the output channels do not make blocks; * NCHW by Winograd's F(m, 3) along rows "
-      "(as a compiled model runs it; GF counts the direct conv's operations)\n",
+      "channels, - where the output channels do not make blocks; * NCHW by Winograd's F(m, 3) along rows, + "
+      "blocked by it too (as a compiled model runs them; GF counts the direct conv's operations)\n",
       static_cast<long long>(lanes));
   return 0;
 } catch (const std::exception& e) {
