@@ -427,6 +427,12 @@ TEST(NnWinograd, BadOperandsAndAttributesAreErrors) {
              {{"tile_rows", int64_t{2}}});
       },
       "data must be 4-D (N, C, H, W) or 5-D (N, C / c, H, W, c)");
+  expect_error(
+      [&] {
+        run1("nn.winograd_weight", {random_tensor({2, 3, 3, 3, 4}, DType::Float32, 9)},
+             {{"tile_rows", int64_t{2}}});
+      },
+      "weight must be 4-D (K, C, 3, 3) or 6-D (K / ob, C / ib, 3, 3, ib, ob), got shape (2, 3, 3, 3, 4)");
   // Blocked data needs the blocked transformed weight, of its block.
   Tensor xb = random_tensor({1, 2, 6, 6, 4}, DType::Float32, 6);
   expect_error(
