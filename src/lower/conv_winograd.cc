@@ -150,6 +150,7 @@ Lowered conv2d_winograd(const LowerContext& c) {
     tile.window_row_axis = 1;
     tile.window_unroll_axis = 3;
     tile.phase_axis = 3;
+    tile.band_weight_bytes = u->dtype.bytes() * K * C * phases * 3 * cb * ys[4];
     tile.output_period_axis = 2;
     tile.output_period = m;
     tile.pair_axis = K % 2 == 0 || K % 3 == 0 ? 2 : -1;
@@ -165,6 +166,7 @@ Lowered conv2d_winograd(const LowerContext& c) {
   tile.window_row_axis = 2;
   tile.window_unroll_axis = 3;
   tile.pair_axis = 2;
+  tile.band_weight_bytes = u->dtype.bytes() * K * C * phases * 3;
   tile.output_period_axis = 2;
   tile.output_period = m;
   return r;

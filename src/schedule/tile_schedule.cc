@@ -74,6 +74,9 @@ int64_t row_block_limit(const CpuTarget& cpu, int64_t col_vectors, int64_t row_s
 // A padded conv input is computed per band of output rows when there are at
 // least this many bands to share among threads.
 constexpr int64_t kMinBands = 16;
+// Fewer bands, down to this many, still band the window when the weights
+// every band reads whole fit in L2 (AnchorTile::band_weight_bytes).
+constexpr int64_t kMinL2Bands = 8;
 // Output rows a band pads its input for at most: a 3x3 conv pads 3 input
 // rows per output row alone, 1.5 in bands of 4 (det's 3x3 96 -> 24 convs at
 // 80x80 with AVX2 code: the padding was a fifth of their time).
@@ -459,7 +462,8 @@ bool tile_anchor(te::Schedule& s, const AnchorTile& a, const CpuTarget& cpu,
     }
     // Too few bands: the whole window first, by the default rules
     // (parallel outer loops, vectorized columns).
-    if (bands < kMinBands) {
+    const bool weights_in_l2 = a.band_weight_bytes > 0 && a.band_weight_bytes <= cpu.l2_bytes;
+    if (bands < (weights_in_l2 ? kMinL2Bands : kMinBands)) {
       window = nullptr;
       if (a.phase_axis >= 0 && band_loop) move_inside(*out, band_loop, axes[size_t(a.phase_axis)]);
     } else if (band_loop && !whole_channel)

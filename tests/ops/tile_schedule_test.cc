@@ -421,12 +421,13 @@ TEST(Lowering, WinogradRowsConvMatchesTheReference) {
 
 // nn.conv2d_winograd in channel blocks (a block of the target's lanes):
 // the products tiled as a blocked conv's, output columns by a block of
-// output channels; the transformed input whole when there are fewer than
-// 16 row tiles, and then each phase's row tiles run inside it (the loop
-// over phases outside the one over row tiles, so a phase's weights serve
-// every tile in turn), else per band of row tiles inside the parallel
-// loop. Two images, odd rows, asymmetric padding, F(2, 3) and F(4, 3),
-// AVX2 and AVX-512, against the reference kernel.
+// output channels; the transformed input per band of row tiles inside the
+// parallel loop when there are 16 row tiles or more, or 8 when the
+// transformed weights fit in L2 (512 KiB here), else whole, and then each
+// phase's row tiles run inside it (the loop over phases outside the one
+// over row tiles, so a phase's weights serve every tile in turn). Two
+// images, odd rows, asymmetric padding, F(2, 3) and F(4, 3), AVX2 and
+// AVX-512, against the reference kernel.
 TEST(Lowering, BlockedWinogradConvMatchesTheReference) {
   struct Case {
     int64_t images, in_blocks, out_blocks, height, width, tile_rows;
@@ -434,10 +435,10 @@ TEST(Lowering, BlockedWinogradConvMatchesTheReference) {
     bool banded;
   };
   const Case cases[] = {
-      {1, 4, 4, 14, 14, 4, {1, 1}, false},
-      {2, 2, 3, 7, 9, 2, {0, 1, 2, 1}, false},
-      {1, 2, 2, 64, 20, 4, {1, 1}, true},
-      {1, 3, 2, 66, 12, 4, {1, 1}, true},
+      {1, 4, 4, 14, 14, 4, {1, 1}, false},     // 4 row tiles
+      {2, 2, 3, 7, 9, 2, {0, 1, 2, 1}, true},  // 8 row tiles, weights of 18-72 KiB
+      {1, 16, 8, 32, 4, 4, {1, 1}, false},     // 8 row tiles, weights of 0.6-2.4 MiB
+      {1, 2, 2, 64, 20, 4, {1, 1}, true},     {1, 3, 2, 66, 12, 4, {1, 1}, true},
   };
   const schedule::CpuTarget cpus[] = {{32, 16}, {64, 32}};
   for (const Case& c : cases) {
