@@ -188,13 +188,13 @@ void unroll_period(te::Stage& output, const AnchorTile& a) {
   output.unroll(inner);
 }
 
-// Moves `loop` to just inside `after`, which follows it.
-void move_inside(te::Stage& stage, const tir::Var& loop, const tir::Var& after) {
+// Moves `loops` (in their order) to just inside `after`, which follows them.
+void move_inside(te::Stage& stage, const std::vector<tir::Var>& loops, const tir::Var& after) {
   std::vector<tir::Var> order;
   for (const te::Leaf& l : stage.leaves()) {
-    if (l.var == loop) continue;
+    if (std::find(loops.begin(), loops.end(), l.var) != loops.end()) continue;
     order.push_back(l.var);
-    if (l.var == after) order.push_back(loop);
+    if (l.var == after) order.insert(order.end(), loops.begin(), loops.end());
   }
   stage.reorder(order);
 }
@@ -461,11 +461,23 @@ bool tile_anchor(te::Schedule& s, const AnchorTile& a, const CpuTarget& cpu,
       bands *= l.extent;
     }
     // Too few bands: the whole window first, by the default rules
-    // (parallel outer loops, vectorized columns).
+    // (parallel outer loops, vectorized columns). With phases, also when
+    // the weights exceed L2, however many bands: each band would read them
+    // whole from memory. The images and row tiles then run inside the
+    // phases, so one phase's weights serve them all in turn.
     const bool weights_in_l2 = a.band_weight_bytes > 0 && a.band_weight_bytes <= cpu.l2_bytes;
-    if (bands < (weights_in_l2 ? kMinL2Bands : kMinBands)) {
+    const bool phases = a.phase_axis >= 0 && band_loop;
+    if (bands < (weights_in_l2 ? kMinL2Bands : kMinBands) || (phases && !weights_in_l2)) {
       window = nullptr;
-      if (a.phase_axis >= 0 && band_loop) move_inside(*out, band_loop, axes[size_t(a.phase_axis)]);
+      if (phases) {
+        std::vector<tir::Var> images_and_bands;
+        for (const te::Leaf& l : out->leaves()) {
+          if (l.var == after_band) break;
+          images_and_bands.push_back(l.var);
+        }
+        move_inside(*out, images_and_bands, axes[size_t(a.phase_axis)]);
+        outer = out->leaf(0);
+      }
     } else if (band_loop && !whole_channel)
       band_rows = split_bands(cpu, *out, a, band_loop, band_step, bands);
   }

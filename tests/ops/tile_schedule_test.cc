@@ -422,12 +422,12 @@ TEST(Lowering, WinogradRowsConvMatchesTheReference) {
 // nn.conv2d_winograd in channel blocks (a block of the target's lanes):
 // the products tiled as a blocked conv's, output columns by a block of
 // output channels; the transformed input per band of row tiles inside the
-// parallel loop when there are 16 row tiles or more, or 8 when the
-// transformed weights fit in L2 (512 KiB here), else whole, and then each
-// phase's row tiles run inside it (the loop over phases outside the one
-// over row tiles, so a phase's weights serve every tile in turn). Two
-// images, odd rows, asymmetric padding, F(2, 3) and F(4, 3), AVX2 and
-// AVX-512, against the reference kernel.
+// parallel loop when there are 8 row tiles or more (of all images) and
+// the transformed weights fit in L2 (512 KiB here), else whole, and then
+// each phase's images and row tiles run inside it (the loop over phases
+// outside those over images and row tiles, so a phase's weights serve
+// every tile in turn). Two images, odd rows, asymmetric padding, F(2, 3)
+// and F(4, 3), AVX2 and AVX-512, against the reference kernel.
 TEST(Lowering, BlockedWinogradConvMatchesTheReference) {
   struct Case {
     int64_t images, in_blocks, out_blocks, height, width, tile_rows;
@@ -438,6 +438,7 @@ TEST(Lowering, BlockedWinogradConvMatchesTheReference) {
       {1, 4, 4, 14, 14, 4, {1, 1}, false},     // 4 row tiles
       {2, 2, 3, 7, 9, 2, {0, 1, 2, 1}, true},  // 8 row tiles, weights of 18-72 KiB
       {1, 16, 8, 32, 4, 4, {1, 1}, false},     // 8 row tiles, weights of 0.6-2.4 MiB
+      {2, 16, 8, 64, 4, 4, {1, 1}, false},     // 32 row tiles, the same weights
       {1, 2, 2, 64, 20, 4, {1, 1}, true},     {1, 3, 2, 66, 12, 4, {1, 1}, true},
   };
   const schedule::CpuTarget cpus[] = {{32, 16}, {64, 32}};
@@ -459,9 +460,9 @@ TEST(Lowering, BlockedWinogradConvMatchesTheReference) {
       ASSERT_NE(input, std::string::npos) << name << "\n" << text;
       const size_t parallel = text.find("parallel");
       EXPECT_EQ(parallel != std::string::npos && parallel < input, c.banded) << name << "\n" << text;
-      // Whole: the fused parallel loop names the phases (i3) before the row tiles (i1).
+      // Whole: the fused parallel loop names the phases (i3) before the images (i0) and row tiles (i1).
       if (!c.banded) {
-        EXPECT_NE(text.find("_i3_fused_i1_fused"), std::string::npos) << name << "\n" << text;
+        EXPECT_NE(text.find("_i3_fused_i0_fused_i1_fused"), std::string::npos) << name << "\n" << text;
       }
       EXPECT_NE(text.find("unrolled", input), std::string::npos) << name << ": the phases are unrolled";
       EXPECT_NE(text.find("for %i2_inner from 0 extent " + std::to_string(c.tile_rows) + " unrolled"),
