@@ -96,14 +96,18 @@ int64_t winograd_rows(const ConvShape& c) {
   return winograd_tile_rows(d.x, d.w, d.y, conv_attrs(c));
 }
 
+// nn.conv2d_winograd's attributes for `c` by F(m, 3).
+Attrs winograd_attrs(const ConvShape& c, int64_t m) {
+  return {{"padding", conv_attrs(c).get_ints("padding")}, {"tile_rows", m}};
+}
+
 // `c` as a compiled model runs it in NCHW: nn.conv2d, or nn.conv2d_winograd
 // on the transformed kernel.
 tir::PrimFunc kiln_conv(const ConvShape& c, const std::string& name, const codegen::Target& target) {
   const NchwDescs d = nchw_descs(c);
   if (const int64_t m = winograd_rows(c)) {
-    Attrs attrs{{"padding", conv_attrs(c).get_ints("padding")}, {"tile_rows", m}};
     TensorDesc u{{c.out_channels, c.in_channels, m + 2, 3}, DType::Float32};
-    return bench::lowered_op("nn.conv2d_winograd", attrs, {d.x, u}, d.y, name, target);
+    return bench::lowered_op("nn.conv2d_winograd", winograd_attrs(c, m), {d.x, u}, d.y, name, target);
   }
   return lowered_conv("nn.conv2d", c, d.x, d.w, d.y, name, target);
 }
@@ -117,9 +121,7 @@ int64_t channel_block(const ConvShape& c, int64_t lanes) {
 // The F(m, 3) a compiled model runs `c` by in blocks of `block` (the pass
 // winograd-weights, on blocked data); 0: the direct blocked conv.
 int64_t blocked_winograd_rows(const ConvShape& c, int64_t block) {
-  if (c.in_channels % block != 0 ||
-      !winograd_tile_rows(nchw_descs(c).x, nchw_descs(c).w, nchw_descs(c).y, conv_attrs(c)))
-    return 0;
+  if (c.in_channels % block != 0 || !winograd_rows(c)) return 0;
   return blocked_winograd_tile_rows(1, c.out_height(), c.out_width());
 }
 
@@ -131,11 +133,10 @@ tir::PrimFunc kiln_blocked_conv(const ConvShape& c, int64_t block, const std::st
                                 const codegen::Target& target) {
   const int64_t ib = c.in_channels % block == 0 ? block : 1;
   if (const int64_t m = blocked_winograd_rows(c, block)) {
-    Attrs attrs{{"padding", conv_attrs(c).get_ints("padding")}, {"tile_rows", m}};
     TensorDesc x{{1, c.in_channels / block, c.height, c.width, block}, DType::Float32},
         u{{c.out_channels / block, c.in_channels / block, m + 2, 3, block, block}, DType::Float32},
         y{{1, c.out_channels / block, c.out_height(), c.out_width(), block}, DType::Float32};
-    return bench::lowered_op("nn.conv2d_winograd", attrs, {x, u}, y, name, target);
+    return bench::lowered_op("nn.conv2d_winograd", winograd_attrs(c, m), {x, u}, y, name, target);
   }
   const bool depthwise = c.groups > 1;
   TensorDesc x{ib == 1 ? Shape{1, c.in_channels, c.height, c.width}

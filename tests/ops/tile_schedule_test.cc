@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -356,6 +357,32 @@ TEST(Lowering, DepthwiseConvPadsOneRowTileOfALargeChannelPlane) {
   }
 }
 
+// nn.conv2d_winograd of data `x` and transformed weight `u` by F(tile_rows,
+// 3) lowered for `cpu` and printed, with what every schedule of it has
+// checked: the transformed input allocated, its phases unrolled, and the
+// output transform's tile rows unrolled (each row its own combination).
+// `input`: where the input's allocation is in the text.
+std::optional<tir::PrimFunc> lowered_winograd(const std::string& name, const TensorDesc& x,
+                                              const TensorDesc& u, const Attrs& conv, int64_t tile_rows,
+                                              const schedule::CpuTarget& cpu, std::string& text,
+                                              size_t& input) {
+  auto f = lower_op(name, "nn.conv2d_winograd", {x, u}, conv, cpu);
+  if (!f) {
+    ADD_FAILURE() << name << " does not lower";
+    return f;
+  }
+  text = tir::print_prim_func(**f);
+  input = text.find("allocate %conv2d_winograd_0_wino_input");
+  EXPECT_NE(input, std::string::npos) << name << "\n" << text;
+  if (input == std::string::npos) return std::nullopt;
+  EXPECT_NE(text.find("unrolled", input), std::string::npos) << name << ": the phases are unrolled";
+  EXPECT_NE(text.find("for %i2_inner from 0 extent " + std::to_string(tile_rows) + " unrolled"),
+            std::string::npos)
+      << name << "\n"
+      << text;
+  return f;
+}
+
 // nn.conv2d_winograd (a 3x3 stride-1 conv by Winograd's F(m, 3) along its
 // output rows, its kernel transformed by nn.winograd_weight): the
 // transformed input computed per band of row tiles inside the parallel
@@ -397,21 +424,15 @@ TEST(Lowering, WinogradRowsConvMatchesTheReference) {
       const std::string name = "wino_" + std::to_string(c.in_channels) + "_" + std::to_string(c.height) +
                                "_" + std::to_string(c.padding[0]) + "_" + std::to_string(c.tile_rows) + "_" +
                                std::to_string(cpu.vector_bytes);
-      auto f = lower_op(name, "nn.conv2d_winograd", {x, TensorDesc{tu.shape(), DType::Float32}}, conv, cpu);
-      ASSERT_TRUE(f.has_value()) << name;
-      const std::string text = tir::print_prim_func(**f);
-      const size_t input = text.find("allocate %conv2d_winograd_0_wino_input");
-      ASSERT_NE(input, std::string::npos) << name << "\n" << text;
+      std::string text;
+      size_t input = 0;
+      auto f = lowered_winograd(name, x, TensorDesc{tu.shape(), DType::Float32}, conv, c.tile_rows, cpu, text,
+                                input);
+      if (!f) continue;
       // A tile's phases: 4 for F(2, 3), 6 for F(4, 3).
       EXPECT_NE(text.find(", " + std::to_string(c.tile_rows + 2) + ", ", input), std::string::npos) << name;
       const size_t parallel = text.find("parallel");
       ++(parallel != std::string::npos && parallel < input ? banded : whole);
-      EXPECT_NE(text.find("unrolled", input), std::string::npos) << name << ": the phases are unrolled";
-      // The output transform runs a tile's rows unrolled (each its own combination).
-      EXPECT_NE(text.find("for %i2_inner from 0 extent " + std::to_string(c.tile_rows) + " unrolled"),
-                std::string::npos)
-          << name << "\n"
-          << text;
       expect_matches_reference(*f, name, "nn.conv2d_winograd", {tx, tu}, conv, 1e-4);
     }
   }
@@ -453,22 +474,16 @@ TEST(Lowering, BlockedWinogradConvMatchesTheReference) {
       Tensor tx = random_input(x, {-1, 1}, r), tu = random_input(u, {-0.05, 0.05}, r);
       const std::string name = "wino_blocked_" + std::to_string(c.height) + "x" + std::to_string(c.width) +
                                "_" + std::to_string(c.tile_rows) + "_" + std::to_string(cpu.vector_bytes);
-      auto f = lower_op(name, "nn.conv2d_winograd", {x, u}, conv, cpu);
-      ASSERT_TRUE(f.has_value()) << name;
-      const std::string text = tir::print_prim_func(**f);
-      const size_t input = text.find("allocate %conv2d_winograd_0_wino_input");
-      ASSERT_NE(input, std::string::npos) << name << "\n" << text;
+      std::string text;
+      size_t input = 0;
+      auto f = lowered_winograd(name, x, u, conv, c.tile_rows, cpu, text, input);
+      if (!f) continue;
       const size_t parallel = text.find("parallel");
       EXPECT_EQ(parallel != std::string::npos && parallel < input, c.banded) << name << "\n" << text;
       // Whole: the fused parallel loop names the phases (i3) before the images (i0) and row tiles (i1).
       if (!c.banded) {
         EXPECT_NE(text.find("_i3_fused_i0_fused_i1_fused"), std::string::npos) << name << "\n" << text;
       }
-      EXPECT_NE(text.find("unrolled", input), std::string::npos) << name << ": the phases are unrolled";
-      EXPECT_NE(text.find("for %i2_inner from 0 extent " + std::to_string(c.tile_rows) + " unrolled"),
-                std::string::npos)
-          << name << "\n"
-          << text;
       expect_matches_reference(*f, name, "nn.conv2d_winograd", {tx, tu}, conv, 1e-4);
     }
   }
