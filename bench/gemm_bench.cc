@@ -1,6 +1,7 @@
 // The GEMM family: PP-OCR rec's matrix products (its head, the attention's
 // projections and its batched score and value products, a pointwise conv as
-// a GEMM), a square 1024^3 and an odd 1023^3 (no block of whole vectors
+// a GEMM), BERT-base's projections and feed-forward products over 128
+// tokens, a square 1024^3 and an odd 1023^3 (no block of whole vectors
 // divides it), through the matmul op's default schedule for
 // this CPU (what a compiled model gets, JIT-compiled with a .kmod's machine
 // code), against OpenBLAS's and oneDNN's sgemm, on one thread, in one Google
@@ -43,11 +44,13 @@ struct GemmShape {
 };
 
 const GemmShape kShapes[] = {
-    {"rec head 40x6625x120", 1, 40, 6625, 120},     {"rec qkv 40x360x120", 1, 40, 360, 120},
-    {"rec mlp up 40x240x120", 1, 40, 240, 120},     {"rec mlp down 40x120x240", 1, 40, 120, 240},
-    {"rec proj 40x120x120", 1, 40, 120, 120},       {"rec scores 8 x 40x40x15", 8, 40, 40, 15},
-    {"rec values 8 x 40x15x40", 8, 40, 15, 40},     {"rec 1x1 conv 480x480x480", 1, 480, 480, 480},
-    {"square 1024x1024x1024", 1, 1024, 1024, 1024}, {"odd 1023x1023x1023", 1, 1023, 1023, 1023},
+    {"rec head 40x6625x120", 1, 40, 6625, 120},        {"rec qkv 40x360x120", 1, 40, 360, 120},
+    {"rec mlp up 40x240x120", 1, 40, 240, 120},        {"rec mlp down 40x120x240", 1, 40, 120, 240},
+    {"rec proj 40x120x120", 1, 40, 120, 120},          {"rec scores 8 x 40x40x15", 8, 40, 40, 15},
+    {"rec values 8 x 40x15x40", 8, 40, 15, 40},        {"rec 1x1 conv 480x480x480", 1, 480, 480, 480},
+    {"bert qkv 128x768x768", 1, 128, 768, 768},        {"bert ffn up 128x3072x768", 1, 128, 3072, 768},
+    {"bert ffn down 128x768x3072", 1, 128, 768, 3072}, {"square 1024x1024x1024", 1, 1024, 1024, 1024},
+    {"odd 1023x1023x1023", 1, 1023, 1023, 1023},
 };
 
 std::string kernel_name(size_t i) { return "gemm" + std::to_string(i); }

@@ -353,5 +353,6 @@ class Hasher {
 bool structural_equal(const PrimFuncNode& a, const PrimFuncNode& b) { return Equal().func(a, b); }
 size_t structural_hash(const PrimFuncNode& f) { return Hasher().func(f); }
 bool structural_equal(const Stmt& a, const Stmt& b) { return Equal().stmt(a, b); }
+bool structural_equal(const Expr& a, const Expr& b) { return Equal().expr(a, b); }
 
 }  // namespace kiln::tir

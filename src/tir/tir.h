@@ -487,6 +487,8 @@ void verify_prim_func(const PrimFuncNode& f);
 // Equal up to renaming of variables and buffers (mapped where defined).
 bool structural_equal(const PrimFuncNode& a, const PrimFuncNode& b);
 bool structural_equal(const Stmt& a, const Stmt& b);
+// Expressions: free variables and buffers equal only to themselves.
+bool structural_equal(const Expr& a, const Expr& b);
 // Consistent with structural_equal: equal functions hash alike.
 size_t structural_hash(const PrimFuncNode& f);
 

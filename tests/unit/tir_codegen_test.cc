@@ -253,6 +253,48 @@ prim @clamped(%src: Buffer[(64), float32], %dst: Buffer[(160), float32]) {
           << "run " << b << " lane " << i;
 }
 
+// A reshape taken apart again by a transpose (a matmul's [128, 768] rows as
+// 12 heads of 64, the heads outermost): the index of each head's 64 columns
+// divides and takes the remainder by 768, which simplify folds since no lane
+// crosses a multiple of 768, so the loads are whole vectors, not gathers. A
+// run that crosses a multiple (32 lanes from a multiple of 16, mod 24)
+// stays lane by lane. Both read what the scalar formula reads.
+TEST(TirCodegen, ReshapedIndexTakenApartAgainReadsWholeVectors) {
+  const char* text = R"(
+prim @heads(%B: Buffer[(6144), float32], %C: Buffer[(768), float32], %D: Buffer[(6144), float32], %E: Buffer[(256), float32]) {
+  for %i from 0 extent 8 {
+    for %h from 0 extent 12 {
+      for %d from 0 extent 64 vectorized {
+        %D[%h * 512 + %i * 64 + %d] = %B[((%i * 12 + %h) * 64 + %d) / 768 * 768 + mod((%i * 12 + %h) * 64 + %d, 768)] + %C[mod((%i * 12 + %h) * 64 + %d, 768)]
+      }
+    }
+    for %d from 0 extent 32 vectorized {
+      %E[%i * 32 + %d] = %C[mod(%i * 16 + %d, 24)]
+    }
+  }
+  return 0
+}
+)";
+  auto fs = lowered_for_avx512(text);
+  std::string ll = emit_text(fs, EmitKind::LLVMIR);
+  EXPECT_EQ(ll.find("gather.v64"), std::string::npos) << ll;
+  std::vector<float> b(6144), c(768), d(6144, -1.0f), e(256, -1.0f);
+  for (size_t k = 0; k < b.size(); ++k) b[k] = float(k) * 0.25f;
+  for (size_t k = 0; k < c.size(); ++k) c[k] = 1000.0f + float(k);
+  auto jit = JitModule::create(fs);
+  jit->run("heads", {b.data(), c.data(), d.data(), e.data()});
+  for (int i = 0; i < 8; ++i) {
+    for (int h = 0; h < 12; ++h)
+      for (int l = 0; l < 64; ++l) {
+        const int x = (i * 12 + h) * 64 + l;
+        ASSERT_EQ(d[size_t(h * 512 + i * 64 + l)], b[size_t(x / 768 * 768 + x % 768)] + c[size_t(x % 768)])
+            << "row " << i << " head " << h << " lane " << l;
+      }
+    for (int l = 0; l < 32; ++l)
+      ASSERT_EQ(e[size_t(i * 32 + l)], c[size_t((i * 16 + l) % 24)]) << "row " << i << " lane " << l;
+  }
+}
+
 // The same with a stride (a strided conv's phases: every other column of a
 // padded row, clamp_index of j * 2 + q - 1): a run inside the clamp is one
 // load of its span (two whole vectors) and a shuffle, a run at an edge a

@@ -1,15 +1,20 @@
 // simplify: constant folding and arithmetic identities.
 //
 // Rewrites integer and boolean arithmetic over constants to constants,
-// x + 0, x - 0, x * 1, x * 0, x / 1 and 0 + x, 1 * x to x (or 0); casts of
-// constants; select and if with a constant condition; loops of extent 0
+// x + 0, x - 0, x * 1, x * 0, x / 1 and 0 + x, 1 * x to x (or 0), and
+// x / c * c + mod(x, c) to x; casts of constants; select and if with a constant condition; loops of extent 0
 // (removed) and extent 1 (the variable becomes the loop's min). Floating-point
 // arithmetic is folded only for casts, since reassociating it changes
 // results. Integer division and remainder by a positive constant use the
 // ranges of the enclosing loops' variables: x / c is 0 and x mod c is x when
 // 0 <= x < c, and (x / a) / b is x / (a * b) when x >= 0 (a fused loop
-// over a batch of 1 leaves such terms in every index). Requires a verified
-// function; keeps it verified.
+// over a batch of 1 leaves such terms in every index). Integer vectors:
+// operations on broadcasts are one broadcast, a ramp plus a broadcast is a
+// ramp, and a ramp whose lanes share one quotient by c (its base a
+// non-negative multiple of a divisor of c larger than its span) divides to a
+// broadcast and takes its remainder as a ramp, so that a reshape's index
+// taken apart again by a transpose reads whole vectors, not gathers.
+// Requires a verified function; keeps it verified.
 //
 //   for %i from 0 extent 1 { %A[%i * 4 + 0] = %B[%i] }
 // becomes
@@ -18,6 +23,8 @@
 //   for %f from 0 extent 480 { %A[%f / 80 / 6 * 1000 + mod(%f, 80)] = ... }
 // becomes
 //   for %f from 0 extent 480 { %A[mod(%f, 80)] = ... }
+#include <cstdlib>
+#include <numeric>
 #include <unordered_map>
 
 #include "tir/mutator.h"
@@ -77,6 +84,45 @@ std::optional<int64_t> fold_int(BinaryOp op, int64_t a, int64_t b, DataType t) {
 
 bool is_scalar_int_like(const Expr& e) {
   return (e->dtype.is_integer() || e->dtype.is_bool()) && !e->dtype.is_vector();
+}
+
+// The constant an integer constant, or each lane of a broadcast of one, is.
+std::optional<int64_t> lane_constant(const Expr& e) {
+  if (auto* b = as<BroadcastNode>(e)) return as_const_int(b->value);
+  return as_const_int(e);
+}
+
+// A constant every value of the scalar `e` is a multiple of: 0 for the
+// constant 0 (any divides it), 1 when nothing is known.
+int64_t known_divisor(const Expr& e) {
+  constexpr int64_t kLimit = int64_t(1) << 30;
+  if (auto c = as_const_int(e)) return *c < -kLimit || *c > kLimit ? 1 : std::abs(*c);
+  auto* b = as<BinaryNode>(e);
+  if (!b || e->dtype.is_vector()) return 1;
+  if (b->op == BinaryOp::Add || b->op == BinaryOp::Sub)
+    return std::gcd(known_divisor(b->a), known_divisor(b->b));
+  if (b->op != BinaryOp::Mul) return 1;
+  const int64_t x = known_divisor(b->a), y = known_divisor(b->b);
+  if (x == 0 || y == 0) return 0;
+  return x <= kLimit / y ? x * y : std::max(x, y);
+}
+
+// x when `q` is x / c * c (or c * (x / c)) and `r` is mod(x, c), for one
+// constant c: their sum, with division truncating, whatever the sign of x.
+std::optional<Expr> recombined_quotient(const Expr& q, const Expr& r) {
+  auto* mul = as<BinaryNode>(q);
+  auto* mod = as<BinaryNode>(r);
+  if (!mul || mul->op != BinaryOp::Mul || !mod || mod->op != BinaryOp::Mod) return std::nullopt;
+  auto c = lane_constant(mod->b);
+  if (!c || *c == 0) return std::nullopt;
+  for (int side = 0; side < 2; ++side) {
+    auto* div = as<BinaryNode>(side == 0 ? mul->a : mul->b);
+    const Expr& k = side == 0 ? mul->b : mul->a;
+    if (div && div->op == BinaryOp::Div && lane_constant(k) == c && lane_constant(div->b) == c &&
+        structural_equal(div->a, mod->a))
+      return div->a;
+  }
+  return std::nullopt;
 }
 
 // A closed interval of integer values.
@@ -226,6 +272,46 @@ class Simplifier : public Mutator {
     return std::nullopt;
   }
 
+  // Integer vector forms: op(broadcast(x), broadcast(y)) is broadcast(op(x,
+  // y)); ramp(b, s, n) + broadcast(x) is ramp(b + x, s, n) (and x + ramp,
+  // ramp - x); ramp(b, s, n) / c and mod(ramp(b, s, n), c) are
+  // broadcast(b / c) and ramp(mod(b, c), s, n) when no lane crosses a
+  // multiple of c: b >= 0 is a multiple of d, a divisor of c, and the lanes
+  // span fewer than d values; ramp(b / c, s / c, n) and broadcast(mod(b, c))
+  // when s >= 0 is a multiple of c.
+  std::optional<Expr> simplify_vector(BinaryOp op, const Expr& a, const Expr& b) const {
+    if (!a->dtype.is_vector() || !a->dtype.is_integer()) return std::nullopt;
+    const bool arithmetic = op == BinaryOp::Add || op == BinaryOp::Sub || op == BinaryOp::Mul ||
+                            op == BinaryOp::Div || op == BinaryOp::Mod || op == BinaryOp::Min ||
+                            op == BinaryOp::Max;
+    if (!arithmetic) return std::nullopt;
+    auto* ba = as<BroadcastNode>(a);
+    auto* bb = as<BroadcastNode>(b);
+    if (ba && bb) return broadcast(mutate_const(binary(op, ba->value, bb->value)), a->dtype.lanes);
+    auto* ra = as<RampNode>(a);
+    auto* rb = as<RampNode>(b);
+    if (op == BinaryOp::Add && ra && bb)
+      return ramp(mutate_const(binary(BinaryOp::Add, ra->base, bb->value)), ra->stride, ra->lanes);
+    if (op == BinaryOp::Add && ba && rb)
+      return ramp(mutate_const(binary(BinaryOp::Add, ba->value, rb->base)), rb->stride, rb->lanes);
+    if (op == BinaryOp::Sub && ra && bb)
+      return ramp(mutate_const(binary(BinaryOp::Sub, ra->base, bb->value)), ra->stride, ra->lanes);
+    if ((op == BinaryOp::Div || op == BinaryOp::Mod) && ra && bb && a->dtype.is_int()) {
+      auto c = as_const_int(bb->value);
+      auto stride = as_const_int(ra->stride);
+      auto base = range_of(ra->base);
+      if (!c || *c <= 0 || !stride || *stride < 0 || !base || base->lo < 0) return std::nullopt;
+      Expr scalar = mutate_const(binary(op, ra->base, bb->value));
+      // A stride that is a multiple of c: every lane has b's remainder.
+      if (*stride % *c == 0)
+        return op == BinaryOp::Mod ? broadcast(scalar, ra->lanes)
+                                   : ramp(scalar, int_imm(*stride / *c, ra->stride->dtype), ra->lanes);
+      if (*stride * (ra->lanes - 1) >= std::gcd(known_divisor(ra->base), *c)) return std::nullopt;
+      return op == BinaryOp::Div ? broadcast(scalar, ra->lanes) : ramp(scalar, ra->stride, ra->lanes);
+    }
+    return std::nullopt;
+  }
+
   // Simplifies an expression built here once more (its parts are simplified).
   Expr mutate_const(const Expr& e) const { return const_cast<Simplifier*>(this)->mutate(e); }
 
@@ -236,6 +322,11 @@ class Simplifier : public Mutator {
       if (auto v = fold_int(n.op, *ca, *cb, a->dtype)) return int_imm(*v, n.dtype);
     if ((n.op == BinaryOp::Div || n.op == BinaryOp::Mod) && cb)
       if (auto s = simplify_div_mod(n.op, a, *cb, n.dtype)) return *s;
+    if (auto s = simplify_vector(n.op, a, b)) return *s;
+    if (n.op == BinaryOp::Add && a->dtype.is_integer()) {
+      if (auto x = recombined_quotient(a, b)) return *x;
+      if (auto x = recombined_quotient(b, a)) return *x;
+    }
     if (auto s = simplify_lanes(n.op, a, b, n.dtype)) return *s;
     if (a->dtype.is_integer()) {
       switch (n.op) {
