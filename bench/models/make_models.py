@@ -1,6 +1,7 @@
-"""Writes three classic architectures as ONNX models with random weights, for
-bench/e2e_models.sh: ResNet-18 and MobileNetV2 (ImageNet classifiers, 224x224
-input) and two BERT-base encoder layers (128 tokens of 768 features). The
+"""Writes four classic architectures as ONNX models with random weights, for
+bench/e2e_models.sh: ResNet-18, MobileNetV2 and EfficientNet-B0 (ImageNet
+classifiers, 224x224 input) and two BERT-base encoder layers (128 tokens of
+768 features). The
 weights are random (fixed seed) and batch norms are left out, as an export
 folds them into the convs; the speed and the arithmetic are those of the real
 models.
@@ -101,6 +102,33 @@ def mobilenet_v2(path):
     g.save(path, [1, 3, 224, 224], g.classifier(x, 1280), [1, 1000])
 
 
+def efficientnet_b0(path):
+    g = Graph(7)
+
+    def swish(t):
+        return g.node("Mul", [t, g.node("Sigmoid", [t])])
+
+    x = swish(g.conv("x", 3, 32, 3, 2))
+    channels = 32
+    # expansion, output channels, repeats, first stride, kernel
+    for expand, width, repeats, stride, k in [(1, 16, 1, 1, 3), (6, 24, 2, 2, 3), (6, 40, 2, 2, 5), (6, 80, 3, 2, 3),
+                                              (6, 112, 3, 1, 5), (6, 192, 4, 2, 5), (6, 320, 1, 1, 3)]:
+        for i in range(repeats):
+            s = stride if i == 0 else 1
+            hidden = channels * expand
+            y = swish(g.conv(x, channels, hidden, 1)) if expand != 1 else x
+            y = swish(g.conv(y, hidden, hidden, k, s, groups=hidden))
+            # Squeeze and excitation: a channel gate from the mean of each channel.
+            squeeze = max(1, channels // 4)
+            gate = swish(g.conv(g.node("GlobalAveragePool", [y]), hidden, squeeze, 1))
+            y = g.node("Mul", [y, g.node("Sigmoid", [g.conv(gate, squeeze, hidden, 1)])])
+            y = g.conv(y, hidden, width, 1)
+            x = g.node("Add", [y, x]) if s == 1 and channels == width else y
+            channels = width
+    x = swish(g.conv(x, channels, 1280, 1))
+    g.save(path, [1, 3, 224, 224], g.classifier(x, 1280), [1, 1000])
+
+
 def bert_layers(path, layers=2, tokens=128, features=768, heads=12):
     g = Graph(12)
     head = features // heads
@@ -140,6 +168,7 @@ def main():
     os.makedirs(out, exist_ok=True)
     resnet18(os.path.join(out, "resnet18.onnx"))
     mobilenet_v2(os.path.join(out, "mobilenet_v2.onnx"))
+    efficientnet_b0(os.path.join(out, "efficientnet_b0.onnx"))
     bert_layers(os.path.join(out, "bert_base_2_layers.onnx"))
 
 

@@ -120,6 +120,10 @@ Expr sigmoid_of(const Expr& x) {
 
 Lowered sigmoid(const LowerContext& c) { return float_unary(c, sigmoid_of); }
 
+Lowered silu(const LowerContext& c) {
+  return float_unary(c, [](Expr x) { return tir::mul(x, sigmoid_of(x)); });
+}
+
 Lowered gelu(const LowerContext& c) {
   if (c.attrs.get_string("approximate") == "tanh") {
     const double k = std::sqrt(2.0 / std::numbers::pi);
@@ -264,6 +268,7 @@ void register_elementwise_lowerings(LoweringTable& t) {
   t.add("nn.relu", E, relu);
   t.add("clip", E, clip);
   t.add("sigmoid", E, sigmoid);
+  t.add("nn.silu", E, silu);
   t.add("tanh", E, intrinsic_unary<tir::Intrinsic::Tanh>);
   t.add("nn.gelu", E, gelu);
   t.add("sqrt", E, intrinsic_unary<tir::Intrinsic::Sqrt>);

@@ -291,6 +291,7 @@ KILN_FLOAT_UNARY(cosh, "cosh", "hyperbolic cosine", std::cosh(x))
 KILN_FLOAT_UNARY(asinh, "asinh", "inverse hyperbolic sine", std::asinh(x))
 KILN_FLOAT_UNARY(acosh, "acosh", "inverse hyperbolic cosine", std::acosh(x))
 KILN_FLOAT_UNARY(atanh, "atanh", "inverse hyperbolic tangent", std::atanh(x))
+KILN_FLOAT_UNARY(silu, "nn.silu", "x * sigmoid(x)", x* sigmoid(x))
 KILN_FLOAT_UNARY(hard_swish, "nn.hard_swish", "x * clamp((x + 3) / 6, 0, 1)",
                  x* std::max(0.0, std::min(1.0, (x + 3.0) / 6.0)))
 #undef KILN_FLOAT_UNARY
@@ -539,6 +540,7 @@ void register_elementwise_ops(OpRegistry& r) {
   add_unary(r, "nn.hard_sigmoid", "clamp(alpha * x + beta, 0, 1)", hard_sigmoid_infer, hard_sigmoid_kernel,
             {{"alpha", AttrKind::Float, AttrValue(0.2)}, {"beta", AttrKind::Float, AttrValue(0.5)}});
   add_unary(r, "nn.hard_swish", "x * clamp((x + 3) / 6, 0, 1)", hard_swish_infer, hard_swish_kernel);
+  add_unary(r, "nn.silu", "x * sigmoid(x) (swish)", silu_infer, silu_kernel);
   add_unary(r, "floor", "largest integer <= x", floor_infer, floor_kernel);
   add_unary(r, "ceil", "smallest integer >= x", ceil_infer, ceil_kernel);
   add_unary(r, "round", "nearest integer, ties to even", round_infer, round_kernel);

@@ -56,7 +56,8 @@ const std::set<std::string>& elementwise_ops() {
       "add",     "subtract",      "multiply",        "divide",        "maximum", "minimum",
       "nn.relu", "nn.hard_swish", "nn.hard_sigmoid", "nn.leaky_relu", "clip",    "sigmoid",
       "tanh",    "exp",           "negative",        "abs",           "nn.gelu", "sqrt",
-      "square",  "erf",           "floor",           "ceil",          "round",   "sign"};
+      "square",  "erf",           "floor",           "ceil",          "round",   "sign",
+      "nn.silu"};
   return ops;
 }
 

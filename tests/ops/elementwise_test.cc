@@ -288,6 +288,7 @@ TEST(Elementwise, UnaryAgainstFormulas) {
   expect_unary("nn.hard_sigmoid", xs, [](double v) { return std::clamp(0.5 * v + 0.1, 0.0, 1.0); },
                {{"alpha", 0.5}, {"beta", 0.1}});
   expect_unary("nn.hard_swish", xs, [](double v) { return v * std::clamp(v / 6 + 0.5, 0.0, 1.0); });
+  expect_unary("nn.silu", xs, [](double v) { return v / (1 + std::exp(-v)); });
   expect_unary("floor", xs, [](double v) { return std::floor(v); });
   expect_unary("ceil", xs, [](double v) { return std::ceil(v); });
 }

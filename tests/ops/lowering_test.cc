@@ -262,6 +262,7 @@ const std::map<std::string, CaseGen>& generators() {
       {"nn.leaky_relu", unary(kFloat, {-3, 3}, Attrs{{"alpha", 0.1}})},
       {"nn.hard_sigmoid", unary(kFloat, {-4, 4}, Attrs{{"alpha", 0.25}, {"beta", 0.4}})},
       {"nn.hard_swish", unary(kFloat, {-5, 5})},
+      {"nn.silu", unary(kFloat, {-12, 12})},
       {"floor", unary(kFloat)},
       {"ceil", unary(kFloat)},
       {"round",

@@ -225,6 +225,7 @@ TEST(HexagonBackend, EveryClaimedOpMatchesTheReference) {
       {"sigmoid", {"sigmoid(%x4)", "Tensor[(2, 4, 6, 6), float32]"}},
       {"hard_swish", {"nn.hard_swish(%x4)", "Tensor[(2, 4, 6, 6), float32]"}},
       {"hard_sigmoid", {"nn.hard_sigmoid(%x4)", "Tensor[(2, 4, 6, 6), float32]"}},
+      {"silu", {"nn.silu(%x4)", "Tensor[(2, 4, 6, 6), float32]"}},
       {"leaky_relu", {"nn.leaky_relu(%x4, alpha=0.1)", "Tensor[(2, 4, 6, 6), float32]"}},
       {"negative", {"negative(%x4)", "Tensor[(2, 4, 6, 6), float32]"}},
       {"abs", {"abs(%x4)", "Tensor[(2, 4, 6, 6), float32]"}},

@@ -429,6 +429,7 @@ TEST(Npu, EveryRegisteredPatternExecutes) {
         "Tensor[(2, 4, 6, 6), float32]"}},
       {"hard_swish", {"%b = nn.hard_swish(%x4)", "Tensor[(2, 4, 6, 6), float32]"}},
       {"hard_sigmoid", {"%b = nn.hard_sigmoid(%x4)", "Tensor[(2, 4, 6, 6), float32]"}},
+      {"silu", {"%b = nn.silu(%x4)", "Tensor[(2, 4, 6, 6), float32]"}},
       {"depthwise_conv2d", {"%b = nn.conv2d(%x4, %dw, groups=4)", "Tensor[(2, 4, 4, 4), float32]"}},
       {"conv2d", {"%b = nn.conv2d(%q4, %qw, strides=[2, 2])", "Tensor[(2, 6, 2, 2), int32]"}},
       {"matmul", {"%b = matmul(%m, %mt)", "Tensor[(12, 9), float32]"}},

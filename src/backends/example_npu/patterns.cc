@@ -134,7 +134,7 @@ Pattern conv2d_bias() { return optional_op(is_op("add", {conv2d(), annotate("bia
 // its own pattern, conv2d_relu_fused), of `p`.
 Pattern activation_of(const Pattern& p) {
   std::vector<Pattern> acts;
-  for (const char* op : {"clip", "sigmoid", "tanh", "nn.gelu", "nn.hard_swish", "nn.hard_sigmoid"})
+  for (const char* op : {"clip", "sigmoid", "tanh", "nn.gelu", "nn.hard_swish", "nn.hard_sigmoid", "nn.silu"})
     acts.push_back(is_op(op, {p}));
   return alternatives(std::move(acts));
 }
@@ -159,7 +159,8 @@ void add_patterns(PatternRegistry& r) {
   add(r, "conv2d_relu_fused", is_op("nn.relu", {conv2d_bias()}), conv_check(false), 20,
       "nn.conv2d (+ bias add) then nn.relu, fused on the CONV engine (no intermediate in DRAM)");
   add(r, "conv2d_activation_fused", activation_of(conv2d_bias()), conv_check(false), 20,
-      "nn.conv2d (+ bias add) then clip/sigmoid/tanh/gelu/hard_swish/hard_sigmoid, fused on the CONV engine");
+      "nn.conv2d (+ bias add) then clip/sigmoid/tanh/gelu/hard_swish/hard_sigmoid/silu, fused on the CONV "
+      "engine");
   add(r, "depthwise_conv2d_activation_fused",
       alternatives({is_op("nn.relu", {conv2d_bias()}), activation_of(conv2d_bias())}), conv_check(true), 20,
       "depthwise nn.conv2d (+ bias add) then an activation, fused on the VECTOR engine");
@@ -181,6 +182,7 @@ void add_patterns(PatternRegistry& r) {
   add_unary(r, "gelu", "nn.gelu");
   add_unary(r, "hard_swish", "nn.hard_swish");
   add_unary(r, "hard_sigmoid", "nn.hard_sigmoid");
+  add_unary(r, "silu", "nn.silu");
   add(r, "softmax", is_op("nn.softmax", {annotate("input", wildcard())}),
       all_of({check_dtypes,
               [](const Match& m, const BackendOptions&) -> std::optional<std::string> {

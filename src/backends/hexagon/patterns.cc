@@ -72,8 +72,9 @@ void add_patterns(PatternRegistry& r) {
     add(r, op, 1, 5, "compiled for the DSP, tiled into VTCM");
   for (const char* op : {"add", "subtract", "multiply", "divide", "maximum", "minimum"})
     add(r, op, 2, 5, "compiled for the DSP");
-  for (const char* op : {"nn.relu", "clip", "sigmoid", "nn.hard_swish", "nn.hard_sigmoid", "nn.leaky_relu",
-                         "negative", "abs", "exp", "sqrt", "round", "floor", "ceil", "astype"})
+  for (const char* op :
+       {"nn.relu", "clip", "sigmoid", "nn.silu", "nn.hard_swish", "nn.hard_sigmoid", "nn.leaky_relu",
+        "negative", "abs", "exp", "sqrt", "round", "floor", "ceil", "astype"})
     add(r, op, 1, 5, "compiled for the DSP");
   add(r, "nn.batch_norm", 5, 5, "(inference) compiled for the DSP");
   add(r, "nn.softmax", 1, 5, "compiled for the DSP (the reciprocal of the sum in float32)");

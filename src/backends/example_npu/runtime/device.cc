@@ -151,7 +151,7 @@ const char* engine_for_op(const std::string& op) {
   if (op == "nn.conv2d") return "CONV";
   if (op == "nn.max_pool2d" || op == "nn.avg_pool2d") return "POOLING";
   if (op == "nn.relu" || op == "clip" || op == "sigmoid" || op == "tanh" || op == "nn.gelu" ||
-      op == "nn.hard_swish" || op == "nn.hard_sigmoid")
+      op == "nn.hard_swish" || op == "nn.hard_sigmoid" || op == "nn.silu")
     return "ACTIVATION";
   if (op == "add" || op == "subtract" || op == "multiply" || op == "divide" || op == "nn.softmax" ||
       op == "nn.batch_norm" || op == "quantize" || op == "dequantize")

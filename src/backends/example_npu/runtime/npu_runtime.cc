@@ -28,7 +28,7 @@ struct Program {
 
 bool is_activation(const std::string& op) {
   return op == "nn.relu" || op == "clip" || op == "sigmoid" || op == "tanh" || op == "nn.gelu" ||
-         op == "nn.hard_swish" || op == "nn.hard_sigmoid";
+         op == "nn.hard_swish" || op == "nn.hard_sigmoid" || op == "nn.silu";
 }
 
 bool is_fusable_main(const std::string& op) {
@@ -50,7 +50,9 @@ int64_t work_of(const GraphNode& n, const std::vector<Shape>& in_shapes) {
   }
   if (n.op == "nn.softmax") return 3 * out;
   if (n.op == "nn.batch_norm") return 2 * out;
-  if (n.op == "nn.gelu" || n.op == "sigmoid" || n.op == "tanh" || n.op == "nn.hard_swish") return 4 * out;
+  if (n.op == "nn.gelu" || n.op == "sigmoid" || n.op == "tanh" || n.op == "nn.hard_swish" ||
+      n.op == "nn.silu")
+    return 4 * out;
   return out;
 }
 

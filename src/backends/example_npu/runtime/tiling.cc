@@ -80,7 +80,7 @@ std::vector<int64_t> four_pads(std::vector<int64_t> pad) {
 
 bool is_elementwise(const std::string& op) {
   for (const char* e : {"add", "subtract", "multiply", "divide", "nn.relu", "clip", "sigmoid", "tanh",
-                        "nn.gelu", "nn.hard_swish", "nn.hard_sigmoid", "quantize", "dequantize"})
+                        "nn.gelu", "nn.hard_swish", "nn.hard_sigmoid", "nn.silu", "quantize", "dequantize"})
     if (op == e) return true;
   return false;
 }
