@@ -38,11 +38,16 @@ namespace {
 
 class FunctionBuilder {
  public:
-  // `split_lane_masks`: the target keeps a vector's lane mask in vector
-  // registers, not mask registers (x86 without AVX-512), so combining two
-  // masks of more lanes than a register holds is costly (stored_select).
-  FunctionBuilder(llvm::Module& m, const tir::PrimFuncNode& f, bool split_lane_masks)
-      : ctx_(m.getContext()), mod_(m), b_(m.getContext()), f_(f), split_lane_masks_(split_lane_masks) {}
+  // `isa`: the target's vector instructions. x86 without AVX-512 keeps a
+  // vector's lane mask in vector registers, not mask registers, so combining
+  // two masks of more lanes than a register holds is costly (stored_select).
+  FunctionBuilder(llvm::Module& m, const tir::PrimFuncNode& f, const VectorIsa& isa)
+      : ctx_(m.getContext()),
+        mod_(m),
+        b_(m.getContext()),
+        f_(f),
+        isa_(isa),
+        split_lane_masks_(isa.x86 && !isa.avx512) {}
 
   void build() {
     std::vector<llvm::Type*> params;
@@ -619,6 +624,12 @@ class FunctionBuilder {
       case tir::Intrinsic::Exp:
         if (t.is_vector() && t.is_float() && t.bits == 32) return vector_exp_f32(b_, args[0]);
         return b_.CreateUnaryIntrinsic(llvm::Intrinsic::exp, args[0]);
+      case tir::Intrinsic::Sigmoid: {
+        if (t.is_vector() && t.is_float() && t.bits == 32) return vector_sigmoid_f32(b_, args[0], isa_);
+        llvm::Value* one = llvm::ConstantFP::get(type(t), 1.0);
+        llvm::Value* e = b_.CreateUnaryIntrinsic(llvm::Intrinsic::exp, b_.CreateFNeg(args[0]));
+        return b_.CreateFDiv(one, b_.CreateFAdd(one, e));
+      }
       case tir::Intrinsic::Sqrt:
       case tir::Intrinsic::Log:
       case tir::Intrinsic::Sin:
@@ -632,10 +643,10 @@ class FunctionBuilder {
       // No LLVM intrinsic: inline for float32 vectors, else the C library's
       // function, per lane.
       case tir::Intrinsic::Tanh:
-        if (t.is_vector() && t.is_float() && t.bits == 32) return vector_tanh_f32(b_, args[0]);
+        if (t.is_vector() && t.is_float() && t.bits == 32) return vector_tanh_f32(b_, args[0], isa_);
         return libm_call(mod_, b_, type(t.element()), t.bits == 32 ? "tanhf" : "tanh", args[0]);
       case tir::Intrinsic::Erf:
-        if (t.is_vector() && t.is_float() && t.bits == 32) return vector_erf_f32(b_, args[0]);
+        if (t.is_vector() && t.is_float() && t.bits == 32) return vector_erf_f32(b_, args[0], isa_);
         return libm_call(mod_, b_, type(t.element()), t.bits == 32 ? "erff" : "erf", args[0]);
       case tir::Intrinsic::Likely:
         return b_.CreateIntrinsic(llvm::Intrinsic::expect, {args[0]->getType()}, {args[0], b_.getTrue()});
@@ -946,6 +957,7 @@ class FunctionBuilder {
   llvm::Module& mod_;
   llvm::IRBuilder<> b_;
   const tir::PrimFuncNode& f_;
+  const VectorIsa isa_;
   const bool split_lane_masks_;
   llvm::Function* fn_ = nullptr;
   llvm::BasicBlock* entry_ = nullptr;
@@ -971,11 +983,10 @@ std::unique_ptr<llvm::Module> build_module(llvm::LLVMContext& ctx, const std::ve
   auto m = std::make_unique<llvm::Module>("kiln", ctx);
   m->setTargetTriple(tm.getTargetTriple().str());
   m->setDataLayout(tm.createDataLayout());
-  const bool split_lane_masks =
-      tm.getTargetTriple().isX86() && !tm.getMCSubtargetInfo()->checkFeatures("+avx512f");
+  const VectorIsa isa = VectorIsa::of(tm);
   for (const tir::PrimFunc& f : funcs) {
     tir::verify_prim_func(*f);
-    FunctionBuilder(*m, *f, split_lane_masks).build();
+    FunctionBuilder(*m, *f, isa).build();
   }
   if (with_harness) add_hexagon_harness(*m, funcs, options.target.vtcm_capacity);
   if (import_slots) *import_slots = use_import_slots(*m);

@@ -18,6 +18,14 @@
 
 namespace kiln::codegen {
 
+// The vector instructions of the target that codegen picks by hand.
+struct VectorIsa {
+  bool x86 = false;
+  bool avx = false;     // 8-lane float32 registers
+  bool avx512 = false;  // 16-lane float32 registers and mask registers
+  static VectorIsa of(const llvm::TargetMachine& tm);
+};
+
 // Registers LLVM's native and Hexagon targets, once.
 void init_llvm();
 // A target machine for `t` (the host: this CPU and its features).
@@ -136,8 +144,20 @@ llvm::Value* libm_call(llvm::Module& m, llvm::IRBuilderBase& b, llvm::Type* elem
 // with t = 1 / (1 + p |x|) (Abramowitz and Stegun 7.1.26, absolute error
 // under 1.5e-7), tanh(x) = 1 - 2 / (e^(2|x|) + 1), with x's sign. Infinite
 // x gives +-1, NaN stays NaN.
-llvm::Value* vector_erf_f32(llvm::IRBuilder<>& b, llvm::Value* x);
-llvm::Value* vector_tanh_f32(llvm::IRBuilder<>& b, llvm::Value* x);
+// Their divisions (and sigmoid's, below) take vector_reciprocal_f32.
+llvm::Value* vector_erf_f32(llvm::IRBuilder<>& b, llvm::Value* x, const VectorIsa& isa);
+llvm::Value* vector_tanh_f32(llvm::IRBuilder<>& b, llvm::Value* x, const VectorIsa& isa);
+// 1 / (1 + e^-x) of each float32 lane: 0 below x = -87, 1 above 17, NaN stays NaN.
+llvm::Value* vector_sigmoid_f32(llvm::IRBuilder<>& b, llvm::Value* x, const VectorIsa& isa);
+// 1 / d of each float32 lane, for d >= 1 or NaN (the denominators above):
+// where the target has a reciprocal estimate (x86: rcpps, 12 bits, for 4 and
+// 8 lanes; vrcp14ps, 14 bits, for 16 with AVX-512) the estimate and one
+// Newton steps (d clamped to 1e38 first, so that infinity gives 1e-38, not
+// NaN), within 2 ulp of the quotient; else a division. A division of
+// vectors costs 5 to 10 cycles per register on current cores, the estimate
+// and its step three operations: with the division the sigmoid of a conv's
+// output took longer than the conv.
+llvm::Value* vector_reciprocal_f32(llvm::IRBuilder<>& b, llvm::Value* d, const VectorIsa& isa);
 // The LLVM intrinsic of a one-operand float intrinsic of tensor IR (sqrt,
 // log, sin, cos, floor, ceil, round: roundeven).
 llvm::Intrinsic::ID llvm_unary_intrinsic(tir::Intrinsic i);

@@ -5,8 +5,11 @@
 // by fours (HVX vrmpy).
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/IntrinsicsHexagon.h>
+#include <llvm/IR/IntrinsicsX86.h>
+#include <llvm/MC/MCSubtargetInfo.h>
 #include <llvm/TargetParser/Triple.h>
 
+#include <functional>
 #include <limits>
 #include <string>
 
@@ -205,12 +208,14 @@ std::optional<ClampedRun> clamped_run(const tir::Expr& bound_e,
   return std::nullopt;
 }
 
-llvm::Value* vector_exp_f32(llvm::IRBuilder<>& b, llvm::Value* x) {
-  auto* vt = llvm::cast<llvm::FixedVectorType>(x->getType());
+namespace {
+
+// e^c = e^r 2^k for c in a clamped range: k = round(c / ln 2) and e^r (see
+// vector_exp_f32); k returned as integers in *ki.
+llvm::Value* exp_reduced(llvm::IRBuilder<>& b, llvm::Value* c, llvm::Value** ki) {
+  auto* vt = llvm::cast<llvm::FixedVectorType>(c->getType());
   auto f = [&](double v) { return llvm::ConstantFP::get(vt, v); };
   auto* it = llvm::FixedVectorType::get(b.getInt32Ty(), vt->getNumElements());
-  llvm::Value* c = b.CreateBinaryIntrinsic(llvm::Intrinsic::maxnum, x, f(-104.0));
-  c = b.CreateBinaryIntrinsic(llvm::Intrinsic::minnum, c, f(89.0));
   llvm::Value* k =
       b.CreateUnaryIntrinsic(llvm::Intrinsic::roundeven, b.CreateFMul(c, f(1.44269504088896341)));
   auto fma = [&](llvm::Value* a, llvm::Value* m, llvm::Value* add) {
@@ -221,15 +226,40 @@ llvm::Value* vector_exp_f32(llvm::IRBuilder<>& b, llvm::Value* x) {
   llvm::Value* p = f(1.9875691500e-4);
   for (double coef : {1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2, 1.6666665459e-1, 5.0000001201e-1})
     p = fma(p, r, f(coef));
-  p = fma(p, b.CreateFMul(r, r), b.CreateFAdd(r, f(1.0)));
-  llvm::Value* ki = b.CreateFPToSI(k, it);
-  llvm::Value* half = b.CreateAShr(ki, llvm::ConstantInt::get(it, 1));
-  auto pow2 = [&](llvm::Value* e) {
-    llvm::Value* bits =
-        b.CreateShl(b.CreateAdd(e, llvm::ConstantInt::get(it, 127)), llvm::ConstantInt::get(it, 23));
-    return b.CreateBitCast(bits, vt);
-  };
-  llvm::Value* y = b.CreateFMul(b.CreateFMul(p, pow2(half)), pow2(b.CreateSub(ki, half)));
+  *ki = b.CreateFPToSI(k, it);
+  return fma(p, b.CreateFMul(r, r), b.CreateFAdd(r, f(1.0)));
+}
+
+// 2^k as a float32, for integer lanes k in [-126, 127].
+llvm::Value* pow2_f32(llvm::IRBuilder<>& b, llvm::Value* k, llvm::Type* vt) {
+  auto* it = k->getType();
+  llvm::Value* bits =
+      b.CreateShl(b.CreateAdd(k, llvm::ConstantInt::get(it, 127)), llvm::ConstantInt::get(it, 23));
+  return b.CreateBitCast(bits, vt);
+}
+
+// x clamped to [lo, hi], NaN staying NaN (one vmaxps and one vminps on x86,
+// their operands in the order that passes a NaN through).
+llvm::Value* clamp_keeping_nan(llvm::IRBuilder<>& b, llvm::Value* x, double lo, double hi) {
+  auto* vt = x->getType();
+  llvm::Value* l = llvm::ConstantFP::get(vt, lo);
+  llvm::Value* h = llvm::ConstantFP::get(vt, hi);
+  x = b.CreateSelect(b.CreateFCmpOLT(x, l), l, x);
+  return b.CreateSelect(b.CreateFCmpOGT(x, h), h, x);
+}
+
+}  // namespace
+
+llvm::Value* vector_exp_f32(llvm::IRBuilder<>& b, llvm::Value* x) {
+  auto* vt = llvm::cast<llvm::FixedVectorType>(x->getType());
+  auto f = [&](double v) { return llvm::ConstantFP::get(vt, v); };
+  llvm::Value* c = b.CreateBinaryIntrinsic(llvm::Intrinsic::maxnum, x, f(-104.0));
+  c = b.CreateBinaryIntrinsic(llvm::Intrinsic::minnum, c, f(89.0));
+  llvm::Value* ki = nullptr;
+  llvm::Value* p = exp_reduced(b, c, &ki);
+  llvm::Value* half = b.CreateAShr(ki, llvm::ConstantInt::get(ki->getType(), 1));
+  llvm::Value* y =
+      b.CreateFMul(b.CreateFMul(p, pow2_f32(b, half, vt)), pow2_f32(b, b.CreateSub(ki, half), vt));
   return b.CreateSelect(b.CreateFCmpUNO(x, x), x, y);
 }
 
@@ -285,7 +315,7 @@ namespace {
 // An odd function from its Taylor coefficients c0, c1, ... (of x, x^3, ...)
 // where |x| < `small`, else from `large`(|x|) with x's sign.
 llvm::Value* odd_function_f32(llvm::IRBuilder<>& b, llvm::Value* x, const std::vector<double>& taylor,
-                              double small, llvm::Value* (*large)(llvm::IRBuilder<>&, llvm::Value*)) {
+                              double small, const std::function<llvm::Value*(llvm::Value*)>& large) {
   auto* vt = llvm::cast<llvm::FixedVectorType>(x->getType());
   auto f = [&](double v) { return llvm::ConstantFP::get(vt, v); };
   llvm::Value* a = b.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x);
@@ -294,13 +324,81 @@ llvm::Value* odd_function_f32(llvm::IRBuilder<>& b, llvm::Value* x, const std::v
   for (size_t k = taylor.size() - 1; k-- > 0;)
     p = b.CreateIntrinsic(llvm::Intrinsic::fma, {vt}, {p, x2, f(taylor[k])});
   llvm::Value* near = b.CreateFMul(x, p);
-  llvm::Value* far = b.CreateBinaryIntrinsic(llvm::Intrinsic::copysign, large(b, a), x);
+  llvm::Value* far = b.CreateBinaryIntrinsic(llvm::Intrinsic::copysign, large(a), x);
   return b.CreateSelect(b.CreateFCmpOLT(a, f(small)), near, far);
 }
 
 }  // namespace
 
-llvm::Value* vector_erf_f32(llvm::IRBuilder<>& b, llvm::Value* x) {
+VectorIsa VectorIsa::of(const llvm::TargetMachine& tm) {
+  VectorIsa isa;
+  isa.x86 = tm.getTargetTriple().isX86();
+  isa.avx = isa.x86 && tm.getMCSubtargetInfo()->checkFeatures("+avx");
+  isa.avx512 = isa.x86 && tm.getMCSubtargetInfo()->checkFeatures("+avx512f");
+  return isa;
+}
+
+llvm::Value* vector_reciprocal_f32(llvm::IRBuilder<>& b, llvm::Value* d, const VectorIsa& isa) {
+  auto* vt = llvm::cast<llvm::FixedVectorType>(d->getType());
+  auto f = [&](double v) { return llvm::ConstantFP::get(vt, v); };
+  const unsigned lanes = vt->getNumElements();
+  // The widest estimate whose lanes divide the vector's, in a power of two of parts.
+  unsigned width = 0;
+  for (unsigned w : {16u, 8u, 4u}) {
+    const bool has = w == 16 ? isa.avx512 : w == 8 ? isa.avx : isa.x86;
+    if (has && lanes % w == 0 && ((lanes / w) & (lanes / w - 1)) == 0) {
+      width = w;
+      break;
+    }
+  }
+  if (width == 0) return b.CreateFDiv(f(1.0), d);
+  d = b.CreateSelect(b.CreateFCmpOGT(d, f(1e38)), f(1e38), d);  // NaN stays NaN
+  std::vector<llvm::Value*> parts;
+  for (unsigned at = 0; at < lanes; at += width) {
+    std::vector<int> pick;
+    for (unsigned l = 0; l < width; ++l) pick.push_back(int(at + l));
+    llvm::Value* part = lanes == width ? d : b.CreateShuffleVector(d, pick);
+    if (width == 16)
+      parts.push_back(b.CreateIntrinsic(llvm::Intrinsic::x86_avx512_rcp14_ps_512, {},
+                                        {part, part, b.getInt16(uint16_t(0xffff))}));
+    else
+      parts.push_back(b.CreateIntrinsic(
+          width == 8 ? llvm::Intrinsic::x86_avx_rcp_ps_256 : llvm::Intrinsic::x86_sse_rcp_ps, {}, {part}));
+  }
+  // The parts joined back, pairwise.
+  while (parts.size() > 1) {
+    std::vector<llvm::Value*> joined;
+    for (size_t k = 0; k < parts.size(); k += 2) {
+      const unsigned n = llvm::cast<llvm::FixedVectorType>(parts[k]->getType())->getNumElements();
+      std::vector<int> all;
+      for (unsigned l = 0; l < 2 * n; ++l) all.push_back(int(l));
+      joined.push_back(b.CreateShuffleVector(parts[k], parts[k + 1], all));
+    }
+    parts = std::move(joined);
+  }
+  // Newton steps r + r (1 - d r), each squaring the relative error: one
+  // after vrcp14ps (2^-14), two after rcpps (1.5 * 2^-12).
+  llvm::Value* r = parts[0];
+  for (int step = 0; step < (width == 16 ? 1 : 2); ++step) {
+    llvm::Value* e = b.CreateIntrinsic(llvm::Intrinsic::fma, {vt}, {b.CreateFNeg(d), r, f(1.0)});
+    r = b.CreateIntrinsic(llvm::Intrinsic::fma, {vt}, {r, e, r});
+  }
+  return r;
+}
+
+llvm::Value* vector_sigmoid_f32(llvm::IRBuilder<>& b, llvm::Value* x, const VectorIsa& isa) {
+  // e^-x for -x in [-87, 88]: 2^k stays normal, one scale instead of
+  // exp's two, and no overflow (at most 1.7e38); 1 / (1 + e^-x) is 1 within
+  // rounding from x = 17 and below 1e-38 at x = -87. A NaN passes the clamp.
+  auto* vt = llvm::cast<llvm::FixedVectorType>(x->getType());
+  llvm::Value* c = clamp_keeping_nan(b, b.CreateFNeg(x), -87.0, 88.0);
+  llvm::Value* ki = nullptr;
+  llvm::Value* p = exp_reduced(b, c, &ki);
+  llvm::Value* e = b.CreateFMul(p, pow2_f32(b, ki, vt));
+  return vector_reciprocal_f32(b, b.CreateFAdd(llvm::ConstantFP::get(vt, 1.0), e), isa);
+}
+
+llvm::Value* vector_erf_f32(llvm::IRBuilder<>& b, llvm::Value* x, const VectorIsa& isa) {
   // 2 / sqrt(pi) (-1)^k / (k! (2k + 1)), k = 0..10: the last is 1.5e-8.
   std::vector<double> taylor;
   double factorial = 1;
@@ -308,11 +406,11 @@ llvm::Value* vector_erf_f32(llvm::IRBuilder<>& b, llvm::Value* x) {
     if (k > 0) factorial *= k;
     taylor.push_back((k % 2 ? -1 : 1) * 1.12837916709551257390 / (factorial * (2 * k + 1)));
   }
-  return odd_function_f32(b, x, taylor, 1.0, [](llvm::IRBuilder<>& b, llvm::Value* a) {
+  return odd_function_f32(b, x, taylor, 1.0, [&](llvm::Value* a) {
     auto* vt = llvm::cast<llvm::FixedVectorType>(a->getType());
     auto f = [&](double v) { return llvm::ConstantFP::get(vt, v); };
-    llvm::Value* t =
-        b.CreateFDiv(f(1.0), b.CreateIntrinsic(llvm::Intrinsic::fma, {vt}, {a, f(0.3275911), f(1.0)}));
+    llvm::Value* t = vector_reciprocal_f32(
+        b, b.CreateIntrinsic(llvm::Intrinsic::fma, {vt}, {a, f(0.3275911), f(1.0)}), isa);
     llvm::Value* q = f(1.061405429);
     for (double c : {-1.453152027, 1.421413741, -0.284496736, 0.254829592})
       q = b.CreateIntrinsic(llvm::Intrinsic::fma, {vt}, {q, t, f(c)});
@@ -321,16 +419,16 @@ llvm::Value* vector_erf_f32(llvm::IRBuilder<>& b, llvm::Value* x) {
   });
 }
 
-llvm::Value* vector_tanh_f32(llvm::IRBuilder<>& b, llvm::Value* x) {
+llvm::Value* vector_tanh_f32(llvm::IRBuilder<>& b, llvm::Value* x, const VectorIsa& isa) {
   // tanh's Taylor coefficients to x^15 (the next term is 5e-9 at |x| = 1/2).
   const std::vector<double> taylor = {
       1.0,         -1.0 / 3,         2.0 / 15,          -17.0 / 315,
       62.0 / 2835, -1382.0 / 155925, 21844.0 / 6081075, -929569.0 / 638512875};
-  return odd_function_f32(b, x, taylor, 0.5, [](llvm::IRBuilder<>& b, llvm::Value* a) {
+  return odd_function_f32(b, x, taylor, 0.5, [&](llvm::Value* a) {
     auto* vt = llvm::cast<llvm::FixedVectorType>(a->getType());
     auto f = [&](double v) { return llvm::ConstantFP::get(vt, v); };
     llvm::Value* e = vector_exp_f32(b, b.CreateFAdd(a, a));
-    return b.CreateFSub(f(1.0), b.CreateFDiv(f(2.0), b.CreateFAdd(e, f(1.0))));
+    return b.CreateFSub(f(1.0), b.CreateFMul(f(2.0), vector_reciprocal_f32(b, b.CreateFAdd(e, f(1.0)), isa)));
   });
 }
 

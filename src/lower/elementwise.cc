@@ -113,10 +113,7 @@ Lowered clip(const LowerContext& c) {
   return unary(c, [&](Expr x) { return min_nan(max_nan(x, fconst(lo, x)), fconst(hi, x)); });
 }
 
-Expr sigmoid_of(const Expr& x) {
-  return tir::div(fconst(1, x), tir::add(fconst(1, x), tir::call_intrinsic(tir::Intrinsic::Exp,
-                                                                           {tir::sub(fconst(0, x), x)})));
-}
+Expr sigmoid_of(const Expr& x) { return tir::call_intrinsic(tir::Intrinsic::Sigmoid, {x}); }
 
 Lowered sigmoid(const LowerContext& c) { return float_unary(c, sigmoid_of); }
 

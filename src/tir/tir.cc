@@ -312,6 +312,7 @@ Expr call_intrinsic(Intrinsic i, std::vector<Expr> args) {
     case Intrinsic::Exp:
     case Intrinsic::Log:
     case Intrinsic::Tanh:
+    case Intrinsic::Sigmoid:
     case Intrinsic::Erf:
     case Intrinsic::Sin:
     case Intrinsic::Cos:

@@ -229,6 +229,7 @@ enum class CallKind : uint8_t { Intrinsic, Extern };
   X(Exp, "exp")                        /* float */                                                       \
   X(Log, "log")                        /* float */                                                       \
   X(Tanh, "tanh")                      /* float */                                                       \
+  X(Sigmoid, "sigmoid")                /* float: 1 / (1 + exp(-x)) */                                    \
   X(Erf, "erf")                        /* float */                                                       \
   X(Sin, "sin")                        /* float */                                                       \
   X(Cos, "cos")                        /* float */                                                       \
