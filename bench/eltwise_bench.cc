@@ -1,5 +1,6 @@
-// The elementwise family: activations (relu, hard_swish, sigmoid), a binary
-// add and a softmax over the last axis, on PP-OCR's shapes, and a mean over
+// The elementwise family: activations (relu, hard_swish, sigmoid, silu), a binary
+// add and a softmax over the last axis, on PP-OCR's shapes (silu on
+// EfficientNet-B0's first expanded layer), and a mean over
 // the last axis (a layer norm's, 128 x 768), through each op's default
 // schedule for this CPU (what a compiled model gets, JIT-compiled with a
 // .kmod's machine code), against oneDNN's eltwise, binary, softmax and
@@ -29,7 +30,7 @@ using namespace kiln;
 
 namespace {
 
-enum class Kind { Relu, HardSwish, Sigmoid, Add, Softmax, Mean };
+enum class Kind { Relu, HardSwish, Sigmoid, Silu, Add, Softmax, Mean };
 
 struct EltwiseCase {
   const char* what;
@@ -46,6 +47,7 @@ const EltwiseCase kCases[] = {
     {"relu 1x96x80x80", Kind::Relu, {1, 96, 80, 80}},
     {"hard_swish 1x120x12x80", Kind::HardSwish, {1, 120, 12, 80}},
     {"sigmoid 1x96x80x80", Kind::Sigmoid, {1, 96, 80, 80}},
+    {"silu 1x96x112x112", Kind::Silu, {1, 96, 112, 112}},
     {"add 1x96x80x80", Kind::Add, {1, 96, 80, 80}},
     {"softmax 40x6625 (last axis)", Kind::Softmax, {1, 40, 6625}},
     {"mean 128x768 (last axis)", Kind::Mean, {1, 128, 768}},
@@ -61,6 +63,8 @@ const char* op_name(Kind k) {
       return "nn.hard_swish";
     case Kind::Sigmoid:
       return "sigmoid";
+    case Kind::Silu:
+      return "nn.silu";
     case Kind::Add:
       return "add";
     case Kind::Softmax:
@@ -114,11 +118,14 @@ struct DnnlEltwise {
     switch (c.kind) {
       case Kind::Relu:
       case Kind::HardSwish:
-      case Kind::Sigmoid: {
+      case Kind::Sigmoid:
+      case Kind::Silu: {
         const auto alg = c.kind == Kind::Relu        ? dnnl::algorithm::eltwise_relu
                          : c.kind == Kind::HardSwish ? dnnl::algorithm::eltwise_hardswish
+                         : c.kind == Kind::Silu      ? dnnl::algorithm::eltwise_swish
                                                      : dnnl::algorithm::eltwise_logistic;
-        dnnl::eltwise_forward::desc d(fwd, alg, md, 0.0f, 0.0f);
+        // swish is x * sigmoid(alpha x): alpha 1 is silu.
+        dnnl::eltwise_forward::desc d(fwd, alg, md, c.kind == Kind::Silu ? 1.0f : 0.0f, 0.0f);
         prim = dnnl::eltwise_forward(dnnl::eltwise_forward::primitive_desc(d, engine));
         args = {{DNNL_ARG_SRC, a}, {DNNL_ARG_DST, y}};
         break;
