@@ -147,7 +147,9 @@ llvm::Value* libm_call(llvm::Module& m, llvm::IRBuilderBase& b, llvm::Type* elem
 // Their divisions (and sigmoid's, below) take vector_reciprocal_f32.
 llvm::Value* vector_erf_f32(llvm::IRBuilder<>& b, llvm::Value* x, const VectorIsa& isa);
 llvm::Value* vector_tanh_f32(llvm::IRBuilder<>& b, llvm::Value* x, const VectorIsa& isa);
-// 1 / (1 + e^-x) of each float32 lane: 0 below x = -87, 1 above 17, NaN stays NaN.
+// 1 / (1 + e^-x) of each float32 lane: under 1e-38 below x = -87, 1 within
+// rounding above 17, NaN stays NaN (e^-x from exp's reduction with -x
+// clamped to [-87, 88], so 2^k is one normal number).
 llvm::Value* vector_sigmoid_f32(llvm::IRBuilder<>& b, llvm::Value* x, const VectorIsa& isa);
 // 1 / d of each float32 lane, for d >= 1 or NaN (the denominators above):
 // where the target has a reciprocal estimate (x86: rcpps, 12 bits, for 4 and

@@ -2,18 +2,19 @@
 //
 // Rewrites integer and boolean arithmetic over constants to constants,
 // x + 0, x - 0, x * 1, x * 0, x / 1 and 0 + x, 1 * x to x (or 0), and
-// x / c * c + mod(x, c) to x; casts of constants; select and if with a constant condition; loops of extent 0
-// (removed) and extent 1 (the variable becomes the loop's min). Floating-point
-// arithmetic is folded only for casts, since reassociating it changes
-// results. Integer division and remainder by a positive constant use the
-// ranges of the enclosing loops' variables: x / c is 0 and x mod c is x when
-// 0 <= x < c, and (x / a) / b is x / (a * b) when x >= 0 (a fused loop
-// over a batch of 1 leaves such terms in every index). Integer vectors:
-// operations on broadcasts are one broadcast, a ramp plus a broadcast is a
-// ramp, and a ramp whose lanes share one quotient by c (its base a
-// non-negative multiple of a divisor of c larger than its span) divides to a
-// broadcast and takes its remainder as a ramp, so that a reshape's index
-// taken apart again by a transpose reads whole vectors, not gathers.
+// x / c * c + mod(x, c) to x; casts of constants; select and if with a
+// constant condition; loops of extent 0 (removed) and extent 1 (the
+// variable becomes the loop's min). Floating-point arithmetic is folded
+// only for casts, since reassociating it changes results. Integer division
+// and remainder by a positive constant use the ranges of the enclosing
+// loops' variables: x / c is 0 and x mod c is x when 0 <= x < c, and
+// (x / a) / b is x / (a * b) when x >= 0 (a fused loop over a batch of 1
+// leaves such terms in every index). Integer vectors: operations on
+// broadcasts are one broadcast, a ramp plus a broadcast is a ramp, and a
+// ramp whose lanes share one quotient by c (its base a non-negative
+// multiple of a divisor of c larger than its span) divides to a broadcast
+// and takes its remainder as a ramp, so that a reshape's index taken apart
+// again by a transpose reads whole vectors, not gathers.
 // Requires a verified function; keeps it verified.
 //
 //   for %i from 0 extent 1 { %A[%i * 4 + 0] = %B[%i] }
