@@ -42,12 +42,7 @@ class FunctionBuilder {
   // vector's lane mask in vector registers, not mask registers, so combining
   // two masks of more lanes than a register holds is costly (stored_select).
   FunctionBuilder(llvm::Module& m, const tir::PrimFuncNode& f, const VectorIsa& isa)
-      : ctx_(m.getContext()),
-        mod_(m),
-        b_(m.getContext()),
-        f_(f),
-        isa_(isa),
-        split_lane_masks_(isa.x86 && !isa.avx512) {}
+      : ctx_(m.getContext()), mod_(m), b_(m.getContext()), f_(f), isa_(isa) {}
 
   void build() {
     std::vector<llvm::Type*> params;
@@ -470,7 +465,7 @@ class FunctionBuilder {
   // would split straight-line code such as a tile's body.
   llvm::Value* stored_select(const tir::SelectNode& n) {
     const auto* both = tir::as<tir::BinaryNode>(n.cond);
-    if (split_lane_masks_ && n.cond->dtype.lanes > 1 && both && both->op == tir::BinaryOp::And) {
+    if (isa_.x86 && !isa_.avx512 && n.cond->dtype.lanes > 1 && both && both->op == tir::BinaryOp::And) {
       const tir::Expr* scalar = nullptr;
       const tir::Expr* vector = nullptr;
       if (const auto* b = tir::as<tir::BroadcastNode>(both->a))
@@ -614,40 +609,10 @@ class FunctionBuilder {
     auto intrinsic = tir::intrinsic_from_name(n.name);
     KILN_ASSERT(intrinsic.has_value(), "codegen: unknown intrinsic");
     DataType t = n.args.empty() ? n.dtype : n.args[0]->dtype;
+    if (llvm::Value* math = math_intrinsic(mod_, b_, *intrinsic, t, args, isa_)) return math;
     switch (*intrinsic) {
       case tir::Intrinsic::IsNull:
         return b_.CreateIsNull(args[0]);
-      case tir::Intrinsic::Abs:
-        if (t.is_float()) return b_.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, args[0]);
-        if (t.is_uint()) return args[0];
-        return b_.CreateBinaryIntrinsic(llvm::Intrinsic::abs, args[0], b_.getFalse());
-      case tir::Intrinsic::Exp:
-        if (t.is_vector() && t.is_float() && t.bits == 32) return vector_exp_f32(b_, args[0]);
-        return b_.CreateUnaryIntrinsic(llvm::Intrinsic::exp, args[0]);
-      case tir::Intrinsic::Sigmoid: {
-        if (t.is_vector() && t.is_float() && t.bits == 32) return vector_sigmoid_f32(b_, args[0], isa_);
-        llvm::Value* one = llvm::ConstantFP::get(type(t), 1.0);
-        llvm::Value* e = b_.CreateUnaryIntrinsic(llvm::Intrinsic::exp, b_.CreateFNeg(args[0]));
-        return b_.CreateFDiv(one, b_.CreateFAdd(one, e));
-      }
-      case tir::Intrinsic::Sqrt:
-      case tir::Intrinsic::Log:
-      case tir::Intrinsic::Sin:
-      case tir::Intrinsic::Cos:
-      case tir::Intrinsic::Floor:
-      case tir::Intrinsic::Ceil:
-      case tir::Intrinsic::Round:
-        return b_.CreateUnaryIntrinsic(llvm_unary_intrinsic(*intrinsic), args[0]);
-      case tir::Intrinsic::Pow:
-        return b_.CreateBinaryIntrinsic(llvm::Intrinsic::pow, args[0], args[1]);
-      // No LLVM intrinsic: inline for float32 vectors, else the C library's
-      // function, per lane.
-      case tir::Intrinsic::Tanh:
-        if (t.is_vector() && t.is_float() && t.bits == 32) return vector_tanh_f32(b_, args[0], isa_);
-        return libm_call(mod_, b_, type(t.element()), t.bits == 32 ? "tanhf" : "tanh", args[0]);
-      case tir::Intrinsic::Erf:
-        if (t.is_vector() && t.is_float() && t.bits == 32) return vector_erf_f32(b_, args[0], isa_);
-        return libm_call(mod_, b_, type(t.element()), t.bits == 32 ? "erff" : "erf", args[0]);
       case tir::Intrinsic::Likely:
         return b_.CreateIntrinsic(llvm::Intrinsic::expect, {args[0]->getType()}, {args[0], b_.getTrue()});
       case tir::Intrinsic::AddressOffset:
@@ -657,6 +622,8 @@ class FunctionBuilder {
       case tir::Intrinsic::DotI8x4:
         return dot_i8x4(b_, args[0], args[1], args[2],
                         llvm::Triple(mod_.getTargetTriple()).getArch() == llvm::Triple::hexagon);
+      default:
+        break;
     }
     return nullptr;
   }
@@ -958,7 +925,6 @@ class FunctionBuilder {
   llvm::IRBuilder<> b_;
   const tir::PrimFuncNode& f_;
   const VectorIsa isa_;
-  const bool split_lane_masks_;
   llvm::Function* fn_ = nullptr;
   llvm::BasicBlock* entry_ = nullptr;
   std::unordered_map<const tir::VarNode*, llvm::Value*> vars_;

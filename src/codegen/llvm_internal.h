@@ -160,9 +160,13 @@ llvm::Value* vector_sigmoid_f32(llvm::IRBuilder<>& b, llvm::Value* x, const Vect
 // and its step three operations: with the division the sigmoid of a conv's
 // output took longer than the conv.
 llvm::Value* vector_reciprocal_f32(llvm::IRBuilder<>& b, llvm::Value* d, const VectorIsa& isa);
-// The LLVM intrinsic of a one-operand float intrinsic of tensor IR (sqrt,
-// log, sin, cos, floor, ceil, round: roundeven).
-llvm::Intrinsic::ID llvm_unary_intrinsic(tir::Intrinsic i);
+// A math intrinsic of tensor IR (abs, exp, sigmoid, sqrt, log, sin, cos,
+// floor, ceil, round, pow, tanh, erf) of `args`, whose type is `t`: LLVM's
+// intrinsic, the inline forms above for float32 vectors (exp, sigmoid,
+// tanh, erf), else the C library's function per lane (tanh, erf). Null for
+// the other intrinsics.
+llvm::Value* math_intrinsic(llvm::Module& m, llvm::IRBuilder<>& b, tir::Intrinsic i, tir::DataType t,
+                            const std::vector<llvm::Value*>& args, const VectorIsa& isa);
 // dot_i8x4 (tir.h): each int32 lane of `acc` plus the four products of its
 // int8 lanes of `a` and `b`. On Hexagon with 32 lanes one HVX
 // V6_vrmpybv_acc (vrmpy); elsewhere the products widened and summed by fours.

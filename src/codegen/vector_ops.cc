@@ -1,8 +1,9 @@
 // Vector idioms the LLVM codegen emits (declared in codegen/llvm_internal.h):
 // lanes at constant offsets from one index, read as one span; the forms of
 // an index (its constant part, its remainder); the column of a transposed
-// block of rows; exp of float32 vectors computed inline; int8 dot products
-// by fours (HVX vrmpy).
+// block of rows; tensor IR's math intrinsics, exp, sigmoid, tanh and erf
+// of float32 vectors computed inline; int8 dot products by fours (HVX
+// vrmpy).
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/IntrinsicsHexagon.h>
 #include <llvm/IR/IntrinsicsX86.h>
@@ -432,19 +433,54 @@ llvm::Value* vector_tanh_f32(llvm::IRBuilder<>& b, llvm::Value* x, const VectorI
   });
 }
 
-llvm::Intrinsic::ID llvm_unary_intrinsic(tir::Intrinsic i) {
+llvm::Value* math_intrinsic(llvm::Module& m, llvm::IRBuilder<>& b, tir::Intrinsic i, tir::DataType t,
+                            const std::vector<llvm::Value*>& args, const VectorIsa& isa) {
   using I = tir::Intrinsic;
-  static const std::pair<I, llvm::Intrinsic::ID> table[] = {
-      {I::Sqrt, llvm::Intrinsic::sqrt},       {I::Log, llvm::Intrinsic::log},
-      {I::Sin, llvm::Intrinsic::sin},         {I::Cos, llvm::Intrinsic::cos},
-      {I::Floor, llvm::Intrinsic::floor},     {I::Ceil, llvm::Intrinsic::ceil},
-      {I::Round, llvm::Intrinsic::roundeven},
-  };
-  for (const auto& [t, id] : table)
-    if (t == i) return id;
-  KILN_ASSERT(false,
-              std::string("codegen: ") + tir::intrinsic_name(i) + " is not a one-operand float intrinsic");
-  return llvm::Intrinsic::not_intrinsic;
+  const bool f32_vector = t.is_vector() && t.is_float() && t.bits == 32;
+  llvm::Type* elem = args.empty() ? nullptr : args[0]->getType()->getScalarType();
+  switch (i) {
+    case I::Abs:
+      if (t.is_float()) return b.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, args[0]);
+      if (t.is_uint()) return args[0];
+      return b.CreateBinaryIntrinsic(llvm::Intrinsic::abs, args[0], b.getFalse());
+    case I::Exp:
+      return f32_vector ? vector_exp_f32(b, args[0]) : b.CreateUnaryIntrinsic(llvm::Intrinsic::exp, args[0]);
+    case I::Sigmoid: {
+      if (f32_vector) return vector_sigmoid_f32(b, args[0], isa);
+      llvm::Value* one = llvm::ConstantFP::get(args[0]->getType(), 1.0);
+      llvm::Value* e = b.CreateUnaryIntrinsic(llvm::Intrinsic::exp, b.CreateFNeg(args[0]));
+      return b.CreateFDiv(one, b.CreateFAdd(one, e));
+    }
+    case I::Sqrt:
+    case I::Log:
+    case I::Sin:
+    case I::Cos:
+    case I::Floor:
+    case I::Ceil:
+    case I::Round: {
+      // One LLVM intrinsic each (round: roundeven).
+      static const std::pair<I, llvm::Intrinsic::ID> kUnary[] = {
+          {I::Sqrt, llvm::Intrinsic::sqrt},      {I::Log, llvm::Intrinsic::log},
+          {I::Sin, llvm::Intrinsic::sin},        {I::Cos, llvm::Intrinsic::cos},
+          {I::Floor, llvm::Intrinsic::floor},    {I::Ceil, llvm::Intrinsic::ceil},
+          {I::Round, llvm::Intrinsic::roundeven}};
+      for (const auto& [tir_id, llvm_id] : kUnary)
+        if (tir_id == i) return b.CreateUnaryIntrinsic(llvm_id, args[0]);
+      return nullptr;
+    }
+    case I::Pow:
+      return b.CreateBinaryIntrinsic(llvm::Intrinsic::pow, args[0], args[1]);
+    // No LLVM intrinsic: inline for float32 vectors, else the C library's
+    // function, per lane.
+    case I::Tanh:
+      return f32_vector ? vector_tanh_f32(b, args[0], isa)
+                        : libm_call(m, b, elem, t.bits == 32 ? "tanhf" : "tanh", args[0]);
+    case I::Erf:
+      return f32_vector ? vector_erf_f32(b, args[0], isa)
+                        : libm_call(m, b, elem, t.bits == 32 ? "erff" : "erf", args[0]);
+    default:
+      return nullptr;
+  }
 }
 
 llvm::Value* dot_i8x4(llvm::IRBuilder<>& b, llvm::Value* acc, llvm::Value* a, llvm::Value* w, bool hexagon) {

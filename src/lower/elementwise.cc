@@ -113,12 +113,9 @@ Lowered clip(const LowerContext& c) {
   return unary(c, [&](Expr x) { return min_nan(max_nan(x, fconst(lo, x)), fconst(hi, x)); });
 }
 
-Expr sigmoid_of(const Expr& x) { return tir::call_intrinsic(tir::Intrinsic::Sigmoid, {x}); }
-
-Lowered sigmoid(const LowerContext& c) { return float_unary(c, sigmoid_of); }
-
 Lowered silu(const LowerContext& c) {
-  return float_unary(c, [](Expr x) { return tir::mul(x, sigmoid_of(x)); });
+  return float_unary(c,
+                     [](Expr x) { return tir::mul(x, tir::call_intrinsic(tir::Intrinsic::Sigmoid, {x})); });
 }
 
 Lowered gelu(const LowerContext& c) {
@@ -264,7 +261,7 @@ void register_elementwise_lowerings(LoweringTable& t) {
   t.add("minimum", E, minimum);
   t.add("nn.relu", E, relu);
   t.add("clip", E, clip);
-  t.add("sigmoid", E, sigmoid);
+  t.add("sigmoid", E, intrinsic_unary<tir::Intrinsic::Sigmoid>);
   t.add("nn.silu", E, silu);
   t.add("tanh", E, intrinsic_unary<tir::Intrinsic::Tanh>);
   t.add("nn.gelu", E, gelu);

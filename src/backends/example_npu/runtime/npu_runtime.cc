@@ -27,8 +27,8 @@ struct Program {
 };
 
 bool is_activation(const std::string& op) {
-  return op == "nn.relu" || op == "clip" || op == "sigmoid" || op == "tanh" || op == "nn.gelu" ||
-         op == "nn.hard_swish" || op == "nn.hard_sigmoid" || op == "nn.silu";
+  const char* engine = engine_for_op(op);
+  return engine && std::string(engine) == "ACTIVATION";
 }
 
 bool is_fusable_main(const std::string& op) {
