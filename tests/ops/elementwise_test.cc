@@ -349,6 +349,7 @@ TEST(Elementwise, UnaryErrors) {
   Tensor f = Tensor::zeros({2}, DType::Float32);
   expect_error([&] { run1("exp", {i}); }, "exp: input x has dtype int32; expected one of float32, float16");
   expect_error([&] { run1("sigmoid", {i}); }, "sigmoid: input x has dtype int32");
+  expect_error([&] { run1("nn.silu", {i}); }, "nn.silu: input x has dtype int32");
   expect_error([&] { run1("nn.relu", {Tensor::zeros({2}, DType::Bool)}); },
                "nn.relu: input x has dtype bool");
   expect_error(

@@ -203,6 +203,9 @@ TEST(TirText, ParseErrorsPointAtTheToken) {
   EXPECT_NE(eof.find("expected '}'"), std::string::npos) << eof;
   EXPECT_NE(parse_error("prim @f(%a: int32) {\n  evaluate frob(%a)\n}\n").find("unknown function 'frob'"),
             std::string::npos);
+  EXPECT_NE(parse_error("prim @f(%A: Buffer[(4), int32]) {\n  %A[0] = sigmoid(%A[1])\n}\n")
+                .find("test.kir:2:11: sigmoid takes a float, not int32"),
+            std::string::npos);
   EXPECT_NE(parse_error("prim @f(%A: Buffer[(4), int8, align=3]) {\n}\n")
                 .find("alignment must be a power of two, not 3"),
             std::string::npos);
