@@ -38,6 +38,7 @@ install(EXPORT kilnCompilerTargets NAMESPACE kiln:: DESTINATION ${KILN_CMAKE_INS
 
 # Where the build found LLVM, so the compiler's consumers find the same one.
 set(KILN_LLVM_DIR ${LLVM_DIR})
+set(KILN_LLD_DIR ${LLD_DIR})
 configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/kilnConfig.cmake.in
                               ${PROJECT_BINARY_DIR}/cmake/kilnConfig.cmake
                               INSTALL_DESTINATION ${KILN_CMAKE_INSTALL_DIR})

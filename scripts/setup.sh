@@ -5,10 +5,10 @@ set -euo pipefail
 
 packages=(
   build-essential cmake ninja-build ccache pkg-config clang-format
-  llvm-19-dev clang-19 lld-19 libclang-rt-19-dev
+  llvm-19-dev clang-19 lld-19 liblld-19-dev libclang-rt-19-dev
   libzstd-dev zlib1g-dev libedit-dev libxml2-dev
   libonnx-dev libonnx-testdata libprotobuf-dev protobuf-compiler
-  nlohmann-json3-dev libcli11-dev libfmt-dev
+  nlohmann-json3-dev libcli11-dev libfmt-dev libjemalloc-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libdnnl-dev libopenblas-dev
   qemu-user-static

@@ -1,5 +1,5 @@
 // The files `kiln build --emit` writes: LLVM IR or assembly as text, an
-// object, a host shared library (linked with ld.lld-19) or a Hexagon static
+// object, a host shared library (linked with ld.lld, in process) or a Hexagon static
 // executable (with kiln's Hexagon runtime and the harness table).
 #include <llvm/ADT/SmallString.h>
 #include <llvm/Support/FileSystem.h>
@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "codegen/hexagon.h"
+#include "codegen/lld.h"
 #include "codegen/llvm_internal.h"
-#include "codegen/process.h"
 
 namespace kiln::codegen {
 
@@ -80,9 +80,7 @@ void emit_to_file(const std::vector<tir::PrimFunc>& funcs, EmitKind kind, const 
   if (kind == EmitKind::Executable) return link_hexagon_executable(obj.path, path, options.link_libs);
   // A shared library: its undefined symbols stay imports, resolved when the
   // runtime (or the named libraries) load it.
-  ProcessResult r = run_process({"ld.lld-19", "-shared", "-o", path, obj.path}, 120,
-                                "run scripts/setup.sh, which installs lld-19");
-  KILN_CHECK(r.exit_code == 0, "linking ", path, " with ld.lld-19 failed: ", r.err, r.out);
+  link_with_lld({"-shared", "-o", path, obj.path}, path);
 }
 
 }  // namespace kiln::codegen

@@ -3,13 +3,14 @@
 #include <set>
 
 #include "codegen/hexagon.h"
+#include "codegen/lld.h"
 #include "runtime/runtime_abi.h"
 
 namespace kiln::codegen {
 
 namespace {
 
-const char* kInstallHint = "run scripts/setup.sh, which installs lld-19 and qemu-user-static";
+const char* kInstallHint = "run scripts/setup.sh, which installs qemu-user-static";
 
 // A --link-lib input of a Hexagon build must be a Hexagon object file:
 // ld.lld links the executable statically, and would otherwise be the first
@@ -210,10 +211,9 @@ void link_hexagon_executable(const std::string& kernel_object, const std::string
 
   std::vector<std::string> inputs = link_objects;
   inputs.push_back(runtime);
-  std::vector<std::string> argv = {"ld.lld-19", "-static", "-e", "_start", "-o", output, kernel_object};
-  argv.insert(argv.end(), inputs.begin(), inputs.end());
-  ProcessResult r = run_process(argv, 120, kInstallHint);
-  if (r.exit_code != 0) throw Error("linking " + output + " with ld.lld-19 failed:\n" + r.err + r.out);
+  std::vector<std::string> args = {"-static", "-e", "_start", "-o", output, kernel_object};
+  args.insert(args.end(), inputs.begin(), inputs.end());
+  link_with_lld(args, output);
 }
 
 ProcessResult run_hexagon_executable(const std::string& exe, const std::vector<std::string>& args,

@@ -1,6 +1,6 @@
 // The host half of a compiled model: its kernels as one shared object
 // (emit_host_shared_object), compiled in parallel parts and linked with
-// ld.lld, and the host CPU as LLVM sees it.
+// ld.lld (in process), and the host CPU as LLVM sees it.
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/Module.h>
@@ -19,8 +19,8 @@
 #include <thread>
 
 #include "codegen/codegen.h"
+#include "codegen/lld.h"
 #include "codegen/llvm_internal.h"
-#include "codegen/process.h"
 #include "runtime/host_code.h"
 #include "runtime/runtime_abi.h"
 #include "runtime/thread_pool.h"
@@ -105,12 +105,13 @@ HostObject emit_host_shared_object(const std::vector<tir::PrimFunc>& funcs, cons
       cleanup();
       std::rethrow_exception(e);
     }
-  std::vector<std::string> argv = {"ld.lld-19", "-shared", "-o", so};
-  argv.insert(argv.end(), objects.begin(), objects.end());
-  ProcessResult r = run_process(argv, 120, "run scripts/setup.sh, which installs lld-19");
-  if (r.exit_code != 0) {
+  std::vector<std::string> args = {"-shared", "-o", so};
+  args.insert(args.end(), objects.begin(), objects.end());
+  try {
+    link_with_lld(args, "the host code");
+  } catch (...) {
     cleanup();
-    throw Error("linking the host code with ld.lld-19 failed: " + r.err + r.out);
+    throw;
   }
   {
     std::ifstream in(so, std::ios::binary);

@@ -28,6 +28,9 @@ struct VectorIsa {
 
 // Registers LLVM's native and Hexagon targets, once.
 void init_llvm();
+// LLVM's command-line options kiln sets (Hexagon's HVX and small data): by
+// init_llvm, and again after each in-process link, which resets them all.
+void set_llvm_options();
 // A target machine for `t` (the host: this CPU and its features).
 std::unique_ptr<llvm::TargetMachine> target_machine(const Target& t, int opt_level);
 // Runs kiln's pipeline for `tm` on `m` (llvm_pipeline.cc): for the host at

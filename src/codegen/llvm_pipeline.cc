@@ -36,18 +36,24 @@ void init_llvm() {
     LLVMInitializeHexagonTarget();
     LLVMInitializeHexagonTargetMC();
     LLVMInitializeHexagonAsmPrinter();
-    // HVX code from LLVM's loop and SLP vectorizers: off by default in the
-    // Hexagon backend, which is why it is switched on here, once, for every
-    // Hexagon target machine (the host ignores it).
-    auto& options = llvm::cl::getRegisteredOptions();
-    if (auto it = options.find("hexagon-autohvx"); it != options.end())
-      it->second->addOccurrence(0, "hexagon-autohvx", "true");
-    // No small-data section: constants and globals addressed relative to GP
-    // need a GP set up by startup code and relocations ld.lld does not take
-    // (clang's -G0 for the runtime, the same here for the kernels).
-    if (auto it = options.find("hexagon-small-data-threshold"); it != options.end())
-      it->second->addOccurrence(0, "hexagon-small-data-threshold", "0");
+    set_llvm_options();
   });
+}
+
+void set_llvm_options() {
+  auto& options = llvm::cl::getRegisteredOptions();
+  // HVX code from LLVM's loop and SLP vectorizers: off by default in the
+  // Hexagon backend, which is why it is switched on here for every Hexagon
+  // target machine (the host ignores it).
+  auto set = [&](const char* name, const char* value) {
+    if (auto it = options.find(name); it != options.end() && it->second->getNumOccurrences() == 0)
+      it->second->addOccurrence(0, name, value);
+  };
+  set("hexagon-autohvx", "true");
+  // No small-data section: constants and globals addressed relative to GP
+  // need a GP set up by startup code and relocations ld.lld does not take
+  // (clang's -G0 for the runtime, the same here for the kernels).
+  set("hexagon-small-data-threshold", "0");
 }
 
 namespace {

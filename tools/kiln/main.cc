@@ -26,6 +26,16 @@ std::string command_names(CLI::App& app) {
 
 }  // namespace
 
+// Compiling a model allocates ~100 MB in small pieces (LLVM's IR, DAGs and
+// machine code). In 4 KiB pages each first touch is a page fault and the TLB
+// covers little of it; jemalloc (the process's allocator, see CMakeLists.txt)
+// reads this before its first allocation and takes its memory in transparent
+// 2 MiB pages where the kernel gives them: PP-OCR det compiles in about 1.15 s
+// instead of 1.35 on one core, with a third of the page faults.
+extern "C" {
+const char* malloc_conf = "thp:always,metadata_thp:always";
+}
+
 int main(int argc, char** argv) {
   // Backend plugins first (--plugin anywhere on the line, KILN_PLUGIN_PATH),
   // so their backends are known to every command.
