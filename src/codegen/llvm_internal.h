@@ -101,10 +101,11 @@ std::optional<ClampedRun> clamped_run(const tir::Expr& e,
 // lowers a vector llvm.exp to one expf call per lane): x = k ln 2 + r with
 // k = round(x / ln 2) and |r| <= ln 2 / 2 (ln 2 in two parts, so r is
 // exact), e^r by the degree-6 minimax polynomial of the Cephes library
-// (within 2 ulp), times 2^k built in the exponent bits as two halves so
-// each stays a normal number. x is clamped to [-104, 89] first (e^x is 0
-// below, infinite above, and the product rounds to those); NaN stays NaN.
-llvm::Value* vector_exp_f32(llvm::IRBuilder<>& b, llvm::Value* x);
+// (within 2 ulp), times 2^k: by AVX-512's vscalefps where the target has
+// it, else built in the exponent bits as two halves so each stays a normal
+// number. x is clamped to [-104, 89] first (e^x is 0 below, infinite above,
+// and the product rounds to those); NaN stays NaN.
+llvm::Value* vector_exp_f32(llvm::IRBuilder<>& b, llvm::Value* x, const VectorIsa& isa);
 // The transposed blocks of rows a function's loads have read so far
 // (transposed_load in llvm_codegen.cc), found by the form of their origin:
 // valid in the basic block that loaded them, until a store that may write

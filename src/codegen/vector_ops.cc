@@ -211,23 +211,20 @@ std::optional<ClampedRun> clamped_run(const tir::Expr& bound_e,
 
 namespace {
 
-// e^c = e^r 2^k for c in a clamped range: k = round(c / ln 2) and e^r (see
-// vector_exp_f32); k returned as integers in *ki.
-llvm::Value* exp_reduced(llvm::IRBuilder<>& b, llvm::Value* c, llvm::Value** ki) {
+// e^c = e^r 2^k for c in a clamped range: k = round(c / ln 2) (integral
+// float lanes, in *k) and e^r (see vector_exp_f32).
+llvm::Value* exp_reduced(llvm::IRBuilder<>& b, llvm::Value* c, llvm::Value** k) {
   auto* vt = llvm::cast<llvm::FixedVectorType>(c->getType());
   auto f = [&](double v) { return llvm::ConstantFP::get(vt, v); };
-  auto* it = llvm::FixedVectorType::get(b.getInt32Ty(), vt->getNumElements());
-  llvm::Value* k =
-      b.CreateUnaryIntrinsic(llvm::Intrinsic::roundeven, b.CreateFMul(c, f(1.44269504088896341)));
+  *k = b.CreateUnaryIntrinsic(llvm::Intrinsic::roundeven, b.CreateFMul(c, f(1.44269504088896341)));
   auto fma = [&](llvm::Value* a, llvm::Value* m, llvm::Value* add) {
     return b.CreateIntrinsic(llvm::Intrinsic::fma, {vt}, {a, m, add});
   };
-  llvm::Value* r = fma(k, f(-0.693359375), c);
-  r = fma(k, f(2.12194440e-4), r);
+  llvm::Value* r = fma(*k, f(-0.693359375), c);
+  r = fma(*k, f(2.12194440e-4), r);
   llvm::Value* p = f(1.9875691500e-4);
   for (double coef : {1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2, 1.6666665459e-1, 5.0000001201e-1})
     p = fma(p, r, f(coef));
-  *ki = b.CreateFPToSI(k, it);
   return fma(p, b.CreateFMul(r, r), b.CreateFAdd(r, f(1.0)));
 }
 
@@ -237,6 +234,53 @@ llvm::Value* pow2_f32(llvm::IRBuilder<>& b, llvm::Value* k, llvm::Type* vt) {
   llvm::Value* bits =
       b.CreateShl(b.CreateAdd(k, llvm::ConstantInt::get(it, 127)), llvm::ConstantInt::get(it, 23));
   return b.CreateBitCast(bits, vt);
+}
+
+// f applied to `width`-lane parts of x's lanes (their number a power-of-two
+// multiple of width) and the results joined back: an x86 instruction of one
+// register's width on a vector of several registers.
+llvm::Value* in_parts(llvm::IRBuilder<>& b, unsigned width, const std::vector<llvm::Value*>& xs,
+                      const std::function<llvm::Value*(const std::vector<llvm::Value*>&)>& f) {
+  const unsigned lanes = llvm::cast<llvm::FixedVectorType>(xs[0]->getType())->getNumElements();
+  std::vector<llvm::Value*> parts;
+  for (unsigned at = 0; at < lanes; at += width) {
+    std::vector<int> pick;
+    for (unsigned l = 0; l < width; ++l) pick.push_back(int(at + l));
+    std::vector<llvm::Value*> args;
+    for (llvm::Value* x : xs) args.push_back(lanes == width ? x : b.CreateShuffleVector(x, pick));
+    parts.push_back(f(args));
+  }
+  while (parts.size() > 1) {
+    std::vector<llvm::Value*> joined;
+    for (size_t k = 0; k < parts.size(); k += 2) {
+      const unsigned n = llvm::cast<llvm::FixedVectorType>(parts[k]->getType())->getNumElements();
+      std::vector<int> all;
+      for (unsigned l = 0; l < 2 * n; ++l) all.push_back(int(l));
+      joined.push_back(b.CreateShuffleVector(parts[k], parts[k + 1], all));
+    }
+    parts = std::move(joined);
+  }
+  return parts[0];
+}
+
+// Whether a vector of `lanes` splits into a power of two of `width`-lane parts.
+bool splits_into(unsigned lanes, unsigned width) {
+  return lanes % width == 0 && ((lanes / width) & (lanes / width - 1)) == 0;
+}
+
+// p * 2^k for integral float lanes k, by AVX-512's vscalefps: one
+// instruction, for any k (a result past the float range is infinite or
+// rounds to a denormal or zero, once), NaN in either giving NaN.
+llvm::Value* scale_by_pow2(llvm::IRBuilder<>& b, llvm::Value* p, llvm::Value* k) {
+  return in_parts(b, 16, {p, k}, [&](const std::vector<llvm::Value*>& a) {
+    return b.CreateIntrinsic(llvm::Intrinsic::x86_avx512_mask_scalef_ps_512, {},
+                             {a[0], a[1], a[0], b.getInt16(uint16_t(0xffff)), b.getInt32(4)});
+  });
+}
+
+// Whether scale_by_pow2 serves vectors of type vt on this target.
+bool has_scalef(const VectorIsa& isa, llvm::Type* vt) {
+  return isa.avx512 && splits_into(llvm::cast<llvm::FixedVectorType>(vt)->getNumElements(), 16);
 }
 
 // x clamped to [lo, hi], NaN staying NaN (one vmaxps and one vminps on x86,
@@ -251,13 +295,20 @@ llvm::Value* clamp_keeping_nan(llvm::IRBuilder<>& b, llvm::Value* x, double lo, 
 
 }  // namespace
 
-llvm::Value* vector_exp_f32(llvm::IRBuilder<>& b, llvm::Value* x) {
+llvm::Value* vector_exp_f32(llvm::IRBuilder<>& b, llvm::Value* x, const VectorIsa& isa) {
   auto* vt = llvm::cast<llvm::FixedVectorType>(x->getType());
   auto f = [&](double v) { return llvm::ConstantFP::get(vt, v); };
+  llvm::Value* k = nullptr;
+  if (has_scalef(isa, vt)) {
+    // NaN passes the clamp, the polynomial and the scale.
+    llvm::Value* p = exp_reduced(b, clamp_keeping_nan(b, x, -104.0, 89.0), &k);
+    return scale_by_pow2(b, p, k);
+  }
   llvm::Value* c = b.CreateBinaryIntrinsic(llvm::Intrinsic::maxnum, x, f(-104.0));
   c = b.CreateBinaryIntrinsic(llvm::Intrinsic::minnum, c, f(89.0));
-  llvm::Value* ki = nullptr;
-  llvm::Value* p = exp_reduced(b, c, &ki);
+  llvm::Value* p = exp_reduced(b, c, &k);
+  auto* it = llvm::FixedVectorType::get(b.getInt32Ty(), vt->getNumElements());
+  llvm::Value* ki = b.CreateFPToSI(k, it);
   llvm::Value* half = b.CreateAShr(ki, llvm::ConstantInt::get(ki->getType(), 1));
   llvm::Value* y =
       b.CreateFMul(b.CreateFMul(p, pow2_f32(b, half, vt)), pow2_f32(b, b.CreateSub(ki, half), vt));
@@ -347,39 +398,22 @@ llvm::Value* vector_reciprocal_f32(llvm::IRBuilder<>& b, llvm::Value* d, const V
   unsigned width = 0;
   for (unsigned w : {16u, 8u, 4u}) {
     const bool has = w == 16 ? isa.avx512 : w == 8 ? isa.avx : isa.x86;
-    if (has && lanes % w == 0 && ((lanes / w) & (lanes / w - 1)) == 0) {
+    if (has && splits_into(lanes, w)) {
       width = w;
       break;
     }
   }
   if (width == 0) return b.CreateFDiv(f(1.0), d);
   d = b.CreateSelect(b.CreateFCmpOGT(d, f(1e38)), f(1e38), d);  // NaN stays NaN
-  std::vector<llvm::Value*> parts;
-  for (unsigned at = 0; at < lanes; at += width) {
-    std::vector<int> pick;
-    for (unsigned l = 0; l < width; ++l) pick.push_back(int(at + l));
-    llvm::Value* part = lanes == width ? d : b.CreateShuffleVector(d, pick);
+  llvm::Value* r = in_parts(b, width, {d}, [&](const std::vector<llvm::Value*>& a) -> llvm::Value* {
     if (width == 16)
-      parts.push_back(b.CreateIntrinsic(llvm::Intrinsic::x86_avx512_rcp14_ps_512, {},
-                                        {part, part, b.getInt16(uint16_t(0xffff))}));
-    else
-      parts.push_back(b.CreateIntrinsic(
-          width == 8 ? llvm::Intrinsic::x86_avx_rcp_ps_256 : llvm::Intrinsic::x86_sse_rcp_ps, {}, {part}));
-  }
-  // The parts joined back, pairwise.
-  while (parts.size() > 1) {
-    std::vector<llvm::Value*> joined;
-    for (size_t k = 0; k < parts.size(); k += 2) {
-      const unsigned n = llvm::cast<llvm::FixedVectorType>(parts[k]->getType())->getNumElements();
-      std::vector<int> all;
-      for (unsigned l = 0; l < 2 * n; ++l) all.push_back(int(l));
-      joined.push_back(b.CreateShuffleVector(parts[k], parts[k + 1], all));
-    }
-    parts = std::move(joined);
-  }
+      return b.CreateIntrinsic(llvm::Intrinsic::x86_avx512_rcp14_ps_512, {},
+                               {a[0], a[0], b.getInt16(uint16_t(0xffff))});
+    return b.CreateIntrinsic(
+        width == 8 ? llvm::Intrinsic::x86_avx_rcp_ps_256 : llvm::Intrinsic::x86_sse_rcp_ps, {}, {a[0]});
+  });
   // Newton steps r + r (1 - d r), each squaring the relative error: one
   // after vrcp14ps (2^-14), two after rcpps (1.5 * 2^-12).
-  llvm::Value* r = parts[0];
   for (int step = 0; step < (width == 16 ? 1 : 2); ++step) {
     llvm::Value* e = b.CreateIntrinsic(llvm::Intrinsic::fma, {vt}, {b.CreateFNeg(d), r, f(1.0)});
     r = b.CreateIntrinsic(llvm::Intrinsic::fma, {vt}, {r, e, r});
@@ -393,9 +427,15 @@ llvm::Value* vector_sigmoid_f32(llvm::IRBuilder<>& b, llvm::Value* x, const Vect
   // rounding from x = 17 and below 1e-38 at x = -87. A NaN passes the clamp.
   auto* vt = llvm::cast<llvm::FixedVectorType>(x->getType());
   llvm::Value* c = clamp_keeping_nan(b, b.CreateFNeg(x), -87.0, 88.0);
-  llvm::Value* ki = nullptr;
-  llvm::Value* p = exp_reduced(b, c, &ki);
-  llvm::Value* e = b.CreateFMul(p, pow2_f32(b, ki, vt));
+  llvm::Value* k = nullptr;
+  llvm::Value* p = exp_reduced(b, c, &k);
+  llvm::Value* e;
+  if (has_scalef(isa, vt)) {
+    e = scale_by_pow2(b, p, k);
+  } else {
+    auto* it = llvm::FixedVectorType::get(b.getInt32Ty(), vt->getNumElements());
+    e = b.CreateFMul(p, pow2_f32(b, b.CreateFPToSI(k, it), vt));
+  }
   return vector_reciprocal_f32(b, b.CreateFAdd(llvm::ConstantFP::get(vt, 1.0), e), isa);
 }
 
@@ -415,7 +455,7 @@ llvm::Value* vector_erf_f32(llvm::IRBuilder<>& b, llvm::Value* x, const VectorIs
     llvm::Value* q = f(1.061405429);
     for (double c : {-1.453152027, 1.421413741, -0.284496736, 0.254829592})
       q = b.CreateIntrinsic(llvm::Intrinsic::fma, {vt}, {q, t, f(c)});
-    llvm::Value* e = vector_exp_f32(b, b.CreateFNeg(b.CreateFMul(a, a)));
+    llvm::Value* e = vector_exp_f32(b, b.CreateFNeg(b.CreateFMul(a, a)), isa);
     return b.CreateFSub(f(1.0), b.CreateFMul(b.CreateFMul(q, t), e));
   });
 }
@@ -428,7 +468,7 @@ llvm::Value* vector_tanh_f32(llvm::IRBuilder<>& b, llvm::Value* x, const VectorI
   return odd_function_f32(b, x, taylor, 0.5, [&](llvm::Value* a) {
     auto* vt = llvm::cast<llvm::FixedVectorType>(a->getType());
     auto f = [&](double v) { return llvm::ConstantFP::get(vt, v); };
-    llvm::Value* e = vector_exp_f32(b, b.CreateFAdd(a, a));
+    llvm::Value* e = vector_exp_f32(b, b.CreateFAdd(a, a), isa);
     return b.CreateFSub(f(1.0), b.CreateFMul(f(2.0), vector_reciprocal_f32(b, b.CreateFAdd(e, f(1.0)), isa)));
   });
 }
@@ -444,7 +484,8 @@ llvm::Value* math_intrinsic(llvm::Module& m, llvm::IRBuilder<>& b, tir::Intrinsi
       if (t.is_uint()) return args[0];
       return b.CreateBinaryIntrinsic(llvm::Intrinsic::abs, args[0], b.getFalse());
     case I::Exp:
-      return f32_vector ? vector_exp_f32(b, args[0]) : b.CreateUnaryIntrinsic(llvm::Intrinsic::exp, args[0]);
+      return f32_vector ? vector_exp_f32(b, args[0], isa)
+                        : b.CreateUnaryIntrinsic(llvm::Intrinsic::exp, args[0]);
     case I::Sigmoid: {
       if (f32_vector) return vector_sigmoid_f32(b, args[0], isa);
       llvm::Value* one = llvm::ConstantFP::get(args[0]->getType(), 1.0);

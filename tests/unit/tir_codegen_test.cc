@@ -254,17 +254,20 @@ prim @clamped(%src: Buffer[(64), float32], %dst: Buffer[(160), float32]) {
           << "run " << b << " lane " << i;
 }
 
-// sigmoid, tanh and erf of float32 vectors, inline: their divisions are a
-// reciprocal estimate and a Newton step where the target has one (AVX-512's
-// vrcp14ps, AVX's rcpps), for this machine and for x86-64-v3 (AVX2) code.
-// Within 3 ulp (exp's 2 and the reciprocal's rounding; erf 4, its
-// approximation's absolute 1.5e-7 near 1) or 1e-37 (the tails) of the
+// exp, sigmoid, tanh and erf of float32 vectors, inline: 2^k by AVX-512's
+// vscalefps where the target has it, in the exponent bits otherwise; the
+// divisions a reciprocal estimate and a Newton step where the target has
+// one (AVX-512's vrcp14ps, AVX's rcpps), for this machine and for x86-64-v3
+// (AVX2) code. Within 3 ulp (exp's 2 and the reciprocal's rounding; erf 4,
+// its approximation's absolute 1.5e-7 near 1) or 1e-37 (the tails) of the
 // double-precision function over [-100, 100], exact at the special values:
-// NaN stays NaN, the infinities saturate, 0 gives 0.5 / 0 / 0.
-TEST(TirCodegen, SigmoidTanhAndErfVectorsMatchTheirFunctions) {
+// NaN stays NaN, the infinities saturate, 0 gives 1 / 0.5 / 0 / 0; exp's
+// overflow is infinite and its underflow zero.
+TEST(TirCodegen, ExpSigmoidTanhAndErfVectorsMatchTheirFunctions) {
   const char* text = R"(
-prim @fns(%x: Buffer[(4096), float32], %s: Buffer[(4096), float32], %t: Buffer[(4096), float32], %e: Buffer[(4096), float32]) {
+prim @fns(%x: Buffer[(4096), float32], %s: Buffer[(4096), float32], %t: Buffer[(4096), float32], %e: Buffer[(4096), float32], %p: Buffer[(4096), float32]) {
   for %i from 0 extent 4096 vectorized {
+    %p[%i] = exp(%x[%i])
     %s[%i] = sigmoid(%x[%i])
     %t[%i] = tanh(%x[%i])
     %e[%i] = erf(%x[%i])
@@ -286,24 +289,30 @@ prim @fns(%x: Buffer[(4096), float32], %s: Buffer[(4096), float32], %t: Buffer[(
     CodegenOptions options;
     if (*cpu) options.target = parse_target(std::string("llvm -mcpu=") + cpu);
     auto fs = lowered_for(text, *cpu ? 32 : options.target.vector_bytes);
-    std::vector<float> s(x.size()), t(x.size()), e(x.size());
-    JitModule::create(fs, options)->run("fns", {x.data(), s.data(), t.data(), e.data()});
-    double worst[3] = {0, 0, 0};
+    std::vector<float> s(x.size()), t(x.size()), e(x.size()), p(x.size());
+    JitModule::create(fs, options)->run("fns", {x.data(), s.data(), t.data(), e.data(), p.data()});
+    double worst[4] = {0, 0, 0, 0};
     for (size_t k = 0; k < x.size(); ++k) {
       const double v = x[k];
+      worst[3] = std::max(worst[3], ulps(p[k], std::exp(v) > 3.4028234663852886e38 ? HUGE_VAL : std::exp(v)));
       worst[0] = std::max(worst[0], ulps(s[k], 1.0 / (1.0 + std::exp(-v))));
       worst[1] = std::max(worst[1], ulps(t[k], std::tanh(v)));
       worst[2] = std::max(worst[2], ulps(e[k], std::erf(v)));
     }
-    std::printf("%s: sigmoid %.2f, tanh %.2f, erf %.2f ulp at most\n", *cpu ? cpu : "this machine", worst[0],
-                worst[1], worst[2]);
+    std::printf("%s: exp %.2f, sigmoid %.2f, tanh %.2f, erf %.2f ulp at most\n", *cpu ? cpu : "this machine",
+                worst[3], worst[0], worst[1], worst[2]);
+    EXPECT_LE(worst[3], 2.0) << "exp";
     EXPECT_LE(worst[0], 3.0) << "sigmoid";
     EXPECT_LE(worst[1], 3.0) << "tanh";
     EXPECT_LE(worst[2], 4.0) << "erf";
     EXPECT_EQ(s[0], 0.5f);
     EXPECT_EQ(s[2], 1.0f);
     EXPECT_EQ(s[3], 0.0f);
-    EXPECT_TRUE(std::isnan(s[4]) && std::isnan(t[4]) && std::isnan(e[4]));
+    EXPECT_TRUE(std::isnan(s[4]) && std::isnan(t[4]) && std::isnan(e[4]) && std::isnan(p[4]));
+    EXPECT_EQ(p[0], 1.0f);
+    EXPECT_EQ(p[2], inf);
+    EXPECT_EQ(p[3], 0.0f);
+    EXPECT_EQ(p[11], inf);  // e^89
     EXPECT_EQ(t[2], 1.0f);
     EXPECT_EQ(t[3], -1.0f);
     EXPECT_EQ(e[2], 1.0f);
