@@ -95,6 +95,10 @@ struct CodegenOptions {
   // regions: on scalar float loops and the strided int8 loops of a conv it
   // makes gathers, and took 11 s of a 0.8 s compile of a small int8 CNN.
   bool loop_vectorize = true;
+  // When set, LLVM's pass timing reports (the IR pipeline, the analyses it
+  // ran, machine code) are appended here, and the host code compiles in one
+  // part (LLVM's timers are not shared between threads).
+  std::string* llvm_pass_times = nullptr;
 };
 
 // The functions must be lowered (tir::lower_for_build): flat buffers, no

@@ -68,6 +68,7 @@ HostObject emit_host_shared_object(const std::vector<tir::PrimFunc>& funcs, cons
   // The functions are compiled in parts, one thread each (LLVM's contexts
   // and target machines are per thread), and linked into one object.
   size_t parts = std::max<size_t>(1, std::min<size_t>(size_t(available_cpus()), funcs.size() / 4));
+  if (options.llvm_pass_times) parts = 1;
   std::vector<std::vector<tir::PrimFunc>> chunks(parts);
   for (size_t i = 0; i < funcs.size(); ++i) chunks[i % parts].push_back(funcs[i]);
   std::vector<std::string> objects(parts);
@@ -83,7 +84,7 @@ HostObject emit_host_shared_object(const std::vector<tir::PrimFunc>& funcs, cons
       std::error_code ec;
       llvm::raw_fd_ostream os(objects[p], ec, llvm::sys::fs::OF_None);
       KILN_CHECK(!ec, "cannot write ", objects[p], ": ", ec.message());
-      emit_machine_code(*m, *tm, os, llvm::CodeGenFileType::ObjectFile);
+      emit_machine_code(*m, *tm, os, llvm::CodeGenFileType::ObjectFile, options.llvm_pass_times);
       if (p == 0) cpu = tm->getTargetCPU().str();
     } catch (...) {
       errors[p] = std::current_exception();

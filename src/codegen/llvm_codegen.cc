@@ -960,7 +960,7 @@ std::unique_ptr<llvm::Module> build_module(llvm::LLVMContext& ctx, const std::ve
   llvm::raw_string_ostream os(err);
   if (llvm::verifyModule(*m, &os))
     throw Error("internal error: codegen produced invalid LLVM IR: " + os.str());
-  optimize(*m, tm, opt_level, options.loop_vectorize);
+  optimize(*m, tm, opt_level, options.loop_vectorize, options.llvm_pass_times);
   return m;
 }
 

@@ -35,7 +35,8 @@ void set_llvm_options();
 std::unique_ptr<llvm::TargetMachine> target_machine(const Target& t, int opt_level);
 // Runs kiln's pipeline for `tm` on `m` (llvm_pipeline.cc): for the host at
 // O2 a short one after kiln's own vectorization, else LLVM's default.
-void optimize(llvm::Module& m, llvm::TargetMachine& tm, int opt_level, bool loop_vectorize);
+void optimize(llvm::Module& m, llvm::TargetMachine& tm, int opt_level, bool loop_vectorize,
+              std::string* pass_times = nullptr);
 // Drops LLVM's warnings about requests it could not honour (a loop left
 // scalar) and collects its errors, which emit_machine_code throws.
 void quiet_optimization_failures(llvm::LLVMContext& ctx);
@@ -51,7 +52,7 @@ std::unique_ptr<llvm::Module> build_module(llvm::LLVMContext& ctx, const std::ve
 std::vector<std::string> use_import_slots(llvm::Module& m);
 // Machine code for `m` into `out` (assembly or object).
 void emit_machine_code(llvm::Module& m, llvm::TargetMachine& tm, llvm::raw_pwrite_stream& out,
-                       llvm::CodeGenFileType type);
+                       llvm::CodeGenFileType type, std::string* pass_times = nullptr);
 std::string llvm_error(llvm::Error e);
 // The Hexagon harness table of `funcs` (hexagon_harness.cc), for
 // build_module's `with_harness`.

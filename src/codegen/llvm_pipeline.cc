@@ -9,8 +9,10 @@
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/LegacyPassManager.h>
 #include <llvm/IR/Module.h>
+#include <llvm/IR/PassTimingInfo.h>
 #include <llvm/MC/TargetRegistry.h>
 #include <llvm/Passes/PassBuilder.h>
+#include <llvm/Passes/StandardInstrumentations.h>
 #include <llvm/Support/CommandLine.h>
 #include <llvm/Support/TargetSelect.h>
 #include <llvm/Support/raw_ostream.h>
@@ -116,8 +118,30 @@ constexpr const char* kHostPipelineNoLoopVectorize =
 
 }  // namespace
 
-void optimize(llvm::Module& m, llvm::TargetMachine& tm, int opt_level, bool loop_vectorize) {
-  if (opt_level <= 0) return;
+namespace {
+
+// LLVM's pass timers on (its -time-passes) while alive when `out` is set;
+// report() appends the legacy pass manager's report (machine code) to it.
+class PassTimes {
+ public:
+  explicit PassTimes(std::string* out) : out_(out) {
+    if (out_) llvm::TimePassesIsEnabled = true;
+  }
+  void report() {
+    if (!out_) return;
+    llvm::raw_string_ostream os(*out_);
+    llvm::reportAndResetTimings(&os);
+  }
+  ~PassTimes() {
+    if (out_) llvm::TimePassesIsEnabled = false;
+  }
+
+ private:
+  std::string* out_;
+};
+
+void run_pipeline(llvm::Module& m, llvm::TargetMachine& tm, int opt_level, bool loop_vectorize,
+                  llvm::PassInstrumentationCallbacks* callbacks) {
   llvm::LoopAnalysisManager lam;
   llvm::FunctionAnalysisManager fam;
   llvm::CGSCCAnalysisManager cgam;
@@ -125,7 +149,7 @@ void optimize(llvm::Module& m, llvm::TargetMachine& tm, int opt_level, bool loop
   llvm::PipelineTuningOptions pto;
   pto.LoopVectorization = loop_vectorize;
   pto.SLPVectorization = true;
-  llvm::PassBuilder pb(&tm, pto);
+  llvm::PassBuilder pb(&tm, pto, std::nullopt, callbacks);
   pb.registerModuleAnalyses(mam);
   pb.registerCGSCCAnalyses(cgam);
   pb.registerFunctionAnalyses(fam);
@@ -144,6 +168,25 @@ void optimize(llvm::Module& m, llvm::TargetMachine& tm, int opt_level, bool loop
                : opt_level == 2 ? llvm::OptimizationLevel::O2
                                 : llvm::OptimizationLevel::O1;
   pb.buildPerModuleDefaultPipeline(level).run(m, mam);
+}
+
+}  // namespace
+
+void optimize(llvm::Module& m, llvm::TargetMachine& tm, int opt_level, bool loop_vectorize,
+              std::string* pass_times) {
+  if (opt_level <= 0) return;
+  if (!pass_times) return run_pipeline(m, tm, opt_level, loop_vectorize, nullptr);
+  PassTimes times(pass_times);
+  std::string report;
+  {
+    llvm::raw_string_ostream os(report);
+    llvm::PassInstrumentationCallbacks callbacks;
+    llvm::StandardInstrumentations instrumentations(m.getContext(), false);
+    instrumentations.getTimePasses().setOutStream(os);
+    instrumentations.registerCallbacks(callbacks);
+    run_pipeline(m, tm, opt_level, loop_vectorize, &callbacks);
+  }  // destroyed, the instrumentations write the IR passes' and analyses' times
+  *pass_times += report;
 }
 
 namespace {
@@ -183,11 +226,13 @@ std::string llvm_error(llvm::Error e) {
 
 // Machine code for the host into `out` (assembly or object).
 void emit_machine_code(llvm::Module& m, llvm::TargetMachine& tm, llvm::raw_pwrite_stream& out,
-                       llvm::CodeGenFileType type) {
+                       llvm::CodeGenFileType type, std::string* pass_times) {
+  PassTimes times(pass_times);
   llvm::legacy::PassManager pm;
   if (tm.addPassesToEmitFile(pm, out, nullptr, type))
     throw Error("LLVM cannot emit this file type for the host target");
   pm.run(m);
+  times.report();
   throw_llvm_errors();
 }
 

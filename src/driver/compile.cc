@@ -219,7 +219,13 @@ Executable compile_model(const Module& input, const CompileOptions& opts, Compil
   if (!funcs.empty()) {
     codegen::CodegenOptions cg;
     cg.target = opts.target;
+    std::string llvm_pass_times;
+    if (opts.time_passes) cg.llvm_pass_times = &llvm_pass_times;
     codegen::HostObject obj = stages.run("llvm", [&] { return codegen::emit_host_shared_object(funcs, cg); });
+    if (opts.time_passes)
+      stages.log() << "# LLVM's IR passes and analyses, then its machine-code passes, for the host code "
+                      "(compiled in one part):\n"
+                   << llvm_pass_times;
     exe.host_code.cpu = obj.cpu;
     exe.host_code.cpu_features = obj.cpu_features;
     exe.host_code.imports = obj.imports;

@@ -322,6 +322,19 @@ TEST_F(CliCompile, CompiledModuleRunsTimedAndPrintsEveryStage) {
                             "# stage tir:flatten-buffers", "# stage llvm", "# stage plan-memory",
                             "# after tir:simplify", "prim @kiln_fused_matmul_relu("})
     EXPECT_NE(c.out.find(stage), std::string::npos) << stage << " missing in:\n" << c.out;
+  // LLVM's timing reports for the host code after the llvm stage: the IR
+  // pipeline's passes (SROA first), its analyses, the machine-code passes.
+  const size_t llvm_stage = c.out.find("# stage llvm");
+  const size_t reports = c.out.find("# LLVM's IR passes and analyses");
+  ASSERT_NE(reports, std::string::npos) << c.out;
+  EXPECT_LT(llvm_stage, reports);
+  for (const char* line : {"SROAPass", "Analysis execution timing report", "DominatorTreeAnalysis",
+                           "DAG->DAG Instruction Selection", "Greedy Register Allocator"})
+    EXPECT_NE(c.out.find(line, reports), std::string::npos) << line << " missing in:\n" << c.out;
+  // The same compile without --time-passes prints no timing.
+  testing::CliResult quiet = testing::kiln_cmd("compile " + model + " -o " + kmod);
+  ASSERT_EQ(quiet.code, 0) << quiet.out;
+  EXPECT_EQ(quiet.out.find("timing report"), std::string::npos) << quiet.out;
   testing::CliResult r = testing::kiln_cmd("run " + kmod + " --random-inputs 2 --repeat 5");
   ASSERT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find("latency: median "), std::string::npos) << r.out;

@@ -128,7 +128,10 @@ void CompileFlags::add_to(CLI::App* cmd, bool with_target) {
       ->check(CLI::IsMember({"blocked", "nchw"}));
   cmd->add_flag("--print-after-all", print_after_all,
                 "Print the IR after each compile stage and pass (graph passes, host program, tensor IR)");
-  cmd->add_flag("--time-passes", time_passes, "Print the time of each compile stage and pass");
+  cmd->add_flag(
+      "--time-passes", time_passes,
+      "Print the time of each compile stage and pass, and LLVM's pass timing reports for the host code "
+      "(which then compiles in one part)");
   cmd->add_flag("--check-bounds", check_bounds,
                 "Generated code checks every index and integer divisor it cannot prove safe, and fails "
                 "naming kernel, buffer, index and extent (host kernels, prim functions and hexagon regions)");
