@@ -822,6 +822,7 @@ class FunctionBuilder {
     auto* task_ty =
         llvm::FunctionType::get(b_.getInt32Ty(), {b_.getInt64Ty(), b_.getInt64Ty(), b_.getPtrTy()}, false);
     auto* task = llvm::Function::Create(task_ty, llvm::Function::InternalLinkage, name, mod_);
+    glue(task);
     {
       llvm::IRBuilder<> tb(llvm::BasicBlock::Create(ctx_, "entry", task));
       std::vector<llvm::Value*> args = {task->getArg(0), task->getArg(1)};
@@ -891,6 +892,15 @@ class FunctionBuilder {
     b_.restoreIP(call_site);
   }
 
+  // A function that only moves arguments and calls (a parallel loop's task,
+  // f__packed), run once per task or call: compiled without optimisation
+  // (optnone), which takes LLVM a fraction of the time per function; a model
+  // has one or two per kernel (det: 190 of its 258 functions).
+  static void glue(llvm::Function* f) {
+    f->addFnAttr(llvm::Attribute::OptimizeNone);
+    f->addFnAttr(llvm::Attribute::NoInline);
+  }
+
   // The current function's parallel_status(): 0 until a checked parallel loop fails.
   llvm::AllocaInst* parallel_status_slot() {
     if (status_) return status_;
@@ -904,6 +914,7 @@ class FunctionBuilder {
   void build_packed(llvm::FunctionType* fty) {
     auto* pty = llvm::FunctionType::get(b_.getInt32Ty(), {b_.getPtrTy()}, false);
     auto* packed = llvm::Function::Create(pty, llvm::Function::ExternalLinkage, f_.name + "__packed", mod_);
+    glue(packed);
     b_.SetInsertPoint(llvm::BasicBlock::Create(ctx_, "entry", packed));
     std::vector<llvm::Value*> args;
     for (size_t i = 0; i < f_.params.size(); ++i) {

@@ -728,6 +728,46 @@ prim @one_side(%src: Buffer[(150), float32], %low: Buffer[(160), float32], %high
   }
 }
 
+// The glue around a kernel (f__packed, which unpacks its arguments, and a
+// parallel loop's task, which unpacks the loop's captures) is compiled
+// without optimisation (optnone: far less of LLVM's time per function),
+// the kernel and the loop's body with it; called through the glue, the
+// kernel computes what it should.
+TEST(TirCodegen, GlueFunctionsAreNotOptimisedAndWork) {
+  const char* text = R"(
+prim @scaled(%src: Buffer[(160), float32], %dst: Buffer[(160), float32], %k: float32) {
+  for %b from 0 extent 10 parallel {
+    for %i from 0 extent 16 vectorized {
+      %dst[%b * 16 + %i] = %src[%b * 16 + %i] * %k
+    }
+  }
+  return 0
+}
+)";
+  auto fs = lowered_for_avx512(text);
+  const std::string ll = emit_text(fs, EmitKind::LLVMIR);
+  // The attribute group a function's definition names, by the function's name.
+  auto attributes_of = [&](const std::string& name) -> std::string {
+    const size_t def = ll.find("@" + name + "(");
+    if (def == std::string::npos || ll.rfind("define", def) == std::string::npos) return "no definition";
+    const size_t line_end = ll.find('\n', def);
+    const size_t hash = ll.rfind('#', line_end);
+    if (hash == std::string::npos || hash < def) return "";
+    const std::string group = ll.substr(hash, ll.find(' ', hash) - hash);
+    const size_t at = ll.find("attributes " + group + " = {");
+    return at == std::string::npos ? "" : ll.substr(at, ll.find('}', at) - at);
+  };
+  EXPECT_NE(attributes_of("scaled__packed").find("optnone"), std::string::npos) << ll;
+  EXPECT_NE(attributes_of("scaled__parallel_0").find("optnone"), std::string::npos) << ll;
+  EXPECT_EQ(attributes_of("scaled").find("optnone"), std::string::npos) << ll;
+  EXPECT_EQ(attributes_of("scaled__parallel_0_body").find("optnone"), std::string::npos) << ll;
+  std::vector<float> src(160), dst(160, -1.0f);
+  for (size_t i = 0; i < src.size(); ++i) src[i] = float(i) * 0.25f - 7.0f;
+  float k = 1.5f;
+  JitModule::create(fs)->run("scaled", {src.data(), dst.data(), &k});
+  for (size_t i = 0; i < src.size(); ++i) ASSERT_EQ(dst[i], src[i] * 1.5f) << "element " << i;
+}
+
 // A clamped run that several loads read (two rows of a padded input, as
 // Winograd's input transform combines) is named by a let
 // (share-common-subexpressions); each load still reads it as a run, not
