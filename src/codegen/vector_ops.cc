@@ -236,9 +236,9 @@ llvm::Value* pow2_f32(llvm::IRBuilder<>& b, llvm::Value* k, llvm::Type* vt) {
   return b.CreateBitCast(bits, vt);
 }
 
-// f applied to `width`-lane parts of x's lanes (their number a power-of-two
-// multiple of width) and the results joined back: an x86 instruction of one
-// register's width on a vector of several registers.
+// f applied lane for lane to the `width`-lane parts of the vectors xs (their
+// lanes a power-of-two multiple of width), its results joined back: an x86
+// instruction of one register's width on vectors of several registers.
 llvm::Value* in_parts(llvm::IRBuilder<>& b, unsigned width, const std::vector<llvm::Value*>& xs,
                       const std::function<llvm::Value*(const std::vector<llvm::Value*>&)>& f) {
   const unsigned lanes = llvm::cast<llvm::FixedVectorType>(xs[0]->getType())->getNumElements();
