@@ -19,13 +19,14 @@ namespace {
 
 void write_object(const std::vector<tir::PrimFunc>& funcs, const CodegenOptions& options,
                   const std::string& path, bool with_harness) {
+  use_loop_strength_reduction(options.target);
   auto tm = target_machine(options.target, options.opt_level);
   llvm::LLVMContext ctx;
   auto m = build_module(ctx, funcs, *tm, options, with_harness);
   std::error_code ec;
   llvm::raw_fd_ostream out(path, ec, llvm::sys::fs::OF_None);
   KILN_CHECK(!ec, "cannot write ", path, ": ", ec.message());
-  emit_machine_code(*m, *tm, out, llvm::CodeGenFileType::ObjectFile);
+  emit_machine_code(*m, *tm, out, llvm::CodeGenFileType::ObjectFile, options.llvm_pass_times);
 }
 
 // Removes a temporary file when it goes out of scope.
@@ -40,6 +41,7 @@ std::string emit_text(const std::vector<tir::PrimFunc>& funcs, EmitKind kind, co
   KILN_CHECK(kind == EmitKind::LLVMIR || kind == EmitKind::Assembly,
              "emit_text writes ll or asm; use emit_to_file for obj, so and exe");
   check_target_imports(funcs, options);
+  use_loop_strength_reduction(options.target);
   auto tm = target_machine(options.target, options.opt_level);
   llvm::LLVMContext ctx;
   auto m = build_module(ctx, funcs, *tm, options);
@@ -48,7 +50,7 @@ std::string emit_text(const std::vector<tir::PrimFunc>& funcs, EmitKind kind, co
   if (kind == EmitKind::LLVMIR) {
     m->print(os, nullptr);
   } else {
-    emit_machine_code(*m, *tm, os, llvm::CodeGenFileType::AssemblyFile);
+    emit_machine_code(*m, *tm, os, llvm::CodeGenFileType::AssemblyFile, options.llvm_pass_times);
   }
   return std::string(text.str());
 }

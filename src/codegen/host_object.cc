@@ -90,6 +90,7 @@ HostObject emit_host_shared_object(const std::vector<tir::PrimFunc>& funcs, cons
       errors[p] = std::current_exception();
     }
   };
+  use_loop_strength_reduction(options.target);
   std::vector<std::thread> threads;
   for (size_t p = 1; p < parts; ++p) threads.emplace_back(compile_part, p);
   compile_part(0);

@@ -58,6 +58,7 @@ std::unique_ptr<JitModule> JitModule::create(const std::vector<tir::PrimFunc>& f
   std::vector<ResolvedImport> resolved = resolve_imports(impl->imports, options.link_libs);
   check_imports(impl->imports, options.link_libs, "load");
 
+  use_loop_strength_reduction(options.target);
   auto tm = target_machine(options.target, options.opt_level);
   auto ctx = std::make_unique<llvm::LLVMContext>();
   auto m = build_module(*ctx, funcs, *tm, options);

@@ -31,6 +31,10 @@ void init_llvm();
 // LLVM's command-line options kiln sets (Hexagon's HVX and small data): by
 // init_llvm, and again after each in-process link, which resets them all.
 void set_llvm_options();
+// LLVM's loop strength reduction off for host code, on for Hexagon (a
+// process-wide option: set by each codegen entry point before it compiles,
+// outside any threads it starts).
+void use_loop_strength_reduction(const Target& t);
 // A target machine for `t` (the host: this CPU and its features).
 std::unique_ptr<llvm::TargetMachine> target_machine(const Target& t, int opt_level);
 // Runs kiln's pipeline for `tm` on `m` (llvm_pipeline.cc): for the host at

@@ -143,6 +143,10 @@ struct AnchorTile {
   // folds to one combination; -1: none.
   int output_period_axis = -1;
   int64_t output_period = 0;
+  // At most this many rows of accumulators (0: as the registers allow),
+  // for a tile whose reduction step holds more operands in registers than
+  // one input vector per column register and two broadcasts.
+  int64_t max_rows = 0;
 };
 
 // A copy that transposes blocks (nn.block_channels, nn.unblock_channels):

@@ -266,6 +266,7 @@ bool tile_anchor(te::Schedule& s, const AnchorTile& a, const CpuTarget& cpu,
   int64_t cb = column_block(cpu, shape[size_t(a.col_axis)]);
   const int64_t cv = column_vectors(cpu, cb);
   int64_t row_limit = row_block_limit(cpu, cv, a.row_stride_bytes);
+  if (a.max_rows > 0) row_limit = std::min(row_limit, a.max_rows);
   // Kernel rows unrolled in the tile (row_tap_axis) hold their weights'
   // broadcasts beside the accumulators and one input row: up to three of
   // them (AVX2's 3x3 depthwise on 240 channels at 12x80: 6 rows -> 4, 0.66x

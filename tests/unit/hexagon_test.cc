@@ -69,6 +69,43 @@ TEST(Hexagon, TargetsCarryTheirVtcmCapacity) {
             std::string::npos);
 }
 
+// LLVM's loop strength reduction runs for Hexagon code and not for host
+// code (llvm_pipeline.cc, use_loop_strength_reduction: a process-wide
+// option each codegen entry point sets), in either order: read off LLVM's
+// pass timing reports.
+TEST(Hexagon, LoopStrengthReductionIsForHexagonCodeOnly) {
+  auto passes = [](const std::string& target) {
+    codegen::CodegenOptions o;
+    o.target = codegen::parse_target(target);
+    std::string times;
+    o.llvm_pass_times = &times;
+    TirPassOptions p;
+    p.scratchpad_capacity = o.target.vtcm_capacity;
+    p.vector_bytes = o.target.is_hexagon() ? 0 : o.target.vector_bytes;
+    // A loop too long for LLVM to unroll away, so loop passes have a loop.
+    const char* text = R"(
+prim @sum(%A: Buffer[(1048576), int8], %B: Buffer[(1048576), int8], %C: Buffer[(1048576), int8]) {
+  for %i from 0 extent 1048576 {
+    %C[%i] = %A[%i] + %B[%i]
+  }
+  return 0
+}
+)";
+    codegen::emit_text({lower_for_build(parse_prim_functions(text, "sum.kir")[0], p)},
+                       codegen::EmitKind::Assembly, o);
+    return times;
+  };
+  for (const char* first : {"hexagon-v68", "llvm"}) {
+    SCOPED_TRACE(first);
+    const std::string a = passes(first), b = passes(std::string(first) == "llvm" ? "hexagon-v68" : "llvm");
+    const std::string& hexagon = std::string(first) == "llvm" ? b : a;
+    const std::string& host = std::string(first) == "llvm" ? a : b;
+    EXPECT_NE(hexagon.find("Loop Strength Reduction"), std::string::npos) << hexagon;
+    EXPECT_NE(host.find("X86 DAG->DAG Instruction Selection"), std::string::npos) << host;
+    EXPECT_EQ(host.find("Loop Strength Reduction"), std::string::npos) << host;
+  }
+}
+
 TEST(Hexagon, Int8AddCompilesToHvx) {
   std::string s = hexagon_asm(vtcm_add(DataType::int_(8)));
   // 128-byte vector loads and a byte-lane vector add, not a scalar loop.

@@ -62,6 +62,21 @@ TEST(TileSchedule, AConvWithOneOutputChannelStillHasEightAccumulators) {
   EXPECT_EQ(tile_elements(text, "conv2d_0"), 6 * 16) << text;
 }
 
+TEST(TileSchedule, AnUpsamplingConvLeavesRegistersForItsSpreadInputAndWeights) {
+  // det's 2x2 stride-2 transposed conv, 24 -> 24 channels at 80x80: each
+  // reduction step spreads its input over two registers and broadcasts
+  // every row's weight pairs, so its AVX-512 tile takes at most 10 rows of
+  // two vectors, not the 12 a conv gets: 8 rows for 24 channels (12 would
+  // divide them); AVX2's 6 rows already leave room.
+  TensorDesc x{{1, 24, 80, 80}, DType::Float32}, w{{24, 24, 2, 2}, DType::Float32},
+      y{{1, 24, 160, 160}, DType::Float32};
+  const Attrs strides{{"strides", std::vector<int64_t>{2, 2}}};
+  const std::string text = lowered_text("nn.conv2d_transpose", x, w, y, strides, avx512());
+  EXPECT_EQ(tile_elements(text, "conv2d_transpose_0"), 8 * 32) << text;
+  const std::string text2 = lowered_text("nn.conv2d_transpose", x, w, y, strides, avx2());
+  EXPECT_EQ(tile_elements(text2, "conv2d_transpose_0"), 6 * 16) << text2;
+}
+
 TEST(TileSchedule, ADepthwiseTileUnrollsItsKernelRowsInsideItsColumns) {
   // NCHW depthwise 3x3, stride 1: tile rows are output rows, and kernel row
   // ry reads input row oh + ry, so ry runs unrolled inside rx (each loaded
