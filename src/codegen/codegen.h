@@ -97,7 +97,9 @@ struct CodegenOptions {
   bool loop_vectorize = true;
   // When set, LLVM's pass timing reports (the IR pipeline, the analyses it
   // ran, machine code) are appended here, and the host code compiles in one
-  // part (LLVM's timers are not shared between threads).
+  // part (LLVM's timers are not shared between threads). LLVM keys the
+  // machine-code timers by the pass object's address: after another timed
+  // compile in the same process, a line can carry that run's pass name.
   std::string* llvm_pass_times = nullptr;
 };
 
