@@ -60,6 +60,12 @@ const ConvShape kShapes[] = {
     {"resnet 3x3 128->128 28x28", 128, 128, 28, 28, 3, 1, 1},
     {"resnet 3x3 256->256 14x14", 256, 256, 14, 14, 3, 1, 1},
     {"resnet 3x3 512->512 7x7", 512, 512, 7, 7, 3, 1, 1},
+    {"mnv2 1x1 96->576 14x14", 96, 576, 14, 14, 1, 1, 1},
+    {"mnv2 1x1 960->160 7x7", 960, 160, 7, 7, 1, 1, 1},
+    {"mnv2 first 3x3/2 3->32 224x224", 3, 32, 224, 224, 3, 2, 1},
+    {"mnv2 depthwise 3x3/2 96 112x112", 96, 96, 112, 112, 3, 2, 96},
+    {"effnet depthwise 5x5/2 144 56x56", 144, 144, 56, 56, 5, 2, 144},
+    {"resnet first 7x7/2 3->64 224x224", 3, 64, 224, 224, 7, 2, 1},
 };
 
 // nn.conv2d's attributes for `c`: its strides, groups and the padding that

@@ -119,8 +119,7 @@ class FunctionBuilder {
       case ExprKind::Cast:
         return cast(static_cast<const tir::CastNode&>(*e));
       case ExprKind::Select: {
-        auto& n = static_cast<const tir::SelectNode&>(*e);
-        return b_.CreateSelect(expr(n.cond), expr(n.true_value), expr(n.false_value));
+        return select(static_cast<const tir::SelectNode&>(*e));
       }
       case ExprKind::BufferLoad: {
         auto& n = static_cast<const tir::BufferLoadNode&>(*e);
@@ -400,8 +399,13 @@ class FunctionBuilder {
         return to_register(b_.CreateShuffleVector(load_at(*lo, span), pick), n.dtype);
       }
     }
-    if (auto run = clamped_run(index, let_values_))
-      return to_register(clamped_load(n, *run, elem, base), n.dtype);
+    if (auto run = clamped_run(index, let_values_)) {
+      llvm::Value* first = expr(run->base);
+      llvm::Value* offset = run->offset ? expr(run->offset) : nullptr;
+      return to_register(load_clamped_run(b_, elem, base, elem_align(*n.buffer), first, offset, *run,
+                                          unsigned(n.dtype.lanes)),
+                         n.dtype);
+    }
     // A gather, one lane at a time.
     llvm::Value* idx = expr(index);
     llvm::Value* out = llvm::PoisonValue::get(memory_type(n.dtype));
@@ -497,65 +501,18 @@ class FunctionBuilder {
     return b_.CreateSelect(expr(n.cond), expr(n.true_value), expr(n.false_value));
   }
 
-  // The lanes offset + clamp(base + l * stride, lo, hi) of a ClampedRun,
-  // read as a span of lanes * stride elements (a whole number of vectors,
-  // which LLVM shuffles register by register; the lane-exact span, one
-  // element shorter, split AVX2's upper half into single-element inserts):
-  // where the span lies in [lo, hi] (every run of a padded row but the
-  // first and last), one load of it; else a masked load of the elements
-  // inside, those below lo taking element lo and those above hi element hi.
-  // A stride above 1 then picks every stride-th element.
-  llvm::Value* clamped_load(const tir::BufferLoadNode& n, const ClampedRun& run, llvm::Type* elem,
-                            llvm::Value* base) {
-    const unsigned lanes = unsigned(n.dtype.lanes);
-    llvm::Value* first = expr(run.base);
-    llvm::Type* index_type = first->getType();
-    auto constant = [&](int64_t v) { return llvm::ConstantInt::get(index_type, uint64_t(v)); };
-    llvm::Value* offset = run.offset ? expr(run.offset) : constant(0);
-    const unsigned span = lanes * unsigned(run.stride);
-    auto* span_type = llvm::FixedVectorType::get(elem, span);
-    llvm::Value* last = b_.CreateAdd(first, constant(int64_t(span) - 1));
-    llvm::Value* inside =
-        b_.CreateAnd(b_.CreateICmpSGE(first, constant(run.lo)), b_.CreateICmpSLE(last, constant(run.hi)));
-    auto* whole_bb = llvm::BasicBlock::Create(ctx_, "run_inside", fn_);
-    auto* edge_bb = llvm::BasicBlock::Create(ctx_, "run_at_edge", fn_);
-    auto* done_bb = llvm::BasicBlock::Create(ctx_, "run_loaded", fn_);
-    llvm::Value* start = b_.CreateAdd(offset, first);
-    b_.CreateCondBr(inside, whole_bb, edge_bb);
-    b_.SetInsertPoint(whole_bb);
-    llvm::Value* whole =
-        b_.CreateAlignedLoad(span_type, b_.CreateInBoundsGEP(elem, base, start), elem_align(*n.buffer));
-    b_.CreateBr(done_bb);
-    b_.SetInsertPoint(edge_bb);
-    // The element an unclamped index `at` reads.
-    auto clamped_element = [&](llvm::Value* at) {
-      llvm::Value* clamped =
-          b_.CreateSelect(b_.CreateICmpSLT(at, constant(run.lo)), constant(run.lo),
-                          b_.CreateSelect(b_.CreateICmpSGT(at, constant(run.hi)), constant(run.hi), at));
-      llvm::Value* p = b_.CreateInBoundsGEP(elem, base, b_.CreateAdd(offset, clamped));
-      return b_.CreateAlignedLoad(elem, p, elem_align(*n.buffer));
-    };
-    // The span's unclamped indices; the pointer of the masked load may lie
-    // outside the buffer (its masked-off elements are not read), so a plain GEP.
-    llvm::SmallVector<llvm::Constant*, 64> steps;
-    for (unsigned l = 0; l < span; ++l) steps.push_back(constant(int64_t(l)));
-    llvm::Value* at = b_.CreateAdd(b_.CreateVectorSplat(span, first), llvm::ConstantVector::get(steps));
-    auto splat = [&](int64_t v) { return b_.CreateVectorSplat(span, constant(v)); };
-    llvm::Value* below = b_.CreateICmpSLT(at, splat(run.lo));
-    llvm::Value* mask = b_.CreateAnd(b_.CreateNot(below), b_.CreateICmpSLE(at, splat(run.hi)));
-    llvm::Value* ends = b_.CreateSelect(below, b_.CreateVectorSplat(span, clamped_element(first)),
-                                        b_.CreateVectorSplat(span, clamped_element(last)));
-    llvm::Value* edge =
-        b_.CreateMaskedLoad(span_type, b_.CreateGEP(elem, base, start), elem_align(*n.buffer), mask, ends);
-    b_.CreateBr(done_bb);
-    b_.SetInsertPoint(done_bb);
-    llvm::PHINode* phi = b_.CreatePHI(span_type, 2);
-    phi->addIncoming(whole, whole_bb);
-    phi->addIncoming(edge, edge_bb);
-    if (run.stride == 1) return phi;
-    llvm::SmallVector<int, 64> pick;
-    for (unsigned l = 0; l < lanes; ++l) pick.push_back(int(int64_t(l) * run.stride));
-    return b_.CreateShuffleVector(phi, pick);
+  // A vector select on one scalar test for all lanes, inside arithmetic
+  // (a padded conv's weight zeroed where its tap reads the padding),
+  // selects on the scalar with AVX2: LLVM then branches or blends, where a
+  // splat of i1 lanes costs a broadcast, a widening and two shifts to make
+  // the mask (5x5/2 depthwise read in place: 0.245 -> 0.197 ms). A stored
+  // one (a padded window's row) keeps the splat, which LLVM folds into the
+  // load (3x3 depthwise at 12x80: 0.058 -> 0.063-0.072 ms otherwise), and
+  // so does AVX-512, whose splat is a mask register.
+  llvm::Value* select(const tir::SelectNode& n) {
+    const auto* splat = tir::as<tir::BroadcastNode>(n.cond);
+    llvm::Value* cond = splat && isa_.x86 && !isa_.avx512 ? expr(splat->value) : expr(n.cond);
+    return b_.CreateSelect(cond, expr(n.true_value), expr(n.false_value));
   }
 
   void store(const tir::BufferStoreNode& n) {

@@ -102,6 +102,15 @@ struct ClampedRun {
 };
 std::optional<ClampedRun> clamped_run(const tir::Expr& e,
                                       const std::unordered_map<const tir::VarNode*, tir::Expr>& lets);
+// The `lanes` lanes of `run` from `base` (elements of type `elem`, aligned
+// to `align`), `first` and `offset` being its base and offset as values
+// (offset null: none): the span in one load where it lies inside [lo, hi]
+// (every run of a padded row but the first and last), else a masked load
+// of the elements inside, those below lo taking element lo and those above
+// hi element hi; then every stride-th element. Branches on which: the
+// builder continues in the block after both.
+llvm::Value* load_clamped_run(llvm::IRBuilder<>& b, llvm::Type* elem, llvm::Value* base, llvm::Align align,
+                              llvm::Value* first, llvm::Value* offset, const ClampedRun& run, unsigned lanes);
 // exp of each float32 lane, inline, so it stays in vector registers (LLVM
 // lowers a vector llvm.exp to one expf call per lane): x = k ln 2 + r with
 // k = round(x / ln 2) and |r| <= ln 2 / 2 (ln 2 in two parts, so r is

@@ -544,4 +544,59 @@ llvm::Value* dot_i8x4(llvm::IRBuilder<>& b, llvm::Value* acc, llvm::Value* a, ll
   return sum;
 }
 
+// The span is a whole number of vectors, which LLVM shuffles register by
+// register (the lane-exact span, one element shorter, split AVX2's upper
+// half into single-element inserts).
+llvm::Value* load_clamped_run(llvm::IRBuilder<>& b, llvm::Type* elem, llvm::Value* base, llvm::Align align,
+                              llvm::Value* first, llvm::Value* offset, const ClampedRun& run,
+                              unsigned lanes) {
+  llvm::Type* index_type = first->getType();
+  auto constant = [&](int64_t v) { return llvm::ConstantInt::get(index_type, uint64_t(v)); };
+  if (!offset) offset = constant(0);
+  llvm::LLVMContext& ctx = b.getContext();
+  llvm::Function* fn = b.GetInsertBlock()->getParent();
+  const unsigned span = lanes * unsigned(run.stride);
+  auto* span_type = llvm::FixedVectorType::get(elem, span);
+  llvm::Value* last = b.CreateAdd(first, constant(int64_t(span) - 1));
+  llvm::Value* inside =
+      b.CreateAnd(b.CreateICmpSGE(first, constant(run.lo)), b.CreateICmpSLE(last, constant(run.hi)));
+  auto* whole_bb = llvm::BasicBlock::Create(ctx, "run_inside", fn);
+  auto* edge_bb = llvm::BasicBlock::Create(ctx, "run_at_edge", fn);
+  auto* done_bb = llvm::BasicBlock::Create(ctx, "run_loaded", fn);
+  llvm::Value* start = b.CreateAdd(offset, first);
+  b.CreateCondBr(inside, whole_bb, edge_bb);
+  b.SetInsertPoint(whole_bb);
+  llvm::Value* whole = b.CreateAlignedLoad(span_type, b.CreateInBoundsGEP(elem, base, start), align);
+  b.CreateBr(done_bb);
+  b.SetInsertPoint(edge_bb);
+  // The element an unclamped index `at` reads.
+  auto clamped_element = [&](llvm::Value* at) {
+    llvm::Value* clamped =
+        b.CreateSelect(b.CreateICmpSLT(at, constant(run.lo)), constant(run.lo),
+                       b.CreateSelect(b.CreateICmpSGT(at, constant(run.hi)), constant(run.hi), at));
+    llvm::Value* p = b.CreateInBoundsGEP(elem, base, b.CreateAdd(offset, clamped));
+    return b.CreateAlignedLoad(elem, p, align);
+  };
+  // The span's unclamped indices; the pointer of the masked load may lie
+  // outside the buffer (its masked-off elements are not read), so a plain GEP.
+  llvm::SmallVector<llvm::Constant*, 64> steps;
+  for (unsigned l = 0; l < span; ++l) steps.push_back(constant(int64_t(l)));
+  llvm::Value* at = b.CreateAdd(b.CreateVectorSplat(span, first), llvm::ConstantVector::get(steps));
+  auto splat = [&](int64_t v) { return b.CreateVectorSplat(span, constant(v)); };
+  llvm::Value* below = b.CreateICmpSLT(at, splat(run.lo));
+  llvm::Value* mask = b.CreateAnd(b.CreateNot(below), b.CreateICmpSLE(at, splat(run.hi)));
+  llvm::Value* ends = b.CreateSelect(below, b.CreateVectorSplat(span, clamped_element(first)),
+                                     b.CreateVectorSplat(span, clamped_element(last)));
+  llvm::Value* edge = b.CreateMaskedLoad(span_type, b.CreateGEP(elem, base, start), align, mask, ends);
+  b.CreateBr(done_bb);
+  b.SetInsertPoint(done_bb);
+  llvm::PHINode* phi = b.CreatePHI(span_type, 2);
+  phi->addIncoming(whole, whole_bb);
+  phi->addIncoming(edge, edge_bb);
+  if (run.stride == 1) return phi;
+  llvm::SmallVector<int, 64> pick;
+  for (unsigned l = 0; l < lanes; ++l) pick.push_back(int(int64_t(l) * run.stride));
+  return b.CreateShuffleVector(phi, pick);
+}
+
 }  // namespace kiln::codegen

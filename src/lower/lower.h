@@ -168,6 +168,8 @@ std::vector<tir::Expr> broadcast_index(const te::Axes& axes, const Shape& in_sha
 // An index clamped to [0, extent - 1], for loads whose value a select may
 // discard (padding): loads never leave the buffer.
 tir::Expr clamp_index(tir::Expr i, int64_t extent);
+// 0 <= i < extent: whether a padded read is inside (its value is not padding).
+tir::Expr index_within(const tir::Expr& i, int64_t extent);
 // x zero-padded on its axes 2 and 3 (rows and columns of NCHW, and of
 // channel blocks (N, C / c, H, W, c)); x itself when `p` pads nothing.
 te::Tensor pad_hw(const te::Tensor& x, const Pad2d& p, const std::string& name);

@@ -121,6 +121,11 @@ tir::Expr clamp_index(tir::Expr i, int64_t extent) {
   return tir::min(tir::max(std::move(i), tir::int_imm(0)), tir::int_imm(extent - 1));
 }
 
+tir::Expr index_within(const tir::Expr& i, int64_t extent) {
+  return tir::binary(tir::BinaryOp::And, tir::binary(tir::BinaryOp::GE, i, tir::int_imm(0)),
+                     tir::lt(i, tir::int_imm(extent)));
+}
+
 te::Tensor pad_hw(const te::Tensor& x, const Pad2d& p, const std::string& name) {
   if (p.top == 0 && p.left == 0 && p.bottom == 0 && p.right == 0) return x;
   const Shape& s = x->shape;
@@ -128,10 +133,6 @@ te::Tensor pad_hw(const te::Tensor& x, const Pad2d& p, const std::string& name) 
   Shape padded = s;
   padded[2] += p.top + p.bottom;
   padded[3] += p.left + p.right;
-  auto in_range = [](const tir::Expr& i, int64_t extent) {
-    return tir::binary(tir::BinaryOp::And, tir::binary(tir::BinaryOp::GE, i, tir::int_imm(0)),
-                       tir::lt(i, tir::int_imm(extent)));
-  };
   return te::compute(
       padded,
       [&](const te::Axes& i) {
@@ -139,7 +140,7 @@ te::Tensor pad_hw(const te::Tensor& x, const Pad2d& p, const std::string& name) 
         std::vector<tir::Expr> idx(i.begin(), i.end());
         idx[2] = clamp_index(h, H);
         idx[3] = clamp_index(w, W);
-        return tir::select(tir::binary(tir::BinaryOp::And, in_range(h, H), in_range(w, W)), (*x)(idx),
+        return tir::select(tir::binary(tir::BinaryOp::And, index_within(h, H), index_within(w, W)), (*x)(idx),
                            constant(0, x->dtype));
       },
       name + "_pad");

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <limits>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -274,11 +275,11 @@ TEST(Lowering, PaddedConvInputIsComputedPerBandOfOutputRows) {
 // of one channel block, inside the parallel loop (not the whole padded
 // image first, written to memory and read back: the conv itself moves
 // little more than its input). A band's rows stay within half of L1, since
-// the tile reads each of them once per kernel tap: a stride-2 3x3 conv on
-// rows of 160 pads 5 input rows for a pair of output rows (9 rows for 4
-// would be 46 KiB), a 5x5 conv on rows of 20 pads 8 for 4, a 3x3 conv on
-// rows of 80 5 for its tile's 3 (12 rows make no bands of two tiles).
-// Values against the reference.
+// the tile reads each of them once per kernel tap: a stride-2 5x5 conv
+// with AVX2 on rows of 160 pads 7 input rows for a pair of output rows, a
+// 5x5 conv on rows of 20 pads 8 for 4, a 3x3 conv on rows of 80 5 for its
+// tile's 3 (12 rows make no bands of two tiles). Values against the
+// reference.
 TEST(Lowering, BlockedDepthwiseConvPadsBandsOfOneBlock) {
   struct Case {
     int64_t channels, height, width, kernel, stride;
@@ -286,7 +287,7 @@ TEST(Lowering, BlockedDepthwiseConvPadsBandsOfOneBlock) {
     const char* pad;  // the padded input's buffer
   };
   const Case cases[] = {
-      {32, 160, 160, 3, 2, {32, 16}, "%conv2d_blocked_0_pad: Buffer[(1, 1, 5, 161, 8)"},
+      {32, 160, 160, 5, 2, {32, 16}, "%conv2d_blocked_0_pad: Buffer[(1, 1, 7, 163, 8)"},
       {192, 20, 20, 5, 1, {32, 16}, "%conv2d_blocked_0_pad: Buffer[(1, 1, 8, 24, 8)"},
       {240, 12, 80, 3, 1, {32, 16}, "%conv2d_blocked_0_pad: Buffer[(1, 1, 5, 82, 8)"},
       {64, 24, 24, 3, 1, {64, 32}, "%conv2d_blocked_0_pad: Buffer[(1, 1, 6, 26, 16)"},
@@ -307,6 +308,76 @@ TEST(Lowering, BlockedDepthwiseConvPadsBandsOfOneBlock) {
     ASSERT_NE(padded, std::string::npos) << name << "\n" << text;
     EXPECT_LT(parallel, padded) << "the band's padded rows are computed inside the parallel loop\n" << text;
     Lcg r(7);
+    Tensor tx = random_input(x, {-2, 2}, r), tw = random_input(w, {-1, 1}, r);
+    expect_matches_reference(*f, name, "nn.conv2d_blocked", {tx, tw}, attrs, 1e-4);
+  }
+}
+
+// A strided channel-blocked depthwise conv reads its input in place, each
+// tap's weight zeroed where the tap falls in the padding (a window would
+// copy every input vector for a few multiply-adds): no padded buffer, and
+// simplify leaves the tests only on the tile's first and last rows and
+// columns, so most of the tile's multiply-adds have none. 3x3/2 with AVX2
+// and AVX-512, 5x5/2 with AVX-512 (AVX2 keeps the window for 5x5: see
+// BlockedDepthwiseConvPadsBandsOfOneBlock), odd sizes whose last tile is
+// partial and asymmetric padding; values against the reference.
+TEST(Lowering, StridedBlockedDepthwiseConvReadsItsInputInPlace) {
+  struct Case {
+    int64_t channels, height, width, kernel;
+    std::vector<int64_t> padding;
+    schedule::CpuTarget cpu;
+  };
+  const Case cases[] = {
+      {32, 160, 160, 3, {1, 1}, {32, 16}},    {96, 112, 112, 3, {1, 1}, {64, 32}},
+      {144, 56, 56, 5, {2, 2}, {64, 32}},     {16, 15, 13, 3, {1, 1}, {32, 16}},
+      {32, 17, 9, 5, {2, 1, 1, 2}, {64, 32}}, {16, 14, 14, 3, {0, 0, 1, 1}, {64, 32}},
+  };
+  for (const Case& c : cases) {
+    const int64_t block = c.cpu.float32_lanes(), blocks = c.channels / block;
+    TensorDesc x = f32({1, blocks, c.height, c.width, block}),
+               w = f32({blocks, 1, c.kernel, c.kernel, 1, block});
+    const Attrs attrs = normalize_attrs(
+        op_named("nn.conv2d_blocked"),
+        Attrs{{"padding", c.padding}, {"strides", std::vector<int64_t>{2, 2}}, {"groups", c.channels}});
+    const std::string name = "strided_depthwise_" + std::to_string(c.kernel) + "_" + std::to_string(c.width) +
+                             "_" + std::to_string(block);
+    auto f = lower_op(name, "nn.conv2d_blocked", {x, w}, attrs, c.cpu);
+    ASSERT_TRUE(f.has_value()) << name;
+    const std::string text = tir::print_prim_func(**f);
+    EXPECT_EQ(text.find("_pad"), std::string::npos) << name << ": no padded window\n" << text;
+    // After unrolling and simplification, the tile's multiply-adds (unrolled, each
+    // reading a weight) test their taps with fewer distinct tests than
+    // there are multiply-adds: simplify folds the tests of inner rows and
+    // columns, and those left repeat along a row or column.
+    tir::TirPassOptions passes;
+    passes.vector_bytes = c.cpu.vector_bytes;
+    tir::PrimFunc simplified = *f;
+    for (const char* pass : {"flatten-buffers", "simplify", "vectorize-loops", "unroll-loops", "simplify"})
+      simplified = tir::run_tir_pass(pass, simplified, passes);
+    const std::string built = tir::print_prim_func(*simplified);
+    int reads = 0;
+    std::set<std::string> tests;
+    for (size_t at = 0, end = 0; at < built.size(); at = end + 1) {
+      end = std::min(built.find('\n', at), built.size());
+      const std::string line = built.substr(at, end - at);
+      if (line.find("%in1[") == std::string::npos) continue;
+      ++reads;
+      for (size_t s = line.find("select("); s != std::string::npos; s = line.find("select(", s + 1)) {
+        int depth = 0;
+        size_t e = s + 6;
+        for (; e < line.size(); ++e)
+          if (line[e] == '(')
+            ++depth;
+          else if (line[e] == ')' && --depth == 0)
+            break;
+        tests.insert(line.substr(s, e - s));
+      }
+    }
+    EXPECT_GT(reads, 1) << built;
+    EXPECT_LT(int(tests.size()), reads)
+        << name << ": " << tests.size() << " tests for " << reads << " multiply-adds\n"
+        << built;
+    Lcg r(11);
     Tensor tx = random_input(x, {-2, 2}, r), tw = random_input(w, {-1, 1}, r);
     expect_matches_reference(*f, name, "nn.conv2d_blocked", {tx, tw}, attrs, 1e-4);
   }

@@ -399,6 +399,18 @@ prim @strided(%src: Buffer[(120), float32], %dst: Buffer[(320), float32]) {
             << "run " << b << " phase " << q << " lane " << i;
 }
 
+bool host_has_avx512() {
+  const std::vector<std::string> host = target_cpu_features(host_target());
+  return std::find(host.begin(), host.end(), "avx512f") != host.end();
+}
+
+// Code for x86-64-v3 (AVX2 and 16 registers) when `avx2`, else for this machine.
+CodegenOptions avx2_or_host(bool avx2) {
+  CodegenOptions o;
+  if (avx2) o.target = parse_target("llvm -mcpu=x86-64-v3");
+  return o;
+}
+
 // A padded window (3 rows of 40 padded to 5 rows of 48, one column on the
 // left): a row test, the same for every lane, and a column test per lane,
 // around a clamped load of the row. Without AVX-512's mask registers,
@@ -418,13 +430,11 @@ prim @window(%src: Buffer[(120), float32], %dst: Buffer[(240), float32]) {
   return 0
 }
 )";
-  const std::vector<std::string> host = target_cpu_features(host_target());
-  const bool host_avx512 = std::find(host.begin(), host.end(), "avx512f") != host.end();
+  const bool host_avx512 = host_has_avx512();
   // AVX2 code with 16 lanes (two registers: the costly masks), and this
   // machine's code with its own vector width.
   for (bool avx2 : {true, false}) {
-    CodegenOptions codegen_options;
-    if (avx2) codegen_options.target = parse_target("llvm -mcpu=x86-64-v3");
+    CodegenOptions codegen_options = avx2_or_host(avx2);
     tir::TirPassOptions options = tir_pass_options(codegen_options.target);
     if (avx2) options.vector_bytes = 64;
     std::vector<tir::PrimFunc> fs = tir::parse_prim_functions(text, "test.kir");
@@ -440,6 +450,48 @@ prim @window(%src: Buffer[(120), float32], %dst: Buffer[(240), float32]) {
         ASSERT_EQ(dst[size_t(r * 48 + col)], inside ? src[size_t((r - 1) * 40 + col - 1)] : 0.0f)
             << "row " << r << " column " << col;
       }
+  }
+}
+
+// A vector select on one scalar test inside arithmetic (a strided
+// depthwise conv's weight, zeroed where its tap reads the padding): AVX2
+// code selects on the scalar (select i1 ... <8 x float>), not on a splat of
+// i1 lanes, which costs a broadcast, a widening and two shifts; AVX-512
+// code keeps the splat (a mask register). The values either way: the
+// product where the row is inside, 0 where it is not.
+TEST(TirCodegen, AScalarTestSelectsAVectorOnTheScalarWithAvx2) {
+  const char* text = R"(
+prim @tap(%x: Buffer[(48), float32], %w: Buffer[(8), float32], %inside: Buffer[(6), int32], %y: Buffer[(48), float32]) {
+  for %r from 0 extent 6 {
+    for %c from 0 extent 8 vectorized {
+      %y[%r * 8 + %c] = %x[%r * 8 + %c] * select(%inside[%r] > 0, %w[%c], 0.0)
+    }
+  }
+  return 0
+}
+)";
+  const bool host_avx512 = host_has_avx512();
+  for (bool avx2 : {true, false}) {
+    CodegenOptions codegen_options = avx2_or_host(avx2);
+    tir::TirPassOptions options = tir_pass_options(codegen_options.target);
+    options.vector_bytes = 32;
+    std::vector<tir::PrimFunc> fs = tir::parse_prim_functions(text, "test.kir");
+    for (auto& f : fs) f = tir::lower_for_build(f, options);
+    codegen_options.opt_level = 0;
+    std::string ll = emit_text(fs, EmitKind::LLVMIR, codegen_options);
+    const bool on_scalar = ll.find("select i1") != std::string::npos;
+    EXPECT_EQ(on_scalar, avx2 || !host_avx512) << ll;
+    EXPECT_EQ(ll.find("select <8 x i1>") != std::string::npos, !on_scalar) << ll;
+    codegen_options.opt_level = 2;
+    std::vector<float> x(48), w(8), y(48, -1.0f);
+    std::vector<int32_t> inside = {0, 1, 1, 0, 1, 0};
+    for (size_t i = 0; i < x.size(); ++i) x[i] = float(i) + 1.0f;
+    for (size_t i = 0; i < w.size(); ++i) w[i] = 0.5f * float(i) - 1.0f;
+    JitModule::create(fs, codegen_options)->run("tap", {x.data(), w.data(), inside.data(), y.data()});
+    for (int r = 0; r < 6; ++r)
+      for (int c = 0; c < 8; ++c)
+        ASSERT_EQ(y[size_t(r * 8 + c)], inside[size_t(r)] ? x[size_t(r * 8 + c)] * w[size_t(c)] : 0.0f)
+            << "row " << r << " lane " << c;
   }
 }
 
