@@ -72,7 +72,15 @@ Lowered conv2d_winograd(const LowerContext& c) {
   if (!rows) return unsupported("tile_rows must be 2 or 4");
   const WinogradRows& f = *rows;
   const Pad2d p = pad2d_attr(c.op, c.attrs);
-  const int64_t m = f.m, phases = f.phases(), tiles = (ys[2] + m - 1) / m, width = W + p.left + p.right;
+  // The columns the products are computed on (as a direct conv's, nn.cc,
+  // or a blocked one's, layout.cc): those beyond the output read zeros
+  // from the padded input, widened for them, and are never stored.
+  const bool pair_blocks = K % 2 == 0 || K % 3 == 0;
+  const int64_t cols = blocked
+                           ? schedule::blocked_conv_rows(c.cpu, ys[3], K, pair_blocks, cb * x->dtype.bytes())
+                           : schedule::conv_columns(c.cpu, ys[3]);
+  const int64_t m = f.m, phases = f.phases(), tiles = (ys[2] + m - 1) / m;
+  const int64_t width = W + p.left + p.right + cols - ys[3];
   auto each_phase = [&](const std::function<Expr(int64_t)>& phase) {
     std::vector<Expr> e;
     for (int64_t a = 0; a < phases; ++a) e.push_back(phase(a));
@@ -91,6 +99,7 @@ Lowered conv2d_winograd(const LowerContext& c) {
   // a last tile that reaches past the output's rows.
   Pad2d tiled_pad = p;
   tiled_pad.bottom += std::max<int64_t>(0, tiles * m + 2 - (H + p.top + p.bottom));
+  tiled_pad.right += cols - ys[3];
   const te::Tensor xp = pad_hw(x, tiled_pad, c.name);
   te::Tensor v = te::compute(
       shape_with({N, C, tiles, phases, width}, cb),
@@ -107,18 +116,24 @@ Lowered conv2d_winograd(const LowerContext& c) {
   // Blocked, the products put the row tiles before the output channel
   // blocks, so that a band of row tiles (the window's rows) serves every block.
   te::Tensor prod;
+  // Consecutive output channels' transformed weights are C * phases * 3 floats apart.
+  const int64_t weight_stride = C * phases * 3 * u->dtype.bytes();
   if (!blocked) {
+    // On the output channels the register tiles want, as a direct conv's
+    // (nn.cc): those beyond the output read the last one's weights.
+    const int64_t channels = schedule::conv_rows(c.cpu, K, cols, weight_stride);
     prod = te::compute(
-        {N, K, tiles, phases, ys[3]},
+        {N, channels, tiles, phases, cols},
         [&](const te::Axes& i) -> te::Reduction {
-          return te::sum(tir::mul((*u)({i[1], rc.var, i[3], rx.var}),
+          const Expr k = channels == K ? Expr(i[1]) : clamp_index(i[1], K);
+          return te::sum(tir::mul((*u)({k, rc.var, i[3], rx.var}),
                                   (*v)({i[0], rc.var, i[2], i[3], tir::add(i[4], rx.var)})),
                          {rc, rx});
         },
         c.name + "_wino_products");
   } else {
     prod = te::compute(
-        {N, tiles, K, phases, ys[3], ys[4]},
+        {N, tiles, K, phases, cols, ys[4]},
         [&](const te::Axes& i) -> te::Reduction {
           return te::sum(tir::mul((*v)({i[0], rc.var, i[1], i[3], tir::add(i[4], rx.var), ri.var}),
                                   (*u)({i[2], rc.var, i[3], rx.var, ri.var, i[5]})),
@@ -153,11 +168,10 @@ Lowered conv2d_winograd(const LowerContext& c) {
     tile.band_weight_bytes = u->dtype.bytes() * K * C * phases * 3 * cb * ys[4];
     tile.output_period_axis = 2;
     tile.output_period = m;
-    tile.pair_axis = K % 2 == 0 || K % 3 == 0 ? 2 : -1;
+    tile.pair_axis = pair_blocks ? 2 : -1;
     return r;
   }
-  // Consecutive output channels' transformed weights are C * phases * 3 floats apart.
-  Lowered r = tiled(prod, 1, 4, {v}, v, C * phases * 3 * 4);
+  Lowered r = tiled(prod, 1, 4, {v}, v, weight_stride);
   r.outputs = {y};
   schedule::AnchorTile& tile = r.anchors.back();
   // Bands of row tiles, each computing the phases of its input rows, with

@@ -127,8 +127,26 @@ Lowered conv2d_blocked(const LowerContext& c) {
   auto row = [&](const Expr& o, const tir::Var& k, size_t axis) {
     return tir::add(tir::mul(o, tir::int_imm(st[axis])), tir::mul(k, tir::int_imm(dl[axis])));
   };
-  te::Tensor y = te::compute(
-      c.out[0].shape,
+  // The tile's rows are output columns, ow * sw * c floats apart in the
+  // input. Two or three blocks of output channels share each input
+  // broadcast; a depthwise conv, whose blocks share nothing, pairs output
+  // rows instead, which share each weight vector (AnchorTile::pair_axis).
+  // It is computed on the output columns those tiles want
+  // (blocked_conv_rows: 17 columns make tiles of one), the extra ones
+  // reading the last column of the input they read (clamped, one address
+  // per tile row) and never stored.
+  const Shape& ys = c.out[0].shape;
+  const int64_t row_stride = st[1] * block * x->dtype.bytes(), out_blocks = ys[1];
+  const bool pair_blocks = !depthwise && (out_blocks % 2 == 0 || out_blocks % 3 == 0);
+  Shape padded = ys;
+  padded[3] =
+      schedule::blocked_conv_rows(c.cpu, ys[3], pair_blocks ? out_blocks : ys[2], pair_blocks, row_stride);
+  const bool exact = padded == ys;
+  const bool windowed = xp != x && !direct;
+  const int64_t read_width = (windowed ? xp : x)->shape[3];
+  auto column = [&](const Expr& v) { return exact ? v : clamp_index(v, read_width); };
+  te::Tensor yp = te::compute(
+      padded,
       [&](const te::Axes& i) -> te::Reduction {
         Expr h = row(i[2], ry.var, 0), v = row(i[3], rx.var, 1);
         if (direct) {
@@ -143,31 +161,29 @@ Lowered conv2d_blocked(const LowerContext& c) {
                          {ry, rx});
         }
         if (depthwise)
-          return te::sum(tir::mul(at(xp, i[0], i[1], h, v, i[4]),
+          return te::sum(tir::mul(at(xp, i[0], i[1], h, column(v), i[4]),
                                   (*w)({i[1], tir::int_imm(0), ry.var, rx.var, tir::int_imm(0), i[4]})),
                          {ry, rx});
-        return te::sum(
-            tir::mul(at(xp, i[0], rb.var, h, v, ri.var), (*w)({i[1], rb.var, ry.var, rx.var, ri.var, i[4]})),
-            {rb, ry, rx, ri});
+        return te::sum(tir::mul(at(xp, i[0], rb.var, h, column(v), ri.var),
+                                (*w)({i[1], rb.var, ry.var, rx.var, ri.var, i[4]})),
+                       {rb, ry, rx, ri});
       },
-      c.name);
-  // The tile's rows are output columns, ow * sw * c floats apart in the
-  // input. The padded input is computed whole, once: a band of output rows
-  // here is one row of a few tiles, too little work to pad its window anew.
-  // Two or three blocks of output channels share each input broadcast; a depthwise
-  // conv, whose blocks share nothing, pairs output rows instead, which
-  // share each weight vector (AnchorTile::pair_axis).
-  const int64_t row_stride = st[1] * block * x->dtype.bytes();
-  const bool padded = xp != x && !direct;
-  const te::Tensor window = depthwise && padded ? xp : nullptr;
-  Lowered r = padded ? tiled(y, 3, 4, {xp}, window, row_stride) : tiled(y, 3, 4, {}, nullptr, row_stride);
+      exact ? c.name : c.name + "_padded");
+  te::Tensor y = yp;
+  if (!exact)
+    y = te::compute(
+        ys, [&](const te::Axes& i) { return (*yp)(i); }, c.name);
+  // The padded input is computed whole, once: a band of output rows here
+  // is one row of a few tiles, too little work to pad its window anew.
+  const te::Tensor window = depthwise && windowed ? xp : nullptr;
+  Lowered r = windowed ? tiled(y, 3, 4, {xp}, window, row_stride) : tiled(y, 3, 4, {}, nullptr, row_stride);
+  r.anchors[0].tensor = yp;
   if (window) {
     r.anchors[0].window_row_step = st[0];
     r.anchors[0].window_row_span = (ws[2] - 1) * dl[0] + 1;
     r.anchors[0].window_per_channel = true;
   }
-  const int64_t out_blocks = c.out[0].shape[1];
-  r.anchors[0].pair_axis = !depthwise && (out_blocks % 2 == 0 || out_blocks % 3 == 0) ? 1 : 2;
+  r.anchors[0].pair_axis = pair_blocks ? 1 : 2;
   return r;
 }
 

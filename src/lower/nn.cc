@@ -131,38 +131,66 @@ Lowered conv2d(const LowerContext& c) {
   const int64_t groups = conv->groups;
   int64_t cg = xs[1] / groups, og = ws[0] / groups;
   tir::DataType acc = acc_type(c);
+  te::IterVar rc = te::reduce_axis(cg, "rc"), ry = te::reduce_axis(ws[2], "ry"),
+              rx = te::reduce_axis(ws[3], "rx");
+  // Consecutive output channels' weights are cg * KH * KW elements apart.
+  const int64_t weight_stride = cg * ws[2] * ws[3] * w->dtype.bytes();
+  // Computed on the columns and output channels its register tiles want
+  // (conv_columns; conv_rows for one group), never storing those beyond
+  // the output: shapes whose extents nothing fills tiles of (59 columns,
+  // 37 channels) get whole vectors and full tiles, not one lane or one row
+  // at a time. The extra channels read the last one's weights (clamped);
+  // the extra columns read zeros from a padded input widened for them, or
+  // an unpadded input's last column (clamped), as contiguous runs.
+  const Shape& ys = c.out[0].shape;
+  Shape padded = ys;
+  const bool depthwise = cg == 1 && og == 1;
+  padded[3] = schedule::conv_columns(c.cpu, ys[3]);
+  if (groups == 1) padded[1] = schedule::conv_rows(c.cpu, ys[1], padded[3], weight_stride);
+  const bool exact = padded == ys;
   // A column stride reads the padded input in phases (pad_phases), whose
   // copy is unrolled by phase (AnchorTile::window_unroll_axis: each phase's
   // column bounds are then constants; det's 3x3/2 depthwise convs 0.111 ->
   // 0.090 ms); a DSP's scalar kernels gain nothing from it.
   const bool phases = st[1] > 1 && !c.cpu.scratchpad_bytes;
-  te::Tensor xp = phases ? pad_phases(x, pad, st[1], c.name) : pad_hw(x, pad, c.name);
-  te::IterVar rc = te::reduce_axis(cg, "rc"), ry = te::reduce_axis(ws[2], "ry"),
-              rx = te::reduce_axis(ws[3], "rx");
-  te::Tensor y = te::compute(
-      c.out[0].shape,
+  Pad2d widened = pad;
+  if (phases || pad.top || pad.left || pad.bottom || pad.right) widened.right += (padded[3] - ys[3]) * st[1];
+  te::Tensor xp = phases ? pad_phases(x, widened, st[1], c.name) : pad_hw(x, widened, c.name);
+  const int64_t xp_width = xp->shape.back();
+  auto column = [&](const Expr& e) { return xp == x && padded[3] != ys[3] ? clamp_index(e, xp_width) : e; };
+  te::Tensor yp = te::compute(
+      padded,
       [&](const te::Axes& i) -> te::Reduction {
-        Expr ch = tir::add(tir::mul(tir::div(i[1], tir::int_imm(og)), tir::int_imm(cg)), rc.var);
+        const Expr oc = padded[1] == ys[1] ? Expr(i[1]) : clamp_index(i[1], ys[1]);
+        Expr ch = tir::add(tir::mul(tir::div(oc, tir::int_imm(og)), tir::int_imm(cg)), rc.var);
         if (groups == 1) ch = rc.var;
         Expr h = tir::add(tir::mul(i[2], tir::int_imm(st[0])), tir::mul(ry.var, tir::int_imm(dl[0])));
         Expr tap = tir::mul(rx.var, tir::int_imm(dl[1]));
         Expr in = phases ? (*xp)({i[0], ch, h, tir::mod(tap, tir::int_imm(st[1])),
                                   tir::add(i[3], tir::div(tap, tir::int_imm(st[1])))})
-                         : (*xp)({i[0], ch, h, tir::add(tir::mul(i[3], tir::int_imm(st[1])), tap)});
-        Expr prod = tir::mul(as_acc(in, acc), as_acc((*w)({i[1], rc.var, ry.var, rx.var}), acc));
+                         : (*xp)({i[0], ch, h, column(tir::add(tir::mul(i[3], tir::int_imm(st[1])), tap))});
+        Expr prod = tir::mul(as_acc(in, acc), as_acc((*w)({oc, rc.var, ry.var, rx.var}), acc));
         return te::sum(prod, {rc, ry, rx});
       },
-      c.name);
+      exact ? c.name : c.name + "_padded");
+  te::Tensor y = yp;
+  if (!exact)
+    y = te::compute(
+        ys, [&](const te::Axes& i) { return (*yp)(i); }, c.name);
+  // Lowered with the output `y` and the tile anchored at `yp`.
+  auto tiled_conv = [&](int row, std::vector<te::Tensor> materialized, te::Tensor window, int64_t stride) {
+    Lowered r = tiled(y, row, 3, std::move(materialized), std::move(window), stride);
+    if (!r.anchors.empty()) r.anchors.back().tensor = yp;
+    return r;
+  };
   // The padded input is computed once into a buffer: inlined, its bounds
   // checks would sit in the innermost loop and break its contiguous loads.
-  // Consecutive output channels' weights are cg * KH * KW elements apart.
-  const int64_t weight_stride = cg * ws[2] * ws[3] * w->dtype.bytes();
   // A depthwise conv (one input channel per output channel) shares no
   // input between channels: its tiles are output rows by columns of one
   // channel instead, each step one weight broadcast for every row of the
   // tile rather than one per channel.
-  if (cg == 1 && og == 1) {
-    Lowered r = xp != x ? tiled(y, 2, 3, {xp}, xp) : tiled(y, 2, 3);
+  if (depthwise) {
+    Lowered r = xp != x ? tiled_conv(2, {xp}, xp, 0) : tiled_conv(2, {}, nullptr, 0);
     if (r.anchors.empty()) return r;
     schedule::AnchorTile& tile = r.anchors.back();
     if (st[0] == 1) tile.row_tap_axis = 1;
@@ -175,8 +203,8 @@ Lowered conv2d(const LowerContext& c) {
     }
     return r;
   }
-  if (xp == x) return tiled(y, 1, 3, {}, nullptr, weight_stride);
-  Lowered r = tiled(y, 1, 3, {xp}, xp, weight_stride);
+  if (xp == x) return tiled_conv(1, {}, nullptr, weight_stride);
+  Lowered r = tiled_conv(1, {xp}, xp, weight_stride);
   r.anchors.back().window_row_step = st[0];
   r.anchors.back().window_row_span = (ws[2] - 1) * dl[0] + 1;
   if (phases) r.anchors.back().window_unroll_axis = 3;

@@ -180,6 +180,27 @@ struct RowTile {
 // else N rounded up to two of the target's vectors (the extra columns are
 // zeros and never stored).
 int64_t product_columns(const CpuTarget& cpu, int64_t n);
+// The output columns a conv's register tiles are best computed on: `n`
+// when a column block that divides it fills its vectors' lanes at least as
+// well as padding would, else `n` rounded up to whole vectors (59 columns:
+// no block but 1 divides them, one lane of each vector; computed on 64,
+// the last 5 read a clamped column and are never stored).
+int64_t conv_columns(const CpuTarget& cpu, int64_t n);
+// The output channels a conv's register tiles (of `cols` columns) are
+// computed on: `rows` when a block of them that divides it keeps enough
+// multiply-adds in flight (a tile of 8 rows of 32 channels is as fast as
+// 12 and wastes none), else tile_rows' (37 or 53 channels: rows of one,
+// each weight broadcast feeding one vector; computed on 48 or 60).
+int64_t conv_rows(const CpuTarget& cpu, int64_t rows, int64_t cols, int64_t row_stride_bytes);
+// The output columns a channel-blocked conv's tiles (rows: output columns,
+// one vector of channels, blocked by a factor of 1 to 4 along an axis of
+// `pair_extent`: output channel blocks when `paired_blocks`, else output
+// rows) are computed on: `rows` unless no divisor of it makes a tile of
+// kMinAccumulators and padding makes one with half as many useful
+// accumulators again (17 columns by 6 blocks with AVX-512: 1 x 3
+// accumulators; on 18, 9 x 3).
+int64_t blocked_conv_rows(const CpuTarget& cpu, int64_t rows, int64_t pair_extent, bool paired_blocks,
+                          int64_t row_stride_bytes);
 // The columns of such a product's register tile: the width of the panels
 // nn.pack_matmul_weight packs a constant right operand into, so that each
 // column tile reads one panel.

@@ -220,6 +220,42 @@ int64_t product_columns(const CpuTarget& cpu, int64_t n) {
   return padded;
 }
 
+int64_t conv_columns(const CpuTarget& cpu, int64_t n) {
+  const int64_t lanes = cpu.float32_lanes();
+  if (cpu.scratchpad_bytes || n <= lanes) return n;
+  const int64_t cb = column_block(cpu, n), computed = column_vectors(cpu, cb) * lanes;
+  const int64_t padded = (n + lanes - 1) / lanes * lanes;
+  // Used lanes per computed lane: cb / computed unpadded, n / padded padded.
+  return n * computed > cb * padded ? padded : n;
+}
+
+int64_t conv_rows(const CpuTarget& cpu, int64_t rows, int64_t cols, int64_t row_stride_bytes) {
+  if (cpu.scratchpad_bytes) return rows;
+  const int64_t cv = column_vectors(cpu, column_block(cpu, cols));
+  const int64_t limit = row_block_limit(cpu, cv, row_stride_bytes);
+  if (largest_divisor_up_to(rows, limit) * cv >= kMinAccumulators || rows <= limit) return rows;
+  return tile_rows(cpu, rows, cols, row_stride_bytes);
+}
+
+int64_t blocked_conv_rows(const CpuTarget& cpu, int64_t rows, int64_t pair_extent, bool paired_blocks,
+                          int64_t row_stride_bytes) {
+  if (cpu.scratchpad_bytes) return rows;
+  // The most accumulators a divisor of the rows gives, and the most useful
+  // ones (rows / computed rows of each) padding does, over the factors.
+  double divided = 0, padded_useful = 0;
+  int64_t padded = rows;
+  for (int64_t factor = 1; factor <= 4; ++factor) {
+    if (pair_extent % factor != 0) continue;
+    const int64_t limit = factor == 1 ? row_block_limit(cpu, 1, row_stride_bytes)
+                                      : row_block_limit(cpu, 1, row_stride_bytes, factor, paired_blocks);
+    divided = std::max(divided, double(factor * largest_divisor_up_to(rows, limit)));
+    const int64_t tiles = (rows + limit - 1) / limit, rb = (rows + tiles - 1) / tiles;
+    const double useful = double(factor * rb) * double(rows) / double(tiles * rb);
+    if (useful > padded_useful) padded_useful = useful, padded = tiles * rb;
+  }
+  return divided < double(kMinAccumulators) && padded_useful >= 1.5 * divided ? padded : rows;
+}
+
 int64_t product_column_block(const CpuTarget& cpu, int64_t n) {
   return column_block(cpu, product_columns(cpu, n));
 }

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "codegen/codegen.h"
+#include "codegen/target.h"
 #include "lower/lower.h"
 #include "lowering_util.h"
 #include "op_test_util.h"
@@ -380,6 +381,68 @@ TEST(Lowering, StridedBlockedDepthwiseConvReadsItsInputInPlace) {
     Lcg r(11);
     Tensor tx = random_input(x, {-2, 2}, r), tw = random_input(w, {-1, 1}, r);
     expect_matches_reference(*f, name, "nn.conv2d_blocked", {tx, tw}, attrs, 1e-4);
+  }
+}
+
+// Convs whose extents nothing divides into tiles (37 or 53 output channels,
+// 59 or 17 columns: primes) are computed on whole vectors of columns and
+// full tiles of channels, the extra ones never stored, instead of tiles of
+// one column or one channel: the anchor is a padded buffer, and the LLVM
+// code loads no lanes one by one (no gather), whether the input is padded
+// (widened for the extra columns), read in phases (stride 2) or read in
+// place (a 1x1 conv: the column clamped, a contiguous run). Direct, 1x1,
+// strided, depthwise and Winograd F(4, 3) convs, in NCHW and in channel
+// blocks (whose tiles' rows are the output columns), AVX2 and AVX-512
+// tiles; values against the reference.
+TEST(Lowering, ConvsOfPrimeExtentsComputeWholeVectorsAndTiles) {
+  struct Case {
+    const char* op;
+    Shape x, w;
+    int64_t stride, pad, groups;
+    schedule::CpuTarget cpu;
+  };
+  const Case cases[] = {
+      {"nn.conv2d", {1, 13, 17, 59}, {37, 13, 3, 3}, 1, 1, 1, {64, 32}},
+      {"nn.conv2d", {1, 13, 17, 59}, {37, 13, 3, 3}, 1, 1, 1, {32, 16}},
+      {"nn.conv2d", {1, 37, 5, 59}, {53, 37, 1, 1}, 1, 0, 1, {64, 32}},
+      {"nn.conv2d", {1, 3, 23, 117}, {37, 3, 3, 3}, 2, 1, 1, {32, 16}},
+      {"nn.conv2d", {1, 19, 11, 59}, {19, 1, 3, 3}, 1, 1, 19, {64, 32}},
+      {"nn.conv2d_winograd", {1, 37, 18, 59}, {53, 37, 6, 3}, 1, 1, 1, {64, 32}},
+      // Channel blocks: tiles of output columns (17) by blocks of channels.
+      {"nn.conv2d_blocked", {1, 4, 9, 17, 16}, {6, 4, 1, 1, 16, 16}, 1, 0, 1, {64, 32}},
+      {"nn.conv2d_blocked", {1, 4, 9, 17, 16}, {4, 1, 3, 3, 1, 16}, 1, 1, 64, {64, 32}},
+      {"nn.conv2d_winograd", {1, 2, 12, 17, 16}, {4, 2, 6, 3, 16, 16}, 1, 1, 1, {64, 32}},
+  };
+  for (const Case& c : cases) {
+    const bool winograd = std::string(c.op) == "nn.conv2d_winograd";
+    Attrs given{{"padding", std::vector<int64_t>{c.pad, c.pad}}};
+    if (winograd) {
+      given.set("tile_rows", int64_t{4});
+    } else {
+      given.set("strides", std::vector<int64_t>{c.stride, c.stride});
+      given.set("groups", c.groups);
+    }
+    const Attrs attrs = normalize_attrs(op_named(c.op), given);
+    const std::string name = std::string(winograd ? "winograd" : "conv") + "_" + std::to_string(c.w[0]) +
+                             "_" + std::to_string(c.w[2]) + "_" + std::to_string(c.stride) + "_" +
+                             std::to_string(c.cpu.vector_bytes);
+    auto f = lower_op(name, c.op, {f32(c.x), f32(c.w)}, attrs, c.cpu);
+    ASSERT_TRUE(f.has_value()) << name;
+    const std::string text = tir::print_prim_func(**f);
+    const char* padded = !winograd         ? "_padded"
+                         : c.x.size() == 4 ? "wino_products: Buffer[(1, 60, 5, 6, 64)"
+                                           : "wino_products: Buffer[(1, 3, 4, 6, 18, 16)";
+    EXPECT_NE(text.find(padded), std::string::npos) << name << ": computed on padded extents\n" << text;
+    codegen::CodegenOptions options;
+    if (c.cpu.vector_bytes == 32) options.target = codegen::parse_target("llvm -mcpu=x86-64-v3");
+    tir::TirPassOptions passes = codegen::tir_pass_options(options.target);
+    passes.vector_bytes = c.cpu.vector_bytes;
+    const std::string ll =
+        codegen::emit_text({tir::lower_for_build(*f, passes)}, codegen::EmitKind::LLVMIR, options);
+    EXPECT_EQ(ll.find("masked.gather"), std::string::npos) << name << ": a load gathers lane by lane";
+    Lcg r(13);
+    Tensor tx = random_input(f32(c.x), {-2, 2}, r), tw = random_input(f32(c.w), {-1, 1}, r);
+    expect_matches_reference(*f, name, c.op, {tx, tw}, attrs, 1e-3);
   }
 }
 

@@ -25,6 +25,8 @@
 //   if %o * 16 + 15 < 6625 { %y[ramp(%o * 16, 1, 16)] = ... }
 //   else { for %c_lane from 0 extent 16 { if %o * 16 + %c_lane < 6625 { ... } } }
 //
+// A guard that reads no lane keeps only its vector statement.
+//
 // Loops whose body is not a sequence of stores and lets over loads,
 // arithmetic, selects and pure intrinsics (an inner loop, a branch, an extern
 // call, a store to an index that does not depend on the variable) are left
@@ -170,6 +172,12 @@ class LaneRewriter {
       default:
         return std::nullopt;
     }
+  }
+
+  // Whether `cond` is the same at every lane (it reads no lane).
+  bool uniform(const Expr& cond) {
+    auto whole = expr(cond);
+    return whole && !(*whole)->dtype.is_vector();
   }
 
   // A scalar that is true when `cond` holds at every lane, when its form
@@ -360,6 +368,11 @@ class LoopVectorizer : public Mutator {
       if (auto* guard = as<IfThenElseNode>(f.body); guard && !guard->else_case) {
         auto all = lanes.all_lanes(guard->cond);
         auto vector = all ? lanes.stmt(guard->then_case) : std::nullopt;
+        // A guard the same at every lane (a tile's row past the output's
+        // last, over all its columns) leaves the lanes nothing to do when
+        // it fails: no lane loop, whose branch would also keep an unrolled
+        // loop around it rolled (a Winograd output's rows by phase).
+        if (vector && lanes.uniform(guard->cond)) return if_then_else(simplify_expr(*all), *vector);
         if (vector) {
           Var lane = make_var(f.var->name + "_lane", f.var->dtype);
           Stmt one_by_one =
