@@ -234,19 +234,38 @@ Lowered conv2d_transpose(const LowerContext& c) {
                  op[1] == 0;
   if (one_tap) {
     te::IterVar r1 = te::reduce_axis(cg, "rc");
-    te::Tensor y = te::compute(
-        c.out[0].shape,
+    // On the output channels and columns its tiles want (conv_rows,
+    // conv_columns), as a direct conv: the extra ones read the last
+    // channel's weights and zero columns of the input, padded into a
+    // buffer for them (a quarter of the output's size for a 2x2 / 2 conv;
+    // a clamped column would make each lane's read its own), and are never
+    // stored.
+    const Shape& ys = c.out[0].shape;
+    Shape padded = ys;
+    padded[3] = schedule::conv_columns(c.cpu, ys[3]);
+    if (groups == 1) padded[1] = schedule::conv_rows(c.cpu, ys[1], padded[3], ws[1] * ws[2] * ws[3] * 4);
+    const bool exact = padded == ys;
+    Pad2d widen;
+    widen.right = std::max<int64_t>(0, (padded[3] + st[1] - 1) / st[1] - xs[3]);
+    const te::Tensor xw = pad_hw(x, widen, c.name);
+    te::Tensor yp = te::compute(
+        padded,
         [&](const te::Axes& i) -> te::Reduction {
           Expr ch = groups == 1
                         ? Expr(r1.var)
                         : tir::add(tir::mul(tir::div(i[1], tir::int_imm(og)), tir::int_imm(cg)), r1.var);
           Expr oc = groups == 1 ? Expr(i[1]) : tir::mod(i[1], tir::int_imm(og));
+          if (padded[1] != ys[1]) oc = clamp_index(oc, ys[1]);
           Expr sh = tir::int_imm(st[0]), sw = tir::int_imm(st[1]);
-          Expr xv = (*x)({i[0], ch, tir::div(i[2], sh), tir::div(i[3], sw)});
+          Expr xv = (*xw)({i[0], ch, tir::div(i[2], sh), tir::div(i[3], sw)});
           Expr wv = (*w)({ch, oc, tir::mod(i[2], sh), tir::mod(i[3], sw)});
           return te::sum(tir::mul(as_acc(xv, acc), as_acc(wv, acc)), {r1});
         },
-        c.name);
+        exact ? c.name : c.name + "_padded");
+    te::Tensor y = yp;
+    if (!exact)
+      y = te::compute(
+          ys, [&](const te::Axes& i) { return (*yp)(i); }, c.name);
     // Each reduction step spreads its input vector over the tile's columns
     // (lanes j / s, two permutes for two registers) and broadcasts each
     // row's s weights: beyond what a 12-row tile of two registers leaves
@@ -255,8 +274,11 @@ Lowered conv2d_transpose(const LowerContext& c) {
     // (llvm_pipeline.cc): det's 2x2 / 2 upsampling conv 24 -> 24 at 80x80
     // took 0.26-0.58 ms; capped at 10 rows (8 for its 24 channels) 0.13-0.14
     // ms, with or without it.
-    Lowered r = tiled(y, 1, 3);
-    if (!r.anchors.empty()) r.anchors.back().max_rows = 10;
+    Lowered r = xw != x ? tiled(y, 1, 3, {xw}) : tiled(y, 1, 3);
+    if (!r.anchors.empty()) {
+      r.anchors.back().tensor = yp;
+      r.anchors.back().max_rows = 10;
+    }
     return r;
   }
   auto source = [&](const Expr& o, const tir::Var& k, int64_t before, int64_t s, int64_t d, int64_t in,

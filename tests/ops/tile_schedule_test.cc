@@ -391,9 +391,9 @@ TEST(Lowering, StridedBlockedDepthwiseConvReadsItsInputInPlace) {
 // code loads no lanes one by one (no gather), whether the input is padded
 // (widened for the extra columns), read in phases (stride 2) or read in
 // place (a 1x1 conv: the column clamped, a contiguous run). Direct, 1x1,
-// strided, depthwise and Winograd F(4, 3) convs, in NCHW and in channel
-// blocks (whose tiles' rows are the output columns), AVX2 and AVX-512
-// tiles; values against the reference.
+// strided, depthwise, Winograd F(4, 3) and upsampling transposed convs, in
+// NCHW and in channel blocks (whose tiles' rows are the output columns),
+// AVX2 and AVX-512 tiles; values against the reference.
 TEST(Lowering, ConvsOfPrimeExtentsComputeWholeVectorsAndTiles) {
   struct Case {
     const char* op;
@@ -412,12 +412,17 @@ TEST(Lowering, ConvsOfPrimeExtentsComputeWholeVectorsAndTiles) {
       {"nn.conv2d_blocked", {1, 4, 9, 17, 16}, {6, 4, 1, 1, 16, 16}, 1, 0, 1, {64, 32}},
       {"nn.conv2d_blocked", {1, 4, 9, 17, 16}, {4, 1, 3, 3, 1, 16}, 1, 1, 64, {64, 32}},
       {"nn.conv2d_winograd", {1, 2, 12, 17, 16}, {4, 2, 6, 3, 16, 16}, 1, 1, 1, {64, 32}},
+      // An upsampling 2x2 / 2 transposed conv: 122 columns (2 x 61), 13 channels.
+      {"nn.conv2d_transpose", {1, 21, 9, 61}, {21, 13, 2, 2}, 2, 0, 1, {64, 32}},
+      {"nn.conv2d_transpose", {1, 21, 9, 61}, {21, 13, 2, 2}, 2, 0, 1, {32, 16}},
   };
   for (const Case& c : cases) {
     const bool winograd = std::string(c.op) == "nn.conv2d_winograd";
     Attrs given{{"padding", std::vector<int64_t>{c.pad, c.pad}}};
     if (winograd) {
       given.set("tile_rows", int64_t{4});
+    } else if (std::string(c.op) == "nn.conv2d_transpose") {
+      given.set("strides", std::vector<int64_t>{c.stride, c.stride});
     } else {
       given.set("strides", std::vector<int64_t>{c.stride, c.stride});
       given.set("groups", c.groups);
