@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # End-to-end latency beyond PP-OCR: ResNet-18, MobileNetV2, EfficientNet-B0
-# and two BERT-base encoder layers (written with random weights by
-# bench/models/make_models.py), compiled by kiln on one and two threads against ONNX Runtime on one and two
+# and two BERT-base encoder layers, and a CNN and an encoder layer of
+# awkward extents (prime channel counts and widths; written with random
+# weights by bench/models/make_models.py), compiled by kiln on one and two threads against ONNX Runtime on one and two
 # threads, in interleaved rounds of the same run, as a table of latencies,
 # ratios and compile times, with the CPU. Every kiln run checks its outputs
 # against ONNX Runtime's.
@@ -32,7 +33,7 @@ mkdir -p "$work" "$build/e2e-npm"
 ort_modules "$build/e2e-npm" ||
   { echo "error: 'npm install onnxruntime-node@1.30.0' failed (see $build/e2e-npm/npm-install.log)"; exit 1; }
 cd "$work"
-[ -f models/efficientnet_b0.onnx ] || "$python" "$here/models/make_models.py" models
+[ -f models/odd_shapes_encoder.onnx ] || "$python" "$here/models/make_models.py" models
 
 target=()
 [ -n "${KILN_E2E_TARGET:-}" ] && target=(--target "$KILN_E2E_TARGET")
@@ -41,7 +42,7 @@ field() { sed -nE "s/.*\"?$1\"?[=:]([0-9.]+).*/\1/p" <<<"$2" | tail -1; }
 status=0
 rows=()
 for entry in "resnet18 1,3,224,224" "mobilenet_v2 1,3,224,224" "efficientnet_b0 1,3,224,224" \
-  "bert_base_2_layers 1,128,768"; do
+  "bert_base_2_layers 1,128,768" "odd_shapes_cnn 1,3,115,117" "odd_shapes_encoder 1,77,388"; do
   read -r model shape <<<"$entry"
   onnx=models/$model.onnx dir=run/$model
   cmp=("$compare" "$onnx" "$dir" --input-shape "x=$shape" --atol "$atol" --rtol "$rtol" --repeat "$repeat" "${target[@]}")

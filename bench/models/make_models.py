@@ -1,7 +1,9 @@
 """Writes four classic architectures as ONNX models with random weights, for
 bench/e2e_models.sh: ResNet-18, MobileNetV2 and EfficientNet-B0 (ImageNet
 classifiers, 224x224 input) and two BERT-base encoder layers (128 tokens of
-768 features). The
+768 features); and two of awkward extents (prime channel counts and widths,
+77 tokens of 388 features), where a schedule without tails would fall back
+to slow code. The
 weights are random (fixed seed) and batch norms are left out, as an export
 folds them into the convs; the speed and the arithmetic are those of the real
 models.
@@ -161,6 +163,28 @@ def bert_layers(path, layers=2, tokens=128, features=768, heads=12):
     g.save(path, [1, tokens, features], x, [1, tokens, features])
 
 
+def odd_shapes_cnn(path):
+    """A CNN whose every extent is awkward (prime channel counts and widths,
+    a stride-2 conv on 3 channels, depthwise 3x3/2 and 5x5, an upsampling
+    2x2 / 2 transposed conv, 997 classes): no tile of whole vectors divides
+    them, so a schedule that only takes divisors computes them a lane or a
+    row at a time."""
+    g = Graph(13)
+    x = g.node("Relu", [g.conv("x", 3, 37, 3, stride=2)])         # 58x59
+    x = g.node("Relu", [g.conv(x, 37, 53, 3)])
+    x = g.node("Relu", [g.conv(x, 53, 53, 3, stride=2, groups=53)])  # 29x30
+    x = g.node("Relu", [g.conv(x, 53, 71, 1)])
+    x = g.node("Relu", [g.conv(x, 71, 71, 5, groups=71)])
+    x = g.node("Relu", [g.conv(x, 71, 101, 1)])
+    w = g.rng.standard_normal((101, 13, 2, 2)) / np.sqrt(101)
+    x = g.node("Sigmoid", [g.node("ConvTranspose", [x, g.constant(w)], strides=[2, 2])])  # 58x60
+    x = g.node("MaxPool", [g.conv(x, 13, 41, 3)], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])
+    w = g.rng.standard_normal((997, 41)) / np.sqrt(41)
+    x = g.node("Gemm", [g.node("Flatten", [g.node("GlobalAveragePool", [x])]), g.constant(w),
+                        g.constant(np.zeros(997))], transB=1)
+    g.save(path, [1, 3, 115, 117], x, [1, 997])
+
+
 def main():
     if len(sys.argv) != 2:
         sys.exit("usage: make_models.py OUT_DIR")
@@ -170,6 +194,9 @@ def main():
     mobilenet_v2(os.path.join(out, "mobilenet_v2.onnx"))
     efficientnet_b0(os.path.join(out, "efficientnet_b0.onnx"))
     bert_layers(os.path.join(out, "bert_base_2_layers.onnx"))
+    odd_shapes_cnn(os.path.join(out, "odd_shapes_cnn.onnx"))
+    # An encoder layer of odd extents: 77 tokens, 388 features, heads of 97.
+    bert_layers(os.path.join(out, "odd_shapes_encoder.onnx"), layers=1, tokens=77, features=388, heads=4)
 
 
 if __name__ == "__main__":
