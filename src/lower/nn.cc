@@ -243,7 +243,9 @@ Lowered conv2d_transpose(const LowerContext& c) {
     const Shape& ys = c.out[0].shape;
     Shape padded = ys;
     padded[3] = schedule::conv_columns(c.cpu, ys[3]);
-    if (groups == 1) padded[1] = schedule::conv_rows(c.cpu, ys[1], padded[3], ws[1] * ws[2] * ws[3] * 4);
+    // Consecutive output channels' weights (w[c, oc, ky, kx]) are KH * KW elements apart.
+    const int64_t weight_stride = ws[2] * ws[3] * w->dtype.bytes();
+    if (groups == 1) padded[1] = schedule::conv_rows(c.cpu, ys[1], padded[3], weight_stride);
     const bool exact = padded == ys;
     Pad2d widen;
     widen.right = std::max<int64_t>(0, (padded[3] + st[1] - 1) / st[1] - xs[3]);
