@@ -168,16 +168,12 @@ Lowered conv2d_blocked(const LowerContext& c) {
                                 (*w)({i[1], rb.var, ry.var, rx.var, ri.var, i[4]})),
                        {rb, ry, rx, ri});
       },
-      exact ? c.name : c.name + "_padded");
-  te::Tensor y = yp;
-  if (!exact)
-    y = te::compute(
-        ys, [&](const te::Axes& i) { return (*yp)(i); }, c.name);
+      padded_name(c.name, padded, ys));
   // The padded input is computed whole, once: a band of output rows here
   // is one row of a few tiles, too little work to pad its window anew.
   const te::Tensor window = depthwise && windowed ? xp : nullptr;
-  Lowered r = windowed ? tiled(y, 3, 4, {xp}, window, row_stride) : tiled(y, 3, 4, {}, nullptr, row_stride);
-  r.anchors[0].tensor = yp;
+  Lowered r = windowed ? tiled_prefix(yp, ys, c.name, 3, 4, {xp}, window, row_stride)
+                       : tiled_prefix(yp, ys, c.name, 3, 4, {}, nullptr, row_stride);
   if (window) {
     r.anchors[0].window_row_step = st[0];
     r.anchors[0].window_row_span = (ws[2] - 1) * dl[0] + 1;

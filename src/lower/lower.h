@@ -80,6 +80,14 @@ Lowered lowered(std::vector<te::Tensor> outputs, std::vector<te::Tensor> materia
 // (AnchorTile::window); `row_stride_bytes`: AnchorTile's.
 Lowered tiled(te::Tensor y, int row, int col, std::vector<te::Tensor> materialized = {},
               te::Tensor window = nullptr, int64_t row_stride_bytes = 0);
+// A reduction computed on extents padded to whole tiles (`padded`, beyond
+// the op's output `out` on its tile axes): named NAME_padded (NAME when
+// nothing is padded), and tiled() with the op's output the prefix of its
+// rows and columns (`yp` itself when nothing is padded) and the tile at it.
+std::string padded_name(const std::string& name, const Shape& padded, const Shape& out);
+Lowered tiled_prefix(const te::Tensor& yp, const Shape& out, const std::string& name, int row, int col,
+                     std::vector<te::Tensor> materialized = {}, te::Tensor window = nullptr,
+                     int64_t row_stride_bytes = 0);
 
 using LowerFn = Lowered (*)(const LowerContext&);
 

@@ -147,7 +147,6 @@ Lowered conv2d(const LowerContext& c) {
   const bool depthwise = cg == 1 && og == 1;
   padded[3] = schedule::conv_columns(c.cpu, ys[3]);
   if (groups == 1) padded[1] = schedule::conv_rows(c.cpu, ys[1], padded[3], weight_stride);
-  const bool exact = padded == ys;
   // A column stride reads the padded input in phases (pad_phases), whose
   // copy is unrolled by phase (AnchorTile::window_unroll_axis: each phase's
   // column bounds are then constants; det's 3x3/2 depthwise convs 0.111 ->
@@ -172,16 +171,9 @@ Lowered conv2d(const LowerContext& c) {
         Expr prod = tir::mul(as_acc(in, acc), as_acc((*w)({oc, rc.var, ry.var, rx.var}), acc));
         return te::sum(prod, {rc, ry, rx});
       },
-      exact ? c.name : c.name + "_padded");
-  te::Tensor y = yp;
-  if (!exact)
-    y = te::compute(
-        ys, [&](const te::Axes& i) { return (*yp)(i); }, c.name);
-  // Lowered with the output `y` and the tile anchored at `yp`.
+      padded_name(c.name, padded, ys));
   auto tiled_conv = [&](int row, std::vector<te::Tensor> materialized, te::Tensor window, int64_t stride) {
-    Lowered r = tiled(y, row, 3, std::move(materialized), std::move(window), stride);
-    if (!r.anchors.empty()) r.anchors.back().tensor = yp;
-    return r;
+    return tiled_prefix(yp, ys, c.name, row, 3, std::move(materialized), std::move(window), stride);
   };
   // The padded input is computed once into a buffer: inlined, its bounds
   // checks would sit in the innermost loop and break its contiguous loads.
@@ -246,7 +238,6 @@ Lowered conv2d_transpose(const LowerContext& c) {
     // Consecutive output channels' weights (w[c, oc, ky, kx]) are KH * KW elements apart.
     const int64_t weight_stride = ws[2] * ws[3] * w->dtype.bytes();
     if (groups == 1) padded[1] = schedule::conv_rows(c.cpu, ys[1], padded[3], weight_stride);
-    const bool exact = padded == ys;
     Pad2d widen;
     widen.right = std::max<int64_t>(0, (padded[3] + st[1] - 1) / st[1] - xs[3]);
     const te::Tensor xw = pad_hw(x, widen, c.name);
@@ -263,11 +254,7 @@ Lowered conv2d_transpose(const LowerContext& c) {
           Expr wv = (*w)({ch, oc, tir::mod(i[2], sh), tir::mod(i[3], sw)});
           return te::sum(tir::mul(as_acc(xv, acc), as_acc(wv, acc)), {r1});
         },
-        exact ? c.name : c.name + "_padded");
-    te::Tensor y = yp;
-    if (!exact)
-      y = te::compute(
-          ys, [&](const te::Axes& i) { return (*yp)(i); }, c.name);
+        padded_name(c.name, padded, ys));
     // Each reduction step spreads its input vector over the tile's columns
     // (lanes j / s, two permutes for two registers) and broadcasts each
     // row's s weights: beyond what a 12-row tile of two registers leaves
@@ -276,11 +263,8 @@ Lowered conv2d_transpose(const LowerContext& c) {
     // (llvm_pipeline.cc): det's 2x2 / 2 upsampling conv 24 -> 24 at 80x80
     // took 0.26-0.58 ms; capped at 10 rows (8 for its 24 channels) 0.13-0.14
     // ms, with or without it.
-    Lowered r = xw != x ? tiled(y, 1, 3, {xw}) : tiled(y, 1, 3);
-    if (!r.anchors.empty()) {
-      r.anchors.back().tensor = yp;
-      r.anchors.back().max_rows = 10;
-    }
+    Lowered r = xw != x ? tiled_prefix(yp, ys, c.name, 1, 3, {xw}) : tiled_prefix(yp, ys, c.name, 1, 3);
+    if (!r.anchors.empty()) r.anchors.back().max_rows = 10;
     return r;
   }
   auto source = [&](const Expr& o, const tir::Var& k, int64_t before, int64_t s, int64_t d, int64_t in,
@@ -350,7 +334,6 @@ Lowered product(const LowerContext& c,
   // The left operand's rows are K elements apart (x[..., m, k]).
   const int64_t row_stride_bytes = K * c.inputs[0]->dtype.bytes();
   if (pad_rows) padded[row] = schedule::tile_rows(c.cpu, M, cols, row_stride_bytes);
-  const bool exact = padded == ys;
   te::IterVar k = te::reduce_axis(K, "k");
   te::Tensor yp = te::compute(
       padded,
@@ -359,13 +342,9 @@ Lowered product(const LowerContext& c,
         if (pad_rows) m = padded[row] == M ? Expr(i[row]) : clamp_index(i[row], M);
         return te::sum(tir::mul(as_acc(a(i, m, k.var), acc), as_acc(b(i, k.var), acc)), {k});
       },
-      exact ? c.name : c.name + "_padded");
-  te::Tensor y = yp;
-  if (!exact)
-    y = te::compute(
-        ys, [&](const te::Axes& i) { return (*yp)(i); }, c.name);
-  Lowered r = lowered({y}, std::move(materialized));
-  r.anchors.push_back({yp, int(row), int(ys.size()) - 1, panel, nullptr, row_stride_bytes});
+      padded_name(c.name, padded, ys));
+  Lowered r = tiled_prefix(yp, ys, c.name, int(row), -1, std::move(materialized), nullptr, row_stride_bytes);
+  r.anchors.back().panel = panel;
   return r;
 }
 

@@ -39,6 +39,21 @@ Lowered tiled(te::Tensor y, int row, int col, std::vector<te::Tensor> materializ
   return r;
 }
 
+std::string padded_name(const std::string& name, const Shape& padded, const Shape& out) {
+  return padded == out ? name : name + "_padded";
+}
+
+Lowered tiled_prefix(const te::Tensor& yp, const Shape& out, const std::string& name, int row, int col,
+                     std::vector<te::Tensor> materialized, te::Tensor window, int64_t row_stride_bytes) {
+  te::Tensor y = yp;
+  if (yp->shape != out)
+    y = te::compute(
+        out, [&](const te::Axes& i) { return (*yp)(i); }, name);
+  Lowered r = tiled(y, row, col, std::move(materialized), std::move(window), row_stride_bytes);
+  if (!r.anchors.empty()) r.anchors.back().tensor = yp;
+  return r;
+}
+
 void LoweringTable::add(std::string op, OpPattern pattern, LowerFn fn) {
   KILN_ASSERT(find(op) == nullptr, "op " + op + " has two lowerings");
   KILN_ASSERT(find_op(op) != nullptr, "lowering of " + op + ", which is not in the op registry");
