@@ -1,7 +1,8 @@
 // The elementwise family: activations (relu, hard_swish, sigmoid, silu), a binary
 // add and a softmax over the last axis, on PP-OCR's shapes (silu on
-// EfficientNet-B0's first expanded layer), and a mean over
-// the last axis (a layer norm's, 128 x 768), through each op's default
+// EfficientNet-B0's first expanded layer), a mean over the last axis (a
+// layer norm's, 128 x 768) and a mean and a max over an image's rows and
+// columns (a spatial mean, a global max pool), through each op's default
 // schedule for this CPU (what a compiled model gets, JIT-compiled with a
 // .kmod's machine code), against oneDNN's eltwise, binary, softmax and
 // reduction primitives (plain layouts), on one thread, in one Google Benchmark
@@ -30,15 +31,22 @@ using namespace kiln;
 
 namespace {
 
-enum class Kind { Relu, HardSwish, Sigmoid, Silu, Add, Softmax, Mean };
+enum class Kind { Relu, HardSwish, Sigmoid, Silu, Add, Softmax, Mean, Max };
 
 struct EltwiseCase {
   const char* what;
   Kind kind;
   Shape shape;
+  int reduced = 1;  // Mean and Max: the trailing axes reduced
   int64_t elements() const {
     int64_t n = 1;
     for (int64_t d : shape) n *= d;
+    return n;
+  }
+  int64_t outputs() const {
+    if (kind != Kind::Mean && kind != Kind::Max) return elements();
+    int64_t n = elements();
+    for (int k = 0; k < reduced; ++k) n /= shape[shape.size() - 1 - size_t(k)];
     return n;
   }
 };
@@ -51,6 +59,8 @@ const EltwiseCase kCases[] = {
     {"add 1x96x80x80", Kind::Add, {1, 96, 80, 80}},
     {"softmax 40x6625 (last axis)", Kind::Softmax, {1, 40, 6625}},
     {"mean 128x768 (last axis)", Kind::Mean, {1, 128, 768}},
+    {"mean 1x13x106x122 (H, W)", Kind::Mean, {1, 13, 106, 122}, 2},
+    {"max 1x64x56x56 (H, W)", Kind::Max, {1, 64, 56, 56}, 2},
 };
 
 std::string kernel_name(size_t i) { return "eltwise" + std::to_string(i); }
@@ -71,6 +81,8 @@ const char* op_name(Kind k) {
       return "nn.softmax";
     case Kind::Mean:
       return "mean";
+    case Kind::Max:
+      return "max";
   }
   return "";
 }
@@ -82,9 +94,13 @@ tir::PrimFunc kiln_eltwise(const EltwiseCase& c, const std::string& name) {
   Attrs attrs;
   if (c.kind == Kind::Softmax) attrs = {{"axis", int64_t(-1)}};
   TensorDesc out = t;
-  if (c.kind == Kind::Mean) {
-    attrs = {{"axis", std::vector<int64_t>{-1}}, {"keepdims", int64_t(1)}};
-    out.shape.back() = 1;
+  if (c.kind == Kind::Mean || c.kind == Kind::Max) {
+    std::vector<int64_t> axes;
+    for (int k = c.reduced; k >= 1; --k) {
+      axes.push_back(-k);
+      out.shape[out.shape.size() - size_t(k)] = 1;
+    }
+    attrs = {{"axis", axes}, {"keepdims", int64_t(1)}};
   }
   return bench::lowered_op(op_name(c.kind), attrs, std::vector<TensorDesc>(size_t(inputs_of(c.kind)), t), out,
                            name, codegen::host_target());
@@ -142,11 +158,14 @@ struct DnnlEltwise {
         args = {{DNNL_ARG_SRC, a}, {DNNL_ARG_DST, y}};
         break;
       }
-      case Kind::Mean: {
+      case Kind::Mean:
+      case Kind::Max: {
         memory::dims reduced = dims;
-        reduced.back() = 1;
+        for (int k = 1; k <= c.reduced; ++k) reduced[reduced.size() - size_t(k)] = 1;
         memory::desc rd(reduced, memory::data_type::f32, tag);
-        dnnl::reduction::desc d(dnnl::algorithm::reduction_mean, md, rd, 0.0f, 0.0f);
+        const auto alg =
+            c.kind == Kind::Mean ? dnnl::algorithm::reduction_mean : dnnl::algorithm::reduction_max;
+        dnnl::reduction::desc d(alg, md, rd, 0.0f, 0.0f);
         prim = dnnl::reduction(dnnl::reduction::primitive_desc(d, engine));
         args = {{DNNL_ARG_SRC, a}, {DNNL_ARG_DST, memory(rd, engine, buf.y.data())}};
         break;
@@ -202,7 +221,7 @@ int main(int argc, char** argv) try {
     peers.push_back(std::make_unique<DnnlEltwise>(kCases[i], b));
     DnnlEltwise& p = *peers.back();
     const EltwiseCase& c = kCases[i];
-    const int64_t outputs = c.kind == Kind::Mean ? c.elements() / c.shape.back() : c.elements();
+    const int64_t outputs = c.outputs();
     const double bytes = double(c.elements() * inputs_of(c.kind) + outputs) * 4;
     auto counters = [bytes](benchmark::State& state) {
       state.counters["GB/s"] =
