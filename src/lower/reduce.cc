@@ -225,6 +225,8 @@ Lowered max_or_min(const LowerContext& c, bool is_min) {
   auto negated = [&](const Expr& v) { return is_min ? tir::sub(constant(0, t), v) : v; };
   auto value = [&](const te::Axes& i) { return negated((*x)(input_index(i, s.axes, s.mask, s.keepdims))); };
   auto is_nan_count = [](const Expr& v) { return tir::select(is_nan(v), tir::int_imm(1), tir::int_imm(0)); };
+  auto element = [&](const std::vector<Expr>& idx) { return negated((*x)(idx)); };
+  auto nan_count = [&](const std::vector<Expr>& idx) { return is_nan_count(element(idx)); };
   te::Tensor m, nans;
   if (const int64_t P = partials_of(c, s)) {
     // Over the last axis alone: P partial maxima and NaN counts (lanes past
@@ -234,8 +236,6 @@ Lowered max_or_min(const LowerContext& c, bool is_min) {
     ps.back() = P;
     te::IterVar ro = te::reduce_axis((L + P - 1) / P, "ro"), so = te::reduce_axis((L + P - 1) / P, "so");
     te::IterVar rp = te::reduce_axis(P, "rp"), sp = te::reduce_axis(P, "sp");
-    auto element = [&](const std::vector<Expr>& idx) { return negated((*x)(idx)); };
-    auto nan_count = [&](const std::vector<Expr>& idx) { return is_nan_count(element(idx)); };
     const Expr minus_inf = constant(-std::numeric_limits<double>::infinity(), t);
     te::Tensor pm = te::compute(
         ps,
@@ -263,8 +263,6 @@ Lowered max_or_min(const LowerContext& c, bool is_min) {
         c.name + "_nans");
   } else if (reduces_trailing_rows(c, s)) {
     // Columns of maxima and NaN counts, then theirs.
-    auto element = [&](const std::vector<Expr>& idx) { return negated((*x)(idx)); };
-    auto nan_count = [&](const std::vector<Expr>& idx) { return is_nan_count(element(idx)); };
     te::Tensor cm = trailing_columns(c, s, element, te::max, c.name + "_column_max");
     te::Tensor cn = trailing_columns(c, s, nan_count, te::sum, c.name + "_column_nans");
     te::IterVar rw = te::reduce_axis(c.in[0].shape.back(), "rw"),
