@@ -140,14 +140,41 @@ te::Tensor trailing_columns(const LowerContext& c, const ReduceSetup& s, F&& ter
       name);
 }
 
-// The columns' index for output element i and a reduce variable over the
-// columns.
-std::vector<Expr> column_index(const te::Axes& i, const te::IterVar& r, const LowerContext& c,
-                               const ReduceSetup& s) {
-  const size_t lead = c.in[0].shape.size() - s.axes.size();
-  std::vector<Expr> idx(i.begin(), i.begin() + std::ptrdiff_t(lead));
-  idx.push_back(r.var);
-  return idx;
+// Output element i's reduction of its row of `columns` (trailing_columns):
+// in P partials when the row is long (last_axis_partials), so that loop
+// runs on vectors of them rather than one chain of scalars (56 columns of
+// 64 channels: a third of a max over 64 x 56 x 56); `reduce` is te::sum or
+// te::max, `pad` its identity.
+template <typename R>
+te::Tensor reduce_columns(const LowerContext& c, const te::Tensor& columns, R&& reduce, const Expr& pad,
+                          const std::string& name) {
+  const int64_t L = columns->shape.back();
+  const size_t lead = columns->shape.size() - 1;
+  auto row = [&](const te::Axes& i, const te::IterVar& r) {
+    std::vector<Expr> idx(i.begin(), i.begin() + std::ptrdiff_t(lead));
+    idx.push_back(r.var);
+    return idx;
+  };
+  const int64_t P = last_axis_partials(L);
+  if (P == 0) {
+    te::IterVar rw = te::reduce_axis(L, "rw");
+    return te::compute(
+        c.out[0].shape,
+        [&](const te::Axes& i) -> te::Reduction { return reduce((*columns)(row(i, rw)), {rw}); }, name);
+  }
+  Shape ps = columns->shape;
+  ps.back() = P;
+  te::IterVar ro = te::reduce_axis((L + P - 1) / P, "ro"), rp = te::reduce_axis(P, "rp");
+  auto column = [&](const std::vector<Expr>& idx) { return (*columns)(idx); };
+  te::Tensor partial = te::compute(
+      ps,
+      [&](const te::Axes& i) -> te::Reduction {
+        return reduce(partial_lane(i, ro.var, P, L, column, pad), {ro});
+      },
+      name + "_partial");
+  return te::compute(
+      c.out[0].shape,
+      [&](const te::Axes& i) -> te::Reduction { return reduce((*partial)(row(i, rp)), {rp}); }, name);
 }
 
 // sum (or mean) of x: floats in float64.
@@ -184,13 +211,7 @@ Lowered sum_or_mean(const LowerContext& c, bool mean) {
     te::Tensor columns = trailing_columns(
         c, s, [&](const std::vector<Expr>& idx) { return tir::cast(acc, (*x)(idx)); }, te::sum,
         c.name + "_columns");
-    te::IterVar rw = te::reduce_axis(c.in[0].shape.back(), "rw");
-    sum = te::compute(
-        c.out[0].shape,
-        [&](const te::Axes& i) -> te::Reduction {
-          return te::sum((*columns)(column_index(i, rw, c, s)), {rw});
-        },
-        c.name + "_acc");
+    sum = reduce_columns(c, columns, te::sum, constant(0, acc), c.name + "_acc");
   } else {
     sum = te::compute(
         c.out[0].shape,
@@ -213,86 +234,57 @@ Lowered sum_or_mean(const LowerContext& c, bool mean) {
 Lowered sum(const LowerContext& c) { return sum_or_mean(c, false); }
 Lowered mean(const LowerContext& c) { return sum_or_mean(c, true); }
 
-Expr is_nan(const Expr& x) { return tir::binary(tir::BinaryOp::NE, x, x); }
-
-// max (or, for floats, min as -max(-x)); NaN wins.
+// max (or, for floats, min as -max(-x)); NaN wins (te::nan_max: one pass
+// over x, where a maximum and a count of NaNs were two).
 Lowered max_or_min(const LowerContext& c, bool is_min) {
   const te::Tensor& x = c.inputs[0];
   tir::DataType t = x->dtype;
   if (is_min && !t.is_float()) return unsupported("min of integers");
   ReduceSetup s = setup(c);
   if (s.count == 0) return unsupported("max or min of zero elements");
-  auto negated = [&](const Expr& v) { return is_min ? tir::sub(constant(0, t), v) : v; };
-  auto value = [&](const te::Axes& i) { return negated((*x)(input_index(i, s.axes, s.mask, s.keepdims))); };
-  auto is_nan_count = [](const Expr& v) { return tir::select(is_nan(v), tir::int_imm(1), tir::int_imm(0)); };
-  auto element = [&](const std::vector<Expr>& idx) { return negated((*x)(idx)); };
-  auto nan_count = [&](const std::vector<Expr>& idx) { return is_nan_count(element(idx)); };
-  te::Tensor m, nans;
+  auto reduce = [&](Expr v, std::vector<te::IterVar> axes) {
+    return t.is_float() ? te::nan_max(std::move(v), std::move(axes)) : te::max(std::move(v), std::move(axes));
+  };
+  auto element = [&](const std::vector<Expr>& idx) {
+    return is_min ? tir::sub(constant(0, t), (*x)(idx)) : (*x)(idx);
+  };
+  te::Tensor m;
+  const std::string name = is_min ? c.name + "_max" : c.name;
   if (const int64_t P = partials_of(c, s)) {
-    // Over the last axis alone: P partial maxima and NaN counts (lanes past
-    // the end give -inf and no NaN), then theirs.
+    // Over the last axis alone: P partial maxima (lanes past the end give
+    // -inf), then theirs.
     const int64_t L = c.in[0].shape.back();
     Shape ps = c.in[0].shape;
     ps.back() = P;
-    te::IterVar ro = te::reduce_axis((L + P - 1) / P, "ro"), so = te::reduce_axis((L + P - 1) / P, "so");
-    te::IterVar rp = te::reduce_axis(P, "rp"), sp = te::reduce_axis(P, "sp");
+    te::IterVar ro = te::reduce_axis((L + P - 1) / P, "ro"), rp = te::reduce_axis(P, "rp");
     const Expr minus_inf = constant(-std::numeric_limits<double>::infinity(), t);
     te::Tensor pm = te::compute(
         ps,
         [&](const te::Axes& i) -> te::Reduction {
-          return te::max(partial_lane(i, ro.var, P, L, element, minus_inf), {ro});
+          return reduce(partial_lane(i, ro.var, P, L, element, minus_inf), {ro});
         },
         c.name + "_partial_max");
-    te::Tensor pn = te::compute(
-        ps,
-        [&](const te::Axes& i) -> te::Reduction {
-          return te::sum(partial_lane(i, so.var, P, L, nan_count, tir::int_imm(0)), {so});
-        },
-        c.name + "_partial_nans");
     m = te::compute(
         c.out[0].shape,
         [&](const te::Axes& i) -> te::Reduction {
-          return te::max((*pm)(partial_index(i, rp, s.keepdims)), {rp});
+          return reduce((*pm)(partial_index(i, rp, s.keepdims)), {rp});
         },
-        c.name + "_max");
-    nans = te::compute(
-        c.out[0].shape,
-        [&](const te::Axes& i) -> te::Reduction {
-          return te::sum((*pn)(partial_index(i, sp, s.keepdims)), {sp});
-        },
-        c.name + "_nans");
+        name);
   } else if (reduces_trailing_rows(c, s)) {
-    // Columns of maxima and NaN counts, then theirs.
-    te::Tensor cm = trailing_columns(c, s, element, te::max, c.name + "_column_max");
-    te::Tensor cn = trailing_columns(c, s, nan_count, te::sum, c.name + "_column_nans");
-    te::IterVar rw = te::reduce_axis(c.in[0].shape.back(), "rw"),
-                sw = te::reduce_axis(c.in[0].shape.back(), "sw");
-    m = te::compute(
-        c.out[0].shape,
-        [&](const te::Axes& i) -> te::Reduction { return te::max((*cm)(column_index(i, rw, c, s)), {rw}); },
-        c.name + "_max");
-    nans = te::compute(
-        c.out[0].shape,
-        [&](const te::Axes& i) -> te::Reduction { return te::sum((*cn)(column_index(i, sw, c, s)), {sw}); },
-        c.name + "_nans");
+    // Columns of maxima, then theirs.
+    te::Tensor cm = trailing_columns(c, s, element, reduce, c.name + "_column_max");
+    m = reduce_columns(c, cm, reduce, constant(-std::numeric_limits<double>::infinity(), t), name);
   } else {
     m = te::compute(
-        c.out[0].shape, [&](const te::Axes& i) -> te::Reduction { return te::max(value(i), s.axes); },
-        c.name + "_max");
-    if (!t.is_float()) return lowered({m});
-    nans = te::compute(
         c.out[0].shape,
-        [&](const te::Axes& i) -> te::Reduction { return te::sum(is_nan_count(value(i)), s.axes); },
-        c.name + "_nans");
+        [&](const te::Axes& i) -> te::Reduction {
+          return reduce(element(input_index(i, s.axes, s.mask, s.keepdims)), s.axes);
+        },
+        name);
   }
+  if (!is_min) return lowered({m});
   te::Tensor y = te::compute(
-      c.out[0].shape,
-      [&](const te::Axes& i) {
-        Expr v = is_min ? tir::sub(constant(0, t), (*m)(i)) : (*m)(i);
-        return tir::select(tir::binary(tir::BinaryOp::GT, (*nans)(i), tir::int_imm(0)),
-                           tir::float_imm(std::numeric_limits<double>::quiet_NaN(), t), v);
-      },
-      c.name);
+      c.out[0].shape, [&](const te::Axes& i) { return tir::sub(constant(0, t), (*m)(i)); }, c.name);
   return lowered({y});
 }
 

@@ -71,6 +71,9 @@ Reduction sum(Expr value, std::vector<IterVar> axes) {
 Reduction max(Expr value, std::vector<IterVar> axes) {
   return Reduction{ReduceKind::Max, std::move(value), std::move(axes)};
 }
+Reduction nan_max(Expr value, std::vector<IterVar> axes) {
+  return Reduction{ReduceKind::NanMax, std::move(value), std::move(axes)};
+}
 
 Expr TensorNode::operator()(const std::vector<Expr>& indices) const {
   if (indices.size() != shape.size())
