@@ -201,6 +201,17 @@ int64_t conv_rows(const CpuTarget& cpu, int64_t rows, int64_t cols, int64_t row_
 // accumulators; on 18, 9 x 3).
 int64_t blocked_conv_rows(const CpuTarget& cpu, int64_t rows, int64_t pair_extent, bool paired_blocks,
                           int64_t row_stride_bytes);
+// Independent accumulators a tile needs to keep two multiply-add units of
+// four cycles' latency busy.
+constexpr int64_t kMinAccumulators = 8;
+// The rows blocked_conv_rows picks and the useful accumulators of its tile
+// (multiply-adds per weight or broadcast step that land in the output).
+struct BlockedConvTile {
+  int64_t rows = 0;
+  double accumulators = 0;
+};
+BlockedConvTile blocked_conv_tile(const CpuTarget& cpu, int64_t rows, int64_t pair_extent, bool paired_blocks,
+                                  int64_t row_stride_bytes);
 // The columns of such a product's register tile: the width of the panels
 // nn.pack_matmul_weight packs a constant right operand into, so that each
 // column tile reads one panel.

@@ -82,9 +82,6 @@ constexpr int64_t kMinL2Bands = 8;
 // 80x80 with AVX2 code: the padding was a fifth of their time).
 constexpr int64_t kMaxBandRows = 4;
 constexpr int64_t kColumnRuns = 16;
-// Independent accumulators a tile needs to keep two multiply-add units of
-// four cycles' latency busy.
-constexpr int64_t kMinAccumulators = 8;
 
 int64_t largest_divisor_up_to(int64_t n, int64_t limit) {
   for (int64_t d = std::min(n, limit); d > 1; --d)
@@ -237,9 +234,8 @@ int64_t conv_rows(const CpuTarget& cpu, int64_t rows, int64_t cols, int64_t row_
   return tile_rows(cpu, rows, cols, row_stride_bytes);
 }
 
-int64_t blocked_conv_rows(const CpuTarget& cpu, int64_t rows, int64_t pair_extent, bool paired_blocks,
-                          int64_t row_stride_bytes) {
-  if (cpu.scratchpad_bytes) return rows;
+BlockedConvTile blocked_conv_tile(const CpuTarget& cpu, int64_t rows, int64_t pair_extent, bool paired_blocks,
+                                  int64_t row_stride_bytes) {
   // The most accumulators a divisor of the rows gives, and the most useful
   // ones (rows / computed rows of each) padding does, over the factors.
   double divided = 0, padded_useful = 0;
@@ -253,7 +249,14 @@ int64_t blocked_conv_rows(const CpuTarget& cpu, int64_t rows, int64_t pair_exten
     const double useful = double(factor * rb) * double(rows) / double(tiles * rb);
     if (useful > padded_useful) padded_useful = useful, padded = tiles * rb;
   }
-  return divided < double(kMinAccumulators) && padded_useful >= 1.5 * divided ? padded : rows;
+  if (divided < double(kMinAccumulators) && padded_useful >= 1.5 * divided) return {padded, padded_useful};
+  return {rows, divided};
+}
+
+int64_t blocked_conv_rows(const CpuTarget& cpu, int64_t rows, int64_t pair_extent, bool paired_blocks,
+                          int64_t row_stride_bytes) {
+  if (cpu.scratchpad_bytes) return rows;
+  return blocked_conv_tile(cpu, rows, pair_extent, paired_blocks, row_stride_bytes).rows;
 }
 
 int64_t product_column_block(const CpuTarget& cpu, int64_t n) {

@@ -187,6 +187,37 @@ TEST(Lowering, ChannelBlockedConvTileRunsItsBlocksInsideItsRows) {
   }
 }
 
+// A pointwise blocked conv whose output columns tile poorly (AVX2, 7
+// columns, 8 blocks of output channels: 7 x 1 or, padded, 4 x 2 blocks)
+// runs on the image's positions as one axis, 49 computed as 54 in tiles of
+// 6 x 2 blocks; 14 columns (2 x 4 blocks) and AVX-512's 7 (7 x 2) keep
+// their columns. Values against the reference.
+TEST(Lowering, PointwiseBlockedConvOnFewColumnsTilesTheImagesPositions) {
+  struct Case {
+    int64_t block, width;
+    schedule::CpuTarget cpu;
+    bool positions;
+  };
+  const Case cases[] = {{8, 7, {32, 16}, true}, {8, 14, {32, 16}, false}, {16, 7, {64, 32}, false}};
+  for (const Case& c : cases) {
+    const int64_t in_blocks = 96 / c.block, out_blocks = 64 / c.block;
+    TensorDesc x = f32({1, in_blocks, c.width, c.width, c.block}),
+               w = f32({out_blocks, in_blocks, 1, 1, c.block, c.block});
+    const Attrs attrs = normalize_attrs(op_named("nn.conv2d_blocked"), {});
+    const std::string name = "pointwise_" + std::to_string(c.block) + "_" + std::to_string(c.width);
+    auto f = lower_op(name, "nn.conv2d_blocked", {x, w}, attrs, c.cpu);
+    ASSERT_TRUE(f.has_value()) << name;
+    const std::string text = tir::print_prim_func(**f);
+    EXPECT_EQ(text.find("_positions: Buffer[(1, 8, 1, 54, 8)") != std::string::npos, c.positions)
+        << name << "\n"
+        << text;
+    EXPECT_EQ(text.find("_positions") != std::string::npos, c.positions) << name << "\n" << text;
+    Lcg r(8);
+    Tensor tx = random_input(x, {-1, 1}, r), tw = random_input(w, {-1, 1}, r);
+    expect_matches_reference(*f, name, "nn.conv2d_blocked", {tx, tw}, attrs, 1e-4);
+  }
+}
+
 // Layout copies between NCHW and channel blocks move lanes x lanes blocks:
 // the columns (block_channels) or a block's channels (unblock_channels)
 // run unrolled just outside a vector loop of `lanes` lanes, so codegen

@@ -293,6 +293,48 @@ TEST(BlockedLayout, AConvWhoseResultABlockedConvReadsWritesItBlocked) {
   }
 }
 
+// Pointwise convs on 7 x 7 images with a bias, a clip and a residual add:
+// AVX2's tiles of 7 output columns by one block of 8 channels (7
+// accumulators) give way to tiles of the image's 49 positions as one axis
+// (lower/layout.cc, pointwise_on_positions), the epilogue reading the
+// positions afterwards; AVX-512's 7 x 2 blocks stay. Values against the
+// interpreter.
+TEST(BlockedLayout, PointwiseConvsOnSevenColumnsTileTheImagesPositionsWithAvx2) {
+  Module m = parse_module(
+      "def @main(%x: Tensor[(1, 64, 7, 7), float32]) -> Tensor[(1, 64, 7, 7), float32] {\n"
+      "  %e = nn.conv2d(%x, " +
+          testing::random_constant_text({96, 64, 1, 1}, 41) +
+          ")\n"
+          "  %b = add(%e, " +
+          testing::random_constant_text({1, 96, 1, 1}, 42) +
+          ")\n"
+          "  %r = clip(%b, a_min=0.0, a_max=6.0)\n"
+          "  %p = nn.conv2d(%r, " +
+          testing::random_constant_text({64, 96, 1, 1}, 43) +
+          ")\n"
+          "  %y = add(%p, %x)\n"
+          "  return %y\n"
+          "}\n",
+      "pointwise.kir");
+  std::vector<Tensor> args = testing::random_args(*m.find("main"), 6);
+  for (const char* cpu : {"skylake-avx512", "x86-64-v3"}) {
+    SCOPED_TRACE(cpu);
+    std::string printed;
+    Executable exe = testing::compile_printed(m, cpu, &printed);
+    const bool avx2 = std::string(cpu) == "x86-64-v3";
+    const std::string converted = testing::ir_after(printed, "convert-layout");
+    EXPECT_EQ(testing::count_calls(converted, "nn.conv2d_blocked"), 2) << printed;
+    // 96 channels (12 blocks of 8) tile 4 columns of 3 blocks, padded to
+    // 8 columns (10.5 useful accumulators); 64 (8 blocks) only 7 x 1 or
+    // 4 x 2 blocks: their positions tile 6 x 2, padded to 54.
+    EXPECT_EQ(printed.find("_positions: Buffer[(1, 12, 1, "), std::string::npos) << printed;
+    EXPECT_EQ(printed.find("_positions: Buffer[(1, 8, 1, 54, 8)") != std::string::npos, avx2) << printed;
+    EXPECT_EQ(printed.find("_positions_local: Buffer[(1, 2, 1, 6, 8)") != std::string::npos, avx2) << printed;
+    if (!avx2 && !__builtin_cpu_supports("avx512f")) continue;
+    testing::expect_outputs_near(VirtualMachine(exe).run(args), interpret(m, "main", args), 1e-4);
+  }
+}
+
 TEST(BlockedLayout, TheNchwLayoutIsKeptWhenAsked) {
   Module m = net_with_weights();
   driver::CompileOptions o;
