@@ -306,12 +306,12 @@ TEST(Lowering, PaddedConvInputIsComputedPerBandOfOutputRows) {
 // A channel-blocked depthwise conv pads its input per band of output rows
 // of one channel block, inside the parallel loop (not the whole padded
 // image first, written to memory and read back: the conv itself moves
-// little more than its input). A band's rows stay within half of L1, since
-// the tile reads each of them once per kernel tap: a stride-2 5x5 conv
-// with AVX2 on rows of 160 pads 7 input rows for a pair of output rows, a
-// 5x5 conv on rows of 20 pads 8 for 4, a 3x3 conv on rows of 80 5 for its
-// tile's 3 (12 rows make no bands of two tiles). Values against the
-// reference.
+// little more than its input). A band's rows stay within three quarters of
+// L1, since the tile reads each of them once per kernel tap: a stride-2
+// 5x5 conv with AVX2 on rows of 160 pads 7 input rows for a pair of output
+// rows, on rows of 56 11 for 4 (20.8 KiB), a 5x5 conv on rows of 20 pads 8
+// for 4, a 3x3 conv on rows of 80 5 for its tile's 3 (12 rows make no
+// bands of two tiles). Values against the reference.
 TEST(Lowering, BlockedDepthwiseConvPadsBandsOfOneBlock) {
   struct Case {
     int64_t channels, height, width, kernel, stride;
@@ -320,6 +320,7 @@ TEST(Lowering, BlockedDepthwiseConvPadsBandsOfOneBlock) {
   };
   const Case cases[] = {
       {32, 160, 160, 5, 2, {32, 16}, "%conv2d_blocked_0_pad: Buffer[(1, 1, 7, 163, 8)"},
+      {144, 56, 56, 5, 2, {32, 16}, "%conv2d_blocked_0_pad: Buffer[(1, 1, 11, 59, 8)"},
       {192, 20, 20, 5, 1, {32, 16}, "%conv2d_blocked_0_pad: Buffer[(1, 1, 8, 24, 8)"},
       {240, 12, 80, 3, 1, {32, 16}, "%conv2d_blocked_0_pad: Buffer[(1, 1, 5, 82, 8)"},
       {64, 24, 24, 3, 1, {64, 32}, "%conv2d_blocked_0_pad: Buffer[(1, 1, 6, 26, 16)"},
