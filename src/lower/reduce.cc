@@ -248,6 +248,8 @@ Lowered max_or_min(const LowerContext& c, bool is_min) {
   auto element = [&](const std::vector<Expr>& idx) {
     return is_min ? tir::sub(constant(0, t), (*x)(idx)) : (*x)(idx);
   };
+  // The partials' padding (float reductions only).
+  const Expr minus_inf = t.is_float() ? constant(-std::numeric_limits<double>::infinity(), t) : Expr();
   te::Tensor m;
   const std::string name = is_min ? c.name + "_max" : c.name;
   if (const int64_t P = partials_of(c, s)) {
@@ -257,7 +259,6 @@ Lowered max_or_min(const LowerContext& c, bool is_min) {
     Shape ps = c.in[0].shape;
     ps.back() = P;
     te::IterVar ro = te::reduce_axis((L + P - 1) / P, "ro"), rp = te::reduce_axis(P, "rp");
-    const Expr minus_inf = constant(-std::numeric_limits<double>::infinity(), t);
     te::Tensor pm = te::compute(
         ps,
         [&](const te::Axes& i) -> te::Reduction {
@@ -273,7 +274,7 @@ Lowered max_or_min(const LowerContext& c, bool is_min) {
   } else if (reduces_trailing_rows(c, s)) {
     // Columns of maxima, then theirs.
     te::Tensor cm = trailing_columns(c, s, element, reduce, c.name + "_column_max");
-    m = reduce_columns(c, cm, reduce, constant(-std::numeric_limits<double>::infinity(), t), name);
+    m = reduce_columns(c, cm, reduce, minus_inf, name);
   } else {
     m = te::compute(
         c.out[0].shape,
