@@ -60,27 +60,28 @@ bool reads_input_directly(const LowerContext& c, const std::vector<int64_t>& str
   return kernel_rows <= 3 || c.cpu.vector_registers >= 32;
 }
 
-// Whether a pointwise conv in blocks (1 x 1, stride 1, no padding) runs on
-// the image's positions as one axis rather than on its output columns:
-// when those make tiles of fewer than kMinAccumulators useful accumulators
-// and under 4/5 of those the positions make. AVX2's 7 columns (7 x 7
-// images) made tiles of 7 x 1 blocks, where two blocks take 17 of its 16
-// registers; the 49 positions make 6 x 2 (the last tile partly padding),
-// as a product's rows would: 960 -> 160 channels 0.81x -> 0.95x oneDNN.
-// (14 columns make 2 x 4 blocks, 8; the positions' 4 x 3 ran 0.93x ->
-// 0.88x.)
-bool pointwise_on_positions(const LowerContext& c, const std::vector<int64_t>& strides, const Pad2d& pad,
-                            bool pair_blocks) {
+// The image's positions (h * W + w, padded to whole tiles) a pointwise
+// conv in blocks (1 x 1, stride 1, no padding) is computed on instead of
+// its output columns, or 0 to keep the columns: positions when the columns
+// make tiles of fewer than kMinAccumulators useful accumulators and under
+// 4/5 of those the positions make. AVX2's 7 columns (7 x 7 images) made
+// tiles of 7 x 1 blocks, where two blocks take 17 of its 16 registers; the
+// 49 positions make 6 x 2 (on 54), as a product's rows would: 960 -> 160
+// channels 0.81x -> 0.95x oneDNN. (14 columns make 2 x 4 blocks, 8; the
+// positions' 4 x 3 ran 0.93x -> 0.88x.)
+int64_t pointwise_positions(const LowerContext& c, const std::vector<int64_t>& strides, const Pad2d& pad,
+                            bool pair_blocks, int64_t row_stride) {
   const Shape &ws = c.in[1].shape, &ys = c.out[0].shape;
-  if (ws[2] != 1 || ws[3] != 1 || strides[0] != 1 || strides[1] != 1 || c.cpu.scratchpad_bytes) return false;
-  if (pad.top || pad.left || pad.bottom || pad.right || ys[2] < 2) return false;
-  const int64_t stride = c.in[0].shape[4] * c.inputs[0]->dtype.bytes(), pairs = pair_blocks ? ys[1] : 1;
+  if (ws[2] != 1 || ws[3] != 1 || strides[0] != 1 || strides[1] != 1 || c.cpu.scratchpad_bytes) return 0;
+  if (pad.top || pad.left || pad.bottom || pad.right || ys[2] < 2) return 0;
   const double by_columns =
-      schedule::blocked_conv_tile(c.cpu, ys[3], pair_blocks ? ys[1] : ys[2], pair_blocks, stride)
+      schedule::blocked_conv_tile(c.cpu, ys[3], pair_blocks ? ys[1] : ys[2], pair_blocks, row_stride)
           .accumulators;
-  const double by_positions =
-      schedule::blocked_conv_tile(c.cpu, ys[2] * ys[3], pairs, pair_blocks, stride).accumulators;
-  return by_columns < double(schedule::kMinAccumulators) && by_positions >= 1.25 * by_columns;
+  const schedule::BlockedConvTile by_positions =
+      schedule::blocked_conv_tile(c.cpu, ys[2] * ys[3], pair_blocks ? ys[1] : 1, pair_blocks, row_stride);
+  if (by_columns >= double(schedule::kMinAccumulators) || by_positions.accumulators < 1.25 * by_columns)
+    return 0;
+  return by_positions.rows;
 }
 
 Lowered block_channels(const LowerContext& c) {
@@ -161,13 +162,12 @@ Lowered conv2d_blocked(const LowerContext& c) {
   const Shape& ys = c.out[0].shape;
   const int64_t row_stride = st[1] * block * x->dtype.bytes(), out_blocks = ys[1];
   const bool pair_blocks = !depthwise && (out_blocks % 2 == 0 || out_blocks % 3 == 0);
-  if (!depthwise && !nchw && pointwise_on_positions(c, st, p, pair_blocks)) {
-    // The image's positions as one axis (h * W + w, the last tile's extra
-    // ones reading the last position), tiled like output columns; the
-    // output is their rows.
+  const int64_t computed = depthwise || nchw ? 0 : pointwise_positions(c, st, p, pair_blocks, row_stride);
+  if (computed) {
+    // The image's positions as one axis (the last tile's extra ones reading
+    // the last position), tiled like output columns; the output is their
+    // rows.
     const int64_t width = ys[3], positions = ys[2] * width;
-    const int64_t computed =
-        schedule::blocked_conv_rows(c.cpu, positions, pair_blocks ? out_blocks : 1, pair_blocks, row_stride);
     te::Tensor flat = te::compute(
         {ys[0], ys[1], 1, computed, ys[4]},
         [&](const te::Axes& i) -> te::Reduction {

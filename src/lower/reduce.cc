@@ -140,16 +140,19 @@ te::Tensor trailing_columns(const LowerContext& c, const ReduceSetup& s, F&& ter
       name);
 }
 
-// Output element i's reduction of its row of `columns` (trailing_columns):
-// in P partials when the row is long (last_axis_partials), so that loop
-// runs on vectors of them rather than one chain of scalars (56 columns of
-// 64 channels: a third of a max over 64 x 56 x 56); `reduce` is te::sum or
-// te::max, `pad` its identity.
-template <typename R>
-te::Tensor reduce_columns(const LowerContext& c, const te::Tensor& columns, R&& reduce, const Expr& pad,
-                          const std::string& name) {
-  const int64_t L = columns->shape.back();
-  const size_t lead = columns->shape.size() - 1;
+// Output element i's reduction of its row of a (lead dims..., L) operand
+// whose element at idx is term(idx) (x over its last axis, or
+// trailing_columns' columns): in P partials when the row is long
+// (last_axis_partials, named `partial_name`), so that the loop over it runs
+// on vectors of them rather than one chain of scalars (56 columns of 64
+// channels: a third of a max over 64 x 56 x 56), then theirs; `reduce` is
+// te::sum or te::max, `pad` its identity.
+template <typename F, typename R>
+te::Tensor reduce_rows(const LowerContext& c, const Shape& operand, F&& term, R&& reduce, const Expr& pad,
+                       const std::string& partial_name, const std::string& name) {
+  const int64_t L = operand.back();
+  const size_t lead = operand.size() - 1;
+  // With or without keepdims, an output's lead indices come first.
   auto row = [&](const te::Axes& i, const te::IterVar& r) {
     std::vector<Expr> idx(i.begin(), i.begin() + std::ptrdiff_t(lead));
     idx.push_back(r.var);
@@ -159,19 +162,18 @@ te::Tensor reduce_columns(const LowerContext& c, const te::Tensor& columns, R&& 
   if (P == 0) {
     te::IterVar rw = te::reduce_axis(L, "rw");
     return te::compute(
-        c.out[0].shape,
-        [&](const te::Axes& i) -> te::Reduction { return reduce((*columns)(row(i, rw)), {rw}); }, name);
+        c.out[0].shape, [&](const te::Axes& i) -> te::Reduction { return reduce(term(row(i, rw)), {rw}); },
+        name);
   }
-  Shape ps = columns->shape;
+  Shape ps = operand;
   ps.back() = P;
   te::IterVar ro = te::reduce_axis((L + P - 1) / P, "ro"), rp = te::reduce_axis(P, "rp");
-  auto column = [&](const std::vector<Expr>& idx) { return (*columns)(idx); };
   te::Tensor partial = te::compute(
       ps,
       [&](const te::Axes& i) -> te::Reduction {
-        return reduce(partial_lane(i, ro.var, P, L, column, pad), {ro});
+        return reduce(partial_lane(i, ro.var, P, L, term, pad), {ro});
       },
-      name + "_partial");
+      partial_name);
   return te::compute(
       c.out[0].shape,
       [&](const te::Axes& i) -> te::Reduction { return reduce((*partial)(row(i, rp)), {rp}); }, name);
@@ -187,36 +189,22 @@ Lowered sum_or_mean(const LowerContext& c, bool mean) {
   if (s.count == 0 && mean) return unsupported("mean of zero elements");
   tir::DataType acc = t.is_float() ? tir::DataType::float_(64) : t;
   te::Tensor sum;
-  if (const int64_t P = partials_of(c, s)) {
-    // Over the last axis alone: P partial sums (lanes past the end add 0),
+  auto term = [&](const std::vector<Expr>& idx) { return tir::cast(acc, (*x)(idx)); };
+  if (partials_of(c, s)) {
+    // Over the last axis alone: partial sums (lanes past the end add 0),
     // then their sum.
-    const int64_t L = c.in[0].shape.back();
-    Shape ps = c.in[0].shape;
-    ps.back() = P;
-    te::IterVar steps = te::reduce_axis((L + P - 1) / P, "ro"), rp = te::reduce_axis(P, "rp");
-    auto term = [&](const std::vector<Expr>& idx) { return tir::cast(acc, (*x)(idx)); };
-    te::Tensor partial = te::compute(
-        ps,
-        [&](const te::Axes& i) -> te::Reduction {
-          return te::sum(partial_lane(i, steps.var, P, L, term, constant(0, acc)), {steps});
-        },
-        c.name + "_partial_sum");
-    sum = te::compute(
-        c.out[0].shape,
-        [&](const te::Axes& i) -> te::Reduction {
-          return te::sum((*partial)(partial_index(i, rp, s.keepdims)), {rp});
-        },
-        c.name + "_acc");
+    sum = reduce_rows(c, c.in[0].shape, term, te::sum, constant(0, acc), c.name + "_partial_sum",
+                      c.name + "_acc");
   } else if (reduces_trailing_rows(c, s)) {
-    te::Tensor columns = trailing_columns(
-        c, s, [&](const std::vector<Expr>& idx) { return tir::cast(acc, (*x)(idx)); }, te::sum,
-        c.name + "_columns");
-    sum = reduce_columns(c, columns, te::sum, constant(0, acc), c.name + "_acc");
+    te::Tensor columns = trailing_columns(c, s, term, te::sum, c.name + "_columns");
+    auto column = [&](const std::vector<Expr>& idx) { return (*columns)(idx); };
+    sum = reduce_rows(c, columns->shape, column, te::sum, constant(0, acc), c.name + "_acc_partial",
+                      c.name + "_acc");
   } else {
     sum = te::compute(
         c.out[0].shape,
         [&](const te::Axes& i) -> te::Reduction {
-          return te::sum(tir::cast(acc, (*x)(input_index(i, s.axes, s.mask, s.keepdims))), s.axes);
+          return te::sum(term(input_index(i, s.axes, s.mask, s.keepdims)), s.axes);
         },
         c.name + "_acc");
   }
@@ -252,29 +240,15 @@ Lowered max_or_min(const LowerContext& c, bool is_min) {
   const Expr minus_inf = t.is_float() ? constant(-std::numeric_limits<double>::infinity(), t) : Expr();
   te::Tensor m;
   const std::string name = is_min ? c.name + "_max" : c.name;
-  if (const int64_t P = partials_of(c, s)) {
-    // Over the last axis alone: P partial maxima (lanes past the end give
+  if (partials_of(c, s)) {
+    // Over the last axis alone: partial maxima (lanes past the end give
     // -inf), then theirs.
-    const int64_t L = c.in[0].shape.back();
-    Shape ps = c.in[0].shape;
-    ps.back() = P;
-    te::IterVar ro = te::reduce_axis((L + P - 1) / P, "ro"), rp = te::reduce_axis(P, "rp");
-    te::Tensor pm = te::compute(
-        ps,
-        [&](const te::Axes& i) -> te::Reduction {
-          return reduce(partial_lane(i, ro.var, P, L, element, minus_inf), {ro});
-        },
-        c.name + "_partial_max");
-    m = te::compute(
-        c.out[0].shape,
-        [&](const te::Axes& i) -> te::Reduction {
-          return reduce((*pm)(partial_index(i, rp, s.keepdims)), {rp});
-        },
-        name);
+    m = reduce_rows(c, c.in[0].shape, element, reduce, minus_inf, c.name + "_partial_max", name);
   } else if (reduces_trailing_rows(c, s)) {
     // Columns of maxima, then theirs.
     te::Tensor cm = trailing_columns(c, s, element, reduce, c.name + "_column_max");
-    m = reduce_columns(c, cm, reduce, minus_inf, name);
+    auto column = [&](const std::vector<Expr>& idx) { return (*cm)(idx); };
+    m = reduce_rows(c, cm->shape, column, reduce, minus_inf, name + "_partial", name);
   } else {
     m = te::compute(
         c.out[0].shape,

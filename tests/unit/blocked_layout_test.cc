@@ -296,7 +296,7 @@ TEST(BlockedLayout, AConvWhoseResultABlockedConvReadsWritesItBlocked) {
 // Pointwise convs on 7 x 7 images with a bias, a clip and a residual add:
 // AVX2's tiles of 7 output columns by one block of 8 channels (7
 // accumulators) give way to tiles of the image's 49 positions as one axis
-// (lower/layout.cc, pointwise_on_positions), the epilogue reading the
+// (lower/layout.cc, pointwise_positions), the epilogue reading the
 // positions afterwards; AVX-512's 7 x 2 blocks stay. Values against the
 // interpreter.
 TEST(BlockedLayout, PointwiseConvsOnSevenColumnsTileTheImagesPositionsWithAvx2) {
