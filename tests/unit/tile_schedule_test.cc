@@ -87,7 +87,7 @@ TEST(TileSchedule, ADepthwiseTileUnrollsItsKernelRowsInsideItsColumns) {
   for (const auto& [what, cpu] : {std::pair{"AVX-512", avx512()}, std::pair{"AVX2", avx2()}}) {
     SCOPED_TRACE(what);
     const std::string text = lowered_text("nn.conv2d", x, w, {{1, 16, 12, 32}, DType::Float32}, attrs, cpu);
-    const size_t rx = text.find("for %rx from 0 extent 3 {"),
+    const size_t rx = text.find("for %rx from 0 extent 3"),
                  ry = text.find("for %ry from 0 extent 3 unrolled {");
     ASSERT_NE(ry, std::string::npos) << text;
     EXPECT_LT(rx, ry) << text;
@@ -95,6 +95,31 @@ TEST(TileSchedule, ADepthwiseTileUnrollsItsKernelRowsInsideItsColumns) {
   attrs.set("strides", std::vector<int64_t>{2, 2});
   const std::string text = lowered_text("nn.conv2d", x, w, {{1, 16, 6, 16}, DType::Float32}, attrs, avx2());
   EXPECT_EQ(text.find("for %ry from 0 extent 3 unrolled"), std::string::npos) << text;
+}
+
+TEST(TileSchedule, AReductionStepOfFewMultiplyAddsIsUnrolled) {
+  // A 3x3 conv in blocks of 8 channels on 7 columns, for AVX2: tiles of 7
+  // accumulators, so each step of the loop over a block's input channels is
+  // 7 multiply-adds and the loop (8 steps) is unrolled; the kernel's columns
+  // (24 steps with it) stay a loop.
+  TensorDesc x{{1, 4, 7, 7, 8}, DType::Float32}, w{{4, 4, 3, 3, 8, 8}, DType::Float32},
+      y{{1, 4, 7, 7, 8}, DType::Float32};
+  const Attrs pad{{"padding", std::vector<int64_t>{1, 1, 1, 1}}};
+  const std::string text = lowered_text("nn.conv2d_blocked", x, w, y, pad, avx2());
+  EXPECT_NE(text.find("for %ri from 0 extent 8 unrolled"), std::string::npos) << text;
+  EXPECT_NE(text.find("for %rx from 0 extent 3 {"), std::string::npos) << text;
+  // AVX-512's tile of the same conv in blocks of 16 has 7 x 2 accumulators:
+  // 16 steps of 14 exceed twice the goal, so the loop stays.
+  TensorDesc x16{{1, 2, 7, 7, 16}, DType::Float32}, w16{{2, 2, 3, 3, 16, 16}, DType::Float32},
+      y16{{1, 2, 7, 7, 16}, DType::Float32};
+  const std::string text16 = lowered_text("nn.conv2d_blocked", x16, w16, y16, pad, avx512());
+  EXPECT_NE(text16.find("for %ri from 0 extent 16 {"), std::string::npos) << text16;
+  // A tile of 12 accumulators (6 channels by two AVX2 vectors) is left as
+  // it was: more than half of the registers.
+  TensorDesc x2{{1, 16, 8, 16}, DType::Float32}, w2{{24, 16, 1, 1}, DType::Float32},
+      y2{{1, 24, 8, 16}, DType::Float32};
+  const std::string text2 = lowered_text("nn.conv2d", x2, w2, y2, {}, avx2());
+  EXPECT_NE(text2.find("for %rc from 0 extent 16 {"), std::string::npos) << text2;
 }
 
 TEST(TileSchedule, ATileWithEnoughAccumulatorsIsLeftAsItWas) {
