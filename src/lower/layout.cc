@@ -231,6 +231,7 @@ Lowered conv2d_blocked(const LowerContext& c) {
     r.anchors[0].window_row_span = (ws[2] - 1) * dl[0] + 1;
     r.anchors[0].window_per_channel = true;
   }
+  r.anchors[0].taps_only = depthwise;
   r.anchors[0].pair_axis = pair_blocks ? 1 : 2;
   return r;
 }

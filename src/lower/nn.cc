@@ -185,6 +185,7 @@ Lowered conv2d(const LowerContext& c) {
     Lowered r = xp != x ? tiled_conv(2, {xp}, xp, 0) : tiled_conv(2, {}, nullptr, 0);
     if (r.anchors.empty()) return r;
     schedule::AnchorTile& tile = r.anchors.back();
+    tile.taps_only = true;
     if (st[0] == 1) tile.row_tap_axis = 1;
     if (xp != x) {
       tile.window_per_channel = true;

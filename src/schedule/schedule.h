@@ -109,6 +109,10 @@ struct AnchorTile {
   // axis 1 (a depthwise conv): a band pads only that channel's rows, which
   // the tile reads once per kernel tap, so bands are sized to stay in L1.
   bool window_per_channel = false;
+  // The reduction runs over the kernel's taps only (a depthwise conv, its
+  // input read in place or from a window): few multiply-adds per step, so
+  // tile_anchor unrolls its innermost reduction loops (unroll_reduction).
+  bool taps_only = false;
   // The axis of the output whose rows a band of the window covers; -1: the
   // axis before the columns, or before the tile's rows when those are a
   // channel-blocked layout's columns (its output rows either way). The

@@ -202,26 +202,20 @@ void move_inside(te::Stage& stage, const std::vector<tir::Var>& loops, const tir
 // Multiply-adds one pass of a register tile's reduction loop should issue.
 constexpr int64_t kUnrolledMultiplyAdds = 48;
 
-// Unrolls the tile's innermost reduction loops, inside out (the kernel rows
-// of row_taps are unrolled already), while one pass of the loop body issues
-// fewer than kUnrolledMultiplyAdds multiply-adds and a loop whole stays
-// within twice that: a loop of a few multiply-adds per step spends as many
-// instructions on its counter, its addresses and, for a strided window, its
-// phase arithmetic as on the arithmetic (MobileNetV2's 3x3 / 2 depthwise on
-// 96 channels with AVX2 code: 7 x 1 accumulators, the kernel's 3 columns a
-// loop: 0.82-0.87x -> 1.17-1.31x oneDNN). A longer loop stays a loop: split
-// and partly unrolled, its indices are recomputed at each step (an NCHW 1x1
-// conv over 32 channels ran 3% slower unrolled by 8).
-void unroll_reduction(te::Stage& tile, const tir::Var& row_taps, int64_t accumulators) {
+// Unrolls the tile's innermost reduction loops, inside out, while one
+// pass of the loop body issues fewer than kUnrolledMultiplyAdds
+// multiply-adds and a whole loop stays within twice that: a depthwise
+// tile's loop over the kernel's columns (3 steps of 7 multiply-adds with
+// AVX2 code) spends as many instructions on its counter, its addresses
+// and, at stride 2, its phase arithmetic as on the arithmetic. A longer
+// loop stays a loop: split and partly unrolled, its indices were
+// recomputed at each step (an NCHW 1x1 conv over 32 channels ran 3%
+// slower unrolled by 8).
+void unroll_reduction(te::Stage& tile, int64_t accumulators) {
   std::vector<te::Leaf> reduces;
+  for (const te::Leaf& l : tile.leaves())
+    if (l.reduce) reduces.push_back(l);
   int64_t steps = 1;
-  for (const te::Leaf& l : tile.leaves()) {
-    if (!l.reduce) continue;
-    if (l.var == row_taps)
-      steps *= l.extent;
-    else
-      reduces.push_back(l);
-  }
   const int64_t wanted = (kUnrolledMultiplyAdds + accumulators - 1) / accumulators;
   for (size_t k = reduces.size(); k-- > 0 && steps < wanted;) {
     if (steps * reduces[k].extent > 2 * wanted) break;
@@ -620,15 +614,25 @@ bool tile_anchor(te::Schedule& s, const AnchorTile& a, const CpuTarget& cpu,
   tile_order.insert(tile_order.end(), acc.begin(), acc.end());
   tile.reorder(tile_order);
   if (row_taps) tile.unroll(row_taps);
-  // Only tiles of kMinAccumulators / 2 to half the registers' accumulators:
-  // with fewer, each multiply-add waits on the last one's result however
-  // many steps the body holds (odd shapes' 5x5 depthwise on 15 columns, two
-  // vectors: 10% slower unrolled); with more, LLVM keeps the input vectors
-  // that successive kernel columns share in registers and spills
-  // (AVX-512's depthwise tiles of 7 x 4 accumulators: 90 -> 105 us).
+  // A depthwise conv's tiles (AnchorTile::taps_only) unroll their
+  // reduction (MobileNetV2 with AVX2 code on Zen 5: its blocked depthwise
+  // kernels 4-38% faster, the 3x3/2 on 96 channels at 112x112 0.82-0.87x
+  // -> 1.17-1.31x oneDNN-AVX2; with AVX-512 7-26%), unless:
+  // - their kernel rows are unrolled already (row_taps: an NCHW one at
+  //   stride 1 ran 98 -> 111 us with its columns unrolled too, AVX-512);
+  // - they hold fewer than kMinAccumulators / 2 accumulators: each
+  //   multiply-add waits on the last one's result however many steps the
+  //   body holds (odd shapes' 5x5 depthwise on 15 columns, two vectors:
+  //   10% slower unrolled);
+  // - or more than half the registers: LLVM keeps the input vectors that
+  //   successive kernel columns share in registers and spills (AVX-512's
+  //   tiles of 7 x 4: 90 -> 105 us).
+  // A reduction over input channels ran slower unrolled (AVX2 code on Zen
+  // 5: ResNet-18's Winograd products, strided and 1x1 convs 4-7%).
   const int64_t accumulators = rb * hb * cv;
-  if (2 * accumulators >= kMinAccumulators && 2 * accumulators <= cpu.vector_registers)
-    unroll_reduction(tile, row_taps, accumulators);
+  if (a.taps_only && !row_taps && 2 * accumulators >= kMinAccumulators &&
+      2 * accumulators <= cpu.vector_registers)
+    unroll_reduction(tile, accumulators);
   tile.unroll(tile_rows);
   if (tile_h) tile.unroll(tile_h);
   tile.vectorize(tile.leaves().back().var);
