@@ -440,8 +440,17 @@ bool tile_anchor(te::Schedule& s, const AnchorTile& a, const CpuTarget& cpu,
     double bytes = double(elements) * 4;
     return double(passes) * bytes * (bytes <= double(cpu.l2_bytes / 2) ? 0.25 : 1.0);
   };
-  const bool rows_inner = !panel_order && traffic(columns / (cb * hb), rows * reduction) <
-                                              traffic(rows / rb, columns * first_reduce);
+  // A strided conv's phase window (its input's columns split by stride
+  // phase, built at the band) is built again for every row tile when row
+  // tiles are outer: the first convs of MobileNetV2, EfficientNet-B0,
+  // ResNet-18 and PP-OCR (3 input channels, stride 2) spent as long on
+  // it as on the products. Their row tiles run inside the band when the
+  // weights they then re-read per column tile stay in half of L2.
+  const bool phase_window = a.window && !a.window_per_channel && a.window_row_step > 1 &&
+                            a.window_unroll_axis >= 0 &&
+                            rows * reduction * a.tensor->dtype.bytes() <= cpu.l2_bytes / 2;
+  const bool rows_inner = !panel_order && (phase_window || traffic(columns / (cb * hb), rows * reduction) <
+                                                               traffic(rows / rb, columns * first_reduce));
   // With row tiles inner and no padded window (a pointwise conv), runs of
   // column tiles: each row tile computes a run before the next row tile
   // starts, so every channel plane it reads and writes is visited in

@@ -118,6 +118,24 @@ TEST(TileSchedule, ADepthwiseTileOfFewAccumulatorsUnrollsItsTaps) {
   EXPECT_NE(dense.find("for %ri from 0 extent 8 {"), std::string::npos) << dense;
 }
 
+TEST(TileSchedule, AStridedConvBuildsItsPhaseWindowOncePerBand) {
+  // MobileNetV2's first conv in small, 3 -> 32 channels at stride 2: its
+  // input's columns split by phase are built at the band of output rows,
+  // and every tile of output channels runs inside the band (not the band
+  // inside each channel tile, which built the window anew for each).
+  TensorDesc x{{1, 3, 128, 128}, DType::Float32}, w{{32, 3, 3, 3}, DType::Float32},
+      y{{1, 32, 64, 64}, DType::Float32};
+  const Attrs attrs{{"padding", std::vector<int64_t>{1, 1, 1, 1}}, {"strides", std::vector<int64_t>{2, 2}}};
+  for (const auto& [what, cpu] : {std::pair{"AVX-512", avx512()}, std::pair{"AVX2", avx2()}}) {
+    SCOPED_TRACE(what);
+    const std::string text = lowered_text("nn.conv2d", x, w, y, attrs, cpu);
+    const size_t window = text.find("allocate %conv2d_0_phases"), channels = text.find("for %i1_outer");
+    ASSERT_NE(window, std::string::npos) << text;
+    ASSERT_NE(channels, std::string::npos) << text;
+    EXPECT_LT(window, channels) << text;
+  }
+}
+
 TEST(TileSchedule, ATileWithEnoughAccumulatorsIsLeftAsItWas) {
   // 24 output channels: AVX2 tiles of 6 channels by 2 vectors (12
   // accumulators), no rows blocked.
