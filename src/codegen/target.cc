@@ -60,6 +60,7 @@ tir::TirPassOptions tir_pass_options(const Target& t) {
   tir::TirPassOptions o;
   o.scratchpad_capacity = t.vtcm_capacity;
   o.vector_bytes = t.is_hexagon() ? 0 : t.vector_bytes;
+  o.vector_registers = t.is_hexagon() ? 0 : schedule_target(t).vector_registers;
   // No HVX floating point is asked for: a float loop's vector hint would
   // make LLVM form vectors it cannot select.
   o.vector_float = !t.is_hexagon();

@@ -271,6 +271,28 @@ bool defines_names(const Stmt& s) {
   return d.found;
 }
 
+namespace {
+
+class UsesVar : public Visitor {
+ public:
+  explicit UsesVar(const VarNode* v) : var_(v) {}
+  bool found = false;
+
+ protected:
+  void visit_Var(const VarNode& n) override { found |= &n == var_; }
+
+ private:
+  const VarNode* var_;
+};
+
+}  // namespace
+
+bool uses_var(const Expr& e, const Var& v) {
+  UsesVar u(v.get());
+  u.visit(e);
+  return u.found;
+}
+
 Stmt substitute(const Stmt& s, const std::unordered_map<const VarNode*, Expr>& map) {
   return Substituter(map).mutate(s);
 }

@@ -58,4 +58,7 @@ Expr substitute(const Expr& e, const std::unordered_map<const VarNode*, Expr>& m
 // unrolled or partitioned loop's bodies) would each need fresh names.
 bool defines_names(const Stmt& s);
 
+// Whether `e` reads the variable `v`.
+bool uses_var(const Expr& e, const Var& v);
+
 }  // namespace kiln::tir

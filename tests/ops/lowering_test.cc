@@ -618,6 +618,7 @@ TEST(Lowering, EveryLoweredOpMatchesItsReferenceKernel) {
         ASSERT_TRUE(f.has_value()) << op << " case " << instances.size() << " was not lowered: " << why;
         tir::TirPassOptions options;
         options.vector_bytes = cpu.vector_bytes;
+        options.vector_registers = cpu.vector_registers;
         funcs.push_back(tir::lower_for_build(*f, options));
         c.attrs = attrs;
         instances.push_back({op, c, out, spec.name});

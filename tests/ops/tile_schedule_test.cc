@@ -780,5 +780,46 @@ TEST(Lowering, SoftmaxOverTheLastAxisRunsRowByRow) {
   }
 }
 
+// A product of one row (a classifier's matrix-vector product) has tiles
+// of one vector with AVX2 (24 columns: three tiles of 8), so
+// interleave-accumulators runs its reduction of 42 steps in 8 turns over
+// copies of the accumulator, 8 chains in flight, summed after the loop
+// (the last 2 steps left over); AVX-512's tile of 16 + 8 columns takes 4
+// turns, and AVX2's tile of 4 rows by 2 vectors (8 accumulators) none.
+// The values hold.
+TEST(Lowering, AFewAccumulatorsReductionRunsInTurns) {
+  struct Case {
+    int64_t rows, columns;
+    schedule::CpuTarget cpu;
+    int turns;  // 1: none
+  };
+  const Case cases[] = {{1, 24, {32, 16}, 8}, {1, 24, {64, 32}, 4}, {4, 16, {32, 16}, 1}};
+  for (const Case& c : cases) {
+    TensorDesc a = f32({c.rows, 42}), b = f32({42, c.columns});
+    const std::string name = "turns_" + std::to_string(c.rows) + "_" + std::to_string(c.cpu.vector_bytes);
+    SCOPED_TRACE(name);
+    auto f = lower_op(name, "matmul", {a, b}, {}, c.cpu);
+    ASSERT_TRUE(f.has_value());
+    tir::TirPassOptions options;
+    options.vector_bytes = c.cpu.vector_bytes;
+    options.vector_registers = c.cpu.vector_registers;
+    tir::PrimFunc built = tir::lower_for_build(*f, options);
+    const std::string text = tir::print_prim_func(*built);
+    // Copies turn1 .. turn(turns - 1) of the accumulators.
+    if (c.turns > 1) {
+      EXPECT_NE(text.find("_turn" + std::to_string(c.turns - 1) + ":"), std::string::npos) << text;
+    }
+    EXPECT_EQ(text.find("_turn" + std::to_string(c.turns) + ":"), std::string::npos) << text;
+    Lcg r(5);
+    Tensor ta = random_input(a, {-1, 1}, r), tb = random_input(b, {-1, 1}, r);
+    Tensor want = run1("matmul", {ta, tb});
+    auto jit = codegen::JitModule::create({built});
+    Tensor got = Tensor::empty(want.shape(), want.dtype());
+    jit->run(name, {ta.raw(), tb.raw(), got.raw()});
+    for (int64_t i = 0; i < want.numel(); ++i)
+      ASSERT_NEAR(got.get_as_double(i), want.get_as_double(i), 1e-4) << "element " << i;
+  }
+}
+
 }  // namespace
 }  // namespace kiln::testing

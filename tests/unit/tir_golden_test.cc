@@ -7,6 +7,7 @@
 //   # CAPACITY: 262144          (optional: the target's scratchpad bytes)
 //   # STACK-LIMIT: 1024         (optional: lower-workspace-alloc's limit in bytes)
 //   # VECTOR-BYTES: 32          (optional: vectorize-loops' vector width)
+//   # VECTOR-REGISTERS: 16      (optional: interleave-accumulators' registers)
 //   # CHECK-BOUNDS: on          (optional: check-bounds' run-time checks)
 //   prim @f(...) { ... }
 //   # EXPECTED OUTPUT
@@ -97,6 +98,8 @@ TEST_P(TirGolden, PassesGiveTheExpectedText) {
     options.stack_limit_bytes = std::stoull(limit);
   if (std::string bytes = header(input, "VECTOR-BYTES"); !bytes.empty())
     options.vector_bytes = std::stoll(bytes);
+  if (std::string registers = header(input, "VECTOR-REGISTERS"); !registers.empty())
+    options.vector_registers = std::stoll(registers);
   if (header(input, "DOT-PRODUCTS") == "on") options.dot_products = true;
   if (header(input, "CHECK-BOUNDS") == "on") options.check_bounds = true;
   std::vector<std::string> passes;
@@ -150,7 +153,7 @@ TEST(TirPasses, UnknownPassNameListsTheKnownOnes) {
                  "unknown tensor-IR pass 'lower-vtcm' (known: check-bounds, flatten-buffers, simplify, "
                  "verify-scratchpad-capacity, lower-scratchpad-alloc, vectorize-loops, "
                  "form-dot-products, unroll-loops, partition-loops, promote-accumulators, "
-                 "share-common-subexpressions, "
+                 "interleave-accumulators, share-common-subexpressions, "
                  "lower-workspace-alloc)");
   }
 }

@@ -43,6 +43,9 @@ struct TirPassOptions {
   // form-dot-products: int8 products accumulated by fours become dot_i8x4
   // (Hexagon model regions: HVX vrmpy).
   bool dot_products = false;
+  // interleave-accumulators: the target's vector registers (AVX2 16,
+  // AVX-512 32); 0 turns the pass off.
+  int64_t vector_registers = 0;
   // check-bounds: run-time checks of buffer indices and integer divisors
   // (`--check-bounds`); without it only constant faults are refused.
   bool check_bounds = false;
@@ -62,6 +65,7 @@ PrimFunc flatten_buffers(const PrimFunc& f);
 // loops whose condition or extent is a known constant.
 PrimFunc simplify(const PrimFunc& f);
 Expr simplify_expr(const Expr& e);
+Stmt simplify_stmt(const Stmt& s);
 
 // vectorize-loops: vectorized loops of a constant extent become vector
 // expressions (ramps, broadcasts, vector loads and stores) sized to
@@ -83,6 +87,12 @@ PrimFunc partition_loops(const PrimFunc& f);
 // held in a local buffer (registers) for the whole loop, loaded before it
 // and stored after it.
 PrimFunc promote_accumulators(const PrimFunc& f);
+
+// interleave-accumulators: a serial loop that only adds into fewer local
+// accumulators than a CPU keeps multiply-adds in flight runs its
+// iterations in turns over copies of them (as many as
+// options.vector_registers hold), summed after the loop.
+PrimFunc interleave_accumulators(const PrimFunc& f, const TirPassOptions& options);
 
 // share-common-subexpressions: a part of a statement's expressions that it
 // computes more than once (an inlined epilogue's input) is bound to a

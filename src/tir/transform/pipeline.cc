@@ -28,6 +28,8 @@ const NamedPass kPasses[] = {
     {"partition-loops", [](const PrimFunc& f, const TirPassOptions&) { return partition_loops(f); }},
     {"promote-accumulators",
      [](const PrimFunc& f, const TirPassOptions&) { return promote_accumulators(f); }},
+    {"interleave-accumulators",
+     [](const PrimFunc& f, const TirPassOptions& o) { return interleave_accumulators(f, o); }},
     {"share-common-subexpressions",
      [](const PrimFunc& f, const TirPassOptions&) { return share_common_subexpressions(f); }},
     {"lower-workspace-alloc",
@@ -75,6 +77,7 @@ const std::vector<std::string>& tir_build_passes() {
                                                  "partition-loops",
                                                  "simplify",
                                                  "promote-accumulators",
+                                                 "interleave-accumulators",
                                                  "share-common-subexpressions"};
   return names;
 }

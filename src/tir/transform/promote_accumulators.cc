@@ -54,24 +54,6 @@ bool index_of(const std::vector<Expr>& indices, Access* a) {
   return true;
 }
 
-class UsesVar : public Visitor {
- public:
-  explicit UsesVar(const VarNode* v) : var_(v) {}
-  bool found = false;
-
- protected:
-  void visit_Var(const VarNode& n) override { found |= &n == var_; }
-
- private:
-  const VarNode* var_;
-};
-
-bool uses(const Expr& e, const Var& v) {
-  UsesVar u(v.get());
-  u.visit(e);
-  return u.found;
-}
-
 // Every load and store in a loop body, per buffer; `ok` is false when an
 // access cannot be described (a gather, a multi-dimensional index).
 class Collect : public Visitor {
@@ -148,7 +130,7 @@ std::optional<int64_t> difference(const Expr& a, const Expr& b) {
 std::optional<std::vector<Access>> groups_of(const std::vector<Access>& all, const Var& loop) {
   std::vector<Access> groups;
   for (const Access& a : all) {
-    if (uses(a.base, loop)) return std::nullopt;
+    if (uses_var(a.base, loop)) return std::nullopt;
     bool found = false;
     for (const Access& g : groups) {
       auto d = difference(a.base, g.base);

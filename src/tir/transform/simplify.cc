@@ -443,6 +443,8 @@ class Simplifier : public Mutator {
 
 Expr simplify_expr(const Expr& e) { return Simplifier().mutate(e); }
 
+Stmt simplify_stmt(const Stmt& s) { return Simplifier().mutate(s); }
+
 PrimFunc simplify(const PrimFunc& f) { return Simplifier().mutate_function(f); }
 
 }  // namespace kiln::tir
