@@ -443,5 +443,33 @@ TEST_F(CliCompile, OptRunsTensorIrPassesByName) {
   EXPECT_EQ(r.out.find("allocate %A_buf"), std::string::npos) << r.out;
 }
 
+// A tensor-IR pass that needs a target (its vector registers) rewrites for
+// the one --target names, and leaves the IR as it is without one; a
+// mistyped target is refused.
+TEST_F(CliCompile, OptRunsTensorIrPassesForATarget) {
+  const std::string kir = file("sum.kir",
+                               "prim @f(%a: Buffer[(64), float32], %c: Buffer[(1), float32]) {\n"
+                               "  allocate %s: Buffer[(1), float32, scope=\"local\"] {\n"
+                               "    %s[0] = 0.0\n"
+                               "    for %k from 0 extent 64 {\n"
+                               "      %s[0] = %s[0] + %a[%k]\n"
+                               "    }\n"
+                               "    %c[0] = %s[0]\n"
+                               "  }\n"
+                               "  return 0\n"
+                               "}\n");
+  testing::CliResult with =
+      testing::kiln_cmd("opt " + kir + " --passes interleave-accumulators --target \"llvm -mcpu=x86-64-v3\"");
+  ASSERT_EQ(with.code, 0) << with.out;
+  EXPECT_NE(with.out.find("%s_turn7"), std::string::npos) << with.out;
+  testing::CliResult without = testing::kiln_cmd("opt " + kir + " --passes interleave-accumulators");
+  ASSERT_EQ(without.code, 0) << without.out;
+  EXPECT_EQ(without.out.find("_turn"), std::string::npos) << without.out;
+  testing::CliResult bad =
+      testing::kiln_cmd("opt " + kir + " --passes interleave-accumulators --target llvm-x86");
+  EXPECT_EQ(bad.code, 1) << bad.out;
+  EXPECT_NE(bad.out.find("unknown --target 'llvm-x86'"), std::string::npos) << bad.out;
+}
+
 }  // namespace
 }  // namespace kiln
