@@ -21,6 +21,11 @@
 //     %c_acc[ramp(0, 1, 8)] = %c_acc[ramp(0, 1, 8)] + %c_acc_turn1[ramp(0, 1, 8)]
 //   }
 //
+// When the loop is what promote-accumulators leaves inside a tile's other
+// reduction loops (a local copy of the tile loaded before it and stored
+// after it), the turns' copies live across that whole nest instead, zeroed
+// before it and summed into the tile after it (see hoisted()).
+//
 // The sums are reassociated (float results change by rounding, as in any
 // vectorized or blocked reduction). Only float additions into buffers of
 // the local scope qualify, each store adding a term that reads none of the
@@ -122,34 +127,58 @@ class Redirect : public Mutator {
   std::map<const BufferNode*, Buffer> to_;
 };
 
+// The copies of the accumulated buffers, one set per turn after the first
+// (copies[t][buffer]), and every copy for the allocations.
+struct Turns {
+  int64_t count = 1;
+  std::vector<std::map<const BufferNode*, Buffer>> copies;
+  std::vector<Buffer> locals;
+};
+
 class Interleaver : public Mutator {
  public:
   explicit Interleaver(const TirPassOptions& o) : options_(o) {}
 
  protected:
   Stmt mutate_For(const Stmt& s, const ForNode& n) override {
+    if (Stmt nest = hoisted(n); nest) return nest;
     Stmt m = Mutator::mutate_For(s, n);
     const auto& f = static_cast<const ForNode&>(*m);
-    const auto extent = as_const_int(f.extent);
-    if (f.for_kind != ForKind::Serial || !extent || *extent < 2 || defines_names(f.body)) return m;
     const auto acc = accumulations(f);
-    if (!acc) return m;
+    const int64_t count = acc ? turns_for(f, *acc) : 1;
+    if (count < 2) return m;
+    Turns t = make_turns(*acc, count);
+    std::vector<Stmt> stmts = zero_copies(*acc, t);
+    stmts.push_back(interleaved(f, t));
+    // The copies summed into the accumulators.
+    for (const Accumulation& a : *acc) {
+      const Buffer& b = a.store->buffer;
+      stmts.push_back(store(b, a.store->indices, sum_of(load(b, a.store->indices), a, t)));
+    }
+    return allocated(t, seq(std::move(stmts)));
+  }
+
+ private:
+  // The turns a loop of `acc` runs in: as many as reach
+  // kMultiplyAddsInFlight chains and the registers hold; 1 for none.
+  int64_t turns_for(const ForNode& f, const std::vector<Accumulation>& acc) const {
+    const auto extent = as_const_int(f.extent);
+    if (!extent) return 1;
     int64_t chains = 0;
-    for (const Accumulation& a : *acc) chains += registers(a.store->value->dtype, options_.vector_bytes);
-    if (chains >= kMultiplyAddsInFlight) return m;
+    for (const Accumulation& a : acc) chains += registers(a.store->value->dtype, options_.vector_bytes);
+    if (chains >= kMultiplyAddsInFlight) return 1;
     int64_t turns = 1;
     while (turns < kMaxTurns && turns * chains < kMultiplyAddsInFlight &&
            (turns + 1) * chains + kOperandRegisters <= options_.vector_registers)
       ++turns;
-    turns = std::min(turns, *extent / kMinStepsPerTurn);
-    if (turns < 2) return m;
-    return interleave(f, *extent, *acc, turns);
+    return std::min(turns, *extent / kMinStepsPerTurn);
   }
 
- private:
   // The loop body's stores as accumulations of distinct loop-invariant
   // elements whose terms read none of them, or nullopt.
   static std::optional<std::vector<Accumulation>> accumulations(const ForNode& f) {
+    const auto extent = as_const_int(f.extent);
+    if (f.for_kind != ForKind::Serial || !extent || *extent < 2 || defines_names(f.body)) return std::nullopt;
     std::vector<Stmt> body{f.body};
     if (f.body->kind == StmtKind::Seq) body = static_cast<const SeqNode&>(*f.body).stmts;
     std::vector<Accumulation> acc;
@@ -175,58 +204,161 @@ class Interleaver : public Mutator {
     return acc;
   }
 
-  Stmt interleave(const ForNode& f, int64_t extent, const std::vector<Accumulation>& acc, int64_t turns) {
-    std::map<const BufferNode*, Buffer> buffers;
-    for (const Accumulation& a : acc) buffers[a.store->buffer.get()] = a.store->buffer;
-    // One copy of each accumulated buffer per turn after the first.
-    std::vector<std::map<const BufferNode*, Buffer>> copies(static_cast<size_t>(turns));
-    std::vector<Buffer> locals;
-    for (int64_t t = 1; t < turns; ++t)
-      for (const auto& [node, buffer] : buffers) {
-        int& count = names_[buffer->name];
-        const std::string name = buffer->name + "_turn" + std::to_string(++count);
-        Buffer copy = make_buffer(name, buffer->dtype, buffer->shape, MemoryScope::Local, buffer->alignment);
-        copies[size_t(t)][node] = copy;
-        locals.push_back(copy);
+  Turns make_turns(const std::vector<Accumulation>& acc, int64_t count) {
+    Turns t;
+    t.count = count;
+    t.copies.resize(size_t(count));
+    for (int64_t k = 1; k < count; ++k)
+      for (const Accumulation& a : acc) {
+        const Buffer& buffer = a.store->buffer;
+        if (t.copies[size_t(k)].count(buffer.get())) continue;
+        int& n = names_[buffer->name];
+        Buffer copy = make_buffer(buffer->name + "_turn" + std::to_string(++n), buffer->dtype, buffer->shape,
+                                  MemoryScope::Local, buffer->alignment);
+        t.copies[size_t(k)][buffer.get()] = copy;
+        t.locals.push_back(copy);
       }
-    auto turn_body = [&](int64_t t, const Expr& index) {
-      std::unordered_map<const VarNode*, Expr> at{{f.var.get(), index}};
-      Stmt b = simplify_stmt(substitute(f.body, at));
-      return t == 0 ? b : Redirect(copies[size_t(t)]).mutate(b);
-    };
-    const DataType index_type = f.var->dtype;
-    std::vector<Stmt> stmts, steps;
-    for (int64_t t = 1; t < turns; ++t)
+    return t;
+  }
+
+  static std::vector<Stmt> zero_copies(const std::vector<Accumulation>& acc, const Turns& t) {
+    std::vector<Stmt> stmts;
+    for (int64_t k = 1; k < t.count; ++k)
       for (const Accumulation& a : acc) {
         const DataType d = a.store->value->dtype;
         Expr zero = float_imm(0.0, d.element());
         if (d.lanes > 1) zero = broadcast(zero, d.lanes);
-        stmts.push_back(store(copies[size_t(t)][a.store->buffer.get()], a.store->indices, zero));
+        stmts.push_back(store(t.copies[size_t(k)].at(a.store->buffer.get()), a.store->indices, zero));
       }
-    const Expr step_base = mul(Expr(f.var), int_imm(turns, index_type));
-    for (int64_t t = 0; t < turns; ++t)
-      steps.push_back(turn_body(t, add(add(f.min, step_base), int_imm(t, index_type))));
-    stmts.push_back(for_loop(f.var, int_imm(0, index_type), int_imm(extent / turns, index_type),
-                             ForKind::Serial, seq(std::move(steps))));
-    // Iterations the turns leave over.
-    for (int64_t k = extent / turns * turns; k < extent; ++k)
-      stmts.push_back(turn_body(0, add(f.min, int_imm(k, index_type))));
-    for (const Accumulation& a : acc) {
-      const Buffer& b = a.store->buffer;
-      // Summed in pairs: a tree of adds, not one chain of them.
-      std::vector<Expr> sums{load(b, a.store->indices)};
-      for (int64_t t = 1; t < turns; ++t) sums.push_back(load(copies[size_t(t)][b.get()], a.store->indices));
-      while (sums.size() > 1) {
-        std::vector<Expr> pairs;
-        for (size_t k = 0; k + 1 < sums.size(); k += 2) pairs.push_back(add(sums[k], sums[k + 1]));
-        if (sums.size() % 2) pairs.push_back(sums.back());
-        sums = std::move(pairs);
-      }
-      stmts.push_back(store(b, a.store->indices, sums[0]));
+    return stmts;
+  }
+
+  // `first` plus the copies of `a`'s element, summed in pairs: a tree of
+  // adds, not one chain of them.
+  static Expr sum_of(Expr first, const Accumulation& a, const Turns& t) {
+    std::vector<Expr> sums{std::move(first)};
+    for (int64_t k = 1; k < t.count; ++k)
+      sums.push_back(load(t.copies[size_t(k)].at(a.store->buffer.get()), a.store->indices));
+    while (sums.size() > 1) {
+      std::vector<Expr> pairs;
+      for (size_t k = 0; k + 1 < sums.size(); k += 2) pairs.push_back(add(sums[k], sums[k + 1]));
+      if (sums.size() % 2) pairs.push_back(sums.back());
+      sums = std::move(pairs);
     }
-    Stmt out = seq(std::move(stmts));
-    for (size_t k = locals.size(); k-- > 0;) out = allocate(locals[k], out);
-    return out;
+    return sums[0];
+  }
+
+  static Stmt allocated(const Turns& t, Stmt body) {
+    for (size_t k = t.locals.size(); k-- > 0;) body = allocate(t.locals[k], body);
+    return body;
+  }
+
+  // The loop in turns (each iteration runs `t.count` of the old ones, turn k
+  // adding into copy k), then the iterations the turns leave over.
+  static Stmt interleaved(const ForNode& f, const Turns& t) {
+    const int64_t extent = *as_const_int(f.extent);
+    const DataType index_type = f.var->dtype;
+    auto turn_body = [&](int64_t k, const Expr& index) {
+      std::unordered_map<const VarNode*, Expr> at{{f.var.get(), index}};
+      Stmt b = simplify_stmt(substitute(f.body, at));
+      return k == 0 ? b : Redirect(t.copies[size_t(k)]).mutate(b);
+    };
+    std::vector<Stmt> stmts, steps;
+    const Expr step_base = mul(Expr(f.var), int_imm(t.count, index_type));
+    for (int64_t k = 0; k < t.count; ++k)
+      steps.push_back(turn_body(k, add(add(f.min, step_base), int_imm(k, index_type))));
+    stmts.push_back(for_loop(f.var, int_imm(0, index_type), int_imm(extent / t.count, index_type),
+                             ForKind::Serial, seq(std::move(steps))));
+    for (int64_t k = extent / t.count * t.count; k < extent; ++k)
+      stmts.push_back(turn_body(0, add(f.min, int_imm(k, index_type))));
+    return seq(std::move(stmts));
+  }
+
+  // What promote-accumulators leaves around a register tile's innermost
+  // reduction loop, inside the tile's other reduction loops (a perfect nest
+  // of serial loops from `outer`):
+  //
+  //   for %rb { for %ry { for %rx {
+  //     allocate %acc { %acc[i] = %c[j] ...; for %ri { %acc[i] = %acc[i] + ... }; %c[j] = %acc[i] ... }
+  //   } } }
+  //
+  // When %ri runs in turns, the copies live across the whole nest: zeroed
+  // before it and summed into %c after it, once per tile rather than once
+  // per pass of %ri (with 2 turns of 4 steps, 1 add per 8 multiply-adds).
+  // Null when `outer` is not such a nest.
+  Stmt hoisted(const ForNode& outer) {
+    std::vector<const ForNode*> nest{&outer};
+    while (nest.back()->for_kind == ForKind::Serial && nest.back()->body->kind == StmtKind::For)
+      nest.push_back(static_cast<const ForNode*>(nest.back()->body.get()));
+    if (nest.back()->for_kind != ForKind::Serial || nest.back()->body->kind != StmtKind::Allocate)
+      return nullptr;
+    for (const ForNode* l : nest)
+      if (l->for_kind != ForKind::Serial) return nullptr;
+    const auto& alloc = static_cast<const AllocateNode&>(*nest.back()->body);
+    if (alloc.body->kind != StmtKind::Seq) return nullptr;
+    const std::vector<Stmt>& stmts = static_cast<const SeqNode&>(*alloc.body).stmts;
+    const Buffer& local = alloc.buffer;
+    // The loads into the local buffer, the loop, the stores back.
+    size_t loop_at = 0;
+    while (loop_at < stmts.size() && stmts[loop_at]->kind == StmtKind::BufferStore) ++loop_at;
+    if (loop_at == 0 || loop_at >= stmts.size() || stmts[loop_at]->kind != StmtKind::For ||
+        stmts.size() != 2 * loop_at + 1)
+      return nullptr;
+    const auto& inner = static_cast<const ForNode&>(*stmts[loop_at]);
+    const auto acc = accumulations(inner);
+    if (!acc) return nullptr;
+    // Each accumulated element j of %c, by its element of the local buffer.
+    std::vector<const BufferStoreNode*> back;
+    for (size_t k = 0; k < loop_at; ++k) {
+      const auto& in = static_cast<const BufferStoreNode&>(*stmts[k]);
+      const auto& out = static_cast<const BufferStoreNode&>(*stmts[loop_at + 1 + k]);
+      if (stmts[loop_at + 1 + k]->kind != StmtKind::BufferStore || in.buffer != local ||
+          in.value->kind != ExprKind::BufferLoad)
+        return nullptr;
+      const auto& from = static_cast<const BufferLoadNode&>(*in.value);
+      if (out.buffer != from.buffer || !same_indices(out.indices, from.indices) ||
+          out.value->kind != ExprKind::BufferLoad)
+        return nullptr;
+      const auto& to = static_cast<const BufferLoadNode&>(*out.value);
+      if (to.buffer != local || !same_indices(to.indices, in.indices)) return nullptr;
+      for (const Expr& i : out.indices)
+        for (const ForNode* l : nest)
+          if (uses_var(i, l->var)) return nullptr;  // not one element across the nest
+      back.push_back(&out);
+    }
+    // Every accumulation is into the local buffer at an element loaded from %c.
+    std::vector<const BufferStoreNode*> target;
+    for (const Accumulation& a : *acc) {
+      const BufferStoreNode* found = nullptr;
+      for (size_t k = 0; k < back.size(); ++k)
+        if (a.store->buffer == local &&
+            same_indices(a.store->indices, static_cast<const BufferStoreNode&>(*stmts[k]).indices))
+          found = back[k];
+      if (!found) return nullptr;
+      target.push_back(found);
+    }
+    // The loop reads none of those elements (their sum is complete only
+    // after the nest).
+    std::set<const BufferNode*> outside;
+    for (const BufferStoreNode* c : target) outside.insert(c->buffer.get());
+    ReadsAny reads(outside);
+    reads.visit(inner.body);
+    if (reads.found) return nullptr;
+    const int64_t count = turns_for(inner, *acc);
+    if (count < 2) return nullptr;
+    Turns t = make_turns(*acc, count);
+    std::vector<Stmt> body(stmts.begin(), stmts.end());
+    body[loop_at] = interleaved(inner, t);
+    Stmt nested = allocate(local, seq(std::move(body)));
+    for (size_t k = nest.size(); k-- > 0;)
+      nested = for_loop(nest[k]->var, nest[k]->min, nest[k]->extent, nest[k]->for_kind, nested);
+    std::vector<Stmt> out = zero_copies(*acc, t);
+    out.push_back(nested);
+    for (size_t k = 0; k < acc->size(); ++k) {
+      const BufferStoreNode& c = *target[k];
+      out.push_back(store(c.buffer, c.indices, sum_of(load(c.buffer, c.indices), (*acc)[k], t)));
+    }
+    return allocated(t, seq(std::move(out)));
   }
 
   const TirPassOptions& options_;
