@@ -292,12 +292,9 @@ class Interleaver : public Mutator {
       nest.push_back(static_cast<const ForNode*>(nest.back()->body.get()));
     if (nest.back()->for_kind != ForKind::Serial || nest.back()->body->kind != StmtKind::Allocate)
       return nullptr;
-    for (const ForNode* l : nest)
-      if (l->for_kind != ForKind::Serial) return nullptr;
     const auto& alloc = static_cast<const AllocateNode&>(*nest.back()->body);
     if (alloc.body->kind != StmtKind::Seq) return nullptr;
     const std::vector<Stmt>& stmts = static_cast<const SeqNode&>(*alloc.body).stmts;
-    const Buffer& local = alloc.buffer;
     // The loads into the local buffer, the loop, the stores back.
     size_t loop_at = 0;
     while (loop_at < stmts.size() && stmts[loop_at]->kind == StmtKind::BufferStore) ++loop_at;
@@ -306,50 +303,29 @@ class Interleaver : public Mutator {
       return nullptr;
     const auto& inner = static_cast<const ForNode&>(*stmts[loop_at]);
     const auto acc = accumulations(inner);
-    if (!acc) return nullptr;
-    // Each accumulated element j of %c, by its element of the local buffer.
-    std::vector<const BufferStoreNode*> back;
-    for (size_t k = 0; k < loop_at; ++k) {
-      const auto& in = static_cast<const BufferStoreNode&>(*stmts[k]);
-      const auto& out = static_cast<const BufferStoreNode&>(*stmts[loop_at + 1 + k]);
-      if (stmts[loop_at + 1 + k]->kind != StmtKind::BufferStore || in.buffer != local ||
-          in.value->kind != ExprKind::BufferLoad)
-        return nullptr;
-      const auto& from = static_cast<const BufferLoadNode&>(*in.value);
-      if (out.buffer != from.buffer || !same_indices(out.indices, from.indices) ||
-          out.value->kind != ExprKind::BufferLoad)
-        return nullptr;
-      const auto& to = static_cast<const BufferLoadNode&>(*out.value);
-      if (to.buffer != local || !same_indices(to.indices, in.indices)) return nullptr;
-      for (const Expr& i : out.indices)
-        for (const ForNode* l : nest)
-          if (uses_var(i, l->var)) return nullptr;  // not one element across the nest
-      back.push_back(&out);
-    }
-    // Every accumulation is into the local buffer at an element loaded from %c.
+    const auto copies = acc ? copied_back(stmts, loop_at, alloc.buffer, nest) : std::nullopt;
+    if (!copies) return nullptr;
+    // The tile's element each accumulation's local element is stored back to.
     std::vector<const BufferStoreNode*> target;
+    std::set<const BufferNode*> outside;
     for (const Accumulation& a : *acc) {
       const BufferStoreNode* found = nullptr;
-      for (size_t k = 0; k < back.size(); ++k)
-        if (a.store->buffer == local &&
-            same_indices(a.store->indices, static_cast<const BufferStoreNode&>(*stmts[k]).indices))
-          found = back[k];
+      for (const auto& [local_indices, back] : *copies)
+        if (a.store->buffer == alloc.buffer && same_indices(a.store->indices, *local_indices)) found = back;
       if (!found) return nullptr;
       target.push_back(found);
+      outside.insert(found->buffer.get());
     }
     // The loop reads none of those elements (their sum is complete only
     // after the nest).
-    std::set<const BufferNode*> outside;
-    for (const BufferStoreNode* c : target) outside.insert(c->buffer.get());
     ReadsAny reads(outside);
     reads.visit(inner.body);
-    if (reads.found) return nullptr;
-    const int64_t count = turns_for(inner, *acc);
+    const int64_t count = reads.found ? 1 : turns_for(inner, *acc);
     if (count < 2) return nullptr;
     Turns t = make_turns(*acc, count);
     std::vector<Stmt> body(stmts.begin(), stmts.end());
     body[loop_at] = interleaved(inner, t);
-    Stmt nested = allocate(local, seq(std::move(body)));
+    Stmt nested = allocate(alloc.buffer, seq(std::move(body)));
     for (size_t k = nest.size(); k-- > 0;)
       nested = for_loop(nest[k]->var, nest[k]->min, nest[k]->extent, nest[k]->for_kind, nested);
     std::vector<Stmt> out = zero_copies(*acc, t);
@@ -359,6 +335,35 @@ class Interleaver : public Mutator {
       out.push_back(store(c.buffer, c.indices, sum_of(load(c.buffer, c.indices), (*acc)[k], t)));
     }
     return allocated(t, seq(std::move(out)));
+  }
+
+  // The copies around the loop at `loop_at` in `stmts`: statement k loads
+  // `local`[i] from a tile element, statement loop_at + 1 + k stores it
+  // back there, at an index the nest's loops leave unchanged. Per copy, i
+  // and the store back; nullopt when the statements are not such copies.
+  using CopyBack = std::pair<const std::vector<Expr>*, const BufferStoreNode*>;
+  static std::optional<std::vector<CopyBack>> copied_back(const std::vector<Stmt>& stmts, size_t loop_at,
+                                                          const Buffer& local,
+                                                          const std::vector<const ForNode*>& nest) {
+    std::vector<CopyBack> copies;
+    for (size_t k = 0; k < loop_at; ++k) {
+      if (stmts[loop_at + 1 + k]->kind != StmtKind::BufferStore) return std::nullopt;
+      const auto& in = static_cast<const BufferStoreNode&>(*stmts[k]);
+      const auto& out = static_cast<const BufferStoreNode&>(*stmts[loop_at + 1 + k]);
+      if (in.buffer != local || in.value->kind != ExprKind::BufferLoad ||
+          out.value->kind != ExprKind::BufferLoad)
+        return std::nullopt;
+      const auto& from = static_cast<const BufferLoadNode&>(*in.value);
+      const auto& to = static_cast<const BufferLoadNode&>(*out.value);
+      if (out.buffer != from.buffer || !same_indices(out.indices, from.indices) || to.buffer != local ||
+          !same_indices(to.indices, in.indices))
+        return std::nullopt;
+      for (const Expr& i : out.indices)
+        for (const ForNode* l : nest)
+          if (uses_var(i, l->var)) return std::nullopt;  // not one element across the nest
+      copies.push_back({&in.indices, &out});
+    }
+    return copies;
   }
 
   const TirPassOptions& options_;
