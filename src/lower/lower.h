@@ -59,6 +59,17 @@ struct LowerContext {
   schedule::CpuTarget cpu;  // the CPU the kernel is scheduled for
 };
 
+// Indices a gather reads positions from (a kernel parameter), each checked
+// to lie in [-size, size) before the kernel computes anything: one outside
+// fails the kernel with the reference kernel's message
+// (KilnBackendGatherIndexError), nothing read out of bounds.
+struct IndexCheck {
+  te::Tensor indices;
+  std::string op;  // the op the message names
+  int axis = 0;    // the axis of its data the indices select along
+  int64_t size = 0;
+};
+
 // The outputs, one per op output, or the reason the instance is not lowered.
 struct Lowered {
   std::vector<te::Tensor> outputs;
@@ -72,6 +83,7 @@ struct Lowered {
   std::vector<schedule::TransposeTile> transposes;
   // Reductions of several stages computed row by row (softmax).
   std::vector<schedule::RowTile> rows;
+  std::vector<IndexCheck> index_checks;
 };
 Lowered unsupported(std::string reason);
 Lowered lowered(std::vector<te::Tensor> outputs, std::vector<te::Tensor> materialized = {});

@@ -1,5 +1,6 @@
 // The table of op definitions, the helpers definitions share, and
 // lower_kernel: a chain of definitions scheduled into one prim function.
+#include <algorithm>
 #include <set>
 
 #include "lower/lower.h"
@@ -23,10 +24,10 @@ const char* op_pattern_name(OpPattern p) {
   return "?";
 }
 
-Lowered unsupported(std::string reason) { return Lowered{{}, std::move(reason), {}, {}, {}, {}}; }
+Lowered unsupported(std::string reason) { return Lowered{{}, std::move(reason), {}, {}, {}, {}, {}}; }
 
 Lowered lowered(std::vector<te::Tensor> outputs, std::vector<te::Tensor> materialized) {
-  return Lowered{std::move(outputs), "", std::move(materialized), {}, {}, {}};
+  return Lowered{std::move(outputs), "", std::move(materialized), {}, {}, {}, {}};
 }
 
 Lowered tiled(te::Tensor y, int row, int col, std::vector<te::Tensor> materialized, te::Tensor window,
@@ -205,6 +206,48 @@ te::Tensor copy_of(const te::Tensor& t, const std::string& name) {
       t->shape, [&](const te::Axes& i) { return (*t)(i); }, name);
 }
 
+// `f` with the checks of `checks` first: a loop over each one's indices
+// (kernel parameter `param`) that fails the kernel at the first index
+// outside [-size, size).
+tir::PrimFunc with_index_checks(const tir::PrimFunc& f,
+                                const std::vector<std::pair<IndexCheck, size_t>>& checks) {
+  if (checks.empty()) return f;
+  std::vector<tir::Stmt> body;
+  for (const auto& [check, param] : checks) {
+    const tir::Buffer& indices = f->params.at(param).buffer;
+    const Shape& shape = check.indices->shape;
+    std::vector<tir::Var> at;
+    std::vector<tir::Expr> axes;
+    for (size_t d = 0; d < shape.size(); ++d) {
+      at.push_back(tir::make_var("p" + std::to_string(d)));
+      axes.push_back(at.back());
+    }
+    const auto i64 = tir::DataType::int64();
+    tir::Var index = tir::make_var("index", i64);
+    tir::Expr outside = tir::binary(tir::BinaryOp::Or, tir::lt(index, tir::int_imm(-check.size, i64)),
+                                    tir::binary(tir::BinaryOp::GE, index, tir::int_imm(check.size, i64)));
+    tir::Expr report =
+        tir::call_extern(tir::DataType::int32(), "KilnBackendGatherIndexError",
+                         {tir::string_imm(check.op), index, tir::cast(i64, linear_index(axes, shape)),
+                          tir::int_imm(check.axis), tir::int_imm(check.size, i64)});
+    tir::Stmt loop = tir::let_stmt(
+        index, tir::cast(i64, tir::load(indices, axes)),
+        tir::if_then_else(outside, tir::seq({tir::evaluate(report), tir::return_stmt(tir::int_imm(-1))})));
+    for (size_t d = shape.size(); d-- > 0;)
+      loop = tir::for_loop(at[d], tir::int_imm(0), tir::int_imm(shape[d]), tir::ForKind::Serial, loop);
+    body.push_back(loop);
+  }
+  if (f->body->kind == tir::StmtKind::Seq) {
+    const auto& stmts = static_cast<const tir::SeqNode&>(*f->body).stmts;
+    body.insert(body.end(), stmts.begin(), stmts.end());
+  } else {
+    body.push_back(f->body);
+  }
+  tir::PrimFunc checked = tir::make_prim_func(f->name, f->params, tir::seq(std::move(body)));
+  tir::verify_prim_func(*checked);
+  return checked;
+}
+
 std::string tensor_name(const std::string& op, int index) {
   std::string n = op.substr(op.find('.') == std::string::npos ? 0 : op.find('.') + 1);
   return n + "_" + std::to_string(index);
@@ -233,6 +276,7 @@ std::optional<tir::PrimFunc> lower_kernel(const KernelSpec& spec, std::string* w
   std::vector<schedule::AnchorTile> anchors;
   std::vector<schedule::TransposeTile> transposes;
   std::vector<schedule::RowTile> rows;
+  std::vector<std::pair<IndexCheck, size_t>> index_checks;  // with the parameter they read
   for (size_t k = 0; k < spec.ops.size(); ++k) {
     const KernelOp& op = spec.ops[k];
     const OpLowering* l = lowerings().find(op.op);
@@ -262,6 +306,14 @@ std::optional<tir::PrimFunc> lower_kernel(const KernelSpec& spec, std::string* w
     anchors.insert(anchors.end(), r.anchors.begin(), r.anchors.end());
     transposes.insert(transposes.end(), r.transposes.begin(), r.transposes.end());
     rows.insert(rows.end(), r.rows.begin(), r.rows.end());
+    for (const IndexCheck& check : r.index_checks) {
+      auto p = std::find(params.begin(), params.end(), check.indices);
+      if (p == params.end()) {
+        if (why) *why = op.op + "'s indices are computed in the same kernel (they must be one of its inputs)";
+        return std::nullopt;
+      }
+      index_checks.push_back({check, size_t(p - params.begin())});
+    }
     results.push_back(std::move(r.outputs));
   }
   std::vector<te::Tensor> outputs;
@@ -287,7 +339,7 @@ std::optional<tir::PrimFunc> lower_kernel(const KernelSpec& spec, std::string* w
   if (!cpu.scratchpad_bytes) {
     te::Schedule s = make_schedule();
     schedule::apply_default_schedule(s, anchors, transposes, rows, cpu);
-    return te::lower(s, args, spec.name);
+    return with_index_checks(te::lower(s, args, spec.name), index_checks);
   }
   // A scratchpad target: the largest tiles whose working set fits half the
   // scratchpad (the other half is left for double buffering and other kernels' tiles).
@@ -303,7 +355,7 @@ std::optional<tir::PrimFunc> lower_kernel(const KernelSpec& spec, std::string* w
       return std::nullopt;
     }
     smallest = tir::scratchpad_peak_bytes(*f);
-    if (smallest <= cpu.scratchpad_bytes / 2) return f;
+    if (smallest <= cpu.scratchpad_bytes / 2) return with_index_checks(f, index_checks);
   }
   if (why)
     *why = "its working set cannot be tiled into VTCM: the smallest tiles need " + std::to_string(smallest) +

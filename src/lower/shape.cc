@@ -7,8 +7,14 @@
 //
 // reshape, flatten, squeeze and expand_dims keep the element order, so each
 // is the row-major linear index of the output read back in the input's
-// shape. The index ops that read positions from data (take, gather and
-// scatter) stay on the reference kernels, which check every index.
+// shape. take reads the positions it selects from its indices:
+//
+//   take(x: (5, 3), idx: (2,), axis=0)   =>  y[j, k] = x[select(idx[j] < 0, idx[j] + 5, idx[j]), k]
+//
+// after a loop that checks every index against [-5, 5) (IndexCheck): one
+// outside fails the kernel with the reference kernel's message. take is its
+// own kernel (opaque): its indices must be a kernel input to be checked
+// first. gather_elements, gather_nd and scatter stay on the reference kernels.
 #include "lower/lower.h"
 #include "op/nn_internal.h"
 
@@ -117,6 +123,29 @@ Lowered broadcast_to(const LowerContext& c) {
   return lowered({y});
 }
 
+Lowered take(const LowerContext& c) {
+  const te::Tensor &x = c.inputs[0], &idx = c.inputs[1];
+  const size_t rank = c.in[0].shape.size(), idx_rank = c.in[1].shape.size();
+  const size_t axis = size_t(norm_axis(c.attrs.get_int("axis"), rank));
+  const int64_t size = c.in[0].shape[axis];
+  te::Tensor y = te::compute(
+      c.out[0].shape,
+      [&](const te::Axes& i) {
+        std::vector<Expr> at(i.begin() + int64_t(axis), i.begin() + int64_t(axis + idx_rank));
+        Expr position = (*idx)(at);
+        Expr wrapped = tir::select(tir::lt(position, constant(0, position->dtype)),
+                                   tir::add(position, constant(double(size), position->dtype)), position);
+        std::vector<Expr> from(i.begin(), i.begin() + int64_t(axis));
+        from.push_back(tir::cast(i.empty() ? tir::DataType::int32() : i[0]->dtype, wrapped));
+        from.insert(from.end(), i.begin() + int64_t(axis + idx_rank), i.end());
+        return (*x)(from);
+      },
+      c.name);
+  Lowered r = lowered({y});
+  r.index_checks.push_back({idx, "take", int(axis), size});
+  return r;
+}
+
 }  // namespace
 
 void register_shape_lowerings(LoweringTable& t) {
@@ -130,6 +159,7 @@ void register_shape_lowerings(LoweringTable& t) {
   t.add("split", OpPattern::Opaque, split);
   t.add("strided_slice", E, strided_slice);
   t.add("broadcast_to", E, broadcast_to);
+  t.add("take", OpPattern::Opaque, take);
 }
 
 }  // namespace kiln::lower

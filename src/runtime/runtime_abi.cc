@@ -132,4 +132,13 @@ int32_t KilnBackendCheckFailed(const char* message) {
   return -1;
 }
 
+int32_t KilnBackendGatherIndexError(const char* op, int64_t index, int64_t position, int32_t axis,
+                                    int64_t size) {
+  kiln::t_last_error = std::string(op ? op : "?") + ": index " + std::to_string(index) + " (at position " +
+                       std::to_string(position) + " of indices) is out of range for axis " +
+                       std::to_string(axis) + " of size " + std::to_string(size) + " (expected " +
+                       std::to_string(-size) + ".." + std::to_string(size - 1) + ")";
+  return -1;
+}
+
 }  // extern "C"

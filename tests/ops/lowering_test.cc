@@ -515,6 +515,16 @@ const std::map<std::string, CaseGen>& generators() {
          return std::vector<Case>{{{f32({3, 1})}, Attrs{{"shape", std::vector<int64_t>{2, 3, 4}}}}};
        }},
       {"image.resize2d", resize_cases},
+      // Indices over the whole range, negative ones (which wrap) included.
+      {"take",
+       [](Lcg&) {
+         return std::vector<Case>{
+             {{f32({5, 3}), typed({4}, DType::Int64)}, Attrs{{"axis", int64_t{0}}}, {{-2, 2}, {-5, 4}}},
+             {{f32({2, 7, 9}), typed({3, 2}, DType::Int32)}, Attrs{{"axis", int64_t{1}}}, {{-2, 2}, {-7, 6}}},
+             {{f32({3, 40}), typed({6}, DType::Int64)}, Attrs{{"axis", int64_t{-1}}}, {{-2, 2}, {-40, 39}}},
+             {{typed({6}, DType::Int8), typed({}, DType::Int64)}, {}, {{-128, 127}, {-6, 5}}},
+             {{f32({50, 33}), typed({2, 16}, DType::Int64)}, {}, {{-2, 2}, {-50, 49}}}};
+       }},
   };
   return g;
 }
@@ -538,7 +548,6 @@ const std::map<std::string, std::string>& not_lowered() {
       {"argmin", "index reductions are not lowered yet"},
       {"cumsum", "scans are not lowered yet"},
       {"topk", "sorting is not lowered"},
-      {"take", "data-dependent indices: the reference kernel checks each index"},
       {"gather_elements", "data-dependent indices: the reference kernel checks each index"},
       {"gather_nd", "data-dependent indices: the reference kernel checks each index"},
       {"scatter_nd", "data-dependent indices: the reference kernel checks each index"},
@@ -727,6 +736,43 @@ TEST(Lowering, ClampingActivationsKeepNaNAndSignedZerosAsTheReference) {
             << c.op << " (" << name << ") element " << i << " of " << values[size_t(i)] << ": compiled " << a
             << ", reference " << b;
       }
+    }
+  }
+}
+
+// A compiled take checks every index before it reads anything: one outside
+// [-size, size) fails the kernel with the reference kernel's message, and
+// the output is left as it was.
+TEST(Lowering, TakeFailsOnAnIndexOutOfRangeAsTheReference) {
+  const TensorDesc x = f32({2, 5, 3}), idx{{2, 2}, DType::Int64};
+  const Attrs attrs = normalize_attrs(op_named("take"), Attrs{{"axis", int64_t{1}}});
+  for (const schedule::CpuTarget& cpu : schedule_targets()) {
+    const std::string name = "take_checked_" + std::to_string(cpu.vector_bytes);
+    auto f = lower_op(name, "take", {x, idx}, attrs, cpu);
+    ASSERT_TRUE(f.has_value());
+    auto jit = codegen::JitModule::create({tir::lower_for_build(*f)});
+    for (int64_t bad : {int64_t{5}, int64_t{-6}, int64_t{1} << 40}) {
+      Lcg r(3);
+      std::vector<Tensor> inputs = {random_input(x, {-2, 2}, r), Tensor::from_ints({2, 2}, {0, -5, bad, 4})};
+      std::string want;
+      try {
+        run1("take", inputs, attrs);
+      } catch (const Error& e) {
+        want = e.message();
+      }
+      ASSERT_NE(want.find("take: index " + std::to_string(bad) + " (at position 2 of indices)"),
+                std::string::npos)
+          << want;
+      Tensor got = Tensor::empty({2, 2, 2, 3}, DType::Float32);
+      for (int64_t i = 0; i < got.numel(); ++i) got.set_from_double(i, 77);
+      std::vector<void*> args = {inputs[0].raw(), inputs[1].raw(), got.raw()};
+      try {
+        jit->run(name, args);
+        ADD_FAILURE() << "index " << bad << " was accepted";
+      } catch (const Error& e) {
+        EXPECT_EQ(e.message(), "@" + name + " failed (code -1): " + want);
+      }
+      for (int64_t i = 0; i < got.numel(); ++i) ASSERT_EQ(got.get_as_double(i), 77) << "element " << i;
     }
   }
 }

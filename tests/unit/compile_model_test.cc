@@ -295,6 +295,35 @@ def @main(%x: Tensor[(4, 8), float32]) -> Tensor[(4), int64] {
   EXPECT_NE(err.find("argmax x1"), std::string::npos) << err;
 }
 
+// An embedding lookup: take is compiled as its own kernel (opaque, so its
+// indices are a kernel input), checks every index first and fails the run
+// with the reference kernel's message for one out of range.
+TEST(CompileModel, TakeIsCompiledAndChecksItsIndicesAsTheInterpreter) {
+  const std::string text = R"(
+def @main(%table: Tensor[(50, 8), float32], %ids: Tensor[(2, 3), int64], %pos: Tensor[(3, 8), float32]) -> Tensor[(2, 3, 8), float32] {
+  %e = take(%table, %ids)
+  %a = add(%e, %pos)
+  %y = nn.relu(%a)
+  return %y
+})";
+  EXPECT_EQ(kernels_of(text), (Kernels{"take:e", "fused_add_relu:a,y"}));
+  Module m = parse(text);
+  driver::CompileSummary summary;
+  Executable exe = driver::compile_model(m, {}, &summary);
+  EXPECT_TRUE(summary.reference_ops.empty()) << summary.str();
+  std::vector<Tensor> args = random_args(*m.find("main"), 9);
+  args[1] = Tensor::from_ints({2, 3}, {0, 49, -1, -50, 7, 7});
+  VirtualMachine vm(exe);
+  EXPECT_TRUE(vm.run(args)[0].bitwise_equal(interpret(m, "main", args)[0]));
+  args[1] = Tensor::from_ints({2, 3}, {0, 49, -1, -51, 7, 7});
+  std::string want = testing::error_of([&] { interpret(m, "main", args); });
+  std::string got = testing::error_of([&] { vm.run(args); });
+  const std::string message =
+      "take: index -51 (at position 3 of indices) is out of range for axis 0 of size 50 (expected -50..49)";
+  EXPECT_NE(want.find(message), std::string::npos) << want;
+  EXPECT_NE(got.find(message), std::string::npos) << got;
+}
+
 TEST(CompileModel, HostCodeForMissingCpuFeaturesIsRefusedAtLoad) {
   Executable exe = driver::compile_model(parse(kSmallNet), {});
   exe.host_code.cpu_features.push_back("avx512-imaginary");

@@ -54,6 +54,11 @@ typedef int32_t (*KilnBackendParallelTask)(int64_t begin, int64_t end, void* env
     "report an index outside its buffer")                                                                   \
   /* --check-bounds: the last error becomes `message`; returns -1. */                                       \
   X(int32_t, KilnBackendCheckFailed, (const char* message), "report a failed check")                        \
+  /* A gather's index (take, gather_elements) outside [-size, size): the last error names                   \
+     the op, the index, its position in the indices, the axis and its size; returns -1. */                  \
+  X(int32_t, KilnBackendGatherIndexError,                                                                   \
+    (const char* op, int64_t index, int64_t position, int32_t axis, int64_t size),                          \
+    "report a gather index out of range")                                                                   \
   /* Runs task over [0, n) split into contiguous chunks, one per worker thread, and waits                   \
      for all of them: 0, or the failure code of the first failing chunk (its last error                     \
      becomes the caller's). Called from inside a task, it runs inline, serially. */                         \

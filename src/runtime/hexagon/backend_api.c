@@ -138,6 +138,27 @@ int32_t KilnBackendCheckFailed(const char* message) {
   return -1;
 }
 
+int32_t KilnBackendGatherIndexError(const char* op, int64_t index, int64_t position, int32_t axis,
+                                    int64_t size) {
+  kiln_text t;
+  kiln_text_init(&t, g_last_error, sizeof g_last_error);
+  kiln_text_str(&t, op ? op : "?");
+  kiln_text_str(&t, ": index ");
+  kiln_text_i64(&t, index);
+  kiln_text_str(&t, " (at position ");
+  kiln_text_i64(&t, position);
+  kiln_text_str(&t, " of indices) is out of range for axis ");
+  kiln_text_i64(&t, axis);
+  kiln_text_str(&t, " of size ");
+  kiln_text_i64(&t, size);
+  kiln_text_str(&t, " (expected ");
+  kiln_text_i64(&t, -size);
+  kiln_text_str(&t, "..");
+  kiln_text_i64(&t, size - 1);
+  kiln_text_str(&t, ")");
+  return -1;
+}
+
 int32_t KilnBackendParallelFor(int64_t n, KilnBackendParallelTask task, void* env) {
   if (n <= 0) return 0;
   if (!task) {
