@@ -12,9 +12,10 @@
 //   take(x: (5, 3), idx: (2,), axis=0)   =>  y[j, k] = x[select(idx[j] < 0, idx[j] + 5, idx[j]), k]
 //
 // after a loop that checks every index against [-5, 5) (IndexCheck): one
-// outside fails the kernel with the reference kernel's message. take is its
-// own kernel (opaque): its indices must be a kernel input to be checked
-// first. gather_elements, gather_nd and scatter stay on the reference kernels.
+// outside fails the kernel with the reference kernel's message. take and
+// gather_elements are kernels of their own (opaque): their indices must be a
+// kernel input to be checked first. gather_nd and scatter stay on the
+// reference kernels. trilu keeps a triangle by a select on the positions.
 #include "lower/lower.h"
 #include "op/nn_internal.h"
 
@@ -123,6 +124,14 @@ Lowered broadcast_to(const LowerContext& c) {
   return lowered({y});
 }
 
+// `position` (an index of int32 or int64 dtype) plus `size` when negative,
+// as an index of `dtype`.
+Expr wrapped_index(const Expr& position, int64_t size, tir::DataType dtype) {
+  Expr wrapped = tir::select(tir::lt(position, constant(0, position->dtype)),
+                             tir::add(position, constant(double(size), position->dtype)), position);
+  return tir::cast(dtype, wrapped);
+}
+
 Lowered take(const LowerContext& c) {
   const te::Tensor &x = c.inputs[0], &idx = c.inputs[1];
   const size_t rank = c.in[0].shape.size(), idx_rank = c.in[1].shape.size();
@@ -132,11 +141,8 @@ Lowered take(const LowerContext& c) {
       c.out[0].shape,
       [&](const te::Axes& i) {
         std::vector<Expr> at(i.begin() + int64_t(axis), i.begin() + int64_t(axis + idx_rank));
-        Expr position = (*idx)(at);
-        Expr wrapped = tir::select(tir::lt(position, constant(0, position->dtype)),
-                                   tir::add(position, constant(double(size), position->dtype)), position);
         std::vector<Expr> from(i.begin(), i.begin() + int64_t(axis));
-        from.push_back(tir::cast(i.empty() ? tir::DataType::int32() : i[0]->dtype, wrapped));
+        from.push_back(wrapped_index((*idx)(at), size, i.empty() ? tir::DataType::int32() : i[0]->dtype));
         from.insert(from.end(), i.begin() + int64_t(axis + idx_rank), i.end());
         return (*x)(from);
       },
@@ -144,6 +150,44 @@ Lowered take(const LowerContext& c) {
   Lowered r = lowered({y});
   r.index_checks.push_back({idx, "take", int(axis), size});
   return r;
+}
+
+Lowered gather_elements(const LowerContext& c) {
+  const te::Tensor &x = c.inputs[0], &idx = c.inputs[1];
+  const size_t axis = size_t(norm_axis(c.attrs.get_int("axis"), c.in[0].shape.size()));
+  const int64_t size = c.in[0].shape[axis];
+  te::Tensor y = te::compute(
+      c.out[0].shape,
+      [&](const te::Axes& i) {
+        std::vector<Expr> from(i.begin(), i.end());
+        from[axis] = wrapped_index((*idx)(from), size, i[axis]->dtype);
+        return (*x)(from);
+      },
+      c.name);
+  Lowered r = lowered({y});
+  r.index_checks.push_back({idx, "gather_elements", int(axis), size});
+  return r;
+}
+
+// Positions j - i (column minus row of each matrix) compared with k in
+// int64: k may be any integer.
+Lowered trilu(const LowerContext& c) {
+  const te::Tensor& x = c.inputs[0];
+  const int64_t k = c.attrs.get_int("k");
+  const bool upper = c.attrs.get_int("upper") != 0;
+  const size_t rank = c.in[0].shape.size();
+  const auto i64 = tir::DataType::int64();
+  te::Tensor y = te::compute(
+      c.out[0].shape,
+      [&](const te::Axes& i) {
+        std::vector<Expr> at(i.begin(), i.end());
+        Expr diagonal = tir::sub(tir::cast(i64, at[rank - 1]), tir::cast(i64, at[rank - 2]));
+        Expr keep = upper ? tir::binary(tir::BinaryOp::GE, diagonal, tir::int_imm(k, i64))
+                          : tir::binary(tir::BinaryOp::LE, diagonal, tir::int_imm(k, i64));
+        return tir::select(keep, (*x)(at), constant(0, x->dtype));
+      },
+      c.name);
+  return lowered({y});
 }
 
 }  // namespace
@@ -160,6 +204,8 @@ void register_shape_lowerings(LoweringTable& t) {
   t.add("strided_slice", E, strided_slice);
   t.add("broadcast_to", E, broadcast_to);
   t.add("take", OpPattern::Opaque, take);
+  t.add("gather_elements", OpPattern::Opaque, gather_elements);
+  t.add("trilu", E, trilu);
 }
 
 }  // namespace kiln::lower

@@ -525,6 +525,24 @@ const std::map<std::string, CaseGen>& generators() {
              {{typed({6}, DType::Int8), typed({}, DType::Int64)}, {}, {{-128, 127}, {-6, 5}}},
              {{f32({50, 33}), typed({2, 16}, DType::Int64)}, {}, {{-2, 2}, {-50, 49}}}};
        }},
+      {"gather_elements",
+       [](Lcg&) {
+         return std::vector<Case>{
+             {{f32({3, 4}), typed({3, 6}, DType::Int64)}, Attrs{{"axis", int64_t{1}}}, {{-2, 2}, {-4, 3}}},
+             {{f32({5, 2, 3}), typed({2, 2, 2}, DType::Int32)}, {}, {{-2, 2}, {-5, 4}}},
+             {{typed({2, 40}, DType::Int8), typed({2, 33}, DType::Int64)},
+              Attrs{{"axis", int64_t{-1}}},
+              {{-128, 127}, {-40, 39}}}};
+       }},
+      {"trilu",
+       [](Lcg&) {
+         std::vector<Case> cases;
+         for (int64_t upper : {0, 1})
+           for (int64_t k : {int64_t{0}, int64_t{2}, int64_t{-1}, int64_t{-10}, int64_t{1} << 40})
+             cases.push_back({{f32({2, 5, 19})}, Attrs{{"k", k}, {"upper", upper}}});
+         cases.push_back({{typed({4, 4}, DType::Int32)}, Attrs{{"upper", int64_t{0}}}, {{-100, 100}}});
+         return cases;
+       }},
   };
   return g;
 }
@@ -548,11 +566,9 @@ const std::map<std::string, std::string>& not_lowered() {
       {"argmin", "index reductions are not lowered yet"},
       {"cumsum", "scans are not lowered yet"},
       {"topk", "sorting is not lowered"},
-      {"gather_elements", "data-dependent indices: the reference kernel checks each index"},
       {"gather_nd", "data-dependent indices: the reference kernel checks each index"},
       {"scatter_nd", "data-dependent indices: the reference kernel checks each index"},
       {"scatter_elements", "data-dependent indices: the reference kernel checks each index"},
-      {"trilu", "not lowered yet"},
       {"quantize", "not lowered yet"},
       {"dequantize", "not lowered yet"},
       {"nn.rnn", "recurrences over time steps are not lowered yet"},
@@ -740,39 +756,48 @@ TEST(Lowering, ClampingActivationsKeepNaNAndSignedZerosAsTheReference) {
   }
 }
 
-// A compiled take checks every index before it reads anything: one outside
-// [-size, size) fails the kernel with the reference kernel's message, and
-// the output is left as it was.
-TEST(Lowering, TakeFailsOnAnIndexOutOfRangeAsTheReference) {
-  const TensorDesc x = f32({2, 5, 3}), idx{{2, 2}, DType::Int64};
-  const Attrs attrs = normalize_attrs(op_named("take"), Attrs{{"axis", int64_t{1}}});
-  for (const schedule::CpuTarget& cpu : schedule_targets()) {
-    const std::string name = "take_checked_" + std::to_string(cpu.vector_bytes);
-    auto f = lower_op(name, "take", {x, idx}, attrs, cpu);
-    ASSERT_TRUE(f.has_value());
-    auto jit = codegen::JitModule::create({tir::lower_for_build(*f)});
-    for (int64_t bad : {int64_t{5}, int64_t{-6}, int64_t{1} << 40}) {
-      Lcg r(3);
-      std::vector<Tensor> inputs = {random_input(x, {-2, 2}, r), Tensor::from_ints({2, 2}, {0, -5, bad, 4})};
-      std::string want;
-      try {
-        run1("take", inputs, attrs);
-      } catch (const Error& e) {
-        want = e.message();
+// A compiled take or gather_elements checks every index before it reads
+// anything: one outside [-size, size) fails the kernel with the reference
+// kernel's message, and the output is left as it was.
+TEST(Lowering, GathersFailOnAnIndexOutOfRangeAsTheReference) {
+  struct Case {
+    const char* op;
+    Shape indices, out;
+  };
+  const TensorDesc x = f32({2, 5, 3});
+  for (const Case& c : {Case{"take", {2, 2}, {2, 2, 2, 3}}, Case{"gather_elements", {2, 2, 1}, {2, 2, 1}}}) {
+    const TensorDesc indices{c.indices, DType::Int64};
+    const Attrs attrs = normalize_attrs(op_named(c.op), Attrs{{"axis", int64_t{1}}});
+    for (const schedule::CpuTarget& cpu : schedule_targets()) {
+      const std::string name = std::string(c.op) + "_checked_" + std::to_string(cpu.vector_bytes);
+      auto f = lower_op(name, c.op, {x, indices}, attrs, cpu);
+      ASSERT_TRUE(f.has_value()) << c.op;
+      auto jit = codegen::JitModule::create({tir::lower_for_build(*f)});
+      for (int64_t bad : {int64_t{5}, int64_t{-6}, int64_t{1} << 40}) {
+        Lcg r(3);
+        std::vector<Tensor> inputs = {random_input(x, {-2, 2}, r),
+                                      Tensor::from_ints(indices.shape, {0, -5, bad, 4})};
+        std::string want;
+        try {
+          run1(c.op, inputs, attrs);
+        } catch (const Error& e) {
+          want = e.message();
+        }
+        ASSERT_NE(
+            want.find(std::string(c.op) + ": index " + std::to_string(bad) + " (at position 2 of indices)"),
+            std::string::npos)
+            << want;
+        Tensor got = Tensor::empty(c.out, DType::Float32);
+        for (int64_t i = 0; i < got.numel(); ++i) got.set_from_double(i, 77);
+        std::vector<void*> args = {inputs[0].raw(), inputs[1].raw(), got.raw()};
+        try {
+          jit->run(name, args);
+          ADD_FAILURE() << c.op << ": index " << bad << " was accepted";
+        } catch (const Error& e) {
+          EXPECT_EQ(e.message(), "@" + name + " failed (code -1): " + want);
+        }
+        for (int64_t i = 0; i < got.numel(); ++i) ASSERT_EQ(got.get_as_double(i), 77) << "element " << i;
       }
-      ASSERT_NE(want.find("take: index " + std::to_string(bad) + " (at position 2 of indices)"),
-                std::string::npos)
-          << want;
-      Tensor got = Tensor::empty({2, 2, 2, 3}, DType::Float32);
-      for (int64_t i = 0; i < got.numel(); ++i) got.set_from_double(i, 77);
-      std::vector<void*> args = {inputs[0].raw(), inputs[1].raw(), got.raw()};
-      try {
-        jit->run(name, args);
-        ADD_FAILURE() << "index " << bad << " was accepted";
-      } catch (const Error& e) {
-        EXPECT_EQ(e.message(), "@" + name + " failed (code -1): " + want);
-      }
-      for (int64_t i = 0; i < got.numel(); ++i) ASSERT_EQ(got.get_as_double(i), 77) << "element " << i;
     }
   }
 }
