@@ -1,5 +1,5 @@
-// Reductions as tensor expressions: sum, mean, max, min over axes, and
-// nn.softmax / nn.log_softmax over one axis.
+// Reductions as tensor expressions: sum, mean, max, min over axes,
+// nn.softmax / nn.log_softmax and argmax / argmin over one axis.
 //
 //   mean(x: (2, 3, 4), axis=[2])  =>  s[i, j] = sum over r of float64(x[i, j, r])
 //                                     y[i, j] = float32(s[i, j] / 4)
@@ -395,6 +395,63 @@ Lowered softmax_impl(const LowerContext& c, bool log) {
 Lowered softmax(const LowerContext& c) { return softmax_impl(c, false); }
 Lowered log_softmax(const LowerContext& c) { return softmax_impl(c, true); }
 
+// ---------------------------------------------------------------- argmax
+
+// argmax (argmin) in two passes over the axis, as the reference picks:
+// the maximum m (NaN wins; argmin maximizes -x or ~x), then the first (or, with
+// select_last_index, the last) position holding it, a NaN matching a NaN
+// maximum. The position is a maximum too: of -r (first) or r (last) where
+// the element matches, else of -n or -1.
+Lowered arg_max_or_min(const LowerContext& c, bool is_min) {
+  const te::Tensor& x = c.inputs[0];
+  const tir::DataType t = x->dtype, i64 = tir::DataType::int64();
+  const Shape& xs = c.in[0].shape;
+  const size_t axis = size_t(norm_axis(c.attrs.get_int("axis"), xs.size()));
+  const bool keepdims = c.attrs.get_int("keepdims") != 0, last = c.attrs.get_int("select_last_index") != 0;
+  const int64_t n = xs[axis];
+  if (n == 0) return unsupported("argmax or argmin over an empty axis");
+  // argmin maximizes -x for floats, -1 - x (bitwise not: never overflows)
+  // for integers.
+  auto element = [&](std::vector<Expr> idx) {
+    Expr e = (*x)(idx);
+    return !is_min ? e : tir::sub(constant(t.is_float() ? 0 : -1, t), e);
+  };
+  auto along = [&](const te::Axes& i, const Expr& r) {
+    std::vector<Expr> idx(i.begin(), i.end());
+    if (keepdims)
+      idx[axis] = r;
+    else
+      idx.insert(idx.begin() + std::ptrdiff_t(axis), r);
+    return idx;
+  };
+  te::IterVar ra = te::reduce_axis(n, "ra"), rb = te::reduce_axis(n, "rb");
+  te::Tensor m = te::compute(
+      c.out[0].shape,
+      [&](const te::Axes& i) -> te::Reduction {
+        Expr e = element(along(i, ra.var));
+        return t.is_float() ? te::nan_max(e, {ra}) : te::max(e, {ra});
+      },
+      c.name + "_value");
+  te::Tensor at = te::compute(
+      c.out[0].shape,
+      [&](const te::Axes& i) -> te::Reduction {
+        Expr e = element(along(i, rb.var));
+        Expr match = tir::eq(e, (*m)(std::vector<Expr>(i.begin(), i.end())));
+        if (t.is_float()) match = tir::binary(tir::BinaryOp::Or, match, tir::binary(tir::BinaryOp::NE, e, e));
+        Expr r = tir::cast(i64, rb.var);
+        Expr position = last ? r : tir::sub(tir::int_imm(0, i64), r);
+        return te::max(tir::select(match, position, tir::int_imm(last ? -1 : -n, i64)), {rb});
+      },
+      c.name + (last ? "" : "_negated"));
+  if (last) return lowered({at});
+  te::Tensor y = te::compute(
+      c.out[0].shape, [&](const te::Axes& i) { return tir::sub(tir::int_imm(0, i64), (*at)(i)); }, c.name);
+  return lowered({y});
+}
+
+Lowered argmax(const LowerContext& c) { return arg_max_or_min(c, false); }
+Lowered argmin(const LowerContext& c) { return arg_max_or_min(c, true); }
+
 }  // namespace
 
 void register_reduce_lowerings(LoweringTable& t) {
@@ -404,6 +461,8 @@ void register_reduce_lowerings(LoweringTable& t) {
   t.add("min", OpPattern::Reduction, min);
   t.add("nn.softmax", OpPattern::Reduction, softmax);
   t.add("nn.log_softmax", OpPattern::Reduction, log_softmax);
+  t.add("argmax", OpPattern::Reduction, argmax);
+  t.add("argmin", OpPattern::Reduction, argmin);
 }
 
 }  // namespace kiln::lower

@@ -228,6 +228,24 @@ std::vector<Case> resize_cases(Lcg&) {
   return cases;
 }
 
+// Ties (values from a few integers) pick the first or, with
+// select_last_index, the last (NaNs and extremes:
+// ArgMaxAndArgMinPickAsTheReference).
+std::vector<Case> arg_cases(Lcg& r) {
+  std::vector<Case> cases;
+  for (int64_t last : {0, 1})
+    for (int64_t keepdims : {0, 1}) {
+      Attrs a{{"axis", int64_t{1}}, {"keepdims", keepdims}, {"select_last_index", last}};
+      cases.push_back({{f32({2, 7, 5})}, a, {{-3, 3}}});
+      cases.push_back({{typed({3, 9}, DType::Int8)}, a, {{-128, 127}}});
+      cases.push_back({{typed({2, 17}, DType::UInt8)}, a, {{0, 255}}});
+      cases.push_back({{typed({3, 40}, DType::Int32)}, a, {{-3, 3}}});
+    }
+  cases.push_back({{f32(random_shape(r, 3, 2, 40))}, Attrs{{"axis", int64_t{-1}}}});
+  cases.push_back({{typed({4, 6}, DType::Int64)}, Attrs{{"axis", int64_t{0}}}, {{-2, 2}}});
+  return cases;
+}
+
 const std::map<std::string, CaseGen>& generators() {
   static const std::map<std::string, CaseGen> g = {
       {"add", binary(kNumeric)},
@@ -534,6 +552,8 @@ const std::map<std::string, CaseGen>& generators() {
               Attrs{{"axis", int64_t{-1}}},
               {{-128, 127}, {-40, 39}}}};
        }},
+      {"argmax", arg_cases},
+      {"argmin", arg_cases},
       {"trilu",
        [](Lcg&) {
          std::vector<Case> cases;
@@ -562,8 +582,6 @@ const std::map<std::string, std::string>& not_lowered() {
       {"acosh", "no tensor-IR intrinsic yet"},
       {"atanh", "no tensor-IR intrinsic yet"},
       {"prod", "not lowered yet"},
-      {"argmax", "index reductions are not lowered yet"},
-      {"argmin", "index reductions are not lowered yet"},
       {"cumsum", "scans are not lowered yet"},
       {"topk", "sorting is not lowered"},
       {"gather_nd", "data-dependent indices: the reference kernel checks each index"},
@@ -800,6 +818,47 @@ TEST(Lowering, GathersFailOnAnIndexOutOfRangeAsTheReference) {
       }
     }
   }
+}
+
+// argmax and argmin over values where picking is delicate: NaNs (which
+// win, the first or last of them), signed zeros (equal), infinities, and
+// integers at their type's extremes (argmin's ~x must not overflow); the
+// compiled positions equal the reference kernel's.
+TEST(Lowering, ArgMaxAndArgMinPickAsTheReference) {
+  const double nan = std::numeric_limits<double>::quiet_NaN(), inf = std::numeric_limits<double>::infinity();
+  const int64_t lo = std::numeric_limits<int64_t>::min(), hi = std::numeric_limits<int64_t>::max();
+  struct Values {
+    DType dtype;
+    std::vector<double> floats;
+    std::vector<int64_t> ints;
+  };
+  const std::vector<Values> rows = {
+      {DType::Float32, {1, nan, 3, nan, -inf, 2}, {}},
+      {DType::Float32, {-0.0, 0.0, -0.0, -inf, inf, -inf}, {}},
+      {DType::Float32, {2, 2, -1, -1, 0.5, 2}, {}},
+      {DType::Int64, {}, {lo, hi, 0, hi, lo, -1}},
+      {DType::Int8, {}, {-128, 127, -128, 5, 127, 0}},
+      {DType::UInt8, {}, {255, 0, 255, 0, 7, 1}},
+  };
+  for (const Values& v : rows)
+    for (const char* op : {"argmax", "argmin"})
+      for (int64_t last : {0, 1}) {
+        const Attrs attrs =
+            normalize_attrs(op_named(op), Attrs{{"axis", int64_t{1}}, {"select_last_index", last}});
+        const TensorDesc x{{1, 6}, v.dtype};
+        const std::string name =
+            std::string(op) + "_" + std::to_string(&v - rows.data()) + "_" + std::to_string(last);
+        auto f = lower_op(name, op, {x}, attrs, schedule::host_cpu_target());
+        ASSERT_TRUE(f.has_value()) << name;
+        Tensor in =
+            v.floats.empty() ? Tensor::from_ints(x.shape, v.ints, v.dtype) : Tensor::empty(x.shape, x.dtype);
+        for (size_t i = 0; i < v.floats.size(); ++i) in.set_from_double(int64_t(i), v.floats[i]);
+        auto jit = codegen::JitModule::create({tir::lower_for_build(*f)});
+        Tensor want = run1(op, {in}, attrs);
+        Tensor got = Tensor::empty(want.shape(), want.dtype());
+        jit->run(name, {in.raw(), got.raw()});
+        EXPECT_EQ(got.data<int64_t>()[0], want.data<int64_t>()[0]) << name;
+      }
 }
 
 // Fused chains: a kernel of several ops computes what the ops do one by one.
