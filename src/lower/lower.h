@@ -123,11 +123,12 @@ class LoweringTable {
 const LoweringTable& lowerings();
 void register_elementwise_lowerings(LoweringTable& t);  // elementwise.cc: unary, binary, clip, astype, logic
 void register_nn_lowerings(LoweringTable& t);        // nn.cc: conv2d, dense, matmul, pools, batch_norm, pad
-void register_reduce_lowerings(LoweringTable& t);    // reduce.cc: sum, mean, max, min, softmax
+void register_reduce_lowerings(LoweringTable& t);    // reduce.cc: sum, mean, max, min, softmax, argmax
 void register_shape_lowerings(LoweringTable& t);     // shape.cc: reshape, permute_dims, concat, slices, ...
 void register_image_lowerings(LoweringTable& t);     // image.cc: image.resize2d
 void register_layout_lowerings(LoweringTable& t);    // layout.cc: channel-blocked layouts and conv2d_blocked
 void register_winograd_lowerings(LoweringTable& t);  // conv_winograd.cc: nn.conv2d_winograd
+void register_quant_lowerings(LoweringTable& t);     // quant.cc: quantize, dequantize
 
 // The pattern of `op`; Opaque when it has no definition.
 OpPattern pattern_of(std::string_view op);

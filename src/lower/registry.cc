@@ -77,6 +77,7 @@ const LoweringTable& lowerings() {
     register_image_lowerings(t);
     register_layout_lowerings(t);
     register_winograd_lowerings(t);
+    register_quant_lowerings(t);
     return t;
   }();
   return table;

@@ -552,6 +552,33 @@ const std::map<std::string, CaseGen>& generators() {
               Attrs{{"axis", int64_t{-1}}},
               {{-128, 127}, {-40, 39}}}};
        }},
+      // Quotients on ties (x / scale = k + 0.5 for scale 0.5: even k), past
+      // both ends of the range (clamped), and the zero points' extremes.
+      {"quantize",
+       [](Lcg&) {
+         std::vector<Case> cases;
+         for (const char* out : {"int8", "uint8"})
+           for (int64_t zp : {int64_t{0}, int64_t{3}, int64_t{-128}, int64_t{255}}) {
+             if ((zp < 0 && std::string(out) == "uint8") || (zp > 127 && std::string(out) == "int8"))
+               continue;
+             cases.push_back({{f32({3, 37})},
+                              Attrs{{"scale", 0.25}, {"zero_point", zp}, {"out_dtype", std::string(out)}},
+                              {{-80, 80}}});
+           }
+         cases.push_back({{f32({64})}, Attrs{{"scale", 0.5}, {"zero_point", int64_t{1}}}, {{-40, 40}}});
+         return cases;
+       }},
+      {"dequantize",
+       [](Lcg&) {
+         return std::vector<Case>{
+             {{typed({3, 37}, DType::Int8)},
+              Attrs{{"scale", 0.1}, {"zero_point", int64_t{-5}}},
+              {{-128, 127}}},
+             {{typed({40}, DType::UInt8)}, Attrs{{"scale", 3.5}, {"zero_point", int64_t{128}}}, {{0, 255}}},
+             {{typed({2, 9}, DType::Int32)},
+              Attrs{{"scale", 1e-3}, {"zero_point", int64_t{7}}},
+              {{-1000000000, 1000000000}}}};
+       }},
       {"argmax", arg_cases},
       {"argmin", arg_cases},
       {"trilu",
@@ -587,8 +614,6 @@ const std::map<std::string, std::string>& not_lowered() {
       {"gather_nd", "data-dependent indices: the reference kernel checks each index"},
       {"scatter_nd", "data-dependent indices: the reference kernel checks each index"},
       {"scatter_elements", "data-dependent indices: the reference kernel checks each index"},
-      {"quantize", "not lowered yet"},
-      {"dequantize", "not lowered yet"},
       {"nn.rnn", "recurrences over time steps are not lowered yet"},
       {"nn.gru", "recurrences over time steps are not lowered yet"},
       {"nn.lstm", "recurrences over time steps are not lowered yet"},
@@ -859,6 +884,31 @@ TEST(Lowering, ArgMaxAndArgMinPickAsTheReference) {
         jit->run(name, {in.raw(), got.raw()});
         EXPECT_EQ(got.data<int64_t>()[0], want.data<int64_t>()[0]) << name;
       }
+}
+
+// quantize on the values where rounding and clamping decide: quotients
+// exactly halfway (ties to even), NaN (the zero point), infinities and
+// values past the range (clamped); equal to the reference kernel's.
+TEST(Lowering, QuantizeRoundsTiesToEvenAndClampsAsTheReference) {
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  const std::vector<float> values = {0.25f,  0.75f,   -0.25f, -0.75f, 1.25f,  nan,    inf,    -inf,
+                                     63.75f, -64.25f, 1e30f,  -0.0f,  127.7f, 62.25f, -1.25f, 2.75f};
+  const TensorDesc x = f32({16});
+  for (const char* out : {"int8", "uint8"})
+    for (int64_t zp : {int64_t{0}, int64_t{100}}) {
+      const Attrs attrs = normalize_attrs(
+          op_named("quantize"), Attrs{{"scale", 0.5}, {"zero_point", zp}, {"out_dtype", std::string(out)}});
+      const std::string name = std::string("quantize_") + out + "_" + std::to_string(zp);
+      auto f = lower_op(name, "quantize", {x}, attrs, schedule::host_cpu_target());
+      ASSERT_TRUE(f.has_value()) << name;
+      auto jit = codegen::JitModule::create({tir::lower_for_build(*f)});
+      Tensor in = Tensor::from_floats(x.shape, values);
+      Tensor want = run1("quantize", {in}, attrs);
+      Tensor got = Tensor::empty(want.shape(), want.dtype());
+      jit->run(name, {in.raw(), got.raw()});
+      for (int64_t i = 0; i < 16; ++i)
+        EXPECT_EQ(got.get_as_double(i), want.get_as_double(i)) << name << " of " << values[size_t(i)];
+    }
 }
 
 // Fused chains: a kernel of several ops computes what the ops do one by one.
