@@ -62,12 +62,15 @@ struct LowerContext {
 // Indices a gather reads positions from (a kernel parameter), each checked
 // to lie in [-size, size) before the kernel computes anything: one outside
 // fails the kernel with the reference kernel's message
-// (KilnBackendGatherIndexError), nothing read out of bounds.
+// (KilnBackendGatherIndexError), nothing read out of bounds. With one size,
+// every index selects along `axis`; with several (gather_nd's index tuples
+// along the last axis of indices), index j of each tuple selects along axis
+// `axis + j` of size sizes[j].
 struct IndexCheck {
   te::Tensor indices;
   std::string op;  // the op the message names
-  int axis = 0;    // the axis of its data the indices select along
-  int64_t size = 0;
+  int axis = 0;
+  std::vector<int64_t> sizes;
 };
 
 // The outputs, one per op output, or the reason the instance is not lowered.

@@ -207,9 +207,26 @@ te::Tensor copy_of(const te::Tensor& t, const std::string& name) {
       t->shape, [&](const te::Axes& i) { return (*t)(i); }, name);
 }
 
+// The check of the index at `at` (its position in `shape`) of `indices`
+// against [-size, size): a failure names op, index, position, axis and size.
+tir::Stmt index_check(const IndexCheck& check, const tir::Buffer& indices, const std::vector<tir::Expr>& at,
+                      int axis, int64_t size) {
+  const auto i64 = tir::DataType::int64();
+  tir::Var index = tir::make_var("index", i64);
+  tir::Expr outside = tir::binary(tir::BinaryOp::Or, tir::lt(index, tir::int_imm(-size, i64)),
+                                  tir::binary(tir::BinaryOp::GE, index, tir::int_imm(size, i64)));
+  tir::Expr report = tir::call_extern(
+      tir::DataType::int32(), "KilnBackendGatherIndexError",
+      {tir::string_imm(check.op), index, tir::cast(i64, linear_index(at, check.indices->shape)),
+       tir::int_imm(axis), tir::int_imm(size, i64)});
+  return tir::let_stmt(
+      index, tir::cast(i64, tir::load(indices, at)),
+      tir::if_then_else(outside, tir::seq({tir::evaluate(report), tir::return_stmt(tir::int_imm(-1))})));
+}
+
 // `f` with the checks of `checks` first: a loop over each one's indices
 // (kernel parameter `param`) that fails the kernel at the first index
-// outside [-size, size).
+// outside its range, in the order of the indices.
 tir::PrimFunc with_index_checks(const tir::PrimFunc& f,
                                 const std::vector<std::pair<IndexCheck, size_t>>& checks) {
   if (checks.empty()) return f;
@@ -217,25 +234,28 @@ tir::PrimFunc with_index_checks(const tir::PrimFunc& f,
   for (const auto& [check, param] : checks) {
     const tir::Buffer& indices = f->params.at(param).buffer;
     const Shape& shape = check.indices->shape;
-    std::vector<tir::Var> at;
-    std::vector<tir::Expr> axes;
-    for (size_t d = 0; d < shape.size(); ++d) {
-      at.push_back(tir::make_var("p" + std::to_string(d)));
-      axes.push_back(at.back());
+    const bool tuples = check.sizes.size() > 1;
+    // Loops over every axis, or all but the last (the tuples' positions).
+    const size_t looped = tuples ? shape.size() - 1 : shape.size();
+    std::vector<tir::Var> vars;
+    std::vector<tir::Expr> at;
+    for (size_t d = 0; d < looped; ++d) {
+      vars.push_back(tir::make_var("p" + std::to_string(d)));
+      at.push_back(vars.back());
     }
-    const auto i64 = tir::DataType::int64();
-    tir::Var index = tir::make_var("index", i64);
-    tir::Expr outside = tir::binary(tir::BinaryOp::Or, tir::lt(index, tir::int_imm(-check.size, i64)),
-                                    tir::binary(tir::BinaryOp::GE, index, tir::int_imm(check.size, i64)));
-    tir::Expr report =
-        tir::call_extern(tir::DataType::int32(), "KilnBackendGatherIndexError",
-                         {tir::string_imm(check.op), index, tir::cast(i64, linear_index(axes, shape)),
-                          tir::int_imm(check.axis), tir::int_imm(check.size, i64)});
-    tir::Stmt loop = tir::let_stmt(
-        index, tir::cast(i64, tir::load(indices, axes)),
-        tir::if_then_else(outside, tir::seq({tir::evaluate(report), tir::return_stmt(tir::int_imm(-1))})));
-    for (size_t d = shape.size(); d-- > 0;)
-      loop = tir::for_loop(at[d], tir::int_imm(0), tir::int_imm(shape[d]), tir::ForKind::Serial, loop);
+    std::vector<tir::Stmt> checked;
+    if (!tuples) {
+      checked.push_back(index_check(check, indices, at, check.axis, check.sizes.at(0)));
+    } else {
+      for (size_t j = 0; j < check.sizes.size(); ++j) {
+        std::vector<tir::Expr> element = at;
+        element.push_back(tir::int_imm(int64_t(j)));
+        checked.push_back(index_check(check, indices, element, check.axis + int(j), check.sizes[j]));
+      }
+    }
+    tir::Stmt loop = checked.size() == 1 ? checked[0] : tir::seq(std::move(checked));
+    for (size_t d = looped; d-- > 0;)
+      loop = tir::for_loop(vars[d], tir::int_imm(0), tir::int_imm(shape[d]), tir::ForKind::Serial, loop);
     body.push_back(loop);
   }
   if (f->body->kind == tir::StmtKind::Seq) {

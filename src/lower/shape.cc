@@ -12,10 +12,10 @@
 //   take(x: (5, 3), idx: (2,), axis=0)   =>  y[j, k] = x[select(idx[j] < 0, idx[j] + 5, idx[j]), k]
 //
 // after a loop that checks every index against [-5, 5) (IndexCheck): one
-// outside fails the kernel with the reference kernel's message. take and
-// gather_elements are kernels of their own (opaque): their indices must be a
-// kernel input to be checked first. gather_nd and scatter stay on the
-// reference kernels. trilu keeps a triangle by a select on the positions.
+// outside fails the kernel with the reference kernel's message. take,
+// gather_elements and gather_nd are kernels of their own (opaque): their
+// indices must be a kernel input to be checked first. The scatters stay on
+// the reference kernels. trilu keeps a triangle by a select on the positions.
 #include "lower/lower.h"
 #include "op/nn_internal.h"
 
@@ -148,7 +148,7 @@ Lowered take(const LowerContext& c) {
       },
       c.name);
   Lowered r = lowered({y});
-  r.index_checks.push_back({idx, "take", int(axis), size});
+  r.index_checks.push_back({idx, "take", int(axis), {size}});
   return r;
 }
 
@@ -165,7 +165,34 @@ Lowered gather_elements(const LowerContext& c) {
       },
       c.name);
   Lowered r = lowered({y});
-  r.index_checks.push_back({idx, "gather_elements", int(axis), size});
+  r.index_checks.push_back({idx, "gather_elements", int(axis), {size}});
+  return r;
+}
+
+// gather_nd: the first batch_dims axes of the output are data's, then the
+// positions of the index tuples, then data's axes after those the tuples
+// select along.
+Lowered gather_nd(const LowerContext& c) {
+  const te::Tensor &x = c.inputs[0], &idx = c.inputs[1];
+  const Shape &xs = c.in[0].shape, &is = c.in[1].shape;
+  const size_t b = size_t(c.attrs.get_int("batch_dims")), m = size_t(is.back()), tuple_axes = is.size() - 1;
+  te::Tensor y = te::compute(
+      c.out[0].shape,
+      [&](const te::Axes& i) {
+        std::vector<Expr> from(i.begin(), i.begin() + std::ptrdiff_t(b));
+        std::vector<Expr> tuple(i.begin(), i.begin() + std::ptrdiff_t(tuple_axes));
+        for (size_t j = 0; j < m; ++j) {
+          std::vector<Expr> at = tuple;
+          at.push_back(tir::int_imm(int64_t(j)));
+          from.push_back(wrapped_index((*idx)(at), xs[b + j], tir::DataType::int32()));
+        }
+        from.insert(from.end(), i.begin() + std::ptrdiff_t(tuple_axes), i.end());
+        return (*x)(from);
+      },
+      c.name);
+  Lowered r = lowered({y});
+  r.index_checks.push_back(
+      {idx, "gather_nd", int(b), Shape(xs.begin() + std::ptrdiff_t(b), xs.begin() + std::ptrdiff_t(b + m))});
   return r;
 }
 
@@ -205,6 +232,7 @@ void register_shape_lowerings(LoweringTable& t) {
   t.add("broadcast_to", E, broadcast_to);
   t.add("take", OpPattern::Opaque, take);
   t.add("gather_elements", OpPattern::Opaque, gather_elements);
+  t.add("gather_nd", OpPattern::Opaque, gather_nd);
   t.add("trilu", E, trilu);
 }
 

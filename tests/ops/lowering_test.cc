@@ -581,6 +581,15 @@ const std::map<std::string, CaseGen>& generators() {
        }},
       {"argmax", arg_cases},
       {"argmin", arg_cases},
+      {"gather_nd",
+       [](Lcg&) {
+         return std::vector<Case>{{{f32({4, 5, 6}), typed({3, 2}, DType::Int64)}, {}, {{-2, 2}, {-4, 3}}},
+                                  {{f32({4, 5, 6}), typed({2, 3}, DType::Int32)}, {}, {{-2, 2}, {-4, 3}}},
+                                  {{f32({3, 40}), typed({2, 2, 1}, DType::Int64)}, {}, {{-2, 2}, {-3, 2}}},
+                                  {{f32({2, 5, 17}), typed({2, 4, 1}, DType::Int64)},
+                                   Attrs{{"batch_dims", int64_t{1}}},
+                                   {{-2, 2}, {-5, 4}}}};
+       }},
       {"trilu",
        [](Lcg&) {
          std::vector<Case> cases;
@@ -611,7 +620,6 @@ const std::map<std::string, std::string>& not_lowered() {
       {"prod", "not lowered yet"},
       {"cumsum", "scans are not lowered yet"},
       {"topk", "sorting is not lowered"},
-      {"gather_nd", "data-dependent indices: the reference kernel checks each index"},
       {"scatter_nd", "data-dependent indices: the reference kernel checks each index"},
       {"scatter_elements", "data-dependent indices: the reference kernel checks each index"},
       {"nn.rnn", "recurrences over time steps are not lowered yet"},
@@ -799,7 +807,7 @@ TEST(Lowering, ClampingActivationsKeepNaNAndSignedZerosAsTheReference) {
   }
 }
 
-// A compiled take or gather_elements checks every index before it reads
+// A compiled take, gather_elements or gather_nd checks every index before it reads
 // anything: one outside [-size, size) fails the kernel with the reference
 // kernel's message, and the output is left as it was.
 TEST(Lowering, GathersFailOnAnIndexOutOfRangeAsTheReference) {
@@ -808,9 +816,11 @@ TEST(Lowering, GathersFailOnAnIndexOutOfRangeAsTheReference) {
     Shape indices, out;
   };
   const TensorDesc x = f32({2, 5, 3});
-  for (const Case& c : {Case{"take", {2, 2}, {2, 2, 2, 3}}, Case{"gather_elements", {2, 2, 1}, {2, 2, 1}}}) {
+  for (const Case& c : {Case{"take", {2, 2}, {2, 2, 2, 3}}, Case{"gather_elements", {2, 2, 1}, {2, 2, 1}},
+                        Case{"gather_nd", {2, 2}, {2, 3}}}) {
     const TensorDesc indices{c.indices, DType::Int64};
-    const Attrs attrs = normalize_attrs(op_named(c.op), Attrs{{"axis", int64_t{1}}});
+    const bool nd = std::string(c.op) == "gather_nd";  // tuples (index 2 selects along axis 0)
+    const Attrs attrs = normalize_attrs(op_named(c.op), nd ? Attrs{} : Attrs{{"axis", int64_t{1}}});
     for (const schedule::CpuTarget& cpu : schedule_targets()) {
       const std::string name = std::string(c.op) + "_checked_" + std::to_string(cpu.vector_bytes);
       auto f = lower_op(name, c.op, {x, indices}, attrs, cpu);
