@@ -1,4 +1,4 @@
-// Reductions as tensor expressions: sum, mean, max, min over axes,
+// Reductions as tensor expressions: sum, mean, max, min, prod over axes,
 // nn.softmax / nn.log_softmax and argmax / argmin over one axis.
 //
 //   mean(x: (2, 3, 4), axis=[2])  =>  s[i, j] = sum over r of float64(x[i, j, r])
@@ -6,8 +6,8 @@
 //
 // As in the reference kernels (src/op/reduce.cc): float sums accumulate in
 // float64 and round once; max and min keep NaN; softmax subtracts the
-// maximum before exp. Integer means (which round half away from zero), prod
-// and min of integers stay on the reference kernels.
+// maximum before exp. Integer means (which round half away from zero) and
+// products of 8-bit integers stay on the reference kernels.
 #include <cmath>
 #include <limits>
 
@@ -222,20 +222,20 @@ Lowered sum_or_mean(const LowerContext& c, bool mean) {
 Lowered sum(const LowerContext& c) { return sum_or_mean(c, false); }
 Lowered mean(const LowerContext& c) { return sum_or_mean(c, true); }
 
-// max (or, for floats, min as -max(-x)); NaN wins (te::nan_max: one pass
+// max (or min, as -max(-x) or ~max(~x)); NaN wins (te::nan_max: one pass
 // over x, where a maximum and a count of NaNs were two).
 Lowered max_or_min(const LowerContext& c, bool is_min) {
   const te::Tensor& x = c.inputs[0];
   tir::DataType t = x->dtype;
-  if (is_min && !t.is_float()) return unsupported("min of integers");
   ReduceSetup s = setup(c);
   if (s.count == 0) return unsupported("max or min of zero elements");
   auto reduce = [&](Expr v, std::vector<te::IterVar> axes) {
     return t.is_float() ? te::nan_max(std::move(v), std::move(axes)) : te::max(std::move(v), std::move(axes));
   };
-  auto element = [&](const std::vector<Expr>& idx) {
-    return is_min ? tir::sub(constant(0, t), (*x)(idx)) : (*x)(idx);
-  };
+  // min is -max(-x) for floats, ~max(~x) for integers (~x = -1 - x,
+  // which reverses their order and never overflows).
+  const Expr flip = constant(t.is_float() ? 0 : -1, t);
+  auto element = [&](const std::vector<Expr>& idx) { return is_min ? tir::sub(flip, (*x)(idx)) : (*x)(idx); };
   // The partials' padding (float reductions only).
   const Expr minus_inf = t.is_float() ? constant(-std::numeric_limits<double>::infinity(), t) : Expr();
   te::Tensor m;
@@ -259,12 +259,33 @@ Lowered max_or_min(const LowerContext& c, bool is_min) {
   }
   if (!is_min) return lowered({m});
   te::Tensor y = te::compute(
-      c.out[0].shape, [&](const te::Axes& i) { return tir::sub(constant(0, t), (*m)(i)); }, c.name);
+      c.out[0].shape, [&](const te::Axes& i) { return tir::sub(flip, (*m)(i)); }, c.name);
   return lowered({y});
 }
 
 Lowered max(const LowerContext& c) { return max_or_min(c, false); }
 Lowered min(const LowerContext& c) { return max_or_min(c, true); }
+
+// prod: floats multiply in float64 and round once, integers of 32 and 64
+// bits wrap in their type, as in the reference kernel.
+Lowered prod(const LowerContext& c) {
+  const te::Tensor& x = c.inputs[0];
+  const tir::DataType t = x->dtype;
+  if (!t.is_float() && t.bits < 32) return unsupported("prod of " + tir::dtype_str(t));
+  ReduceSetup s = setup(c);
+  if (s.count == 0) return unsupported("product of zero elements");
+  const tir::DataType acc = t.is_float() ? tir::DataType::float_(64) : t;
+  te::Tensor p = te::compute(
+      c.out[0].shape,
+      [&](const te::Axes& i) -> te::Reduction {
+        return te::prod(tir::cast(acc, (*x)(input_index(i, s.axes, s.mask, s.keepdims))), s.axes);
+      },
+      acc == t ? c.name : c.name + "_acc");
+  if (acc == t) return lowered({p});
+  te::Tensor y = te::compute(
+      c.out[0].shape, [&](const te::Axes& i) { return tir::cast(t, (*p)(i)); }, c.name);
+  return lowered({y});
+}
 
 // ---------------------------------------------------------------- softmax
 
@@ -459,6 +480,7 @@ void register_reduce_lowerings(LoweringTable& t) {
   t.add("mean", OpPattern::Reduction, mean);
   t.add("max", OpPattern::Reduction, max);
   t.add("min", OpPattern::Reduction, min);
+  t.add("prod", OpPattern::Reduction, prod);
   t.add("nn.softmax", OpPattern::Reduction, softmax);
   t.add("nn.log_softmax", OpPattern::Reduction, log_softmax);
   t.add("argmax", OpPattern::Reduction, argmax);

@@ -462,7 +462,14 @@ const std::map<std::string, CaseGen>& generators() {
        [](Lcg& r) {
          return reduce_cases(r, {DType::Float32, DType::Int32, DType::Int8});
        }},
-      {"min", [](Lcg& r) { return reduce_cases(r, kFloat); }},
+      {"min",
+       [](Lcg& r) {
+         return reduce_cases(r, {DType::Float32, DType::Int32, DType::Int8});
+       }},
+      {"prod",
+       [](Lcg& r) {
+         return reduce_cases(r, {DType::Float32, DType::Int32, DType::Int64});
+       }},
       {"nn.softmax",
        [](Lcg& r) {
          Shape s = random_shape(r, 3, 2, 7);
@@ -617,7 +624,6 @@ const std::map<std::string, std::string>& not_lowered() {
       {"asinh", "no tensor-IR intrinsic yet"},
       {"acosh", "no tensor-IR intrinsic yet"},
       {"atanh", "no tensor-IR intrinsic yet"},
-      {"prod", "not lowered yet"},
       {"cumsum", "scans are not lowered yet"},
       {"topk", "sorting is not lowered"},
       {"scatter_nd", "data-dependent indices: the reference kernel checks each index"},
@@ -858,7 +864,7 @@ TEST(Lowering, GathersFailOnAnIndexOutOfRangeAsTheReference) {
 // argmax and argmin over values where picking is delicate: NaNs (which
 // win, the first or last of them), signed zeros (equal), infinities, and
 // integers at their type's extremes (argmin's ~x must not overflow); the
-// compiled positions equal the reference kernel's.
+// compiled positions equal the reference kernel's, and so do max and min.
 TEST(Lowering, ArgMaxAndArgMinPickAsTheReference) {
   const double nan = std::numeric_limits<double>::quiet_NaN(), inf = std::numeric_limits<double>::infinity();
   const int64_t lo = std::numeric_limits<int64_t>::min(), hi = std::numeric_limits<int64_t>::max();
@@ -894,6 +900,24 @@ TEST(Lowering, ArgMaxAndArgMinPickAsTheReference) {
         jit->run(name, {in.raw(), got.raw()});
         EXPECT_EQ(got.data<int64_t>()[0], want.data<int64_t>()[0]) << name;
       }
+  // max and min of the same rows (min of integers is ~max(~x)).
+  for (const Values& v : rows)
+    for (const char* op : {"max", "min"}) {
+      const Attrs attrs = normalize_attrs(op_named(op), Attrs{{"axis", std::vector<int64_t>{1}}});
+      const TensorDesc x{{1, 6}, v.dtype};
+      const std::string name = std::string(op) + "_" + std::to_string(&v - rows.data());
+      auto f = lower_op(name, op, {x}, attrs, schedule::host_cpu_target());
+      ASSERT_TRUE(f.has_value()) << name;
+      Tensor in =
+          v.floats.empty() ? Tensor::from_ints(x.shape, v.ints, v.dtype) : Tensor::empty(x.shape, x.dtype);
+      for (size_t i = 0; i < v.floats.size(); ++i) in.set_from_double(int64_t(i), v.floats[i]);
+      auto jit = codegen::JitModule::create({tir::lower_for_build(*f)});
+      Tensor want = run1(op, {in}, attrs);
+      Tensor got = Tensor::empty(want.shape(), want.dtype());
+      jit->run(name, {in.raw(), got.raw()});
+      EXPECT_TRUE(got.bitwise_equal(want))
+          << name << ": " << got.get_as_double(0) << " vs " << want.get_as_double(0);
+    }
 }
 
 // quantize on the values where rounding and clamping decide: quotients

@@ -92,6 +92,7 @@ class CollectLoads : public Visitor {
 
 Expr reduce_init(ReduceKind kind, DataType t) {
   if (kind == ReduceKind::Sum) return t.is_float() ? float_imm(0.0, t) : int_imm(0, t);
+  if (kind == ReduceKind::Prod) return t.is_float() ? float_imm(1.0, t) : int_imm(1, t);
   if (t.is_float()) return float_imm(-std::numeric_limits<double>::infinity(), t);
   if (t.is_uint()) return int_imm(0, t);
   return int_imm(t.bits >= 64 ? std::numeric_limits<int64_t>::min() : -(int64_t(1) << (t.bits - 1)), t);
@@ -404,6 +405,8 @@ Stmt Lowering::nest(size_t i) {
       value = add(old, value);
     } else if (kind == ReduceKind::Max) {
       value = tir::max(old, value);
+    } else if (kind == ReduceKind::Prod) {
+      value = mul(old, value);
     } else {
       // NanMax: max(v, old) is old when either is NaN (x86's vmaxps v, old),
       // so a NaN maximum stays; a NaN v replaces it. LLVM selects a compare,

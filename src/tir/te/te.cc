@@ -74,6 +74,9 @@ Reduction max(Expr value, std::vector<IterVar> axes) {
 Reduction nan_max(Expr value, std::vector<IterVar> axes) {
   return Reduction{ReduceKind::NanMax, std::move(value), std::move(axes)};
 }
+Reduction prod(Expr value, std::vector<IterVar> axes) {
+  return Reduction{ReduceKind::Prod, std::move(value), std::move(axes)};
+}
 
 Expr TensorNode::operator()(const std::vector<Expr>& indices) const {
   if (indices.size() != shape.size())

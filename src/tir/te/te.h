@@ -53,7 +53,7 @@ IterVar reduce_axis(int64_t extent, const std::string& name);
 
 // NanMax: a float maximum that a NaN wins, whichever element holds it
 // (Max keeps the other operand of a comparison with NaN).
-enum class ReduceKind : uint8_t { None, Sum, Max, NanMax };
+enum class ReduceKind : uint8_t { None, Sum, Max, NanMax, Prod };
 
 // The value of a reduction: `combiner` over `axes` of `value`.
 struct Reduction {
@@ -64,6 +64,7 @@ struct Reduction {
 Reduction sum(Expr value, std::vector<IterVar> axes);
 Reduction max(Expr value, std::vector<IterVar> axes);
 Reduction nan_max(Expr value, std::vector<IterVar> axes);
+Reduction prod(Expr value, std::vector<IterVar> axes);
 
 struct TensorNode : std::enable_shared_from_this<TensorNode> {
   std::string name;
