@@ -6,8 +6,9 @@
 //
 // As in the reference kernels (src/op/reduce.cc): float sums accumulate in
 // float64 and round once; max and min keep NaN; softmax subtracts the
-// maximum before exp. Integer means (which round half away from zero) and
-// products of 8-bit integers stay on the reference kernels.
+// maximum before exp; integer means round half away from zero. Means of
+// int64 and sums and products of 8-bit integers stay on the reference
+// kernels.
 #include <cmath>
 #include <limits>
 
@@ -179,15 +180,31 @@ te::Tensor reduce_rows(const LowerContext& c, const Shape& operand, F&& term, R&
       [&](const te::Axes& i) -> te::Reduction { return reduce((*partial)(row(i, rp)), {rp}); }, name);
 }
 
+// The int64 quotient sum / count (count > 0) rounded half away from zero:
+// the truncated quotient, one step away from zero when twice the
+// remainder's magnitude reaches count.
+Expr rounded_quotient(const Expr& sum, int64_t count) {
+  const tir::DataType i64 = tir::DataType::int64();
+  const Expr n = tir::int_imm(count, i64);
+  Expr q = tir::div(sum, n), r = tir::mod(sum, n);
+  Expr magnitude = tir::select(tir::lt(r, tir::int_imm(0, i64)), tir::sub(tir::int_imm(0, i64), r), r);
+  Expr away = tir::select(tir::lt(sum, tir::int_imm(0, i64)), tir::int_imm(-1, i64), tir::int_imm(1, i64));
+  return tir::select(tir::binary(tir::BinaryOp::GE, tir::mul(magnitude, tir::int_imm(2, i64)), n),
+                     tir::add(q, away), q);
+}
+
 // sum (or mean) of x: floats in float64.
 Lowered sum_or_mean(const LowerContext& c, bool mean) {
   const te::Tensor& x = c.inputs[0];
   tir::DataType t = x->dtype;
-  if (mean && !t.is_float()) return unsupported("integer mean (rounds half away from zero)");
-  if (!t.is_float() && t.bits < 32) return unsupported("sum of " + tir::dtype_str(t));
+  // An integer mean sums exactly in int64 (int32 elements; the reference
+  // sums int64 in 128 bits) and rounds half away from zero.
+  const bool int_mean = mean && !t.is_float();
+  if (int_mean && t.bits > 32) return unsupported("mean of " + tir::dtype_str(t) + " (sums beyond 64 bits)");
+  if (!t.is_float() && t.bits < 32 && !int_mean) return unsupported("sum of " + tir::dtype_str(t));
   ReduceSetup s = setup(c);
   if (s.count == 0 && mean) return unsupported("mean of zero elements");
-  tir::DataType acc = t.is_float() ? tir::DataType::float_(64) : t;
+  tir::DataType acc = t.is_float() ? tir::DataType::float_(64) : int_mean ? tir::DataType::int64() : t;
   te::Tensor sum;
   auto term = [&](const std::vector<Expr>& idx) { return tir::cast(acc, (*x)(idx)); };
   if (partials_of(c, s)) {
@@ -212,6 +229,7 @@ Lowered sum_or_mean(const LowerContext& c, bool mean) {
       c.out[0].shape,
       [&](const te::Axes& i) {
         Expr v = (*sum)(i);
+        if (int_mean) return tir::cast(t, rounded_quotient(v, s.count));
         if (mean) v = tir::div(v, constant(double(s.count), acc));
         return tir::cast(t, v);
       },

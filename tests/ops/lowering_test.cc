@@ -457,7 +457,18 @@ const std::map<std::string, CaseGen>& generators() {
        [](Lcg& r) {
          return reduce_cases(r, {DType::Float32, DType::Int32, DType::Int64});
        }},
-      {"mean", [](Lcg& r) { return reduce_cases(r, kFloat); }},
+      // Integer means on values from few integers: exact halves, both signs.
+      {"mean",
+       [](Lcg& r) {
+         std::vector<Case> cases = reduce_cases(r, {DType::Float32, DType::Int32});
+         for (int64_t n : {2, 4})
+           cases.push_back(
+               {{typed({16, n}, DType::Int32)}, Attrs{{"axis", std::vector<int64_t>{1}}}, {{-3, 3}}});
+         cases.push_back({{typed({6, 7}, DType::Int32)},
+                          Attrs{{"axis", std::vector<int64_t>{1}}},
+                          {{-1000000000, 1000000000}}});
+         return cases;
+       }},
       {"max",
        [](Lcg& r) {
          return reduce_cases(r, {DType::Float32, DType::Int32, DType::Int8});
