@@ -207,8 +207,9 @@ te::Tensor copy_of(const te::Tensor& t, const std::string& name) {
       t->shape, [&](const te::Axes& i) { return (*t)(i); }, name);
 }
 
-// The check of the index at `at` (its position in `shape`) of `indices`
-// against [-size, size): a failure names op, index, position, axis and size.
+// The check of the element at `at` of `indices` (the buffer of
+// check.indices) against [-size, size): a failure names the op, the index,
+// its row-major position in the indices, the axis and its size.
 tir::Stmt index_check(const IndexCheck& check, const tir::Buffer& indices, const std::vector<tir::Expr>& at,
                       int axis, int64_t size) {
   const auto i64 = tir::DataType::int64();

@@ -1,7 +1,7 @@
 // Tensor expressions and schedules: the C++ API that writes prim functions.
 //
 // A tensor is a placeholder (an input) or a compute: a shape and an
-// expression per element, optionally a reduction (sum or max) over reduce
+// expression per element, optionally a reduction (sum, max or product) over reduce
 // axes. A schedule decides how each tensor's loops run (split, fuse,
 // reorder, vectorize, unroll, parallel), where a tensor lives (set_scope,
 // cache_read/cache_write copy through a buffer of another scope) and where
@@ -52,7 +52,8 @@ struct IterVar {
 IterVar reduce_axis(int64_t extent, const std::string& name);
 
 // NanMax: a float maximum that a NaN wins, whichever element holds it
-// (Max keeps the other operand of a comparison with NaN).
+// (Max keeps the other operand of a comparison with NaN). Prod: a product
+// (from 1).
 enum class ReduceKind : uint8_t { None, Sum, Max, NanMax, Prod };
 
 // The value of a reduction: `combiner` over `axes` of `value`.
