@@ -7,8 +7,10 @@
 // maximum, minimum, clip and the activations keep NaN; integers wrap;
 // float -> integer casts truncate, saturate and send NaN to 0. Floats
 // compute in float32 where the reference computes in double, so results
-// agree to float rounding. Integer division, integer power and the
-// remainders stay on the reference kernels (they check for division by zero).
+// agree to float rounding. Integer remainders check their divisors for 0
+// first (a DivisorCheck: mod and fmod are opaque kernels, so the divisor is
+// a kernel input); integer division, integer power and float remainders
+// stay on the reference kernels.
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -179,6 +181,30 @@ Lowered divide(const LowerContext& c) {
   return binary(c, [](Expr a, Expr b) { return tir::div(a, b); });
 }
 
+// mod (the floored remainder: the divisor's sign) and fmod (the truncated
+// one: the dividend's) of integers, after a check that no divisor is 0
+// (the reference kernel's error). A divisor of -1 leaves remainder 0; it
+// divides by 1 instead (INT_MIN % -1 traps on x86). Float remainders stay
+// on the reference kernels: there is no exact vector fmod here.
+Lowered remainder(const LowerContext& c, bool floored) {
+  if (is_float_input(c)) return unsupported("float " + c.op + " (no exact vector fmod)");
+  const tir::DataType t = elem(c.inputs[0]);
+  Lowered r = binary(c, [&](Expr a, Expr b) {
+    Expr zero = constant(0, t);
+    Expr divisor = t.is_uint() ? b : tir::select(tir::eq(b, constant(-1, t)), constant(1, t), b);
+    Expr rem = tir::mod(a, divisor);
+    if (!floored || t.is_uint()) return rem;
+    Expr other_sign = tir::binary(tir::BinaryOp::NE, tir::lt(rem, zero), tir::lt(b, zero));
+    return tir::select(tir::binary(tir::BinaryOp::And, tir::binary(tir::BinaryOp::NE, rem, zero), other_sign),
+                       tir::add(rem, b), rem);
+  });
+  r.divisor_checks.push_back({c.inputs[1], c.op + ": integer division by zero"});
+  return r;
+}
+
+Lowered mod(const LowerContext& c) { return remainder(c, true); }
+Lowered fmod(const LowerContext& c) { return remainder(c, false); }
+
 Lowered power(const LowerContext& c) {
   if (!is_float_input(c)) return unsupported("integer power");
   return binary(c, [](Expr a, Expr b) { return tir::call_intrinsic(tir::Intrinsic::Pow, {a, b}); });
@@ -257,6 +283,8 @@ void register_elementwise_lowerings(LoweringTable& t) {
   t.add("multiply", E, multiply);
   t.add("divide", E, divide);
   t.add("power", E, power);
+  t.add("mod", OpPattern::Opaque, mod);
+  t.add("fmod", OpPattern::Opaque, fmod);
   t.add("maximum", E, maximum);
   t.add("minimum", E, minimum);
   t.add("nn.relu", E, relu);

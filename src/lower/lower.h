@@ -73,6 +73,14 @@ struct IndexCheck {
   std::vector<int64_t> sizes;
 };
 
+// A divisor (a kernel parameter) checked to hold no zero before the kernel
+// computes anything: a zero fails the kernel with `message`, the
+// reference kernel's (KilnBackendCheckFailed).
+struct DivisorCheck {
+  te::Tensor divisor;
+  std::string message;
+};
+
 // The outputs, one per op output, or the reason the instance is not lowered.
 struct Lowered {
   std::vector<te::Tensor> outputs;
@@ -87,6 +95,7 @@ struct Lowered {
   // Reductions of several stages computed row by row (softmax).
   std::vector<schedule::RowTile> rows;
   std::vector<IndexCheck> index_checks;
+  std::vector<DivisorCheck> divisor_checks;
 };
 Lowered unsupported(std::string reason);
 Lowered lowered(std::vector<te::Tensor> outputs, std::vector<te::Tensor> materialized = {});

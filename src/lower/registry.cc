@@ -24,10 +24,10 @@ const char* op_pattern_name(OpPattern p) {
   return "?";
 }
 
-Lowered unsupported(std::string reason) { return Lowered{{}, std::move(reason), {}, {}, {}, {}, {}}; }
+Lowered unsupported(std::string reason) { return Lowered{{}, std::move(reason), {}, {}, {}, {}, {}, {}}; }
 
 Lowered lowered(std::vector<te::Tensor> outputs, std::vector<te::Tensor> materialized) {
-  return Lowered{std::move(outputs), "", std::move(materialized), {}, {}, {}, {}};
+  return Lowered{std::move(outputs), "", std::move(materialized), {}, {}, {}, {}, {}};
 }
 
 Lowered tiled(te::Tensor y, int row, int col, std::vector<te::Tensor> materialized, te::Tensor window,
@@ -225,39 +225,62 @@ tir::Stmt index_check(const IndexCheck& check, const tir::Buffer& indices, const
       tir::if_then_else(outside, tir::seq({tir::evaluate(report), tir::return_stmt(tir::int_imm(-1))})));
 }
 
-// `f` with the checks of `checks` first: a loop over each one's indices
-// (kernel parameter `param`) that fails the kernel at the first index
-// outside its range, in the order of the indices.
-tir::PrimFunc with_index_checks(const tir::PrimFunc& f,
-                                const std::vector<std::pair<IndexCheck, size_t>>& checks) {
+// A loop nest over every element of `shape` around body(element).
+template <typename F>
+tir::Stmt over_elements(const Shape& shape, size_t looped, F&& body) {
+  std::vector<tir::Var> vars;
+  std::vector<tir::Expr> at;
+  for (size_t d = 0; d < looped; ++d) {
+    vars.push_back(tir::make_var("p" + std::to_string(d)));
+    at.push_back(vars.back());
+  }
+  tir::Stmt loop = body(at);
+  for (size_t d = looped; d-- > 0;)
+    loop = tir::for_loop(vars[d], tir::int_imm(0), tir::int_imm(shape[d]), tir::ForKind::Serial, loop);
+  return loop;
+}
+
+// The kernel's input checks: the gathers' indices and the divisors, each
+// a kernel parameter (its position in the parameters with it).
+struct InputChecks {
+  std::vector<std::pair<IndexCheck, size_t>> indices;
+  std::vector<std::pair<DivisorCheck, size_t>> divisors;
+  bool empty() const { return indices.empty() && divisors.empty(); }
+};
+
+// `f` with `checks` first: a loop over each one's tensor that fails the
+// kernel at the first index outside its range (in the order of the
+// indices) or the first zero divisor.
+tir::PrimFunc with_input_checks(const tir::PrimFunc& f, const InputChecks& checks) {
   if (checks.empty()) return f;
   std::vector<tir::Stmt> body;
-  for (const auto& [check, param] : checks) {
+  for (const auto& [check, param] : checks.divisors) {
+    const tir::Buffer& divisor = f->params.at(param).buffer;
+    const Shape& shape = check.divisor->shape;
+    body.push_back(over_elements(shape, shape.size(), [&](const std::vector<tir::Expr>& at) {
+      tir::Expr d = tir::load(divisor, at);
+      tir::Expr report = tir::call_extern(tir::DataType::int32(), "KilnBackendCheckFailed",
+                                          {tir::string_imm(check.message)});
+      return tir::if_then_else(tir::eq(d, constant(0, d->dtype)),
+                               tir::seq({tir::evaluate(report), tir::return_stmt(tir::int_imm(-1))}));
+    }));
+  }
+  for (const auto& [check, param] : checks.indices) {
     const tir::Buffer& indices = f->params.at(param).buffer;
     const Shape& shape = check.indices->shape;
     const bool tuples = check.sizes.size() > 1;
     // Loops over every axis, or all but the last (the tuples' positions).
     const size_t looped = tuples ? shape.size() - 1 : shape.size();
-    std::vector<tir::Var> vars;
-    std::vector<tir::Expr> at;
-    for (size_t d = 0; d < looped; ++d) {
-      vars.push_back(tir::make_var("p" + std::to_string(d)));
-      at.push_back(vars.back());
-    }
-    std::vector<tir::Stmt> checked;
-    if (!tuples) {
-      checked.push_back(index_check(check, indices, at, check.axis, check.sizes.at(0)));
-    } else {
+    body.push_back(over_elements(shape, looped, [&](const std::vector<tir::Expr>& at) {
+      if (!tuples) return index_check(check, indices, at, check.axis, check.sizes.at(0));
+      std::vector<tir::Stmt> checked;
       for (size_t j = 0; j < check.sizes.size(); ++j) {
         std::vector<tir::Expr> element = at;
         element.push_back(tir::int_imm(int64_t(j)));
         checked.push_back(index_check(check, indices, element, check.axis + int(j), check.sizes[j]));
       }
-    }
-    tir::Stmt loop = checked.size() == 1 ? checked[0] : tir::seq(std::move(checked));
-    for (size_t d = looped; d-- > 0;)
-      loop = tir::for_loop(vars[d], tir::int_imm(0), tir::int_imm(shape[d]), tir::ForKind::Serial, loop);
-    body.push_back(loop);
+      return tir::seq(std::move(checked));
+    }));
   }
   if (f->body->kind == tir::StmtKind::Seq) {
     const auto& stmts = static_cast<const tir::SeqNode&>(*f->body).stmts;
@@ -298,7 +321,7 @@ std::optional<tir::PrimFunc> lower_kernel(const KernelSpec& spec, std::string* w
   std::vector<schedule::AnchorTile> anchors;
   std::vector<schedule::TransposeTile> transposes;
   std::vector<schedule::RowTile> rows;
-  std::vector<std::pair<IndexCheck, size_t>> index_checks;  // with the parameter they read
+  InputChecks checks;
   for (size_t k = 0; k < spec.ops.size(); ++k) {
     const KernelOp& op = spec.ops[k];
     const OpLowering* l = lowerings().find(op.op);
@@ -328,13 +351,26 @@ std::optional<tir::PrimFunc> lower_kernel(const KernelSpec& spec, std::string* w
     anchors.insert(anchors.end(), r.anchors.begin(), r.anchors.end());
     transposes.insert(transposes.end(), r.transposes.begin(), r.transposes.end());
     rows.insert(rows.end(), r.rows.begin(), r.rows.end());
+    auto param_of = [&](const te::Tensor& t) -> std::optional<size_t> {
+      auto p = std::find(params.begin(), params.end(), t);
+      if (p == params.end()) return std::nullopt;
+      return size_t(p - params.begin());
+    };
     for (const IndexCheck& check : r.index_checks) {
-      auto p = std::find(params.begin(), params.end(), check.indices);
-      if (p == params.end()) {
+      auto p = param_of(check.indices);
+      if (!p) {
         if (why) *why = op.op + "'s indices are computed in the same kernel (they must be one of its inputs)";
         return std::nullopt;
       }
-      index_checks.push_back({check, size_t(p - params.begin())});
+      checks.indices.push_back({check, *p});
+    }
+    for (const DivisorCheck& check : r.divisor_checks) {
+      auto p = param_of(check.divisor);
+      if (!p) {
+        if (why) *why = op.op + "'s divisor is computed in the same kernel (it must be one of its inputs)";
+        return std::nullopt;
+      }
+      checks.divisors.push_back({check, *p});
     }
     results.push_back(std::move(r.outputs));
   }
@@ -361,7 +397,7 @@ std::optional<tir::PrimFunc> lower_kernel(const KernelSpec& spec, std::string* w
   if (!cpu.scratchpad_bytes) {
     te::Schedule s = make_schedule();
     schedule::apply_default_schedule(s, anchors, transposes, rows, cpu);
-    return with_index_checks(te::lower(s, args, spec.name), index_checks);
+    return with_input_checks(te::lower(s, args, spec.name), checks);
   }
   // A scratchpad target: the largest tiles whose working set fits half the
   // scratchpad (the other half is left for double buffering and other kernels' tiles).
@@ -377,7 +413,7 @@ std::optional<tir::PrimFunc> lower_kernel(const KernelSpec& spec, std::string* w
       return std::nullopt;
     }
     smallest = tir::scratchpad_peak_bytes(*f);
-    if (smallest <= cpu.scratchpad_bytes / 2) return with_index_checks(f, index_checks);
+    if (smallest <= cpu.scratchpad_bytes / 2) return with_input_checks(f, checks);
   }
   if (why)
     *why = "its working set cannot be tiled into VTCM: the smallest tiles need " + std::to_string(smallest) +

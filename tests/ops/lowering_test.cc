@@ -228,6 +228,15 @@ std::vector<Case> resize_cases(Lcg&) {
   return cases;
 }
 
+std::vector<Case> remainder_cases(Lcg&) {
+  return std::vector<Case>{
+      {{typed({4, 9}, DType::Int32), typed({4, 9}, DType::Int32)}, {}, {{-50, 50}, {1, 7}}},
+      {{typed({4, 9}, DType::Int32), typed({4, 9}, DType::Int32)}, {}, {{-50, 50}, {-7, -1}}},
+      {{typed({3, 40}, DType::Int8), typed({40}, DType::Int8)}, {}, {{-128, 127}, {-128, -1}}},
+      {{typed({2, 33}, DType::UInt8), typed({1}, DType::UInt8)}, {}, {{0, 255}, {1, 9}}},
+      {{typed({5, 6}, DType::Int64), typed({5, 6}, DType::Int64)}, {}, {{-1000, 1000}, {3, 30}}}};
+}
+
 // Ties (values from a few integers) pick the first or, with
 // select_last_index, the last (NaNs and extremes:
 // ArgMaxAndArgMinPickAsTheReference).
@@ -597,6 +606,9 @@ const std::map<std::string, CaseGen>& generators() {
               Attrs{{"scale", 1e-3}, {"zero_point", int64_t{7}}},
               {{-1000000000, 1000000000}}}};
        }},
+      // Divisors of both signs (never 0: the reference fails), a broadcast one.
+      {"mod", remainder_cases},
+      {"fmod", remainder_cases},
       {"argmax", arg_cases},
       {"argmin", arg_cases},
       {"gather_nd",
@@ -624,8 +636,6 @@ const std::map<std::string, CaseGen>& generators() {
 // Ops that stay on their reference kernels, and why.
 const std::map<std::string, std::string>& not_lowered() {
   static const std::map<std::string, std::string> m = {
-      {"mod", "integer remainder checks division by zero"},
-      {"fmod", "integer remainder checks division by zero"},
       {"tan", "no tensor-IR intrinsic yet"},
       {"asin", "no tensor-IR intrinsic yet"},
       {"acos", "no tensor-IR intrinsic yet"},
@@ -929,6 +939,42 @@ TEST(Lowering, ArgMaxAndArgMinPickAsTheReference) {
       EXPECT_TRUE(got.bitwise_equal(want))
           << name << ": " << got.get_as_double(0) << " vs " << want.get_as_double(0);
     }
+}
+
+// Integer remainders check their divisors first: a 0 fails the kernel with
+// the reference kernel's message and leaves the output alone; a divisor of
+// -1 gives 0, INT_MIN's included (whose x86 remainder would trap).
+TEST(Lowering, RemaindersFailOnAZeroDivisorAsTheReference) {
+  const TensorDesc a{{6}, DType::Int32};
+  const int64_t int_min = std::numeric_limits<int32_t>::min();
+  for (const char* op : {"mod", "fmod"}) {
+    const Attrs attrs = normalize_attrs(op_named(op), {});
+    const std::string name = std::string(op) + "_checked";
+    auto f = lower_op(name, op, {a, a}, attrs, schedule::host_cpu_target());
+    ASSERT_TRUE(f.has_value()) << op;
+    auto jit = codegen::JitModule::create({tir::lower_for_build(*f)});
+    Tensor x = Tensor::from_ints({6}, {int_min, -7, 7, -7, 7, int_min}, DType::Int32);
+    Tensor y = Tensor::from_ints({6}, {-1, 2, -2, -2, 3, 7}, DType::Int32);
+    Tensor got = Tensor::empty({6}, DType::Int32);
+    jit->run(name, {x.raw(), y.raw(), got.raw()});
+    EXPECT_TRUE(got.bitwise_equal(run1(op, {x, y}, attrs))) << op;
+    Tensor zero = Tensor::from_ints({6}, {1, 2, 0, 4, 5, 6}, DType::Int32);
+    std::string want;
+    try {
+      run1(op, {x, zero}, attrs);
+    } catch (const Error& e) {
+      want = e.message();
+    }
+    EXPECT_EQ(want, std::string(op) + ": integer division by zero");
+    for (int64_t i = 0; i < 6; ++i) got.data<int32_t>()[i] = 77;
+    try {
+      jit->run(name, {x.raw(), zero.raw(), got.raw()});
+      ADD_FAILURE() << op << ": a zero divisor was accepted";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.message(), "@" + name + " failed (code -1): " + want);
+    }
+    for (int64_t i = 0; i < 6; ++i) EXPECT_EQ(got.data<int32_t>()[i], 77) << i;
+  }
 }
 
 // quantize on the values where rounding and clamping decide: quotients
