@@ -351,27 +351,21 @@ std::optional<tir::PrimFunc> lower_kernel(const KernelSpec& spec, std::string* w
     anchors.insert(anchors.end(), r.anchors.begin(), r.anchors.end());
     transposes.insert(transposes.end(), r.transposes.begin(), r.transposes.end());
     rows.insert(rows.end(), r.rows.begin(), r.rows.end());
-    auto param_of = [&](const te::Tensor& t) -> std::optional<size_t> {
-      auto p = std::find(params.begin(), params.end(), t);
-      if (p == params.end()) return std::nullopt;
-      return size_t(p - params.begin());
+    // Each check reads a kernel input: the check with that input's position.
+    auto place = [&](const auto& list, auto tensor, const std::string& what, auto& out) {
+      for (const auto& check : list) {
+        auto p = std::find(params.begin(), params.end(), check.*tensor);
+        if (p == params.end()) {
+          if (why) *why = op.op + "'s " + what + " computed in the same kernel (checks read kernel inputs)";
+          return false;
+        }
+        out.push_back({check, size_t(p - params.begin())});
+      }
+      return true;
     };
-    for (const IndexCheck& check : r.index_checks) {
-      auto p = param_of(check.indices);
-      if (!p) {
-        if (why) *why = op.op + "'s indices are computed in the same kernel (they must be one of its inputs)";
-        return std::nullopt;
-      }
-      checks.indices.push_back({check, *p});
-    }
-    for (const DivisorCheck& check : r.divisor_checks) {
-      auto p = param_of(check.divisor);
-      if (!p) {
-        if (why) *why = op.op + "'s divisor is computed in the same kernel (it must be one of its inputs)";
-        return std::nullopt;
-      }
-      checks.divisors.push_back({check, *p});
-    }
+    if (!place(r.index_checks, &IndexCheck::indices, "indices are", checks.indices) ||
+        !place(r.divisor_checks, &DivisorCheck::divisor, "divisor is", checks.divisors))
+      return std::nullopt;
     results.push_back(std::move(r.outputs));
   }
   std::vector<te::Tensor> outputs;

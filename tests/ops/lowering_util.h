@@ -39,10 +39,20 @@ inline std::optional<tir::PrimFunc> lower_op(const std::string& name, const std:
   return lower::lower_kernel(lower::single_op_kernel(name, op, in, out, attrs), nullptr, cpu);
 }
 
-// Kernel `f` (named `name`), JIT-compiled and run on `inputs`, matches the
-// reference kernel of `op` element by element within `tolerance`.
-inline void expect_matches_reference(const tir::PrimFunc& f, const std::string& name, const std::string& op,
-                                     std::vector<Tensor> inputs, const Attrs& attrs, double tolerance) {
+// The CPUs a case is scheduled for: this one and, on an AVX-512 machine,
+// also AVX2 (16 registers of 8 float32 lanes: other tiles, blocks and
+// tails), so both schedules are checked wherever the test runs.
+inline std::vector<schedule::CpuTarget> schedule_targets() {
+  std::vector<schedule::CpuTarget> targets = {schedule::host_cpu_target()};
+  if (targets[0].vector_bytes > 32) targets.push_back({32, 16});
+  return targets;
+}
+
+// Kernel `f` (named `name`) of the one-output op `op`, JIT-compiled and run
+// on `inputs`, and the reference kernel on them: {compiled, reference}.
+inline std::pair<Tensor, Tensor> compiled_and_reference(const tir::PrimFunc& f, const std::string& name,
+                                                        const std::string& op, std::vector<Tensor> inputs,
+                                                        const Attrs& attrs) {
   auto jit = codegen::JitModule::create({tir::lower_for_build(f)});
   Tensor want = run1(op, inputs, attrs);
   Tensor got = Tensor::empty(want.shape(), want.dtype());
@@ -50,6 +60,26 @@ inline void expect_matches_reference(const tir::PrimFunc& f, const std::string& 
   for (Tensor& t : inputs) args.push_back(t.raw());
   args.push_back(got.raw());
   jit->run(name, args);
+  return {got, want};
+}
+
+// The same for `op` lowered for `cpu` on the inputs' types and shapes;
+// a kiln::Error when it is not lowered.
+inline std::pair<Tensor, Tensor> compiled_and_reference(
+    const std::string& name, const std::string& op, std::vector<Tensor> inputs, const Attrs& attrs,
+    const schedule::CpuTarget& cpu = schedule::host_cpu_target()) {
+  std::vector<TensorDesc> in;
+  for (const Tensor& t : inputs) in.push_back({t.shape(), t.dtype()});
+  auto f = lower_op(name, op, in, attrs, cpu);
+  if (!f) throw Error(op + " (" + name + ") was not lowered");
+  return compiled_and_reference(*f, name, op, std::move(inputs), attrs);
+}
+
+// Kernel `f` (named `name`), JIT-compiled and run on `inputs`, matches the
+// reference kernel of `op` element by element within `tolerance`.
+inline void expect_matches_reference(const tir::PrimFunc& f, const std::string& name, const std::string& op,
+                                     std::vector<Tensor> inputs, const Attrs& attrs, double tolerance) {
+  auto [got, want] = compiled_and_reference(f, name, op, std::move(inputs), attrs);
   for (int64_t i = 0; i < want.numel(); ++i)
     ASSERT_NEAR(got.get_as_double(i), want.get_as_double(i), tolerance) << name << " element " << i;
 }

@@ -1,6 +1,7 @@
 // Reductions lowered as kernels (src/lower/reduce.cc): the stages sums,
 // means, maxima and minima take, checked in the printed tensor IR and by
-// values against the reference kernels, NaN for NaN.
+// values against the reference kernels, NaN for NaN; argmax and argmin on
+// the values where picking is delicate.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -232,6 +233,54 @@ TEST(Lowering, MaxAndMinKeepNaNInOnePass) {
           }
         }
       }
+    }
+  }
+}
+
+// argmax and argmin over values where picking is delicate: NaNs (which
+// win, the first or last of them), signed zeros (equal), infinities, and
+// integers at their type's extremes (argmin's ~x must not overflow); the
+// compiled positions equal the reference kernel's, and so do max and min.
+TEST(ReduceLowering, ArgMaxAndArgMinPickAsTheReference) {
+  const double nan = std::numeric_limits<double>::quiet_NaN(), inf = std::numeric_limits<double>::infinity();
+  const int64_t lo = std::numeric_limits<int64_t>::min(), hi = std::numeric_limits<int64_t>::max();
+  struct Values {
+    DType dtype;
+    std::vector<double> floats;
+    std::vector<int64_t> ints;
+  };
+  const std::vector<Values> rows = {
+      {DType::Float32, {1, nan, 3, nan, -inf, 2}, {}},
+      {DType::Float32, {-0.0, 0.0, -0.0, -inf, inf, -inf}, {}},
+      {DType::Float32, {2, 2, -1, -1, 0.5, 2}, {}},
+      {DType::Int64, {}, {lo, hi, 0, hi, lo, -1}},
+      {DType::Int8, {}, {-128, 127, -128, 5, 127, 0}},
+      {DType::UInt8, {}, {255, 0, 255, 0, 7, 1}},
+  };
+  // The row of `v` as a (1, 6) tensor of its dtype.
+  auto row = [](const Values& v) {
+    if (v.floats.empty()) return Tensor::from_ints({1, 6}, v.ints, v.dtype);
+    Tensor t = Tensor::empty({1, 6}, v.dtype);
+    for (size_t i = 0; i < v.floats.size(); ++i) t.set_from_double(int64_t(i), v.floats[i]);
+    return t;
+  };
+  for (const Values& v : rows) {
+    const std::string at = std::to_string(&v - rows.data());
+    for (const char* op : {"argmax", "argmin"})
+      for (int64_t last : {0, 1}) {
+        const Attrs attrs =
+            normalize_attrs(op_named(op), Attrs{{"axis", int64_t{1}}, {"select_last_index", last}});
+        const std::string name = std::string(op) + "_" + at + "_" + std::to_string(last);
+        auto [got, want] = compiled_and_reference(name, op, {row(v)}, attrs);
+        EXPECT_EQ(got.data<int64_t>()[0], want.data<int64_t>()[0]) << name;
+      }
+    // max and min of the same rows (min of integers is ~max(~x)).
+    for (const char* op : {"max", "min"}) {
+      const Attrs attrs = normalize_attrs(op_named(op), Attrs{{"axis", std::vector<int64_t>{1}}});
+      const std::string name = std::string(op) + "_" + at;
+      auto [got, want] = compiled_and_reference(name, op, {row(v)}, attrs);
+      EXPECT_TRUE(got.bitwise_equal(want))
+          << name << ": " << got.get_as_double(0) << " vs " << want.get_as_double(0);
     }
   }
 }

@@ -1,0 +1,127 @@
+// Compiled ops on the inputs where they must fail or where one value
+// decides (src/lower/shape.cc, elementwise.cc, quant.cc): gathers given an
+// index out of range and integer remainders given a zero divisor fail the
+// kernel with the reference kernel's message before touching the output
+// (IndexCheck, DivisorCheck), and quantize rounds and clamps as the
+// reference does. Random cases of the same ops: lowering_test.cc.
+#include <gtest/gtest.h>
+
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "codegen/codegen.h"
+#include "lower/lower.h"
+#include "lowering_util.h"
+#include "op_test_util.h"
+#include "tir/transform/passes.h"
+
+namespace kiln::testing {
+namespace {
+
+// A compiled take, gather_elements or gather_nd checks every index before it reads
+// anything: one outside [-size, size) fails the kernel with the reference
+// kernel's message, and the output is left as it was.
+TEST(CheckedLowering, GathersFailOnAnIndexOutOfRangeAsTheReference) {
+  struct Case {
+    const char* op;
+    Shape indices, out;
+  };
+  const TensorDesc x = f32({2, 5, 3});
+  for (const Case& c : {Case{"take", {2, 2}, {2, 2, 2, 3}}, Case{"gather_elements", {2, 2, 1}, {2, 2, 1}},
+                        Case{"gather_nd", {2, 2}, {2, 3}}}) {
+    const TensorDesc indices{c.indices, DType::Int64};
+    const bool nd = std::string(c.op) == "gather_nd";  // tuples (index 2 selects along axis 0)
+    const Attrs attrs = normalize_attrs(op_named(c.op), nd ? Attrs{} : Attrs{{"axis", int64_t{1}}});
+    for (const schedule::CpuTarget& cpu : schedule_targets()) {
+      const std::string name = std::string(c.op) + "_checked_" + std::to_string(cpu.vector_bytes);
+      auto f = lower_op(name, c.op, {x, indices}, attrs, cpu);
+      ASSERT_TRUE(f.has_value()) << c.op;
+      auto jit = codegen::JitModule::create({tir::lower_for_build(*f)});
+      for (int64_t bad : {int64_t{5}, int64_t{-6}, int64_t{1} << 40}) {
+        Lcg r(3);
+        std::vector<Tensor> inputs = {random_input(x, {-2, 2}, r),
+                                      Tensor::from_ints(indices.shape, {0, -5, bad, 4})};
+        std::string want;
+        try {
+          run1(c.op, inputs, attrs);
+        } catch (const Error& e) {
+          want = e.message();
+        }
+        ASSERT_NE(
+            want.find(std::string(c.op) + ": index " + std::to_string(bad) + " (at position 2 of indices)"),
+            std::string::npos)
+            << want;
+        Tensor got = Tensor::empty(c.out, DType::Float32);
+        for (int64_t i = 0; i < got.numel(); ++i) got.set_from_double(i, 77);
+        std::vector<void*> args = {inputs[0].raw(), inputs[1].raw(), got.raw()};
+        try {
+          jit->run(name, args);
+          ADD_FAILURE() << c.op << ": index " << bad << " was accepted";
+        } catch (const Error& e) {
+          EXPECT_EQ(e.message(), "@" + name + " failed (code -1): " + want);
+        }
+        for (int64_t i = 0; i < got.numel(); ++i) ASSERT_EQ(got.get_as_double(i), 77) << "element " << i;
+      }
+    }
+  }
+}
+
+// Integer remainders check their divisors first: a 0 fails the kernel with
+// the reference kernel's message and leaves the output alone; a divisor of
+// -1 gives 0, INT_MIN's included (whose x86 remainder would trap).
+TEST(CheckedLowering, RemaindersFailOnAZeroDivisorAsTheReference) {
+  const TensorDesc a{{6}, DType::Int32};
+  const int64_t int_min = std::numeric_limits<int32_t>::min();
+  for (const char* op : {"mod", "fmod"}) {
+    const Attrs attrs = normalize_attrs(op_named(op), {});
+    const std::string name = std::string(op) + "_checked";
+    auto f = lower_op(name, op, {a, a}, attrs, schedule::host_cpu_target());
+    ASSERT_TRUE(f.has_value()) << op;
+    auto jit = codegen::JitModule::create({tir::lower_for_build(*f)});
+    Tensor x = Tensor::from_ints({6}, {int_min, -7, 7, -7, 7, int_min}, DType::Int32);
+    Tensor y = Tensor::from_ints({6}, {-1, 2, -2, -2, 3, 7}, DType::Int32);
+    Tensor got = Tensor::empty({6}, DType::Int32);
+    jit->run(name, {x.raw(), y.raw(), got.raw()});
+    EXPECT_TRUE(got.bitwise_equal(run1(op, {x, y}, attrs))) << op;
+    Tensor zero = Tensor::from_ints({6}, {1, 2, 0, 4, 5, 6}, DType::Int32);
+    std::string want;
+    try {
+      run1(op, {x, zero}, attrs);
+    } catch (const Error& e) {
+      want = e.message();
+    }
+    EXPECT_EQ(want, std::string(op) + ": integer division by zero");
+    for (int64_t i = 0; i < 6; ++i) got.data<int32_t>()[i] = 77;
+    try {
+      jit->run(name, {x.raw(), zero.raw(), got.raw()});
+      ADD_FAILURE() << op << ": a zero divisor was accepted";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.message(), "@" + name + " failed (code -1): " + want);
+    }
+    for (int64_t i = 0; i < 6; ++i) EXPECT_EQ(got.data<int32_t>()[i], 77) << i;
+  }
+}
+
+// quantize on the values where rounding and clamping decide: quotients
+// exactly halfway (ties to even), NaN (the zero point), infinities and
+// values past the range (clamped); equal to the reference kernel's.
+TEST(CheckedLowering, QuantizeRoundsTiesToEvenAndClampsAsTheReference) {
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  const std::vector<float> values = {0.25f,  0.75f,   -0.25f, -0.75f, 1.25f,  nan,    inf,    -inf,
+                                     63.75f, -64.25f, 1e30f,  -0.0f,  127.7f, 62.25f, -1.25f, 2.75f};
+  const TensorDesc x = f32({16});
+  for (const char* out : {"int8", "uint8"})
+    for (int64_t zp : {int64_t{0}, int64_t{100}}) {
+      const Attrs attrs = normalize_attrs(
+          op_named("quantize"), Attrs{{"scale", 0.5}, {"zero_point", zp}, {"out_dtype", std::string(out)}});
+      const std::string name = std::string("quantize_") + out + "_" + std::to_string(zp);
+      auto [got, want] =
+          compiled_and_reference(name, "quantize", {Tensor::from_floats(x.shape, values)}, attrs);
+      for (int64_t i = 0; i < 16; ++i)
+        EXPECT_EQ(got.get_as_double(i), want.get_as_double(i)) << name << " of " << values[size_t(i)];
+    }
+}
+
+}  // namespace
+}  // namespace kiln::testing
