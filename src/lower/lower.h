@@ -21,6 +21,7 @@
 // prologues; an anchor (conv, matmul, pooling) takes injective epilogues.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -141,6 +142,8 @@ void register_image_lowerings(LoweringTable& t);     // image.cc: image.resize2d
 void register_layout_lowerings(LoweringTable& t);    // layout.cc: channel-blocked layouts and conv2d_blocked
 void register_winograd_lowerings(LoweringTable& t);  // conv_winograd.cc: nn.conv2d_winograd
 void register_quant_lowerings(LoweringTable& t);     // quant.cc: quantize, dequantize
+void register_scan_lowerings(LoweringTable& t);      // scan.cc: cumsum
+void register_scatter_lowerings(LoweringTable& t);   // scatter.cc: scatter_elements, scatter_nd
 
 // The pattern of `op`; Opaque when it has no definition.
 OpPattern pattern_of(std::string_view op);
@@ -211,5 +214,15 @@ tir::Expr linear_index(const std::vector<tir::Expr>& axes, const Shape& shape);
 std::vector<tir::Expr> unravel(tir::Expr linear, const Shape& shape);
 // Normalises a possibly negative axis of a rank-`rank` tensor.
 int64_t norm_axis(int64_t axis, size_t rank);
+// `position` (an index of int32 or int64 dtype) plus `size` when negative,
+// as an index of `dtype`.
+tir::Expr wrapped_index(const tir::Expr& position, int64_t size, tir::DataType dtype);
+// For extern statements (te::extern_compute): loops named PREFIX0,
+// PREFIX1, ... over `extents` (outermost first) around body(their
+// variables); the innermost loop of kind `innermost` (a rank-0 nest is
+// body({}) alone).
+tir::Stmt loop_nest(const Shape& extents, const std::string& prefix,
+                    const std::function<tir::Stmt(const std::vector<tir::Expr>&)>& body,
+                    tir::ForKind innermost = tir::ForKind::Serial);
 
 }  // namespace kiln::lower

@@ -78,6 +78,8 @@ const LoweringTable& lowerings() {
     register_layout_lowerings(t);
     register_winograd_lowerings(t);
     register_quant_lowerings(t);
+    register_scan_lowerings(t);
+    register_scatter_lowerings(t);
     return t;
   }();
   return table;
@@ -169,6 +171,28 @@ tir::Expr linear_index(const std::vector<tir::Expr>& axes, const Shape& shape) {
   return lin;
 }
 
+tir::Expr wrapped_index(const tir::Expr& position, int64_t size, tir::DataType dtype) {
+  tir::Expr wrapped = tir::select(tir::lt(position, constant(0, position->dtype)),
+                                  tir::add(position, constant(double(size), position->dtype)), position);
+  return tir::cast(dtype, wrapped);
+}
+
+tir::Stmt loop_nest(const Shape& extents, const std::string& prefix,
+                    const std::function<tir::Stmt(const std::vector<tir::Expr>&)>& body,
+                    tir::ForKind innermost) {
+  std::vector<tir::Var> vars;
+  std::vector<tir::Expr> at;
+  for (size_t d = 0; d < extents.size(); ++d) {
+    vars.push_back(tir::make_var(prefix + std::to_string(d)));
+    at.push_back(vars.back());
+  }
+  tir::Stmt loop = body(at);
+  for (size_t d = extents.size(); d-- > 0;)
+    loop = tir::for_loop(vars[d], tir::int_imm(0), tir::int_imm(extents[d]),
+                         d + 1 == extents.size() ? innermost : tir::ForKind::Serial, loop);
+  return loop;
+}
+
 std::vector<tir::Expr> unravel(tir::Expr linear, const Shape& shape) {
   std::vector<tir::Expr> idx(shape.size());
   for (size_t k = shape.size(); k-- > 0;) {
@@ -225,21 +249,6 @@ tir::Stmt index_check(const IndexCheck& check, const tir::Buffer& indices, const
       tir::if_then_else(outside, tir::seq({tir::evaluate(report), tir::return_stmt(tir::int_imm(-1))})));
 }
 
-// A loop nest over every element of `shape` around body(element).
-template <typename F>
-tir::Stmt over_elements(const Shape& shape, size_t looped, F&& body) {
-  std::vector<tir::Var> vars;
-  std::vector<tir::Expr> at;
-  for (size_t d = 0; d < looped; ++d) {
-    vars.push_back(tir::make_var("p" + std::to_string(d)));
-    at.push_back(vars.back());
-  }
-  tir::Stmt loop = body(at);
-  for (size_t d = looped; d-- > 0;)
-    loop = tir::for_loop(vars[d], tir::int_imm(0), tir::int_imm(shape[d]), tir::ForKind::Serial, loop);
-  return loop;
-}
-
 // The kernel's input checks: the gathers' indices and the divisors, each
 // a kernel parameter (its position in the parameters with it).
 struct InputChecks {
@@ -257,7 +266,7 @@ tir::PrimFunc with_input_checks(const tir::PrimFunc& f, const InputChecks& check
   for (const auto& [check, param] : checks.divisors) {
     const tir::Buffer& divisor = f->params.at(param).buffer;
     const Shape& shape = check.divisor->shape;
-    body.push_back(over_elements(shape, shape.size(), [&](const std::vector<tir::Expr>& at) {
+    body.push_back(loop_nest(shape, "p", [&](const std::vector<tir::Expr>& at) {
       tir::Expr d = tir::load(divisor, at);
       tir::Expr report = tir::call_extern(tir::DataType::int32(), "KilnBackendCheckFailed",
                                           {tir::string_imm(check.message)});
@@ -271,16 +280,19 @@ tir::PrimFunc with_input_checks(const tir::PrimFunc& f, const InputChecks& check
     const bool tuples = check.sizes.size() > 1;
     // Loops over every axis, or all but the last (the tuples' positions).
     const size_t looped = tuples ? shape.size() - 1 : shape.size();
-    body.push_back(over_elements(shape, looped, [&](const std::vector<tir::Expr>& at) {
-      if (!tuples) return index_check(check, indices, at, check.axis, check.sizes.at(0));
-      std::vector<tir::Stmt> checked;
-      for (size_t j = 0; j < check.sizes.size(); ++j) {
-        std::vector<tir::Expr> element = at;
-        element.push_back(tir::int_imm(int64_t(j)));
-        checked.push_back(index_check(check, indices, element, check.axis + int(j), check.sizes[j]));
-      }
-      return tir::seq(std::move(checked));
-    }));
+    body.push_back(loop_nest(Shape(shape.begin(), shape.begin() + std::ptrdiff_t(looped)), "p",
+                             [&](const std::vector<tir::Expr>& at) {
+                               if (!tuples)
+                                 return index_check(check, indices, at, check.axis, check.sizes.at(0));
+                               std::vector<tir::Stmt> checked;
+                               for (size_t j = 0; j < check.sizes.size(); ++j) {
+                                 std::vector<tir::Expr> element = at;
+                                 element.push_back(tir::int_imm(int64_t(j)));
+                                 checked.push_back(index_check(check, indices, element, check.axis + int(j),
+                                                               check.sizes[j]));
+                               }
+                               return tir::seq(std::move(checked));
+                             }));
   }
   if (f->body->kind == tir::StmtKind::Seq) {
     const auto& stmts = static_cast<const tir::SeqNode&>(*f->body).stmts;
@@ -378,10 +390,15 @@ std::optional<tir::PrimFunc> lower_kernel(const KernelSpec& spec, std::string* w
   }
   auto make_schedule = [&] {
     te::Schedule s(outputs);
+    // An extern statement reads its inputs from buffers.
+    std::set<const te::TensorNode*> read_whole;
+    for (const auto& st : s.stages())
+      for (const te::Tensor& x : st->tensor()->is_extern() ? st->tensor()->inputs : std::vector<te::Tensor>{})
+        read_whole.insert(x.get());
     for (const auto& st : s.stages()) {
       const te::TensorNode& t = *st->tensor();
-      if (!t.is_placeholder() && !st->is_output() && t.reduction.kind == te::ReduceKind::None &&
-          !materialized.count(&t))
+      if (!t.is_placeholder() && !t.is_extern() && !st->is_output() &&
+          t.reduction.kind == te::ReduceKind::None && !materialized.count(&t) && !read_whole.count(&t))
         st->compute_inline();
     }
     return s;

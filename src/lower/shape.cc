@@ -124,14 +124,6 @@ Lowered broadcast_to(const LowerContext& c) {
   return lowered({y});
 }
 
-// `position` (an index of int32 or int64 dtype) plus `size` when negative,
-// as an index of `dtype`.
-Expr wrapped_index(const Expr& position, int64_t size, tir::DataType dtype) {
-  Expr wrapped = tir::select(tir::lt(position, constant(0, position->dtype)),
-                             tir::add(position, constant(double(size), position->dtype)), position);
-  return tir::cast(dtype, wrapped);
-}
-
 Lowered take(const LowerContext& c) {
   const te::Tensor &x = c.inputs[0], &idx = c.inputs[1];
   const size_t rank = c.in[0].shape.size(), idx_rank = c.in[1].shape.size();

@@ -159,7 +159,8 @@ void apply_default_schedule(te::Schedule& s, const std::vector<AnchorTile>& anch
   for (const RowTile& r : rows) tile_rows_of(s, r, done);
   for (const auto& stage : s.stages()) {
     te::Stage& st = *stage;
-    if (st.tensor()->is_placeholder() || st.inlined()) continue;
+    // An extern statement has no loops to schedule (its own say how it runs).
+    if (st.tensor()->is_placeholder() || st.tensor()->is_extern() || st.inlined()) continue;
     if (std::find(done.begin(), done.end(), &st) != done.end()) continue;
     order_reduction(st);
     parallelize(st);

@@ -242,11 +242,13 @@ bool tile_anchor(tir::te::Schedule& s, const AnchorTile& a, const CpuTarget& cpu
 // at the tile loop) and its result computed there (cache_write). `level`
 // picks the tile size, 0 the whole output, each level about half the last;
 // false when the tiles cannot get smaller. The caller lowers the levels in
-// order and keeps the first whose scratchpad peak fits.
+// order and keeps the first whose scratchpad peak fits. A schedule with an
+// extern stage is left as it is (level 0 only).
 bool apply_scratchpad_schedule(tir::te::Schedule& s, const CpuTarget& cpu, int level);
 
 // Schedules every computed (not inlined) stage of `s`: anchors in register
-// tiles where they can be, everything else by the rules above.
+// tiles where they can be, everything else by the rules above (extern
+// stages have no loops to schedule).
 void apply_default_schedule(tir::te::Schedule& s, const std::vector<AnchorTile>& anchors,
                             const std::vector<TransposeTile>& transposes, const std::vector<RowTile>& rows,
                             const CpuTarget& cpu);

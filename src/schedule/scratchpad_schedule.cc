@@ -100,6 +100,10 @@ void order_reduction(te::Stage& st) {
 
 bool apply_scratchpad_schedule(te::Schedule& s, const CpuTarget& cpu, int level) {
   std::vector<te::Stage*> outputs, computed;
+  // An extern statement (a running sum, a scatter) reads and writes whole
+  // tensors in their own memory: nothing is tiled into the scratchpad.
+  for (const auto& st : s.stages())
+    if (st->tensor()->is_extern()) return level == 0;
   for (const auto& st : s.stages()) {
     if (st->is_output()) outputs.push_back(st.get());
     if (!st->tensor()->is_placeholder() && !st->inlined() && !st->is_output()) computed.push_back(st.get());

@@ -1,9 +1,9 @@
 // Compiled ops on the inputs where they must fail or where one value
-// decides (src/lower/shape.cc, elementwise.cc, quant.cc): gathers given an
-// index out of range and integer remainders given a zero divisor fail the
-// kernel with the reference kernel's message before touching the output
-// (IndexCheck, DivisorCheck), and quantize rounds and clamps as the
-// reference does. Random cases of the same ops: lowering_test.cc.
+// decides (src/lower/shape.cc, scatter.cc, elementwise.cc, quant.cc):
+// gathers and scatters given an index out of range and integer remainders
+// given a zero divisor fail the kernel with the reference kernel's message
+// before touching the output (IndexCheck, DivisorCheck), and quantize
+// rounds and clamps as the reference does. Random cases of the same ops: lowering_test.cc.
 #include <gtest/gtest.h>
 
 #include <limits>
@@ -19,29 +19,37 @@
 namespace kiln::testing {
 namespace {
 
-// A compiled take, gather_elements or gather_nd checks every index before it reads
-// anything: one outside [-size, size) fails the kernel with the reference
-// kernel's message, and the output is left as it was.
-TEST(CheckedLowering, GathersFailOnAnIndexOutOfRangeAsTheReference) {
+// A compiled take, gather_elements, gather_nd, scatter_elements or
+// scatter_nd checks every index before it reads or writes anything: one
+// outside [-size, size) fails the kernel with the reference kernel's
+// message, and the output is left as it was.
+TEST(CheckedLowering, GathersAndScattersFailOnAnIndexOutOfRangeAsTheReference) {
   struct Case {
     const char* op;
     Shape indices, out;
+    Shape updates;  // scatters: updates' shape (the output is data's)
   };
   const TensorDesc x = f32({2, 5, 3});
-  for (const Case& c : {Case{"take", {2, 2}, {2, 2, 2, 3}}, Case{"gather_elements", {2, 2, 1}, {2, 2, 1}},
-                        Case{"gather_nd", {2, 2}, {2, 3}}}) {
+  for (const Case& c :
+       {Case{"take", {2, 2}, {2, 2, 2, 3}, {}}, Case{"gather_elements", {2, 2, 1}, {2, 2, 1}, {}},
+        Case{"gather_nd", {2, 2}, {2, 3}, {}}, Case{"scatter_elements", {2, 2, 1}, {2, 5, 3}, {2, 2, 1}},
+        Case{"scatter_nd", {2, 2}, {2, 5, 3}, {2, 3}}}) {
     const TensorDesc indices{c.indices, DType::Int64};
-    const bool nd = std::string(c.op) == "gather_nd";  // tuples (index 2 selects along axis 0)
+    // Tuples (index 2 selects along axis 0) or elements along axis 1.
+    const bool nd = std::string(c.op).find("_nd") != std::string::npos;
     const Attrs attrs = normalize_attrs(op_named(c.op), nd ? Attrs{} : Attrs{{"axis", int64_t{1}}});
+    std::vector<TensorDesc> in = {x, indices};
+    if (!c.updates.empty()) in.push_back(f32(c.updates));
     for (const schedule::CpuTarget& cpu : schedule_targets()) {
       const std::string name = std::string(c.op) + "_checked_" + std::to_string(cpu.vector_bytes);
-      auto f = lower_op(name, c.op, {x, indices}, attrs, cpu);
+      auto f = lower_op(name, c.op, in, attrs, cpu);
       ASSERT_TRUE(f.has_value()) << c.op;
       auto jit = codegen::JitModule::create({tir::lower_for_build(*f)});
       for (int64_t bad : {int64_t{5}, int64_t{-6}, int64_t{1} << 40}) {
         Lcg r(3);
         std::vector<Tensor> inputs = {random_input(x, {-2, 2}, r),
                                       Tensor::from_ints(indices.shape, {0, -5, bad, 4})};
+        if (in.size() > 2) inputs.push_back(random_input(in[2], {-2, 2}, r));
         std::string want;
         try {
           run1(c.op, inputs, attrs);
@@ -54,7 +62,9 @@ TEST(CheckedLowering, GathersFailOnAnIndexOutOfRangeAsTheReference) {
             << want;
         Tensor got = Tensor::empty(c.out, DType::Float32);
         for (int64_t i = 0; i < got.numel(); ++i) got.set_from_double(i, 77);
-        std::vector<void*> args = {inputs[0].raw(), inputs[1].raw(), got.raw()};
+        std::vector<void*> args;
+        for (Tensor& t : inputs) args.push_back(t.raw());
+        args.push_back(got.raw());
         try {
           jit->run(name, args);
           ADD_FAILURE() << c.op << ": index " << bad << " was accepted";

@@ -255,6 +255,63 @@ std::vector<Case> arg_cases(Lcg& r) {
   return cases;
 }
 
+// Every combination of exclusive and reverse, along the first, a middle
+// and the last axis (inner axes vectorized, or none); integers wrap
+// (int8 sums past 127, int32 past 2^31: as the reference).
+std::vector<Case> cumsum_cases(Lcg&) {
+  std::vector<Case> cases;
+  for (int64_t exclusive : {0, 1})
+    for (int64_t reverse : {0, 1}) {
+      Attrs a{{"axis", int64_t{1}}, {"exclusive", exclusive}, {"reverse", reverse}};
+      cases.push_back({{f32({2, 9, 19})}, a, {{-3, 3}}});
+      cases.push_back({{f32({37})}, Attrs{{"exclusive", exclusive}, {"reverse", reverse}}, {{-3, 3}}});
+    }
+  cases.push_back({{f32({3, 40})}, Attrs{{"axis", int64_t{-1}}}});
+  cases.push_back({{f32({6, 33})}, Attrs{{"axis", int64_t{0}}}});
+  cases.push_back({{typed({50}, DType::Int8)}, {}, {{-128, 127}}});
+  cases.push_back({{typed({4, 9}, DType::Int32)}, Attrs{{"axis", int64_t{1}}}, {{-2000000000, 2000000000}}});
+  cases.push_back(
+      {{typed({3, 17}, DType::Int64)}, Attrs{{"axis", int64_t{0}}, {"reverse", int64_t{1}}}, {{-9, 9}}});
+  return cases;
+}
+
+// Indices over the whole range, so duplicates (the last written wins, or
+// all combine) and negative ones (which wrap); every reduction.
+std::vector<Case> scatter_elements_cases(Lcg&) {
+  std::vector<Case> cases;
+  for (const char* reduction : {"none", "add", "mul", "max", "min"}) {
+    const Attrs a{{"axis", int64_t{1}}, {"reduction", std::string(reduction)}};
+    cases.push_back(
+        {{f32({4, 6}), typed({3, 9}, DType::Int64), f32({3, 9})}, a, {{-2, 2}, {-6, 5}, {-2, 2}}});
+    cases.push_back(
+        {{typed({5, 3, 4}, DType::Int32), typed({2, 3, 4}, DType::Int32), typed({2, 3, 4}, DType::Int32)},
+         Attrs{{"reduction", std::string(reduction)}},
+         {{-100, 100}, {-5, 4}, {-100, 100}}});
+  }
+  cases.push_back({{f32({2, 40}), typed({2, 40}, DType::Int64), f32({2, 40})},
+                   Attrs{{"axis", int64_t{-1}}},
+                   {{-2, 2}, {-40, 39}, {-2, 2}}});
+  return cases;
+}
+
+// Tuples of one and two indices (whole rows, single elements), the
+// reductions; the ranges fit the smallest axis the tuples select along.
+std::vector<Case> scatter_nd_cases(Lcg&) {
+  std::vector<Case> cases;
+  for (const char* reduction : {"none", "add", "mul", "max", "min"}) {
+    const Attrs a{{"reduction", std::string(reduction)}};
+    cases.push_back(
+        {{f32({4, 5, 6}), typed({3, 2}, DType::Int64), f32({3, 6})}, a, {{-2, 2}, {-4, 3}, {-2, 2}}});
+    cases.push_back(
+        {{f32({6, 7}), typed({2, 2, 1}, DType::Int32), f32({2, 2, 7})}, a, {{-2, 2}, {-6, 5}, {-2, 2}}});
+  }
+  cases.push_back({{typed({8}, DType::Int64), typed({5, 1}, DType::Int64), typed({5}, DType::Int64)},
+                   Attrs{{"reduction", std::string("mul")}},
+                   {{-9, 9}, {-8, 7}, {-9, 9}}});
+  cases.push_back({{f32({3, 4}), typed({4, 2}, DType::Int64), f32({4})}, {}, {{-2, 2}, {-3, 2}, {-2, 2}}});
+  return cases;
+}
+
 const std::map<std::string, CaseGen>& generators() {
   static const std::map<std::string, CaseGen> g = {
       {"add", binary(kNumeric)},
@@ -620,6 +677,9 @@ const std::map<std::string, CaseGen>& generators() {
                                    Attrs{{"batch_dims", int64_t{1}}},
                                    {{-2, 2}, {-5, 4}}}};
        }},
+      {"cumsum", cumsum_cases},
+      {"scatter_elements", scatter_elements_cases},
+      {"scatter_nd", scatter_nd_cases},
       {"trilu",
        [](Lcg&) {
          std::vector<Case> cases;
@@ -645,10 +705,7 @@ const std::map<std::string, std::string>& not_lowered() {
       {"asinh", "no tensor-IR intrinsic yet"},
       {"acosh", "no tensor-IR intrinsic yet"},
       {"atanh", "no tensor-IR intrinsic yet"},
-      {"cumsum", "scans are not lowered yet"},
       {"topk", "sorting is not lowered"},
-      {"scatter_nd", "data-dependent indices: the reference kernel checks each index"},
-      {"scatter_elements", "data-dependent indices: the reference kernel checks each index"},
       {"nn.rnn", "recurrences over time steps are not lowered yet"},
       {"nn.gru", "recurrences over time steps are not lowered yet"},
       {"nn.lstm", "recurrences over time steps are not lowered yet"},

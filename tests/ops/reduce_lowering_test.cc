@@ -285,5 +285,32 @@ TEST(ReduceLowering, ArgMaxAndArgMinPickAsTheReference) {
   }
 }
 
+// cumsum's running sums in float64, each rounded once, as the reference
+// kernel: a float32 sum would lose the 1s next to 1e8 (the third sum would
+// be 0, not 1), and with them every later one. Reversed, exclusive, along
+// a middle axis (vectorized running sums) and the last.
+TEST(ReduceLowering, CumsumAddsInFloat64AsTheReference) {
+  const std::vector<double> values = {1e8, 1, -1e8, 1, 0.1, 3e7, -3e7, 0.2, 1e-3, -1, 1e8, -1e8};
+  Tensor x = Tensor::empty({2, 6, 1}, DType::Float32);
+  for (size_t i = 0; i < values.size(); ++i) x.set_from_double(int64_t(i), values[i]);
+  for (int64_t axis : {1, 2})
+    for (int64_t exclusive : {0, 1})
+      for (int64_t reverse : {0, 1}) {
+        Tensor in = axis == 1 ? x
+                              : Tensor::from_floats(
+                                    {2, 1, 6}, std::vector<float>(x.data<float>(), x.data<float>() + 12));
+        const Attrs attrs = normalize_attrs(
+            op_named("cumsum"), Attrs{{"axis", axis}, {"exclusive", exclusive}, {"reverse", reverse}});
+        const std::string name =
+            "cumsum_" + std::to_string(axis) + std::to_string(exclusive) + std::to_string(reverse);
+        auto [got, want] = compiled_and_reference(name, "cumsum", {in}, attrs);
+        EXPECT_TRUE(got.bitwise_equal(want)) << name;
+        if (axis == 1 && !exclusive && !reverse) {
+          EXPECT_EQ(got.data<float>()[2], 1.0f) << "1e8 + 1 - 1e8 (0 in float32)";
+          EXPECT_EQ(got.data<float>()[3], 2.0f);
+        }
+      }
+}
+
 }  // namespace
 }  // namespace kiln::testing

@@ -2,6 +2,7 @@
 // and RUN; values are checked against plain loops written here.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
 
 #include "codegen/codegen.h"
@@ -162,6 +163,78 @@ TEST(TirTe, ScheduleErrorsNameTheTensor) {
             }).find("tensor A has 1 dimensions but is indexed with 2"),
             std::string::npos);
   EXPECT_NE(error_of([&] { s[A].compute_inline(); }).find("placeholder and cannot be inlined"),
+            std::string::npos);
+}
+
+// A running maximum: each element reads the one before it in the output,
+// which an extern statement says and an expression per element cannot.
+te::Tensor running_max(const te::Tensor& X) {
+  return te::extern_compute(
+      X->shape, X->dtype, {X},
+      [](const std::vector<Buffer>& in, const Buffer& out) {
+        Var i = make_var("i");
+        Stmt first = store(out, {int_imm(0)}, load(in[0], {int_imm(0)}));
+        Stmt rest = store(out, {i}, max(load(out, {sub(i, int_imm(1))}), load(in[0], {i})));
+        return seq({first, for_loop(i, int_imm(1), int_imm(7), ForKind::Serial, rest)});
+      },
+      "M");
+}
+
+// A -> X = A * -2 -> M = running_max(X) -> Y = M + 1: {A, X, M, Y}.
+std::array<te::Tensor, 4> running_max_between_computes() {
+  te::Tensor A = te::placeholder({8}, DataType::int32(), "A");
+  te::Tensor X = te::compute(
+      {8}, [&](const te::Axes& i) { return mul((*A)(i), int_imm(-2)); }, "X");
+  te::Tensor M = running_max(X);
+  te::Tensor Y = te::compute(
+      {8}, [&](const te::Axes& i) { return add((*M)(i), int_imm(1)); }, "Y");
+  return {A, X, M, Y};
+}
+
+// An extern stage reads its inputs from buffers: a compute before it is
+// computed whole (not inlined), and one after it reads its buffer.
+TEST(TirTe, ExternStatementWritesItsTensorBetweenComputes) {
+  auto [A, X, M, Y] = running_max_between_computes();
+  te::Schedule s({Y});
+  PrimFunc f = te::lower(s, {A, Y}, "running_max");
+  EXPECT_EQ(print_prim_func(*f), R"(prim @running_max(%A: Buffer[(8), int32], %Y: Buffer[(8), int32]) {
+  allocate %X: Buffer[(8), int32]
+  allocate %M: Buffer[(8), int32]
+  for %i0 from 0 extent 8 {
+    %X[%i0] = %A[%i0] * -2
+  }
+  %M[0] = %X[0]
+  for %i from 1 extent 7 {
+    %M[%i] = max(%M[%i - 1], %X[%i])
+  }
+  for %i0 from 0 extent 8 {
+    %Y[%i0] = %M[%i0] + 1
+  }
+  return 0
+}
+)");
+  auto m = jit(f);
+  std::vector<int32_t> a = {3, -1, 4, -5, 0, -9, 2, -6}, y(8, 0);
+  m->run("running_max", {a.data(), y.data()});
+  EXPECT_EQ(y, (std::vector<int32_t>{-5, 3, 3, 11, 11, 19, 19, 19}));
+}
+
+TEST(TirTe, ExternStatementsCannotBeInlinedOrMovedIntoLoops) {
+  auto [A, X, M, Y] = running_max_between_computes();
+  te::Schedule s({Y});
+  EXPECT_NE(
+      error_of([&] { s[M].compute_inline(); }).find("tensor M is an extern statement and cannot be inlined"),
+      std::string::npos);
+  EXPECT_NE(error_of([&] { s[M].compute_at(s[Y], s[Y].leaf(0)); }).find("M is an extern statement"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { s.cache_write(M, "global.vtcm"); }).find("tensor M is an extern statement"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { s.cache_read(X, "global.vtcm", {M}); }).find("cache_read cannot redirect"),
+            std::string::npos);
+  s[X].compute_inline();
+  EXPECT_NE(error_of([&] {
+              te::lower(s, {A, Y}, "f");
+            }).find("tensor X is inlined, but the extern tensor M reads its buffer"),
             std::string::npos);
 }
 

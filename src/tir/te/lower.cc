@@ -22,7 +22,8 @@
 //   }
 //
 // Inlined stages have no nest: loads of them are replaced by their
-// expression at the load's indices.
+// expression at the load's indices. An extern stage's nest is its
+// statement, on the function's buffers.
 #include <algorithm>
 #include <limits>
 #include <set>
@@ -179,6 +180,16 @@ void Lowering::check_and_attach() {
       inliner_.bodies[st.tensor_->buffer.get()] = {st.tensor_.get(), st.body_};
     }
   }
+  // An extern statement reads its inputs' buffers: none of them inlined.
+  for (const auto& st : stages) {
+    if (!st->tensor_->is_extern()) continue;
+    for (const auto& x_stage : stages)
+      if (x_stage->inlined_ && std::find(st->tensor_->inputs.begin(), st->tensor_->inputs.end(),
+                                         x_stage->tensor_) != st->tensor_->inputs.end())
+        throw Error("lower @" + name_ + ": tensor " + x_stage->tensor_->name +
+                    " is inlined, but the extern tensor " + st->tensor_->name +
+                    " reads its buffer; compute it into one (do not inline it)");
+  }
   for (size_t i = 0; i < stages.size(); ++i) {
     const Stage& st = *stages[i];
     if (!st.attach_stage_ || !info_[i].computed) continue;
@@ -237,6 +248,13 @@ void Lowering::infer_region(size_t p) {
   std::string outside;
   for (size_t r = p + 1; r < info_.size(); ++r) {
     if (!info_[r].computed) continue;
+    const TensorNode& reader = *info_[r].stage->tensor_;
+    if (reader.is_extern()) {
+      if (std::find(reader.inputs.begin(), reader.inputs.end(), in.stage->tensor_) != reader.inputs.end())
+        throw Error("lower @" + name_ + ": " + where(p) + ", but the extern tensor " + reader.name +
+                    " reads all of it; compute it at the top level");
+      continue;
+    }
     CollectLoads loads(t.buffer.get());
     loads.visit(info_[r].value);
     if (loads.loads.empty()) continue;
@@ -280,6 +298,13 @@ void Lowering::derive_loops(size_t i) {
   Info& in = info_[i];
   const Stage& st = *in.stage;
   const TensorNode& t = *st.tensor_;
+  if (t.is_extern()) {  // no loops: the statement writes the whole tensor
+    for (int64_t e : t.shape) {
+      in.region_min.push_back(int_imm(0));
+      in.region_extent.push_back(e);
+    }
+    return;
+  }
   size_t rank = t.axes.size();
   if (in.parent == kNone) {
     for (size_t k = 0; k < rank; ++k) {
@@ -397,6 +422,12 @@ Stmt Lowering::init_nest(size_t i, size_t first_reduce) {
 
 Stmt Lowering::nest(size_t i) {
   const Info& in = info_[i];
+  const TensorNode& t = *in.stage->tensor_;
+  if (t.is_extern()) {
+    std::vector<Buffer> inputs;
+    for (const Tensor& x : t.inputs) inputs.push_back(x->buffer);
+    return remap_.mutate(t.extern_body(inputs, t.buffer));
+  }
   ReduceKind kind = in.stage->reduce_kind_;
   Expr value = remap_.mutate(in.value);
   if (kind != ReduceKind::None) {

@@ -125,6 +125,8 @@ void Stage::compute_inline() {
     throw Error("tensor " + tensor_->name + " is a placeholder and cannot be inlined");
   if (reduce_kind_ != ReduceKind::None)
     throw Error("tensor " + tensor_->name + " is a reduction and cannot be inlined");
+  if (tensor_->is_extern())
+    throw Error("tensor " + tensor_->name + " is an extern statement and cannot be inlined");
   inlined_ = true;
   attach_stage_ = nullptr;
   attach_loop_ = nullptr;
@@ -137,6 +139,9 @@ void Stage::compute_at(Stage& consumer, const Var& loop_ref) {
                             " of " + consumer.tensor_->name;
   if (tensor_->is_placeholder())
     throw Error("tensor " + name + " is a placeholder; only computed tensors can be computed at a loop");
+  if (tensor_->is_extern())
+    throw Error(where + ": " + name +
+                " is an extern statement, which writes the whole tensor at the top level");
   if (output_)
     throw Error(where + ": " + name +
                 " is an output of the schedule and is written whole; compute_at applies to "
@@ -219,6 +224,8 @@ Tensor Schedule::cache_read(const Tensor& t, const std::string& scope, const std
   make_stage(copy, at + 1).scope_ = sc;
   for (const auto& r : readers) {
     Stage& s = (*this)[r];
+    if (r->is_extern())
+      throw Error("tensor " + r->name + " is an extern statement; cache_read cannot redirect its reads");
     if (!s.body_) throw Error("tensor " + r->name + " is a placeholder and reads nothing");
     s.body_ = ReplaceBuffer(t->buffer.get(), copy->buffer).mutate(s.body_);
   }
@@ -228,8 +235,9 @@ Tensor Schedule::cache_read(const Tensor& t, const std::string& scope, const std
 Tensor Schedule::cache_write(const Tensor& t, const std::string& scope) {
   MemoryScope sc = parse_scope(scope, t->name);
   size_t at = index_of(t);
-  if (t->is_placeholder())
-    throw Error("tensor " + t->name + " is a placeholder; cache_write needs a compute");
+  if (t->is_placeholder() || t->is_extern())
+    throw Error("tensor " + t->name + " is " + (t->is_extern() ? "an extern statement" : "a placeholder") +
+                "; cache_write needs a compute");
   // The cache computes what t computed, on fresh axes; t becomes a copy of it.
   auto cache = std::make_shared<TensorNode>();
   cache->name = fresh_name(t->name + "_" + scope_name(sc));

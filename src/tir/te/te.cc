@@ -135,4 +135,13 @@ Tensor compute(std::vector<int64_t> shape, const std::function<Reduction(const A
   return t;
 }
 
+Tensor extern_compute(std::vector<int64_t> shape, DataType dtype, std::vector<Tensor> inputs, ExternBody body,
+                      std::string name) {
+  if (!body) throw Error("tensor " + name + ": an extern tensor needs a statement");
+  auto t = new_tensor(shape, dtype, name);
+  t->inputs = std::move(inputs);
+  t->extern_body = std::move(body);
+  return t;
+}
+
 }  // namespace kiln::tir::te

@@ -1,8 +1,10 @@
 // Tensor expressions and schedules: the C++ API that writes prim functions.
 //
-// A tensor is a placeholder (an input) or a compute: a shape and an
+// A tensor is a placeholder (an input), a compute: a shape and an
 // expression per element, optionally a reduction (sum, max or product) over reduce
-// axes. A schedule decides how each tensor's loops run (split, fuse,
+// axes, or an extern: a statement that writes the whole tensor from its
+// inputs' buffers (a running sum, a scatter: what no expression per element
+// says). A schedule decides how each tensor's loops run (split, fuse,
 // reorder, vectorize, unroll, parallel), where a tensor lives (set_scope,
 // cache_read/cache_write copy through a buffer of another scope) and where
 // it is computed: before its readers (the default), inside a loop of its
@@ -67,6 +69,10 @@ Reduction max(Expr value, std::vector<IterVar> axes);
 Reduction nan_max(Expr value, std::vector<IterVar> axes);
 Reduction prod(Expr value, std::vector<IterVar> axes);
 
+// An extern tensor's statement: given its inputs' buffers (in the order of
+// the tensor's inputs) and its own, the statement that writes every element.
+using ExternBody = std::function<Stmt(const std::vector<Buffer>& inputs, const Buffer& output)>;
+
 struct TensorNode : std::enable_shared_from_this<TensorNode> {
   std::string name;
   DataType dtype;
@@ -76,9 +82,11 @@ struct TensorNode : std::enable_shared_from_this<TensorNode> {
   Axes axes;                   // compute: one variable per dimension
   Expr body;                   // compute: the element (the reduced value); null for a placeholder
   Reduction reduction;         // kind None for an element-wise compute
-  std::vector<Tensor> inputs;  // the tensors body reads
+  std::vector<Tensor> inputs;  // the tensors body (or extern_body) reads
+  ExternBody extern_body;      // extern: the statement; no axes, no body
 
-  bool is_placeholder() const { return body == nullptr; }
+  bool is_placeholder() const { return body == nullptr && !extern_body; }
+  bool is_extern() const { return extern_body != nullptr; }
   // A load of this tensor at `indices`, recorded as an input of the compute
   // being built.
   Expr operator()(const std::vector<Expr>& indices) const;
@@ -91,6 +99,11 @@ Tensor compute(std::vector<int64_t> shape, const std::function<Expr(const Axes&)
                std::string name);
 Tensor compute(std::vector<int64_t> shape, const std::function<Reduction(const Axes&)>& fcompute,
                std::string name);
+// A tensor written by `body` from `inputs`. Its stage has no loops to
+// schedule; it is computed whole, at the top level, and its inputs are
+// computed into buffers (an inlined input is an error at lower()).
+Tensor extern_compute(std::vector<int64_t> shape, DataType dtype, std::vector<Tensor> inputs, ExternBody body,
+                      std::string name);
 
 // ---------------------------------------------------------------- schedules
 
