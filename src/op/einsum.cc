@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <map>
 
+#include "op/einsum.h"
 #include "op/kernel_util.h"
 #include "op/op.h"
 #include "op/register_ops.h"
@@ -21,14 +22,6 @@ namespace {
 
 const std::string kOp = "einsum";
 constexpr int kLetters = 52;  // A-Z, a-z; "..." axes get ids from 52 on
-
-// The equation, resolved against the input shapes.
-struct Plan {
-  int num_labels = 0;                       // letters and "..." axes
-  std::vector<int64_t> size;                // per label
-  std::vector<std::vector<int>> in_labels;  // per input, per axis
-  std::vector<int> out_labels;              // per output axis
-};
 
 int letter_id(char c) {
   if (c >= 'A' && c <= 'Z') return c - 'A';
@@ -73,7 +66,9 @@ std::vector<std::string> split_terms(const std::string& s) {
   return out;
 }
 
-Plan make_plan(const std::string& equation, const std::vector<Shape>& shapes) {
+}  // namespace
+
+EinsumPlan plan_einsum(const std::string& equation, const std::vector<Shape>& shapes) {
   std::string eq;
   for (char c : equation)
     if (c != ' ') eq += c;
@@ -87,7 +82,7 @@ Plan make_plan(const std::string& equation, const std::vector<Shape>& shapes) {
     throw Error(kOp + ": equation '" + equation + "' has " + std::to_string(terms.size()) +
                 " input term(s) but " + std::to_string(shapes.size()) + " input(s) were given");
 
-  Plan p;
+  EinsumPlan p;
   p.size.assign(kLetters, -1);
   size_t ellipsis_rank = 0;
   std::vector<std::vector<int>> parsed;
@@ -160,7 +155,9 @@ Plan make_plan(const std::string& equation, const std::vector<Shape>& shapes) {
   return p;
 }
 
-Shape out_shape(const Plan& p) {
+namespace {
+
+Shape out_shape(const EinsumPlan& p) {
   Shape s;
   for (int id : p.out_labels) s.push_back(p.size[static_cast<size_t>(id)]);
   return s;
@@ -177,13 +174,13 @@ std::vector<TensorDesc> einsum_infer(const std::vector<TensorDesc>& in, const At
                   std::string(dtype_name(in[0].dtype)) + "; all inputs must share one dtype");
     shapes.push_back(in[k].shape);
   }
-  return {{out_shape(make_plan(attrs.get_string("equation"), shapes)), in[0].dtype}};
+  return {{out_shape(plan_einsum(attrs.get_string("equation"), shapes)), in[0].dtype}};
 }
 
 void einsum_kernel(const std::vector<Tensor>& in, const Attrs& attrs, std::vector<Tensor>& out) {
   std::vector<Shape> shapes;
   for (const auto& t : in) shapes.push_back(t.shape());
-  const Plan p = make_plan(attrs.get_string("equation"), shapes);
+  const EinsumPlan p = plan_einsum(attrs.get_string("equation"), shapes);
 
   // The labels that occur, and per operand the stride each label steps by
   // (summed for a repeated letter: the diagonal; 0 for a broadcast axis).

@@ -21,6 +21,8 @@ Module eliminate_dead_code(const Module& m);
 // Evaluates op calls whose arguments are all constants with the reference
 // kernels, and field accesses of literal tuples.
 Module fold_constants(const Module& m);
+// Rewrites float32 einsums as sums, transposes, reshapes and matmuls.
+Module decompose_einsum(const Module& m);
 // Rewrites power(x, 2) as multiply(x, x) and power(x, 1) as x.
 Module simplify_powers(const Module& m);
 // Merges bindings of the same op, attributes and arguments.

@@ -16,6 +16,8 @@ const std::vector<PassInfo>& graph_passes() {
   static const std::vector<PassInfo> passes = {
       {"verify", "check single assignment, scoping and types", verify_pass},
       {"fold-constants", "evaluate op calls whose inputs are all constants", fold_constants},
+      {"decompose-einsum", "rewrite float32 einsums as sums, transposes, reshapes and matmuls",
+       decompose_einsum},
       {"simplify-powers", "rewrite power(x, 2) as multiply(x, x) and power(x, 1) as x", simplify_powers},
       {"eliminate-common-subexpressions", "merge bindings of the same op, attributes and arguments",
        eliminate_common_subexpressions},
@@ -47,7 +49,10 @@ const std::vector<PassInfo>& graph_passes() {
 
 const std::vector<std::string>& graph_optimization_passes() {
   static const std::vector<std::string> names = {
-      // First, so batch_norm parameters, weights and the scalars of
+      // Before fold-constants, which then transposes and reshapes constant
+      // operands at compile time (and pack-matmul-weights packs them).
+      "decompose-einsum",
+      // So batch_norm parameters, weights and the scalars of
       // activation pieces computed from constants are constants.
       "fold-constants",
       // After fold-constants, which makes exponents computed from constants

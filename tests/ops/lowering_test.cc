@@ -709,7 +709,7 @@ const std::map<std::string, std::string>& not_lowered() {
       {"nn.rnn", "recurrences over time steps are not lowered yet"},
       {"nn.gru", "recurrences over time steps are not lowered yet"},
       {"nn.lstm", "recurrences over time steps are not lowered yet"},
-      {"einsum", "not lowered yet (the equation decides the loop nest)"},
+      {"einsum", "float32 einsums become matmuls, transposes and sums (decompose-einsum); the rest stay"},
       {"image.grid_sample", "data-dependent positions: not lowered yet"},
       {"nn.nll_loss", "data-dependent class indices: the reference kernel checks each target"},
       {"bitshift", "not lowered yet"},

@@ -353,6 +353,23 @@ def @main(%cache: Tensor[(4, 8), float32], %rows: Tensor[(2, 1), int64], %new: T
   EXPECT_NE(got.find(message), std::string::npos) << got;
 }
 
+// Attention written with einsums, as PyTorch exports some: decompose-einsum
+// makes them matmuls, transposes, reshapes and sums, all compiled, with the
+// interpreter's values (which run the einsums on their reference kernel).
+TEST(CompileModel, EinsumsAreCompiledAsProducts) {
+  Module m = parse(R"(
+def @main(%q: Tensor[(2, 3, 5, 8), float32], %k: Tensor[(2, 3, 7, 8), float32], %v: Tensor[(2, 3, 7, 8), float32], %w: Tensor[(8, 6), float32], %u: Tensor[(6, 4), float32]) -> Tensor[(3, 4, 5), float32] {
+  %s = einsum(%q, %k, equation="bhqd,bhkd->bhqk")
+  %p = nn.softmax(%s)
+  %o = einsum(%p, %v, equation="bhqk,bhkd->bhqd")
+  %y = einsum(%o, %w, %u, equation="bhqd,dj,jc->hcq")
+  return %y
+})");
+  driver::CompileSummary summary;
+  expect_compiled_matches_interpreter(m, 13, 1e-4, &summary);
+  EXPECT_TRUE(summary.reference_ops.empty()) << summary.str();
+}
+
 TEST(CompileModel, HostCodeForMissingCpuFeaturesIsRefusedAtLoad) {
   Executable exe = driver::compile_model(parse(kSmallNet), {});
   exe.host_code.cpu_features.push_back("avx512-imaginary");
