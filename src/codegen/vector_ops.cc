@@ -519,6 +519,22 @@ llvm::Value* math_intrinsic(llvm::Module& m, llvm::IRBuilder<>& b, tir::Intrinsi
     case I::Erf:
       return f32_vector ? vector_erf_f32(b, args[0], isa)
                         : libm_call(m, b, elem, t.bits == 32 ? "erff" : "erf", args[0]);
+    // The C library's double function, lane by lane, rounded once: the
+    // reference kernels' values exactly (rare ops; no vector forms).
+    case I::Tan:
+    case I::Asin:
+    case I::Acos:
+    case I::Atan:
+    case I::Sinh:
+    case I::Cosh:
+    case I::Asinh:
+    case I::Acosh:
+    case I::Atanh: {
+      llvm::Type* wide = args[0]->getType()->getWithNewType(b.getDoubleTy());
+      llvm::Value* y =
+          libm_call(m, b, b.getDoubleTy(), tir::intrinsic_name(i), b.CreateFPCast(args[0], wide));
+      return b.CreateFPCast(y, args[0]->getType());
+    }
     default:
       return nullptr;
   }

@@ -308,6 +308,15 @@ void register_elementwise_lowerings(LoweringTable& t) {
   t.add("sign", E, sign);
   t.add("sin", E, intrinsic_unary<tir::Intrinsic::Sin>);
   t.add("cos", E, intrinsic_unary<tir::Intrinsic::Cos>);
+  t.add("tan", E, intrinsic_unary<tir::Intrinsic::Tan>);
+  t.add("asin", E, intrinsic_unary<tir::Intrinsic::Asin>);
+  t.add("acos", E, intrinsic_unary<tir::Intrinsic::Acos>);
+  t.add("atan", E, intrinsic_unary<tir::Intrinsic::Atan>);
+  t.add("sinh", E, intrinsic_unary<tir::Intrinsic::Sinh>);
+  t.add("cosh", E, intrinsic_unary<tir::Intrinsic::Cosh>);
+  t.add("asinh", E, intrinsic_unary<tir::Intrinsic::Asinh>);
+  t.add("acosh", E, intrinsic_unary<tir::Intrinsic::Acosh>);
+  t.add("atanh", E, intrinsic_unary<tir::Intrinsic::Atanh>);
   t.add("astype", E, astype);
   t.add("equal", E, compare<tir::BinaryOp::EQ>);
   t.add("not_equal", E, not_equal);

@@ -316,6 +316,15 @@ Expr call_intrinsic(Intrinsic i, std::vector<Expr> args) {
     case Intrinsic::Erf:
     case Intrinsic::Sin:
     case Intrinsic::Cos:
+    case Intrinsic::Tan:
+    case Intrinsic::Asin:
+    case Intrinsic::Acos:
+    case Intrinsic::Atan:
+    case Intrinsic::Sinh:
+    case Intrinsic::Cosh:
+    case Intrinsic::Asinh:
+    case Intrinsic::Acosh:
+    case Intrinsic::Atanh:
     case Intrinsic::Floor:
     case Intrinsic::Ceil:
     case Intrinsic::Round:

@@ -233,6 +233,15 @@ enum class CallKind : uint8_t { Intrinsic, Extern };
   X(Erf, "erf")                        /* float */                                                       \
   X(Sin, "sin")                        /* float */                                                       \
   X(Cos, "cos")                        /* float */                                                       \
+  X(Tan, "tan")                        /* float; this and the 8 below: the C library's, in double */     \
+  X(Asin, "asin")                      /* float */                                                       \
+  X(Acos, "acos")                      /* float */                                                       \
+  X(Atan, "atan")                      /* float */                                                       \
+  X(Sinh, "sinh")                      /* float */                                                       \
+  X(Cosh, "cosh")                      /* float */                                                       \
+  X(Asinh, "asinh")                    /* float */                                                       \
+  X(Acosh, "acosh")                    /* float */                                                       \
+  X(Atanh, "atanh")                    /* float */                                                       \
   X(Floor, "floor")                    /* float */                                                       \
   X(Ceil, "ceil")                      /* float */                                                       \
   X(Round, "round")                    /* float: to nearest, ties to even */                             \

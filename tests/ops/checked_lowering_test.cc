@@ -6,6 +6,8 @@
 // rounds and clamps as the reference does. Random cases of the same ops: lowering_test.cc.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <cstring>
 #include <limits>
 #include <string>
 #include <vector>
@@ -130,6 +132,26 @@ TEST(CheckedLowering, QuantizeRoundsTiesToEvenAndClampsAsTheReference) {
           compiled_and_reference(name, "quantize", {Tensor::from_floats(x.shape, values)}, attrs);
       for (int64_t i = 0; i < 16; ++i)
         EXPECT_EQ(got.get_as_double(i), want.get_as_double(i)) << name << " of " << values[size_t(i)];
+    }
+}
+
+// The trigonometric and hyperbolic functions without vector forms call
+// the C library's double function per lane and round once, as the
+// reference kernels compute them: equal bit for bit, on the edges of their
+// domains (NaN outside, infinities at atanh(+-1)) and signed zeros too.
+TEST(CheckedLowering, LibraryFunctionsEqualTheReferenceBitForBit) {
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  const std::vector<float> values = {0.0f, -0.0f, 1.0f, -1.0f, 0.5f,  -0.999f, 1.0001f,    2.0f,
+                                     nan,  inf,   -inf, 1e-8f, 88.0f, -20.5f,  1.5707964f, 3.0f};
+  for (const char* op : {"tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh"})
+    for (const schedule::CpuTarget& cpu : schedule_targets()) {
+      const std::string name = std::string(op) + "_" + std::to_string(cpu.vector_bytes);
+      auto [got, want] = compiled_and_reference(name, op, {Tensor::from_floats({16}, values)}, {}, cpu);
+      for (int64_t i = 0; i < 16; ++i) {
+        const float a = got.data<float>()[i], b = want.data<float>()[i];
+        EXPECT_TRUE(std::isnan(b) ? std::isnan(a) : std::memcmp(&a, &b, sizeof a) == 0)
+            << name << " of " << values[size_t(i)] << ": compiled " << a << ", reference " << b;
+      }
     }
 }
 
