@@ -3,7 +3,8 @@ bench/e2e_models.sh: ResNet-18, MobileNetV2 and EfficientNet-B0 (ImageNet
 classifiers, 224x224 input) and two BERT-base encoder layers (128 tokens of
 768 features); and two of awkward extents (prime channel counts and widths,
 77 tokens of 388 features), where a schedule without tails would fall back
-to slow code. The
+to slow code; and a CRNN text recognizer with two bidirectional LSTM
+layers. The
 weights are random (fixed seed) and batch norms are left out, as an export
 folds them into the convs; the speed and the arithmetic are those of the real
 models.
@@ -185,6 +186,34 @@ def odd_shapes_cnn(path):
     g.save(path, [1, 3, 115, 117], x, [1, 997])
 
 
+def crnn_bilstm(path, hidden=128, classes=97):
+    """A CRNN text recognizer (the classic OCR head): a conv stem to a row of
+    80 feature columns, two bidirectional LSTM layers of 128 over them, and
+    a classifier per column, as recognizers before attention-based ones
+    were exported."""
+    g = Graph(17)
+    x = g.node("Relu", [g.conv("x", 3, 32, 3, stride=2)])    # 16x160
+    x = g.node("Relu", [g.conv(x, 32, 64, 3, stride=2)])     # 8x80
+    x = g.node("Relu", [g.conv(x, 64, 128, 3)])
+    x = g.node("MaxPool", [x], kernel_shape=[8, 1], strides=[8, 1])  # 1x80
+    x = g.node("Reshape", [x, g.constant([1, 128, 80], np.int64)])
+    x = g.node("Transpose", [x], perm=[2, 0, 1])           # (80, 1, 128): steps, batch, features
+    features = 128
+    for _ in range(2):
+        w = g.rng.standard_normal((2, 4 * hidden, features)) / np.sqrt(features)
+        r = g.rng.standard_normal((2, 4 * hidden, hidden)) / np.sqrt(hidden)
+        b = g.rng.standard_normal((2, 8 * hidden)) * 0.05
+        y = g.fresh("lstm")
+        g.nodes.append(helper.make_node("LSTM", [x, g.constant(w), g.constant(r), g.constant(b)], [y],
+                                        hidden_size=hidden, direction="bidirectional"))
+        x = g.node("Transpose", [y], perm=[0, 2, 1, 3])    # (80, 1, 2, hidden)
+        x = g.node("Reshape", [x, g.constant([80, 1, 2 * hidden], np.int64)])
+        features = 2 * hidden
+    x = g.node("Reshape", [x, g.constant([80, features], np.int64)])
+    x = g.node("Softmax", [g.dense(x, features, classes)], axis=-1)
+    g.save(path, [1, 3, 32, 320], x, [80, classes])
+
+
 def main():
     if len(sys.argv) != 2:
         sys.exit("usage: make_models.py OUT_DIR")
@@ -197,6 +226,7 @@ def main():
     odd_shapes_cnn(os.path.join(out, "odd_shapes_cnn.onnx"))
     # An encoder layer of odd extents: 77 tokens, 388 features, heads of 97.
     bert_layers(os.path.join(out, "odd_shapes_encoder.onnx"), layers=1, tokens=77, features=388, heads=4)
+    crnn_bilstm(os.path.join(out, "crnn_bilstm.onnx"))
 
 
 if __name__ == "__main__":

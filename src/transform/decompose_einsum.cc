@@ -220,21 +220,6 @@ bool decompose(const Binding& b, FreshNames& fresh, std::vector<Binding>& out) {
 
 }  // namespace
 
-Module decompose_einsum(const Module& m) {
-  Module out = m;
-  for (const Function& f : m.functions) {
-    if (f->attrs.find("Codegen") || f->attrs.find("Composite")) continue;
-    FreshNames fresh(*f);
-    std::vector<Binding> bindings;
-    bool changed = false;
-    for (const Binding& b : f->bindings)
-      if (decompose(b, fresh, bindings))
-        changed = true;
-      else
-        bindings.push_back(b);
-    if (changed) out.set(make_function(f->name, f->params, std::move(bindings), f->result, f->attrs));
-  }
-  return out;
-}
+Module decompose_einsum(const Module& m) { return rewrite_bindings(m, decompose); }
 
 }  // namespace kiln

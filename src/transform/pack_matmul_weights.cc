@@ -30,13 +30,19 @@
 // =>
 //   %y = nn.matmul_packed(%x, nn.pack_matmul_weight(const, columns=32), units=6625)
 //
+// Products by one constant (an unrolled recurrent layer's steps, all
+// reading R) share its packed weight: one binding %packed_weight, folded
+// once, rather than one packed copy per product.
+//
 //   %s = nn.conv2d(%p: (1, 480, 1, 1), const (120, 480, 1, 1))
 // =>
 //   %s_rows = reshape(%p, newshape=[1, 480])
 //   %s_product = nn.matmul_packed(%s_rows, nn.pack_matmul_weight(reshape(const,
 //                newshape=[120, 480]), columns=40, transpose=1), units=120)
 //   %s = reshape(%s_product, newshape=[1, 120, 1, 1])
+#include <map>
 #include <string>
+#include <tuple>
 
 #include "schedule/schedule.h"
 #include "transform/pass.h"
@@ -44,9 +50,40 @@
 namespace kiln {
 namespace {
 
+// The packed weights of a function, one binding per constant and packing,
+// so products by one weight (an unrolled recurrent layer's steps, all
+// reading R) share one packed constant instead of each folding its own.
+// A weight one product reads is packed in place (the call nested in the
+// product's).
+class PackedWeights {
+ public:
+  PackedWeights(const FunctionNode& f, FreshNames& fresh, std::vector<Binding>& out)
+      : fresh_(fresh), out_(out) {
+    for (const Binding& b : f.bindings)
+      if (const CallNode* c = as<CallNode>(b.value); c && c->args.size() == 2) ++readers_[c->args[1].get()];
+  }
+  Expr operator()(const Expr& w, const Attrs& pack_attrs) {
+    Expr pack = make_op_call("nn.pack_matmul_weight", {w}, pack_attrs);
+    if (readers_[w.get()] < 2) return pack;
+    const auto key = std::make_tuple(w.get(), pack_attrs.get_int("columns"), pack_attrs.get_int("transpose"));
+    auto it = bound_.find(key);
+    if (it != bound_.end()) return it->second;
+    Var v = make_var(fresh_("packed_weight"), pack->type);
+    out_.push_back({v, pack});
+    bound_[key] = v;
+    return v;
+  }
+
+ private:
+  FreshNames& fresh_;
+  std::vector<Binding>& out_;
+  std::map<const ExprNode*, int> readers_;  // per constant: the calls reading it second
+  std::map<std::tuple<const ExprNode*, int64_t, int64_t>, Var> bound_;
+};
+
 // matmul(x, w) or nn.dense(x, w), float32 throughout, w a 2-D constant:
 // the packed product; else null.
-Expr packed_product(const Expr& value, const schedule::CpuTarget& cpu) {
+Expr packed_product(const Expr& value, const schedule::CpuTarget& cpu, PackedWeights& packed) {
   const CallNode* c = as<CallNode>(value);
   if (!c || !c->is_op_call()) return nullptr;
   const CallNode& call = *c;
@@ -64,8 +101,7 @@ Expr packed_product(const Expr& value, const schedule::CpuTarget& cpu) {
   pa.set("transpose", int64_t{dense ? 1 : 0});
   Attrs ma;
   ma.set("units", units);
-  return make_op_call("nn.matmul_packed",
-                      {call.args[0], make_op_call("nn.pack_matmul_weight", {call.args[1]}, pa)}, ma);
+  return make_op_call("nn.matmul_packed", {call.args[0], packed(call.args[1], pa)}, ma);
 }
 
 Expr reshaped(const Expr& x, std::vector<int64_t> shape) {
@@ -118,13 +154,14 @@ bool pack_pointwise_conv(const Binding& b, const schedule::CpuTarget& cpu, Fresh
 Function pack_function(const FunctionNode& f, const schedule::CpuTarget& cpu) {
   FreshNames fresh(f);
   std::vector<Binding> out;
+  PackedWeights weights(f, fresh, out);
   bool changed = false;
   for (const Binding& b : f.bindings) {
     if (pack_pointwise_conv(b, cpu, fresh, out)) {
       changed = true;
       continue;
     }
-    Expr packed = packed_product(b.value, cpu);
+    Expr packed = packed_product(b.value, cpu, weights);
     out.push_back({b.var, packed ? packed : b.value});
     changed |= packed != nullptr;
   }

@@ -23,6 +23,8 @@ Module eliminate_dead_code(const Module& m);
 Module fold_constants(const Module& m);
 // Rewrites float32 einsums as sums, transposes, reshapes and matmuls.
 Module decompose_einsum(const Module& m);
+// Unrolls nn.rnn, nn.gru and nn.lstm into their steps' products and gates.
+Module decompose_recurrent(const Module& m);
 // Rewrites power(x, 2) as multiply(x, x) and power(x, 1) as x.
 Module simplify_powers(const Module& m);
 // Merges bindings of the same op, attributes and arguments.
@@ -65,6 +67,13 @@ class FreshNames {
  private:
   std::set<std::string> taken_;
 };
+
+// What `rewrite` makes of each binding of the host's functions (backend
+// regions and composites are left alone): it appends the bindings that
+// replace one to `out` and returns true, or returns false to keep it. A
+// function none of whose bindings changed stays the same object.
+using BindingRewrite = std::function<bool(const Binding& b, FreshNames& fresh, std::vector<Binding>& out)>;
+Module rewrite_bindings(const Module& m, const BindingRewrite& rewrite);
 
 // Splits "name{key=value key=value}" into the name and its options. Throws
 // kiln::Error on a malformed option list.

@@ -18,6 +18,8 @@ const std::vector<PassInfo>& graph_passes() {
       {"fold-constants", "evaluate op calls whose inputs are all constants", fold_constants},
       {"decompose-einsum", "rewrite float32 einsums as sums, transposes, reshapes and matmuls",
        decompose_einsum},
+      {"decompose-recurrent", "unroll nn.rnn, nn.gru and nn.lstm into their steps' products and gates",
+       decompose_recurrent},
       {"simplify-powers", "rewrite power(x, 2) as multiply(x, x) and power(x, 1) as x", simplify_powers},
       {"eliminate-common-subexpressions", "merge bindings of the same op, attributes and arguments",
        eliminate_common_subexpressions},
@@ -52,6 +54,7 @@ const std::vector<std::string>& graph_optimization_passes() {
       // Before fold-constants, which then transposes and reshapes constant
       // operands at compile time (and pack-matmul-weights packs them).
       "decompose-einsum",
+      "decompose-recurrent",
       // So batch_norm parameters, weights and the scalars of
       // activation pieces computed from constants are constants.
       "fold-constants",
@@ -112,6 +115,23 @@ std::string split_pass_options(const std::string& spec, PassOptions& options) {
     options[item.substr(0, eq)] = item.substr(eq + 1);
   }
   return spec.substr(0, open);
+}
+
+Module rewrite_bindings(const Module& m, const BindingRewrite& rewrite) {
+  Module out = m;
+  for (const Function& f : m.functions) {
+    if (f->attrs.find("Codegen") || f->attrs.find("Composite")) continue;
+    FreshNames fresh(*f);
+    std::vector<Binding> bindings;
+    bool changed = false;
+    for (const Binding& b : f->bindings)
+      if (rewrite(b, fresh, bindings))
+        changed = true;
+      else
+        bindings.push_back(b);
+    if (changed) out.set(make_function(f->name, f->params, std::move(bindings), f->result, f->attrs));
+  }
+  return out;
 }
 
 FreshNames::FreshNames(const FunctionNode& f) {

@@ -707,9 +707,9 @@ const std::map<std::string, CaseGen>& generators() {
 const std::map<std::string, std::string>& not_lowered() {
   static const std::map<std::string, std::string> m = {
       {"topk", "sorting is not lowered"},
-      {"nn.rnn", "recurrences over time steps are not lowered yet"},
-      {"nn.gru", "recurrences over time steps are not lowered yet"},
-      {"nn.lstm", "recurrences over time steps are not lowered yet"},
+      {"nn.rnn", "unrolled into products and gates by decompose-recurrent"},
+      {"nn.gru", "unrolled into products and gates by decompose-recurrent"},
+      {"nn.lstm", "unrolled into products and gates by decompose-recurrent"},
       {"einsum", "float32 einsums become matmuls, transposes and sums (decompose-einsum); the rest stay"},
       {"image.grid_sample", "data-dependent positions: not lowered yet"},
       {"nn.nll_loss", "data-dependent class indices: the reference kernel checks each target"},

@@ -370,6 +370,36 @@ def @main(%q: Tensor[(2, 3, 5, 8), float32], %k: Tensor[(2, 3, 7, 8), float32], 
   EXPECT_TRUE(summary.reference_ops.empty()) << summary.str();
 }
 
+// Recurrent layers unrolled by decompose-recurrent: a bidirectional LSTM
+// with peepholes, initial states, clipping and sequence lengths below the
+// steps (masked steps; the reverse direction starting at each entry's last
+// one), GRUs with and without linear_before_reset, and an RNN of Relu;
+// every output within float32 rounding of the reference kernels', no op
+// left on them.
+TEST(CompileModel, RecurrentLayersAreCompiledAsTheirSteps) {
+  const char* text = R"(
+def @main(%x: Tensor[(5, 3, 6), float32], %w: Tensor[(2, 16, 6), float32], %r: Tensor[(2, 16, 4), float32], %b: Tensor[(2, 32), float32], %lens: Tensor[(3,), int32], %h0: Tensor[(2, 3, 4), float32], %c0: Tensor[(2, 3, 4), float32], %p: Tensor[(2, 12), float32], %gw: Tensor[(1, 12, 6), float32], %gr: Tensor[(1, 12, 4), float32], %gb: Tensor[(1, 24), float32], %rw: Tensor[(2, 4, 6), float32], %rr: Tensor[(2, 4, 4), float32]) -> (Tensor[(5, 2, 3, 4), float32], Tensor[(2, 3, 4), float32], Tensor[(2, 3, 4), float32], Tensor[(5, 1, 3, 4), float32], Tensor[(1, 3, 4), float32], Tensor[(5, 1, 3, 4), float32], Tensor[(5, 2, 3, 4), float32], Tensor[(2, 3, 4), float32]) {
+  %l = nn.lstm(%x, %w, %r, %b, %lens, %h0, %c0, %p, hidden_size=4, direction="bidirectional", clip=2.5)
+  %g1 = nn.gru(%x, %gw, %gr, %gb, hidden_size=4, linear_before_reset=1)
+  %g2 = nn.gru(%x, %gw, %gr, %gb, hidden_size=4, direction="reverse")
+  %n = nn.rnn(%x, %rw, %rr, hidden_size=4, direction="bidirectional", activations="Relu")
+  return (%l.0, %l.1, %l.2, %g1.0, %g1.1, %g2.0, %n.0, %n.1)
+})";
+  Module m = parse(text);
+  std::vector<Tensor> args = random_args(*m.find("main"), 21);
+  args[4] = Tensor::from_ints({3}, {5, 2, 0}, DType::Int32);
+  std::vector<Tensor> want = interpret(m, "main", args);
+  driver::CompileSummary summary;
+  Executable exe = driver::compile_model(m, {}, &summary);
+  EXPECT_TRUE(summary.reference_ops.empty()) << summary.str();
+  std::vector<Tensor> got = VirtualMachine(exe).run(args);
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t o = 0; o < want.size(); ++o)
+    for (int64_t i = 0; i < want[o].numel(); ++i)
+      ASSERT_NEAR(got[o].get_as_double(i), want[o].get_as_double(i), 2e-5)
+          << "output " << o << " element " << i;
+}
+
 TEST(CompileModel, HostCodeForMissingCpuFeaturesIsRefusedAtLoad) {
   Executable exe = driver::compile_model(parse(kSmallNet), {});
   exe.host_code.cpu_features.push_back("avx512-imaginary");
