@@ -400,6 +400,45 @@ def @main(%x: Tensor[(5, 3, 6), float32], %w: Tensor[(2, 16, 6), float32], %r: T
           << "output " << o << " element " << i;
 }
 
+// Equations of every shape decompose-einsum meets: an inner product to a
+// scalar, an outer product, a sum of everything, a transpose, batches,
+// "..." axes, implicit output, an elementwise product (no reduced axis),
+// three operands; and a diagonal it leaves to the reference kernel.
+TEST(CompileModel, EinsumEquationsCompileToTheInterpretersValues) {
+  struct Case {
+    const char* equation;
+    const char* inputs;
+    const char* output;
+  };
+  const Case cases[] = {
+      {"i,i->", "%a: Tensor[(7,), float32], %b: Tensor[(7,), float32]", "Tensor[(), float32]"},
+      {"i,j->ij", "%a: Tensor[(3,), float32], %b: Tensor[(5,), float32]", "Tensor[(3, 5), float32]"},
+      {"ij->", "%a: Tensor[(3, 4), float32]", "Tensor[(), float32]"},
+      {"ij->ji", "%a: Tensor[(3, 4), float32]", "Tensor[(4, 3), float32]"},
+      {"bij,bjk->bik", "%a: Tensor[(2, 3, 4), float32], %b: Tensor[(2, 4, 5), float32]",
+       "Tensor[(2, 3, 5), float32]"},
+      {"...ij,...jk->...ik", "%a: Tensor[(2, 2, 3, 4), float32], %b: Tensor[(2, 2, 4, 5), float32]",
+       "Tensor[(2, 2, 3, 5), float32]"},
+      {"ij,jk", "%a: Tensor[(3, 4), float32], %b: Tensor[(4, 5), float32]", "Tensor[(3, 5), float32]"},
+      {"ij,ij->ij", "%a: Tensor[(3, 4), float32], %b: Tensor[(3, 4), float32]", "Tensor[(3, 4), float32]"},
+      {"abc,cd,de->eba",
+       "%a: Tensor[(2, 3, 4), float32], %b: Tensor[(4, 5), float32], %c: Tensor[(5, 6), float32]",
+       "Tensor[(6, 3, 2), float32]"},
+      {"ii->i", "%a: Tensor[(4, 4), float32]", "Tensor[(4,), float32]"},
+  };
+  for (const Case& c : cases) {
+    std::string args = "%a";
+    if (std::string(c.inputs).find("%b") != std::string::npos) args += ", %b";
+    if (std::string(c.inputs).find("%c") != std::string::npos) args += ", %c";
+    Module m = parse(std::string("def @main(") + c.inputs + ") -> " + c.output + " {\n  %y = einsum(" + args +
+                     ", equation=\"" + c.equation + "\")\n  return %y\n}\n");
+    driver::CompileSummary summary;
+    SCOPED_TRACE(c.equation);
+    expect_compiled_matches_interpreter(m, 3, 1e-5, &summary);
+    EXPECT_EQ(summary.reference_ops.empty(), std::string(c.equation) != "ii->i") << summary.str();
+  }
+}
+
 TEST(CompileModel, HostCodeForMissingCpuFeaturesIsRefusedAtLoad) {
   Executable exe = driver::compile_model(parse(kSmallNet), {});
   exe.host_code.cpu_features.push_back("avx512-imaginary");
