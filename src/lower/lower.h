@@ -144,6 +144,7 @@ void register_winograd_lowerings(LoweringTable& t);  // conv_winograd.cc: nn.con
 void register_quant_lowerings(LoweringTable& t);     // quant.cc: quantize, dequantize
 void register_scan_lowerings(LoweringTable& t);      // scan.cc: cumsum
 void register_scatter_lowerings(LoweringTable& t);   // scatter.cc: scatter_elements, scatter_nd
+void register_sort_lowerings(LoweringTable& t);      // sort.cc: topk
 
 // The pattern of `op`; Opaque when it has no definition.
 OpPattern pattern_of(std::string_view op);

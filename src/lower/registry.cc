@@ -80,6 +80,7 @@ const LoweringTable& lowerings() {
     register_quant_lowerings(t);
     register_scan_lowerings(t);
     register_scatter_lowerings(t);
+    register_sort_lowerings(t);
     return t;
   }();
   return table;

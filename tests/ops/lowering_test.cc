@@ -275,6 +275,22 @@ std::vector<Case> cumsum_cases(Lcg&) {
   return cases;
 }
 
+// Values from a few integers (ties, which go by index), largest and
+// smallest, along the last and a middle axis, k of 1, some and all.
+std::vector<Case> topk_cases(Lcg&) {
+  std::vector<Case> cases;
+  for (int64_t largest : {0, 1}) {
+    for (int64_t k : {1, 5, 37})
+      cases.push_back({{f32({3, 37})}, Attrs{{"k", k}, {"largest", largest}}, {{-4, 4}}});
+    cases.push_back({{f32({2, 9, 5})}, Attrs{{"k", int64_t{4}}, {"axis", int64_t{1}}, {"largest", largest}}});
+    cases.push_back(
+        {{typed({4, 50}, DType::Int32)}, Attrs{{"k", int64_t{7}}, {"largest", largest}}, {{-3, 3}}});
+    cases.push_back(
+        {{typed({60}, DType::Int64)}, Attrs{{"k", int64_t{10}}, {"largest", largest}}, {{-1000, 1000}}});
+  }
+  return cases;
+}
+
 // Indices over the whole range, so duplicates (the last written wins, or
 // all combine) and negative ones (which wrap); every reduction.
 std::vector<Case> scatter_elements_cases(Lcg&) {
@@ -688,6 +704,7 @@ const std::map<std::string, CaseGen>& generators() {
                                    {{-2, 2}, {-5, 4}}}};
        }},
       {"cumsum", cumsum_cases},
+      {"topk", topk_cases},
       {"scatter_elements", scatter_elements_cases},
       {"scatter_nd", scatter_nd_cases},
       {"trilu",
@@ -706,7 +723,6 @@ const std::map<std::string, CaseGen>& generators() {
 // Ops that stay on their reference kernels, and why.
 const std::map<std::string, std::string>& not_lowered() {
   static const std::map<std::string, std::string> m = {
-      {"topk", "sorting is not lowered"},
       {"nn.rnn", "unrolled into products and gates by decompose-recurrent"},
       {"nn.gru", "unrolled into products and gates by decompose-recurrent"},
       {"nn.lstm", "unrolled into products and gates by decompose-recurrent"},

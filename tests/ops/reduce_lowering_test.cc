@@ -312,5 +312,38 @@ TEST(ReduceLowering, CumsumAddsInFloat64AsTheReference) {
       }
 }
 
+// topk where the order is delicate: NaNs (above every number: first with
+// largest, last without; among themselves by index), ties (by index),
+// signed zeros (equal), infinities; every k from 1 to all. Values and
+// indices equal to the reference kernel's.
+TEST(ReduceLowering, TopKOrdersNaNsAndTiesAsTheReference) {
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  const std::vector<float> row = {2.0f, nan, -inf, 2.0f, 0.0f, -0.0f, inf, nan, -1.0f, 2.0f, inf, 0.5f};
+  const Tensor x = Tensor::from_floats({1, 12}, row);
+  for (int64_t largest : {0, 1})
+    for (int64_t k = 1; k <= 12; ++k) {
+      const Attrs attrs = normalize_attrs(op_named("topk"), Attrs{{"k", k}, {"largest", largest}});
+      const std::string name = "topk_" + std::to_string(largest) + "_" + std::to_string(k);
+      std::vector<TensorDesc> out = infer_op(op_named("topk"), {{x.shape(), x.dtype()}}, attrs);
+      auto f =
+          lower::lower_kernel(lower::single_op_kernel(name, "topk", {{x.shape(), x.dtype()}}, out, attrs));
+      ASSERT_TRUE(f.has_value()) << name;
+      auto jit = codegen::JitModule::create({tir::lower_for_build(*f)});
+      std::vector<Tensor> want;
+      {
+        std::vector<Tensor> outs = {Tensor::empty(out[0].shape, out[0].dtype),
+                                    Tensor::empty(out[1].shape, out[1].dtype)};
+        op_named("topk").kernel({x}, attrs, outs);
+        want = outs;
+      }
+      Tensor values = Tensor::empty(out[0].shape, out[0].dtype),
+             indices = Tensor::empty(out[1].shape, out[1].dtype);
+      Tensor in = x;
+      jit->run(name, {in.raw(), values.raw(), indices.raw()});
+      EXPECT_TRUE(values.bitwise_equal(want[0])) << name;
+      EXPECT_TRUE(indices.bitwise_equal(want[1])) << name;
+    }
+}
+
 }  // namespace
 }  // namespace kiln::testing
