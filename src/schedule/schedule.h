@@ -43,6 +43,11 @@ struct CpuTarget {
 // 320x320 on two threads, Zen 5: 4.42-4.60 ms with 1 << 18, 4.28-4.44 ms
 // with 1 << 15 and 1 << 12; one thread unchanged).
 constexpr int64_t kParallelMinWork = 1 << 15;
+// The same for a register-tiled product or conv, counted in multiply-adds:
+// vector multiply-adds run 32 or more a cycle, so 1 << 15 of them are a
+// microsecond, less than waking the pool (an unrolled LSTM's steps, 128 x
+// 512 each, took 1.8 us on one thread and 6.2 on two).
+constexpr int64_t kParallelMinMultiplyAdds = 1 << 18;
 // A parallel loop fuses the loops inside it until it has at least this many
 // iterations, so that static chunks of whole iterations stay within a few
 // percent of each other on 2 to 8 threads.

@@ -567,14 +567,14 @@ bool tile_anchor(te::Schedule& s, const AnchorTile& a, const CpuTarget& cpu,
   // until it has kParallelMinIterations. Not past a panel packed or an
   // input padded at the parallel loop, which each iteration would redo.
   tir::Var tile_at = tile_loop;
-  if (work >= kParallelMinWork && !pack && !window) {
+  if (work >= kParallelMinMultiplyAdds && !pack && !window) {
     while (out->leaves()[0].extent < kParallelMinIterations && out->leaves().size() > 1 && tile_at != outer) {
       const tir::Var next = out->leaves()[1].var;
       outer = out->fuse(outer, next);
       if (next == tile_loop) tile_at = outer;
     }
   }
-  if (work >= kParallelMinWork && outer != stop && out->leaves()[0].extent > 1) out->parallel(outer);
+  if (work >= kParallelMinMultiplyAdds && outer != stop && out->leaves()[0].extent > 1) out->parallel(outer);
   tile.compute_at(*out, tile_at);
   if (window) {
     window->compute_at(*out, outer);

@@ -500,7 +500,7 @@ TEST(Lowering, DepthwiseConvPadsOneRowTileOfALargeChannelPlane) {
       {16, 160, 3, 1, {32, 16}, "%conv2d_0_pad: Buffer[(1, 1, 6, 162)"},        // 4 rows of 160
       {8, 96, 5, 1, {64, 32}, "%conv2d_0_pad: Buffer[(1, 1, 16, 100)"},         // 12 rows of 96
       {48, 40, 3, 1, {32, 16}, "%conv2d_0_pad: Buffer[(1, 1, 42, 42)"},         // 7 KiB: the plane
-      {32, 40, 3, 2, {64, 32}, "%conv2d_0_phases: Buffer[(1, 1, 41, 2, 21)"},   // 7 KiB: the plane
+      {96, 40, 3, 2, {64, 32}, "%conv2d_0_phases: Buffer[(1, 1, 41, 2, 21)"},   // 7 KiB: the plane
   };
   for (const Case& c : cases) {
     const int64_t pad = c.kernel / 2;
@@ -715,9 +715,9 @@ TEST(Lowering, FewOuterIterationsTakeInnerLoopsIntoTheParallelLoop) {
     int64_t iterations;
   };
   const Case cases[] = {
-      {96, 96, 3, 80, 1, {32, 16}, 48},  // 3 rows x 16 row tiles of 6 channels
-      {96, 96, 3, 80, 1, {64, 32}, 24},  // 3 rows x 8 row tiles of 12
-      {64, 24, 1, 40, 3, {32, 16}, 10},  // 2 row tiles x 5 column tiles: every tile
+      {96, 96, 3, 80, 1, {32, 16}, 48},   // 3 rows x 16 row tiles of 6 channels
+      {96, 96, 3, 80, 1, {64, 32}, 24},   // 3 rows x 8 row tiles of 12
+      {128, 24, 1, 40, 3, {32, 16}, 10},  // 2 row tiles x 5 column tiles: every tile
   };
   for (const Case& c : cases) {
     TensorDesc x = f32({1, c.in_channels, c.height, c.width}),
@@ -745,6 +745,24 @@ TEST(Lowering, FewOuterIterationsTakeInnerLoopsIntoTheParallelLoop) {
 // 40 x 6625 classifier: 26 KB, in L1), not one pass over the whole tensor
 // per stage; log_softmax likewise. Over another axis, the default rules
 // (whole-tensor maxima first). Values against the reference.
+// A product of fewer multiply-adds than waking the threads costs
+// (kParallelMinMultiplyAdds: an LSTM step's state times R, 128 x 512) runs
+// on one thread; four times as many rows share the threads.
+TEST(Lowering, SmallProductsRunOnOneThread) {
+  for (int64_t rows : {1, 4}) {
+    TensorDesc x = f32({rows, 128}), w = f32({128, 512});
+    const Attrs attrs = normalize_attrs(op_named("matmul"), {});
+    const std::string name = "product_" + std::to_string(rows);
+    auto f = lower_op(name, "matmul", {x, w}, attrs, {64, 32});
+    ASSERT_TRUE(f.has_value()) << name;
+    const std::string text = tir::print_prim_func(**f);
+    EXPECT_EQ(text.find("parallel") == std::string::npos, rows == 1) << name << "\n" << text;
+    Lcg r(5);
+    expect_matches_reference(*f, name, "matmul", {random_input(x, {-1, 1}, r), random_input(w, {-1, 1}, r)},
+                             attrs, 1e-4);
+  }
+}
+
 TEST(Lowering, SoftmaxOverTheLastAxisRunsRowByRow) {
   struct Case {
     const char* op;
