@@ -511,6 +511,26 @@ llvm::Value* math_intrinsic(llvm::Module& m, llvm::IRBuilder<>& b, tir::Intrinsi
     }
     case I::Pow:
       return b.CreateBinaryIntrinsic(llvm::Intrinsic::pow, args[0], args[1]);
+    case I::Fmod: {
+      // The C library's double fmod, lane by lane: exact, so float32's
+      // through double equals fmodf (the reference's).
+      llvm::Type* f64 = b.getDoubleTy();
+      llvm::FunctionCallee fn =
+          m.getOrInsertFunction("fmod", llvm::FunctionType::get(f64, {f64, f64}, false));
+      auto lane = [&](llvm::Value* x, llvm::Value* y) {
+        llvm::Value* r = b.CreateCall(fn, {b.CreateFPCast(x, f64), b.CreateFPCast(y, f64)});
+        return b.CreateFPCast(r, x->getType());
+      };
+      auto* vt = llvm::dyn_cast<llvm::FixedVectorType>(args[0]->getType());
+      if (!vt) return lane(args[0], args[1]);
+      llvm::Value* out = llvm::PoisonValue::get(vt);
+      for (unsigned k = 0; k < vt->getNumElements(); ++k)
+        out = b.CreateInsertElement(
+            out,
+            lane(b.CreateExtractElement(args[0], uint64_t(k)), b.CreateExtractElement(args[1], uint64_t(k))),
+            uint64_t(k));
+      return out;
+    }
     // No LLVM intrinsic: inline for float32 vectors, else the C library's
     // function, per lane.
     case I::Tanh:

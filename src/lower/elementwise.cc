@@ -181,22 +181,33 @@ Lowered divide(const LowerContext& c) {
   return binary(c, [](Expr a, Expr b) { return tir::div(a, b); });
 }
 
+// A truncated remainder of a by b made floored: one of the other sign
+// than b (and not zero) moves by b.
+Expr floored_remainder(const Expr& rem, const Expr& b) {
+  Expr zero = constant(0, rem->dtype);
+  Expr other_sign = tir::binary(tir::BinaryOp::NE, tir::lt(rem, zero), tir::lt(b, zero));
+  return tir::select(tir::binary(tir::BinaryOp::And, tir::binary(tir::BinaryOp::NE, rem, zero), other_sign),
+                     tir::add(rem, b), rem);
+}
+
 // mod (the floored remainder: the divisor's sign) and fmod (the truncated
-// one: the dividend's) of integers, after a check that no divisor is 0
-// (the reference kernel's error). A divisor of -1 leaves remainder 0; it
-// divides by 1 instead (INT_MIN % -1 traps on x86). Float remainders stay
-// on the reference kernels: there is no exact vector fmod here.
+// one: the dividend's). Integers after a check that no divisor is 0 (the
+// reference kernel's error); a divisor of -1 leaves remainder 0, so it
+// divides by 1 instead (INT_MIN % -1 traps on x86). Floats through the C
+// library's fmod, lane by lane (exact; a zero divisor gives NaN).
 Lowered remainder(const LowerContext& c, bool floored) {
-  if (is_float_input(c)) return unsupported("float " + c.op + " (no exact vector fmod)");
+  if (is_float_input(c)) {
+    // The C library's fmod (exact), in the input's type as the reference.
+    return binary(c, [&](Expr a, Expr b) {
+      Expr rem = tir::call_intrinsic(tir::Intrinsic::Fmod, {a, b});
+      return floored ? floored_remainder(rem, b) : rem;
+    });
+  }
   const tir::DataType t = elem(c.inputs[0]);
   Lowered r = binary(c, [&](Expr a, Expr b) {
-    Expr zero = constant(0, t);
     Expr divisor = t.is_uint() ? b : tir::select(tir::eq(b, constant(-1, t)), constant(1, t), b);
     Expr rem = tir::mod(a, divisor);
-    if (!floored || t.is_uint()) return rem;
-    Expr other_sign = tir::binary(tir::BinaryOp::NE, tir::lt(rem, zero), tir::lt(b, zero));
-    return tir::select(tir::binary(tir::BinaryOp::And, tir::binary(tir::BinaryOp::NE, rem, zero), other_sign),
-                       tir::add(rem, b), rem);
+    return floored && !t.is_uint() ? floored_remainder(rem, b) : rem;
   });
   r.divisor_checks.push_back({c.inputs[1], c.op + ": integer division by zero"});
   return r;

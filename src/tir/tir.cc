@@ -334,9 +334,10 @@ Expr call_intrinsic(Intrinsic i, std::vector<Expr> args) {
       t = args[0]->dtype;
       break;
     case Intrinsic::Pow:
+    case Intrinsic::Fmod:
       want(2);
-      KILN_CHECK(args[0]->dtype.is_float() && args[0]->dtype == args[1]->dtype,
-                 "pow takes two floats of one type, not ", dtype_str(args[0]->dtype), " and ",
+      KILN_CHECK(args[0]->dtype.is_float() && args[0]->dtype == args[1]->dtype, intrinsic_name(i),
+                 " takes two floats of one type, not ", dtype_str(args[0]->dtype), " and ",
                  dtype_str(args[1]->dtype));
       t = args[0]->dtype;
       break;

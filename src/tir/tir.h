@@ -246,6 +246,7 @@ enum class CallKind : uint8_t { Intrinsic, Extern };
   X(Ceil, "ceil")                      /* float */                                                       \
   X(Round, "round")                    /* float: to nearest, ties to even */                             \
   X(Pow, "pow")                        /* float, float -> float */                                       \
+  X(Fmod, "fmod")                      /* float, float -> float: the C library's, exact, per lane */     \
   X(Likely, "likely")                  /* bool hint for branches */                                      \
   X(AddressOffset, "address_offset")   /* handle + int64 bytes -> handle */                              \
   X(ParallelStatus, "parallel_status") /* -> int32: how the last parallel loop ended (tir/parallel.h) */ \

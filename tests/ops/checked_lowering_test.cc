@@ -135,6 +135,30 @@ TEST(CheckedLowering, QuantizeRoundsTiesToEvenAndClampsAsTheReference) {
     }
 }
 
+// Float remainders through the C library's fmod equal the reference's bit
+// for bit: signs of zero, infinite dividends and zero divisors (NaN),
+// infinite divisors (the dividend, or the divisor for mod's other sign).
+TEST(CheckedLowering, FloatRemaindersEqualTheReferenceBitForBit) {
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  const std::vector<float> a = {5.5f, -5.5f, 5.5f,  -5.5f, 0.0f, -0.0f, inf,   3.0f,
+                                3.0f, -3.0f, 1e30f, 7.0f,  nan,  2.0f,  -4.0f, 0.25f};
+  const std::vector<float> b = {2.0f, 2.0f, -2.0f, -2.0f, 3.0f, 3.0f, 2.0f, 0.0f,
+                                inf,  inf,  3.0f,  -inf,  1.0f, nan,  2.0f, -0.1f};
+  for (const char* op : {"mod", "fmod"})
+    for (const schedule::CpuTarget& cpu : schedule_targets()) {
+      const std::string name = std::string(op) + "_float_" + std::to_string(cpu.vector_bytes);
+      auto [got, want] =
+          compiled_and_reference(name, op, {Tensor::from_floats({16}, a), Tensor::from_floats({16}, b)},
+                                 normalize_attrs(op_named(op), {}), cpu);
+      for (int64_t i = 0; i < 16; ++i) {
+        const float g = got.data<float>()[i], w = want.data<float>()[i];
+        EXPECT_TRUE(std::isnan(w) ? std::isnan(g) : std::memcmp(&g, &w, sizeof g) == 0)
+            << name << " of " << a[size_t(i)] << ", " << b[size_t(i)] << ": compiled " << g << ", reference "
+            << w;
+      }
+    }
+}
+
 // The trigonometric and hyperbolic functions without vector forms call
 // the C library's double function per lane and round once, as the
 // reference kernels compute them: equal bit for bit, on the edges of their

@@ -234,7 +234,9 @@ std::vector<Case> remainder_cases(Lcg&) {
       {{typed({4, 9}, DType::Int32), typed({4, 9}, DType::Int32)}, {}, {{-50, 50}, {-7, -1}}},
       {{typed({3, 40}, DType::Int8), typed({40}, DType::Int8)}, {}, {{-128, 127}, {-128, -1}}},
       {{typed({2, 33}, DType::UInt8), typed({1}, DType::UInt8)}, {}, {{0, 255}, {1, 9}}},
-      {{typed({5, 6}, DType::Int64), typed({5, 6}, DType::Int64)}, {}, {{-1000, 1000}, {3, 30}}}};
+      {{typed({5, 6}, DType::Int64), typed({5, 6}, DType::Int64)}, {}, {{-1000, 1000}, {3, 30}}},
+      {{f32({3, 37}), f32({3, 37})}, {}, {{-50, 50}, {-7, 7}}},
+      {{f32({2, 40}), f32({40})}, {}, {{-1e6, 1e6}, {0.1, 3}}}};
 }
 
 // Ties (values from a few integers) pick the first or, with
