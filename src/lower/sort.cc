@@ -49,71 +49,58 @@ Lowered topk(const LowerContext& c) {
         " over many rows: the insertion's comparisons exceed the reference kernel's partial sort");
   const Shape outer(xs.begin(), xs.begin() + std::ptrdiff_t(axis));
   const Shape inner(xs.begin() + std::ptrdiff_t(axis) + 1, xs.end());
-  const tir::DataType i64 = tir::DataType::int64();
+  const tir::DataType i32 = tir::DataType::int32(), i64 = tir::DataType::int64();
   const std::string name = c.name;
   auto body = [=](const std::vector<tir::Buffer>& in, const tir::Buffer& indices) {
     const tir::Buffer& x = in[0];
     // Kept so far in this row; whether the element being placed still moves.
-    tir::Buffer kept = tir::make_buffer(name + "_kept", i64, {tir::int_imm(1)}, tir::MemoryScope::Local);
-    tir::Buffer moving = tir::make_buffer(name + "_moving", tir::DataType::int32(), {tir::int_imm(1)},
-                                          tir::MemoryScope::Local);
-    const Expr zero = tir::int_imm(0);
+    tir::Buffer kept = tir::make_buffer(name + "_kept", i32, {tir::int_imm(1)}, tir::MemoryScope::Local);
+    tir::Buffer moving = tir::make_buffer(name + "_moving", i32, {tir::int_imm(1)}, tir::MemoryScope::Local);
+    const Expr zero = tir::int_imm(0), one = tir::int_imm(1);
     tir::Stmt rows_loop = loop_nest(outer, "o", [&](const std::vector<Expr>& o) {
       return loop_nest(inner, "i", [&](const std::vector<Expr>& i) {
+        // The row's element at `position` of the axis (x's, or a rank of indices).
         auto at = [&](const Expr& position) {
           std::vector<Expr> idx = o;
           idx.push_back(position);
           idx.insert(idx.end(), i.begin(), i.end());
           return idx;
         };
-        // x at the position held in `indices` at rank r.
-        auto kept_value = [&](const Expr& r) {
-          return tir::load(x, at(tir::cast(tir::DataType::int32(), tir::load(indices, at(r)))));
-        };
-        tir::Var j = tir::make_var("j"), q = tir::make_var("q");
+        auto index_at = [&](const Expr& rank) { return tir::load(indices, at(rank)); };
+        auto value_at = [&](const Expr& rank) { return tir::load(x, at(tir::cast(i32, index_at(rank)))); };
+        tir::Var j = tir::make_var("j"), q = tir::make_var("q"), start = tir::make_var("start"),
+                 p = tir::make_var("p");
         const Expr v = tir::load(x, at(j));
         const Expr count = tir::load(kept, {zero});
-        const Expr full = tir::binary(tir::BinaryOp::GE, count, tir::int_imm(k, i64));
-        // The rank it starts from: the first free one, or the last (dropped).
-        tir::Var start = tir::make_var("start", i64);
-        // Walking back from `start`: rank p = start - q takes the kept index
-        // at p - 1 while v ranks before its value, else v's own index.
-        tir::Var p = tir::make_var("p", i64);
-        const Expr still = tir::eq(tir::load(moving, {zero}), tir::int_imm(1));
+        const Expr full = tir::binary(tir::BinaryOp::GE, count, tir::int_imm(k));
+        const Expr still = tir::eq(tir::load(moving, {zero}), one);
+        const Expr previous = tir::sub(p, one);
+        // Walking back from `start` (the first free rank, or the last, whose
+        // index drops out): rank p = start - q takes the index at p - 1
+        // while v ranks before its value, else v's own.
         tir::Stmt step = tir::let_stmt(
-            p, tir::sub(start, tir::cast(i64, q)),
+            p, tir::sub(start, q),
             tir::if_then_else(
-                tir::binary(
-                    tir::BinaryOp::And, still,
-                    ranks_before(
-                        v, kept_value(tir::cast(tir::DataType::int32(), tir::sub(p, tir::int_imm(1, i64)))),
-                        largest)),
-                tir::store(indices, at(tir::cast(tir::DataType::int32(), p)),
-                           tir::load(indices, at(tir::cast(tir::DataType::int32(),
-                                                           tir::sub(p, tir::int_imm(1, i64)))))),
-                tir::if_then_else(still,
-                                  tir::seq({tir::store(indices, at(tir::cast(tir::DataType::int32(), p)),
-                                                       tir::cast(i64, j)),
-                                            tir::store(moving, {zero}, tir::int_imm(0))}))));
+                tir::binary(tir::BinaryOp::And, still, ranks_before(v, value_at(previous), largest)),
+                tir::store(indices, at(p), index_at(previous)),
+                tir::if_then_else(still, tir::seq({tir::store(indices, at(p), tir::cast(i64, j)),
+                                                   tir::store(moving, {zero}, zero)}))));
         tir::Stmt place = tir::let_stmt(
-            start, tir::select(full, tir::int_imm(k - 1, i64), count),
+            start, tir::select(full, tir::int_imm(k - 1), count),
             tir::seq(
-                {tir::store(moving, {zero}, tir::int_imm(1)),
-                 tir::for_loop(q, zero, tir::cast(tir::DataType::int32(), start), tir::ForKind::Serial, step),
+                {tir::store(moving, {zero}, one), tir::for_loop(q, zero, start, tir::ForKind::Serial, step),
                  // Still moving at rank 0: v ranks first.
                  tir::if_then_else(still, tir::store(indices, at(zero), tir::cast(i64, j))),
-                 tir::if_then_else(tir::logical_not(full),
-                                   tir::store(kept, {zero}, tir::add(count, tir::int_imm(1, i64))))}));
+                 tir::if_then_else(tir::logical_not(full), tir::store(kept, {zero}, tir::add(count, one)))}));
         // It enters while fewer than k are kept, else when it ranks before
         // the last kept (read only then: the ranks past the count hold
         // nothing yet).
         tir::Stmt enters = tir::if_then_else(
             full,
             tir::store(moving, {zero},
-                       tir::select(ranks_before(v, kept_value(tir::int_imm(k - 1)), largest), tir::int_imm(1),
-                                   tir::int_imm(0))),
-            tir::store(moving, {zero}, tir::int_imm(1)));
-        return tir::seq({tir::store(kept, {zero}, tir::int_imm(0, i64)),
+                       tir::select(ranks_before(v, value_at(tir::int_imm(k - 1)), largest), one, zero)),
+            tir::store(moving, {zero}, one));
+        return tir::seq({tir::store(kept, {zero}, zero),
                          tir::for_loop(j, zero, tir::int_imm(n), tir::ForKind::Serial,
                                        tir::seq({enters, tir::if_then_else(still, place)}))});
       });
