@@ -361,6 +361,10 @@ std::optional<tir::PrimFunc> lower_kernel(const KernelSpec& spec, std::string* w
       KILN_ASSERT(r.outputs[o]->shape == op.out[o].shape,
                   "lowering of " + op.op + " made an output of the wrong shape");
     for (const auto& m : r.materialized) materialized.insert(m.get());
+    // An extern statement reads its inputs from buffers.
+    for (const auto& o : r.outputs)
+      if (o->is_extern())
+        for (const te::Tensor& x : o->inputs) materialized.insert(x.get());
     anchors.insert(anchors.end(), r.anchors.begin(), r.anchors.end());
     transposes.insert(transposes.end(), r.transposes.begin(), r.transposes.end());
     rows.insert(rows.end(), r.rows.begin(), r.rows.end());
@@ -391,15 +395,10 @@ std::optional<tir::PrimFunc> lower_kernel(const KernelSpec& spec, std::string* w
   }
   auto make_schedule = [&] {
     te::Schedule s(outputs);
-    // An extern statement reads its inputs from buffers.
-    std::set<const te::TensorNode*> read_whole;
-    for (const auto& st : s.stages())
-      for (const te::Tensor& x : st->tensor()->is_extern() ? st->tensor()->inputs : std::vector<te::Tensor>{})
-        read_whole.insert(x.get());
     for (const auto& st : s.stages()) {
       const te::TensorNode& t = *st->tensor();
       if (!t.is_placeholder() && !t.is_extern() && !st->is_output() &&
-          t.reduction.kind == te::ReduceKind::None && !materialized.count(&t) && !read_whole.count(&t))
+          t.reduction.kind == te::ReduceKind::None && !materialized.count(&t))
         st->compute_inline();
     }
     return s;

@@ -24,15 +24,15 @@ namespace {
 
 using tir::Expr;
 
-// The old value combined with an update by the "reduction" attribute; an
-// empty optional for a name the reference does not know.
-std::optional<Expr> combined(const std::string& reduction, const Expr& old, const Expr& update) {
-  if (reduction == "none") return update;
+// The old value combined with an update by the "reduction" attribute
+// (type inference has refused any other name).
+Expr combined(const std::string& reduction, const Expr& old, const Expr& update) {
   if (reduction == "add") return tir::add(old, update);
   if (reduction == "mul") return tir::mul(old, update);
   if (reduction == "max") return tir::select(tir::binary(tir::BinaryOp::GT, update, old), update, old);
   if (reduction == "min") return tir::select(tir::lt(update, old), update, old);
-  return std::nullopt;
+  KILN_ASSERT(reduction == "none", "scatter reduction \"" + reduction + "\" passed inference");
+  return update;
 }
 
 // data copied to y, the innermost loop vectorized.
@@ -42,16 +42,7 @@ tir::Stmt copy(const tir::Buffer& data, const tir::Buffer& y, const Shape& shape
       tir::ForKind::Vectorized);
 }
 
-// The checks the operands of a scatter need before it runs.
-std::optional<std::string> unsupported_scatter(const LowerContext& c) {
-  const std::string& reduction = c.attrs.get_string("reduction");
-  if (!combined(reduction, tir::int_imm(0), tir::int_imm(0)))
-    return c.op + " with reduction \"" + reduction + "\"";
-  return std::nullopt;
-}
-
 Lowered scatter_elements(const LowerContext& c) {
-  if (auto why = unsupported_scatter(c)) return unsupported(*why);
   const Shape &xs = c.in[0].shape, &is = c.in[1].shape;
   const size_t axis = size_t(norm_axis(c.attrs.get_int("axis"), xs.size()));
   const int64_t size = xs[axis];
@@ -61,7 +52,7 @@ Lowered scatter_elements(const LowerContext& c) {
     tir::Stmt scatter = loop_nest(is, "p", [&](const std::vector<Expr>& p) {
       std::vector<Expr> at = p;
       at[axis] = wrapped_index(tir::load(indices, p), size, tir::DataType::int32());
-      return tir::store(y, at, *combined(reduction, tir::load(y, at), tir::load(updates, p)));
+      return tir::store(y, at, combined(reduction, tir::load(y, at), tir::load(updates, p)));
     });
     return tir::seq({copy(data, y, xs), scatter});
   };
@@ -72,7 +63,6 @@ Lowered scatter_elements(const LowerContext& c) {
 }
 
 Lowered scatter_nd(const LowerContext& c) {
-  if (auto why = unsupported_scatter(c)) return unsupported(*why);
   const Shape &xs = c.in[0].shape, &is = c.in[1].shape;
   const size_t m = size_t(is.back());
   const Shape tuples(is.begin(), is.end() - 1), slice(xs.begin() + std::ptrdiff_t(m), xs.end());
@@ -90,7 +80,7 @@ Lowered scatter_nd(const LowerContext& c) {
         std::vector<Expr> to = at, from = t;
         to.insert(to.end(), s.begin(), s.end());
         from.insert(from.end(), s.begin(), s.end());
-        return tir::store(y, to, *combined(reduction, tir::load(y, to), tir::load(updates, from)));
+        return tir::store(y, to, combined(reduction, tir::load(y, to), tir::load(updates, from)));
       });
     });
     return tir::seq({copy(data, y, xs), scatter});

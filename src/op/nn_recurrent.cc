@@ -26,6 +26,7 @@
 #include <sstream>
 
 #include "op/kernel_util.h"
+#include "op/nn_recurrent.h"
 #include "op/op.h"
 #include "op/register_ops.h"
 
@@ -185,7 +186,9 @@ bool same_name(const std::string& a, const char* b) {
 // activation_alpha / activation_beta are consumed in order by the functions
 // that take an alpha / beta; the others use their defaults. A bidirectional
 // layer given one direction's list uses it for both.
-std::vector<Activation> parse_activations(Cell cell, const Attrs& attrs, int64_t dirs) {
+// The names the attribute lists (the defaults when it lists none): one
+// direction's, or every direction's.
+std::vector<std::string> activation_names(Cell cell, const Attrs& attrs, int64_t dirs) {
   const std::string op = cell_op_name(cell);
   std::vector<std::string> names = split_list(attrs.get_string("activations"));
   const size_t per_dir = activations_per_direction(cell);
@@ -194,6 +197,14 @@ std::vector<Activation> parse_activations(Cell cell, const Attrs& attrs, int64_t
   if (names.size() != want && names.size() != per_dir)
     throw Error(op + ": attribute 'activations' must list " + std::to_string(want) + " functions (" +
                 std::to_string(per_dir) + " per direction), got " + std::to_string(names.size()));
+  return names;
+}
+
+std::vector<Activation> parse_activations(Cell cell, const Attrs& attrs, int64_t dirs) {
+  const std::string op = cell_op_name(cell);
+  const std::vector<std::string> names = activation_names(cell, attrs, dirs);
+  const size_t per_dir = activations_per_direction(cell);
+  const size_t want = per_dir * static_cast<size_t>(dirs);
   std::vector<double> alpha = attrs.get_floats("activation_alpha");
   std::vector<double> beta = attrs.get_floats("activation_beta");
   size_t next_alpha = 0, next_beta = 0;
@@ -445,6 +456,16 @@ std::vector<AttrSpec> common_attrs() {
 }
 
 }  // namespace
+
+std::vector<std::string> recurrent_activations(const std::string& op, const Attrs& attrs) {
+  const Cell cell = op == "nn.rnn" ? Cell::Rnn : op == "nn.gru" ? Cell::Gru : Cell::Lstm;
+  const int64_t dirs = direction_count(op, attrs.get_string("direction"));
+  std::vector<std::string> names = activation_names(cell, attrs, dirs);
+  const size_t per_dir = activations_per_direction(cell);
+  for (size_t k = per_dir; names.size() < per_dir * static_cast<size_t>(dirs); ++k)
+    names.push_back(names[k - per_dir]);
+  return names;
+}
 
 void register_recurrent_ops(OpRegistry& r) {
   r.add({"nn.rnn", "simple recurrent layer (ONNX RNN): tuple (y, y_h)", 3, 6, common_attrs(), true,

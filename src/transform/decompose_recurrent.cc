@@ -30,6 +30,7 @@
 // 0..seq is not checked (the reference kernel's error).
 #include <optional>
 
+#include "op/nn_recurrent.h"
 #include "transform/pass.h"
 
 namespace kiln {
@@ -122,30 +123,12 @@ std::optional<Layer> layer_of(const CallNode& c) {
   l.clip = c.attrs.get_float("clip");
   l.linear_before_reset = l.cell == Cell::Gru && c.attrs.get_int("linear_before_reset") != 0;
   l.input_forget = l.cell == Cell::Lstm && c.attrs.get_int("input_forget") != 0;
-  // Activations: the defaults, or a list of ones with ops (alphas and betas
-  // only matter to the others).
-  const size_t per_dir = l.cell == Cell::Rnn ? 1 : l.cell == Cell::Gru ? 2 : 3;
-  std::vector<std::string> names;
-  const std::string list = c.attrs.get_string("activations");
-  for (size_t at = 0; !list.empty() && at <= list.size();) {
-    size_t comma = list.find(',', at);
-    names.push_back(list.substr(at, comma == std::string::npos ? std::string::npos : comma - at));
-    at = comma == std::string::npos ? list.size() + 1 : comma + 1;
-  }
-  if (names.empty())
-    names = l.cell == Cell::Rnn   ? std::vector<std::string>{"Tanh"}
-            : l.cell == Cell::Gru ? std::vector<std::string>{"Sigmoid", "Tanh"}
-                                  : std::vector<std::string>{"Sigmoid", "Tanh", "Tanh"};
-  if (names.size() == per_dir && l.dirs == 2) {
-    const std::vector<std::string> one_direction = names;
-    names.insert(names.end(), one_direction.begin(), one_direction.end());
-  }
-  for (const std::string& n : names) {
+  // Activations with ops (alphas and betas only matter to the others).
+  for (const std::string& n : recurrent_activations(op, c.attrs)) {
     auto a = activation_op(n);
     if (!a) return std::nullopt;
     l.acts.push_back(*a);
   }
-  if (l.acts.size() != per_dir * size_t(l.dirs)) return std::nullopt;
   // Sequence lengths: none, all steps (a constant), or masks per step.
   l.masked = false;
   if (c.args.size() > 4) {

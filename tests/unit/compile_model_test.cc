@@ -295,6 +295,25 @@ def @main(%x: Tensor[(4, 4), float32]) -> Tensor[(4,), float32] {
   EXPECT_NE(err.find("einsum x1"), std::string::npos) << err;
 }
 
+// `m` compiled with no op on a reference kernel; on random arguments (from
+// `seed`) with indices `good` as argument 1 the VM gives the interpreter's
+// values bit for bit, and with `bad` both fail naming `message`.
+void expect_compiled_and_checked_as_the_interpreter(const Module& m, uint64_t seed, Tensor good, Tensor bad,
+                                                    const std::string& message) {
+  driver::CompileSummary summary;
+  Executable exe = driver::compile_model(m, {}, &summary);
+  EXPECT_TRUE(summary.reference_ops.empty()) << summary.str();
+  std::vector<Tensor> args = random_args(*m.find("main"), seed);
+  args[1] = std::move(good);
+  VirtualMachine vm(exe);
+  EXPECT_TRUE(vm.run(args)[0].bitwise_equal(interpret(m, "main", args)[0]));
+  args[1] = std::move(bad);
+  std::string want = testing::error_of([&] { interpret(m, "main", args); });
+  std::string got = testing::error_of([&] { vm.run(args); });
+  EXPECT_NE(want.find(message), std::string::npos) << want;
+  EXPECT_NE(got.find(message), std::string::npos) << got;
+}
+
 // An embedding lookup: take is compiled as its own kernel (opaque, so its
 // indices are a kernel input), checks every index first and fails the run
 // with the reference kernel's message for one out of range.
@@ -308,20 +327,11 @@ def @main(%table: Tensor[(50, 8), float32], %ids: Tensor[(2, 3), int64], %pos: T
 })";
   EXPECT_EQ(kernels_of(text), (Kernels{"take:e", "fused_add_relu:a,y"}));
   Module m = parse(text);
-  driver::CompileSummary summary;
-  Executable exe = driver::compile_model(m, {}, &summary);
-  EXPECT_TRUE(summary.reference_ops.empty()) << summary.str();
-  std::vector<Tensor> args = random_args(*m.find("main"), 9);
-  args[1] = Tensor::from_ints({2, 3}, {0, 49, -1, -50, 7, 7});
-  VirtualMachine vm(exe);
-  EXPECT_TRUE(vm.run(args)[0].bitwise_equal(interpret(m, "main", args)[0]));
-  args[1] = Tensor::from_ints({2, 3}, {0, 49, -1, -51, 7, 7});
-  std::string want = testing::error_of([&] { interpret(m, "main", args); });
-  std::string got = testing::error_of([&] { vm.run(args); });
-  const std::string message =
-      "take: index -51 (at position 3 of indices) is out of range for axis 0 of size 50 (expected -50..49)";
-  EXPECT_NE(want.find(message), std::string::npos) << want;
-  EXPECT_NE(got.find(message), std::string::npos) << got;
+  expect_compiled_and_checked_as_the_interpreter(
+      m, 9, Tensor::from_ints({2, 3}, {0, 49, -1, -50, 7, 7}),
+      Tensor::from_ints({2, 3}, {0, 49, -1, -51, 7, 7}),
+      "take: index -51 (at position 3 of indices) is out of range for "
+      "axis 0 of size 50 (expected -50..49)");
 }
 
 // A cache update and a running sum: scatter_nd and cumsum are compiled
@@ -337,20 +347,10 @@ def @main(%cache: Tensor[(4, 8), float32], %rows: Tensor[(2, 1), int64], %new: T
 })";
   EXPECT_EQ(kernels_of(text), (Kernels{"scatter_nd:u", "cumsum:s", "relu:y"}));
   Module m = parse(text);
-  driver::CompileSummary summary;
-  Executable exe = driver::compile_model(m, {}, &summary);
-  EXPECT_TRUE(summary.reference_ops.empty()) << summary.str();
-  std::vector<Tensor> args = random_args(*m.find("main"), 5);
-  args[1] = Tensor::from_ints({2, 1}, {-1, 1});
-  VirtualMachine vm(exe);
-  EXPECT_TRUE(vm.run(args)[0].bitwise_equal(interpret(m, "main", args)[0]));
-  args[1] = Tensor::from_ints({2, 1}, {2, 4});
-  std::string want = testing::error_of([&] { interpret(m, "main", args); });
-  std::string got = testing::error_of([&] { vm.run(args); });
-  const std::string message =
-      "scatter_nd: index 4 (at position 1 of indices) is out of range for axis 0 of size 4 (expected -4..3)";
-  EXPECT_NE(want.find(message), std::string::npos) << want;
-  EXPECT_NE(got.find(message), std::string::npos) << got;
+  expect_compiled_and_checked_as_the_interpreter(
+      m, 5, Tensor::from_ints({2, 1}, {-1, 1}), Tensor::from_ints({2, 1}, {2, 4}),
+      "scatter_nd: index 4 (at position 1 of indices) is out of range for "
+      "axis 0 of size 4 (expected -4..3)");
 }
 
 // Attention written with einsums, as PyTorch exports some: decompose-einsum
