@@ -468,6 +468,7 @@ class FunctionBuilder {
   // select stored as it is (a window's chunk): inside arithmetic the branch
   // would split straight-line code such as a tile's body.
   llvm::Value* stored_select(const tir::SelectNode& n) {
+    if (llvm::Value* m = nan_keeping_max(n)) return m;
     const auto* both = tir::as<tir::BinaryNode>(n.cond);
     if (isa_.x86 && !isa_.avx512 && n.cond->dtype.lanes > 1 && both && both->op == tir::BinaryOp::And) {
       const tir::Expr* scalar = nullptr;
@@ -501,6 +502,26 @@ class FunctionBuilder {
     return b_.CreateSelect(expr(n.cond), expr(n.true_value), expr(n.false_value));
   }
 
+  // select(ne(v, v), v, max(v, m)), te::nan_max's step (v if it is NaN,
+  // else the larger, m if m is NaN), as x86 runs it: max(v, m) is one
+  // vmaxps (m when either is NaN), then a NaN v is blended in. Emitted as
+  // two plain selects, LLVM merges them into one select on
+  // or(unordered(v), v > m): two compares into masks and their or per
+  // vector, which made a max over 64 x 56 x 56 wait on the mask unit (AVX-512:
+  // 2.5 cycles a vector). A freeze between them keeps them apart. Null when
+  // `n` is not of that form.
+  llvm::Value* nan_keeping_max(const tir::SelectNode& n) {
+    const auto* nan = tir::as<tir::BinaryNode>(n.cond);
+    const auto* larger = tir::as<tir::BinaryNode>(n.false_value);
+    if (!isa_.x86 || !nan || nan->op != tir::BinaryOp::NE || !larger || larger->op != tir::BinaryOp::Max ||
+        !n.true_value->dtype.is_float() || !tir::structural_equal(nan->a, n.true_value) ||
+        !tir::structural_equal(nan->b, n.true_value) || !tir::structural_equal(larger->a, n.true_value))
+      return nullptr;
+    llvm::Value* v = expr(n.true_value);
+    llvm::Value* m = b_.CreateFreeze(expr(n.false_value));
+    return b_.CreateSelect(b_.CreateFCmpUNO(v, v), v, m);
+  }
+
   // A vector select on one scalar test for all lanes, inside arithmetic
   // (a padded conv's weight zeroed where its tap reads the padding),
   // selects on the scalar with AVX2: LLVM then branches or blends, where a
@@ -510,6 +531,7 @@ class FunctionBuilder {
   // load (3x3 depthwise at 12x80: 0.058 -> 0.063-0.072 ms otherwise), and
   // so does AVX-512, whose splat is a mask register.
   llvm::Value* select(const tir::SelectNode& n) {
+    if (llvm::Value* m = nan_keeping_max(n)) return m;
     const auto* splat = tir::as<tir::BroadcastNode>(n.cond);
     llvm::Value* cond = splat && isa_.x86 && !isa_.avx512 ? expr(splat->value) : expr(n.cond);
     return b_.CreateSelect(cond, expr(n.true_value), expr(n.false_value));

@@ -9,6 +9,7 @@
 // maximum before exp; integer means round half away from zero. Means of
 // int64 and sums and products of 8-bit integers stay on the reference
 // kernels.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -147,10 +148,12 @@ te::Tensor trailing_columns(const LowerContext& c, const ReduceSetup& s, F&& ter
 // (last_axis_partials, named `partial_name`), so that the loop over it runs
 // on vectors of them rather than one chain of scalars (56 columns of 64
 // channels: a third of a max over 64 x 56 x 56), then theirs; `reduce` is
-// te::sum or te::max, `pad` its identity.
+// te::sum or te::max, `pad` its identity. The stages it makes are appended
+// to `stages`.
 template <typename F, typename R>
 te::Tensor reduce_rows(const LowerContext& c, const Shape& operand, F&& term, R&& reduce, const Expr& pad,
-                       const std::string& partial_name, const std::string& name) {
+                       const std::string& partial_name, const std::string& name,
+                       std::vector<te::Tensor>& stages) {
   const int64_t L = operand.back();
   const size_t lead = operand.size() - 1;
   // With or without keepdims, an output's lead indices come first.
@@ -162,9 +165,10 @@ te::Tensor reduce_rows(const LowerContext& c, const Shape& operand, F&& term, R&
   const int64_t P = last_axis_partials(L);
   if (P == 0) {
     te::IterVar rw = te::reduce_axis(L, "rw");
-    return te::compute(
+    stages.push_back(te::compute(
         c.out[0].shape, [&](const te::Axes& i) -> te::Reduction { return reduce(term(row(i, rw)), {rw}); },
-        name);
+        name));
+    return stages.back();
   }
   Shape ps = operand;
   ps.back() = P;
@@ -175,9 +179,22 @@ te::Tensor reduce_rows(const LowerContext& c, const Shape& operand, F&& term, R&
         return reduce(partial_lane(i, ro.var, P, L, term, pad), {ro});
       },
       partial_name);
-  return te::compute(
+  stages.push_back(partial);
+  stages.push_back(te::compute(
       c.out[0].shape,
-      [&](const te::Axes& i) -> te::Reduction { return reduce((*partial)(row(i, rp)), {rp}); }, name);
+      [&](const te::Axes& i) -> te::Reduction { return reduce((*partial)(row(i, rp)), {rp}); }, name));
+  return stages.back();
+}
+
+// `r` with its output `y` computed row by row (schedule::RowTile) when
+// `stages` reduce it in steps: each row's partials, columns and total
+// stay in L1 and every step runs in the one parallel loop over rows,
+// where the last steps ran serially, each its own loop over every row.
+Lowered by_rows(Lowered r, const LowerContext& c, const te::Tensor& y, std::vector<te::Tensor> stages) {
+  if (c.cpu.scratchpad_bytes || stages.empty() || c.out[0].shape.empty()) return r;
+  stages.erase(std::remove(stages.begin(), stages.end(), y), stages.end());
+  r.rows.push_back(schedule::RowTile{y, std::move(stages), true});
+  return r;
 }
 
 // The int64 quotient sum / count (count > 0) rounded half away from zero:
@@ -206,17 +223,19 @@ Lowered sum_or_mean(const LowerContext& c, bool mean) {
   if (s.count == 0 && mean) return unsupported("mean of zero elements");
   tir::DataType acc = t.is_float() ? tir::DataType::float_(64) : int_mean ? tir::DataType::int64() : t;
   te::Tensor sum;
+  std::vector<te::Tensor> stages;
   auto term = [&](const std::vector<Expr>& idx) { return tir::cast(acc, (*x)(idx)); };
   if (partials_of(c, s)) {
     // Over the last axis alone: partial sums (lanes past the end add 0),
     // then their sum.
     sum = reduce_rows(c, c.in[0].shape, term, te::sum, constant(0, acc), c.name + "_partial_sum",
-                      c.name + "_acc");
+                      c.name + "_acc", stages);
   } else if (reduces_trailing_rows(c, s)) {
     te::Tensor columns = trailing_columns(c, s, term, te::sum, c.name + "_columns");
+    stages.push_back(columns);
     auto column = [&](const std::vector<Expr>& idx) { return (*columns)(idx); };
     sum = reduce_rows(c, columns->shape, column, te::sum, constant(0, acc), c.name + "_acc_partial",
-                      c.name + "_acc");
+                      c.name + "_acc", stages);
   } else {
     sum = te::compute(
         c.out[0].shape,
@@ -234,7 +253,7 @@ Lowered sum_or_mean(const LowerContext& c, bool mean) {
         return tir::cast(t, v);
       },
       c.name);
-  return lowered({y});
+  return by_rows(lowered({y}), c, y, stages);
 }
 
 Lowered sum(const LowerContext& c) { return sum_or_mean(c, false); }
@@ -257,16 +276,22 @@ Lowered max_or_min(const LowerContext& c, bool is_min) {
   // The partials' padding (float reductions only).
   const Expr minus_inf = t.is_float() ? constant(-std::numeric_limits<double>::infinity(), t) : Expr();
   te::Tensor m;
-  const std::string name = is_min ? c.name + "_max" : c.name;
+  std::vector<te::Tensor> stages;
+  // Reduced in steps and computed by rows (by_rows), the maximum is a stage
+  // too and the output a copy of it: a row's output has no reduce loops.
+  const bool copied =
+      !is_min && !c.cpu.scratchpad_bytes && (partials_of(c, s) || reduces_trailing_rows(c, s));
+  const std::string name = is_min || copied ? c.name + "_max" : c.name;
   if (partials_of(c, s)) {
     // Over the last axis alone: partial maxima (lanes past the end give
     // -inf), then theirs.
-    m = reduce_rows(c, c.in[0].shape, element, reduce, minus_inf, c.name + "_partial_max", name);
+    m = reduce_rows(c, c.in[0].shape, element, reduce, minus_inf, c.name + "_partial_max", name, stages);
   } else if (reduces_trailing_rows(c, s)) {
     // Columns of maxima, then theirs.
     te::Tensor cm = trailing_columns(c, s, element, reduce, c.name + "_column_max");
+    stages.push_back(cm);
     auto column = [&](const std::vector<Expr>& idx) { return (*cm)(idx); };
-    m = reduce_rows(c, cm->shape, column, reduce, minus_inf, name + "_partial", name);
+    m = reduce_rows(c, cm->shape, column, reduce, minus_inf, name + "_partial", name, stages);
   } else {
     m = te::compute(
         c.out[0].shape,
@@ -275,10 +300,11 @@ Lowered max_or_min(const LowerContext& c, bool is_min) {
         },
         name);
   }
-  if (!is_min) return lowered({m});
+  if (!is_min && !copied) return lowered({m});
+  if (copied) stages.push_back(m);
   te::Tensor y = te::compute(
-      c.out[0].shape, [&](const te::Axes& i) { return tir::sub(flip, (*m)(i)); }, c.name);
-  return lowered({y});
+      c.out[0].shape, [&](const te::Axes& i) { return is_min ? tir::sub(flip, (*m)(i)) : (*m)(i); }, c.name);
+  return by_rows(lowered({y}), c, y, stages);
 }
 
 Lowered max(const LowerContext& c) { return max_or_min(c, false); }

@@ -98,13 +98,21 @@ void tile_rows_of(te::Schedule& s, const RowTile& r, std::vector<const te::Stage
       return;
     out = outputs[0];
   }
-  if (out->inlined() || r.output->shape.size() < 2 || out->leaves().size() != r.output->shape.size()) return;
+  const size_t rank = r.output->shape.size();
+  if (out->inlined() || rank < (r.each_element ? 1 : 2) || out->leaves().size() != rank) return;
   tir::Var row = out->leaf(0);
-  while (out->leaves().size() > 2) row = out->fuse(row, out->leaves()[1].var);
-  int64_t work = 1;
-  for (int64_t d : r.output->shape) work *= d;
+  const size_t kept = r.each_element ? 1 : 2;
+  while (out->leaves().size() > kept) row = out->fuse(row, out->leaves()[1].var);
+  // The work: the output's elements, or (each element a row) its stages'.
+  int64_t work = elements(*r.output);
+  if (r.each_element)
+    for (const te::Tensor& t : r.stages) {
+      int64_t w = elements(*t);
+      for (const te::IterVar& a : t->reduction.axes) w *= a.extent;
+      work += w;
+    }
   if (work >= kParallelMinWork && out->leaves()[0].extent > 1) out->parallel(row);
-  vectorize_inner(*out);
+  if (!r.each_element) vectorize_inner(*out);
   done.push_back(out);
   for (const te::Tensor& t : r.stages) {
     te::Stage* st = &s[t];

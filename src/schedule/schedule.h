@@ -178,9 +178,13 @@ struct TransposeTile {
 // `stages` is computed per row, at that loop, so a row's intermediates stay
 // in L1 instead of each stage passing over the whole tensor. With an
 // elementwise epilogue of the output's shape, the kernel's output's rows.
+// With `each_element`, every element of the output is one row (a sum, mean
+// or max reduced in steps: partials, columns, then their total), so the
+// loop runs over all of its axes.
 struct RowTile {
   tir::te::Tensor output;
   std::vector<tir::te::Tensor> stages;
+  bool each_element = false;
 };
 
 // The columns a product of an N-column right operand is computed on: N

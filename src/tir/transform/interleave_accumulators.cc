@@ -26,11 +26,18 @@
 // after it), the turns' copies live across that whole nest instead, zeroed
 // before it and summed into the tile after it (see hoisted()).
 //
+// Maxima run in turns the same way (te::max, and te::nan_max, whose chain
+// of a compare, a NaN test and a blend per step made a max over 64 x 56 x 56
+// wait on latency: 3x slower than its loads), each copy starting from the
+// type's least value.
+//
 // The sums are reassociated (float results change by rounding, as in any
-// vectorized or blocked reduction). Only float additions into buffers of
-// the local scope qualify, each store adding a term that reads none of the
-// loop's accumulators to the element it stores; an extent that the turns
-// do not divide runs its last iterations after the loop.
+// vectorized or blocked reduction; a maximum is the same in any order, NaN
+// kept). Only float additions and maxima into buffers of the local scope
+// qualify, each store combining its element with a term that reads none of
+// the loop's accumulators; an extent that the turns do not divide runs its
+// last iterations after the loop.
+#include <limits>
 #include <map>
 #include <set>
 
@@ -76,28 +83,83 @@ bool same_indices(const std::vector<Expr>& a, const std::vector<Expr>& b) {
   return true;
 }
 
-// One accumulation: buffer[indices] = buffer[indices] + term.
+// How an accumulation combines its element with a term: a float sum, a
+// maximum (te::max: max(acc, t), of floats or integers) or a NaN-keeping
+// maximum (te::nan_max: select(ne(t, t), t, max(t, acc))).
+enum class Combine { Add, Max, NanMax };
+
+// One accumulation: buffer[indices] = combine(buffer[indices], term).
 struct Accumulation {
   const BufferStoreNode* store;
   Expr term;
+  Combine combine;
 };
 
-// The store as an accumulation into a local float buffer, or nullopt.
+const BinaryNode* as_binary(const Expr& e, BinaryOp op) {
+  if (e->kind != ExprKind::Binary) return nullptr;
+  const auto& b = static_cast<const BinaryNode&>(*e);
+  return b.op == op ? &b : nullptr;
+}
+
+// The store as an accumulation into a local buffer (sums of floats only:
+// integer sums are left to LLVM), or nullopt.
 std::optional<Accumulation> accumulation(const Stmt& s) {
   if (s->kind != StmtKind::BufferStore) return std::nullopt;
   const auto& st = static_cast<const BufferStoreNode&>(*s);
-  if (st.buffer->scope != MemoryScope::Local || !st.value->dtype.is_float()) return std::nullopt;
-  if (st.value->kind != ExprKind::Binary) return std::nullopt;
-  const auto& b = static_cast<const BinaryNode&>(*st.value);
-  if (b.op != BinaryOp::Add) return std::nullopt;
+  if (st.buffer->scope != MemoryScope::Local) return std::nullopt;
   auto is_self = [&](const Expr& e) {
     if (e->kind != ExprKind::BufferLoad) return false;
     const auto& l = static_cast<const BufferLoadNode&>(*e);
     return l.buffer == st.buffer && same_indices(l.indices, st.indices);
   };
-  if (is_self(b.a)) return Accumulation{&st, b.b};
-  if (is_self(b.b)) return Accumulation{&st, b.a};
+  // The other operand of `b` when one is the element itself.
+  auto other = [&](const BinaryNode* b) -> Expr {
+    if (!b) return nullptr;
+    if (is_self(b->a) && !is_self(b->b)) return b->b;
+    if (is_self(b->b) && !is_self(b->a)) return b->a;
+    return nullptr;
+  };
+  if (Expr t = other(as_binary(st.value, BinaryOp::Add)); t && st.value->dtype.is_float())
+    return Accumulation{&st, t, Combine::Add};
+  if (Expr t = other(as_binary(st.value, BinaryOp::Max))) return Accumulation{&st, t, Combine::Max};
+  if (st.value->kind == ExprKind::Select && st.value->dtype.is_float()) {
+    const auto& sel = static_cast<const SelectNode&>(*st.value);
+    const BinaryNode* nan = as_binary(sel.cond, BinaryOp::NE);
+    Expr t = other(as_binary(sel.false_value, BinaryOp::Max));
+    if (nan && t && structural_equal(nan->a, t) && structural_equal(nan->b, t) &&
+        structural_equal(sel.true_value, t))
+      return Accumulation{&st, t, Combine::NanMax};
+  }
   return std::nullopt;
+}
+
+// `a` and `b` combined as accumulation `how` combines an element with a term.
+Expr combined(Combine how, const Expr& a, const Expr& b) {
+  switch (how) {
+    case Combine::Add:
+      return add(a, b);
+    case Combine::Max:
+      return max(a, b);
+    case Combine::NanMax:
+      return select(binary(BinaryOp::NE, b, b), b, max(b, a));
+  }
+  return nullptr;
+}
+
+// What an element starts from for `how`: 0, or the least value of `d`'s
+// type (-inf for floats).
+Expr identity(Combine how, DataType d) {
+  const DataType e = d.element();
+  Expr v;
+  if (how == Combine::Add)
+    v = float_imm(0.0, e);
+  else if (e.is_float())
+    v = float_imm(-std::numeric_limits<double>::infinity(), e);
+  else if (e.is_int())
+    v = int_imm(e.bits == 64 ? std::numeric_limits<int64_t>::min() : -(int64_t(1) << (e.bits - 1)), e);
+  else
+    v = int_imm(0, e);
+  return d.lanes > 1 ? broadcast(v, d.lanes) : v;
 }
 
 // Registers an access of `dtype` takes (a vector wider than the target's
@@ -224,24 +286,30 @@ class Interleaver : public Mutator {
   static std::vector<Stmt> zero_copies(const std::vector<Accumulation>& acc, const Turns& t) {
     std::vector<Stmt> stmts;
     for (int64_t k = 1; k < t.count; ++k)
-      for (const Accumulation& a : acc) {
-        const DataType d = a.store->value->dtype;
-        Expr zero = float_imm(0.0, d.element());
-        if (d.lanes > 1) zero = broadcast(zero, d.lanes);
-        stmts.push_back(store(t.copies[size_t(k)].at(a.store->buffer.get()), a.store->indices, zero));
-      }
+      for (const Accumulation& a : acc)
+        stmts.push_back(store(t.copies[size_t(k)].at(a.store->buffer.get()), a.store->indices,
+                              identity(a.combine, a.store->value->dtype)));
     return stmts;
   }
 
-  // `first` plus the copies of `a`'s element, summed in pairs: a tree of
-  // adds, not one chain of them.
+  // `first` and the copies of `a`'s element combined in pairs: a tree of
+  // adds (or maxima), not one chain of them.
   static Expr sum_of(Expr first, const Accumulation& a, const Turns& t) {
     std::vector<Expr> sums{std::move(first)};
     for (int64_t k = 1; k < t.count; ++k)
       sums.push_back(load(t.copies[size_t(k)].at(a.store->buffer.get()), a.store->indices));
+    // A NaN-keeping step repeats its term three times: a chain of them,
+    // each taking one copy, keeps the expression linear (once per loop, its
+    // latency does not matter).
+    if (a.combine == Combine::NanMax) {
+      Expr e = sums[0];
+      for (size_t k = 1; k < sums.size(); ++k) e = combined(a.combine, e, sums[k]);
+      return e;
+    }
     while (sums.size() > 1) {
       std::vector<Expr> pairs;
-      for (size_t k = 0; k + 1 < sums.size(); k += 2) pairs.push_back(add(sums[k], sums[k + 1]));
+      for (size_t k = 0; k + 1 < sums.size(); k += 2)
+        pairs.push_back(combined(a.combine, sums[k], sums[k + 1]));
       if (sums.size() % 2) pairs.push_back(sums.back());
       sums = std::move(pairs);
     }
