@@ -67,11 +67,17 @@ struct LowerContext {
 // every index selects along `axis`; with several (gather_nd's index tuples
 // along the last axis of indices), index j of each tuple selects along axis
 // `axis + j` of size sizes[j].
+//
+// With `class_targets` (nn.nll_loss's targets: one size, the classes),
+// each must lie in [0, size) or equal `ignored`, else the kernel fails with
+// the loss's message (KilnBackendTargetIndexError).
 struct IndexCheck {
   te::Tensor indices;
   std::string op;  // the op the message names
   int axis = 0;
   std::vector<int64_t> sizes;
+  bool class_targets = false;
+  std::optional<int64_t> ignored = std::nullopt;
 };
 
 // A divisor (a kernel parameter) checked to hold no zero before the kernel
@@ -144,7 +150,8 @@ void register_winograd_lowerings(LoweringTable& t);  // conv_winograd.cc: nn.con
 void register_quant_lowerings(LoweringTable& t);     // quant.cc: quantize, dequantize
 void register_scan_lowerings(LoweringTable& t);      // scan.cc: cumsum
 void register_scatter_lowerings(LoweringTable& t);   // scatter.cc: scatter_elements, scatter_nd
-void register_sort_lowerings(LoweringTable& t);      // sort.cc: topk
+void register_sort_lowerings(LoweringTable& t);
+void register_loss_lowerings(LoweringTable& t);  // loss.cc: nn.nll_loss      // sort.cc: topk
 
 // The pattern of `op`; Opaque when it has no definition.
 OpPattern pattern_of(std::string_view op);

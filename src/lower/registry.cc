@@ -81,6 +81,7 @@ const LoweringTable& lowerings() {
     register_scan_lowerings(t);
     register_scatter_lowerings(t);
     register_sort_lowerings(t);
+    register_loss_lowerings(t);
     return t;
   }();
   return table;
@@ -239,12 +240,20 @@ tir::Stmt index_check(const IndexCheck& check, const tir::Buffer& indices, const
                       int axis, int64_t size) {
   const auto i64 = tir::DataType::int64();
   tir::Var index = tir::make_var("index", i64);
-  tir::Expr outside = tir::binary(tir::BinaryOp::Or, tir::lt(index, tir::int_imm(-size, i64)),
+  const int64_t least = check.class_targets ? 0 : -size;
+  tir::Expr outside = tir::binary(tir::BinaryOp::Or, tir::lt(index, tir::int_imm(least, i64)),
                                   tir::binary(tir::BinaryOp::GE, index, tir::int_imm(size, i64)));
-  tir::Expr report = tir::call_extern(
-      tir::DataType::int32(), "KilnBackendGatherIndexError",
-      {tir::string_imm(check.op), index, tir::cast(i64, linear_index(at, check.indices->shape)),
-       tir::int_imm(axis), tir::int_imm(size, i64)});
+  if (check.ignored)
+    outside = tir::binary(tir::BinaryOp::And, outside,
+                          tir::binary(tir::BinaryOp::NE, index, tir::int_imm(*check.ignored, i64)));
+  tir::Expr position = tir::cast(i64, linear_index(at, check.indices->shape));
+  tir::Expr report =
+      check.class_targets
+          ? tir::call_extern(tir::DataType::int32(), "KilnBackendTargetIndexError",
+                             {tir::string_imm(check.op), index, position, tir::int_imm(size, i64)})
+          : tir::call_extern(
+                tir::DataType::int32(), "KilnBackendGatherIndexError",
+                {tir::string_imm(check.op), index, position, tir::int_imm(axis), tir::int_imm(size, i64)});
   return tir::let_stmt(
       index, tir::cast(i64, tir::load(indices, at)),
       tir::if_then_else(outside, tir::seq({tir::evaluate(report), tir::return_stmt(tir::int_imm(-1))})));

@@ -141,4 +141,11 @@ int32_t KilnBackendGatherIndexError(const char* op, int64_t index, int64_t posit
   return -1;
 }
 
+int32_t KilnBackendTargetIndexError(const char* op, int64_t target, int64_t position, int64_t classes) {
+  kiln::t_last_error = std::string(op ? op : "?") + ": target value " + std::to_string(target) +
+                       " at flat index " + std::to_string(position) + " is out of range [0, " +
+                       std::to_string(classes) + ") and is not the ignore_index";
+  return -1;
+}
+
 }  // extern "C"

@@ -79,6 +79,47 @@ TEST(CheckedLowering, GathersAndScattersFailOnAnIndexOutOfRangeAsTheReference) {
   }
 }
 
+// A compiled nn.nll_loss checks its targets first: one outside [0, C) that
+// is not the ignore_index (-1 here, in or out of range alike) fails the
+// kernel with the reference kernel's message and leaves the output alone;
+// -1 itself is accepted and counts for nothing.
+TEST(CheckedLowering, LossTargetsOutOfRangeFailAsTheReference) {
+  const TensorDesc x = f32({4, 3}), targets{{4}, DType::Int64};
+  const Attrs attrs = normalize_attrs(
+      op_named("nn.nll_loss"), Attrs{{"reduction", std::string("sum")}, {"ignore_index", int64_t{-1}}});
+  for (const schedule::CpuTarget& cpu : schedule_targets()) {
+    const std::string name = "nll_checked_" + std::to_string(cpu.vector_bytes);
+    auto f = lower_op(name, "nn.nll_loss", {x, targets}, attrs, cpu);
+    ASSERT_TRUE(f.has_value());
+    auto jit = codegen::JitModule::create({tir::lower_for_build(*f)});
+    Lcg r(5);
+    Tensor tx = random_input(x, {-2, 0}, r);
+    for (int64_t bad : {int64_t{3}, int64_t{-2}, int64_t{1} << 40, int64_t{-1}}) {
+      Tensor tt = Tensor::from_ints(targets.shape, {0, 2, bad, 1});
+      std::string want;
+      double expected = 0;
+      try {
+        expected = run1("nn.nll_loss", {tx, tt}, attrs).get_as_double(0);
+      } catch (const Error& e) {
+        want = e.message();
+      }
+      Tensor got = Tensor::empty({}, DType::Float32);
+      got.set_from_double(0, 77);
+      try {
+        jit->run(name, {tx.raw(), tt.raw(), got.raw()});
+        EXPECT_TRUE(want.empty()) << "target " << bad << " was accepted";
+        EXPECT_EQ(got.get_as_double(0), expected) << "target " << bad;
+      } catch (const Error& e) {
+        ASSERT_FALSE(want.empty()) << e.message();
+        EXPECT_EQ(e.message(), "@" + name + " failed (code -1): " + want);
+        EXPECT_NE(want.find("target value " + std::to_string(bad) + " at flat index 2"), std::string::npos)
+            << want;
+        EXPECT_EQ(got.get_as_double(0), 77);
+      }
+    }
+  }
+}
+
 // Integer remainders check their divisors first: a 0 fails the kernel with
 // the reference kernel's message and leaves the output alone; a divisor of
 // -1 gives 0, INT_MIN's included (whose x86 remainder would trap).

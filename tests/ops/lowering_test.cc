@@ -312,6 +312,24 @@ std::vector<Case> scatter_elements_cases(Lcg&) {
   return cases;
 }
 
+// Each reduction, with and without class weights, int32 and int64
+// targets over every class, an ignore_index among the classes and one
+// outside them (-1, which the targets then also take).
+std::vector<Case> nll_loss_cases(Lcg&) {
+  std::vector<Case> cases;
+  for (const char* reduction : {"none", "sum", "mean"}) {
+    const Attrs a{{"reduction", std::string(reduction)}};
+    cases.push_back({{f32({5, 4}), typed({5}, DType::Int64)}, a, {{-4, 0}, {0, 3}}});
+    cases.push_back({{f32({2, 3, 4, 5}), typed({2, 4, 5}, DType::Int32), f32({3})},
+                     Attrs{{"reduction", std::string(reduction)}, {"ignore_index", int64_t{1}}},
+                     {{-4, 0}, {0, 2}, {0.5, 2}}});
+    cases.push_back({{f32({3, 7, 6}), typed({3, 6}, DType::Int64), f32({7})},
+                     Attrs{{"reduction", std::string(reduction)}, {"ignore_index", int64_t{-1}}},
+                     {{-4, 0}, {-1, 6}, {0.5, 2}}});
+  }
+  return cases;
+}
+
 // Tuples of one and two indices (whole rows, single elements), the
 // reductions; the ranges fit the smallest axis the tuples select along.
 std::vector<Case> scatter_nd_cases(Lcg&) {
@@ -709,6 +727,7 @@ const std::map<std::string, CaseGen>& generators() {
       {"topk", topk_cases},
       {"scatter_elements", scatter_elements_cases},
       {"scatter_nd", scatter_nd_cases},
+      {"nn.nll_loss", nll_loss_cases},
       {"trilu",
        [](Lcg&) {
          std::vector<Case> cases;
@@ -730,7 +749,6 @@ const std::map<std::string, std::string>& not_lowered() {
       {"nn.lstm", "unrolled into products and gates by decompose-recurrent"},
       {"einsum", "float32 einsums become matmuls, transposes and sums (decompose-einsum); the rest stay"},
       {"image.grid_sample", "data-dependent positions: not lowered yet"},
-      {"nn.nll_loss", "data-dependent class indices: the reference kernel checks each target"},
       {"bitshift", "not lowered yet"},
       {"nn.conv3d", "3-D windows are not lowered yet"},
       {"nn.conv3d_transpose", "3-D windows are not lowered yet"},

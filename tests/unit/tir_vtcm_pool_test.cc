@@ -482,11 +482,12 @@ TEST(TirVtcmPoolCore, RefusesBadInputWithoutCrashing) {
 TEST(TirRuntimeAbi, TableComesFromTheHeader) {
   std::vector<std::string> names;
   for (const AbiSymbol& s : runtime_abi_symbols()) names.push_back(s.name);
-  EXPECT_EQ(names, (std::vector<std::string>{
-                       "HexagonBackendAllocateVTCM", "HexagonBackendFreeVTCM", "KilnBackendAllocWorkspace",
-                       "KilnBackendFreeWorkspace", "KilnBackendSetLastError", "KilnBackendGetLastError",
-                       "KilnBackendPrependLastError", "KilnBackendIndexError", "KilnBackendCheckFailed",
-                       "KilnBackendGatherIndexError", "KilnBackendParallelFor"}));
+  EXPECT_EQ(names,
+            (std::vector<std::string>{
+                "HexagonBackendAllocateVTCM", "HexagonBackendFreeVTCM", "KilnBackendAllocWorkspace",
+                "KilnBackendFreeWorkspace", "KilnBackendSetLastError", "KilnBackendGetLastError",
+                "KilnBackendPrependLastError", "KilnBackendIndexError", "KilnBackendCheckFailed",
+                "KilnBackendGatherIndexError", "KilnBackendTargetIndexError", "KilnBackendParallelFor"}));
   EXPECT_EQ(find_runtime_symbol("HexagonBackendFreeVTCM")->address,
             reinterpret_cast<void*>(&HexagonBackendFreeVTCM));
   EXPECT_EQ(find_runtime_symbol("HexagonBackendAllocateVtcm"), nullptr);

@@ -59,6 +59,11 @@ typedef int32_t (*KilnBackendParallelTask)(int64_t begin, int64_t end, void* env
   X(int32_t, KilnBackendGatherIndexError,                                                                   \
     (const char* op, int64_t index, int64_t position, int32_t axis, int64_t size),                          \
     "report a gather index out of range")                                                                   \
+  /* A loss's class target (nn.nll_loss) outside [0, classes) that is not its ignore_index:                 \
+     the last error names the op, the target, its flat position and the classes; returns -1. */             \
+  X(int32_t, KilnBackendTargetIndexError,                                                                   \
+    (const char* op, int64_t target, int64_t position, int64_t classes),                                    \
+    "report a class target out of range")                                                                   \
   /* Runs task over [0, n) split into contiguous chunks, one per worker thread, and waits                   \
      for all of them: 0, or the failure code of the first failing chunk (its last error                     \
      becomes the caller's). Called from inside a task, it runs inline, serially. */                         \

@@ -133,6 +133,20 @@ int32_t KilnBackendIndexError(const char* kernel, const char* buffer, int32_t di
   return -1;
 }
 
+int32_t KilnBackendTargetIndexError(const char* op, int64_t target, int64_t position, int64_t classes) {
+  kiln_text t;
+  kiln_text_init(&t, g_last_error, sizeof g_last_error);
+  kiln_text_str(&t, op ? op : "?");
+  kiln_text_str(&t, ": target value ");
+  kiln_text_i64(&t, target);
+  kiln_text_str(&t, " at flat index ");
+  kiln_text_i64(&t, position);
+  kiln_text_str(&t, " is out of range [0, ");
+  kiln_text_i64(&t, classes);
+  kiln_text_str(&t, ") and is not the ignore_index");
+  return -1;
+}
+
 int32_t KilnBackendCheckFailed(const char* message) {
   KilnBackendSetLastError(message ? message : "a check failed");
   return -1;
