@@ -150,8 +150,9 @@ void register_winograd_lowerings(LoweringTable& t);  // conv_winograd.cc: nn.con
 void register_quant_lowerings(LoweringTable& t);     // quant.cc: quantize, dequantize
 void register_scan_lowerings(LoweringTable& t);      // scan.cc: cumsum
 void register_scatter_lowerings(LoweringTable& t);   // scatter.cc: scatter_elements, scatter_nd
-void register_sort_lowerings(LoweringTable& t);
-void register_loss_lowerings(LoweringTable& t);  // loss.cc: nn.nll_loss      // sort.cc: topk
+void register_sort_lowerings(LoweringTable& t);      // sort.cc: topk
+void register_loss_lowerings(LoweringTable& t);      // loss.cc: nn.nll_loss
+void register_grid_sample_lowerings(LoweringTable& t);  // grid_sample.cc: image.grid_sample
 
 // The pattern of `op`; Opaque when it has no definition.
 OpPattern pattern_of(std::string_view op);

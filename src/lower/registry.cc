@@ -82,6 +82,7 @@ const LoweringTable& lowerings() {
     register_scatter_lowerings(t);
     register_sort_lowerings(t);
     register_loss_lowerings(t);
+    register_grid_sample_lowerings(t);
     return t;
   }();
   return table;

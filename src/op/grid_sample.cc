@@ -58,17 +58,19 @@ struct Sampler {
     return v;
   }
 
-  // The pixel at integer (row, col), 0 outside the image.
-  double at(int64_t row, int64_t col) const {
-    if (row < 0 || row >= h || col < 0 || col >= w) return 0;
-    return plane[row * w + col];
+  // The pixel at the integer-valued position (row, col), 0 outside the
+  // image. Tested as doubles, so NaN and positions beyond any integer type
+  // are outside too.
+  double at(double row, double col) const {
+    if (!(row >= 0 && row <= double(h - 1) && col >= 0 && col <= double(w - 1))) return 0;
+    return plane[int64_t(row) * w + int64_t(col)];
   }
 
-  // A pixel of the bicubic neighbourhood, its position padded first.
-  double padded_at(int64_t row, int64_t col) const {
+  // A pixel of the bicubic neighbourhood, its position padded first (and
+  // truncated: reflection can leave a fraction).
+  double padded_at(double row, double col) const {
     if (padding == Padding::Zeros) return at(row, col);
-    const double r = pad(double(row), h), c = pad(double(col), w);
-    return at(int64_t(r), int64_t(c));
+    return at(std::floor(pad(row, h)), std::floor(pad(col, w)));
   }
 
   static void cubic_weights(double t, double a, double out[4]) {
@@ -89,18 +91,16 @@ struct Sampler {
       cubic_weights(py - fy, -0.75, wy);
       double sum = 0;
       for (int i = 0; i < 4; ++i)
-        for (int j = 0; j < 4; ++j)
-          sum += wy[i] * wx[j] * padded_at(int64_t(fy) - 1 + i, int64_t(fx) - 1 + j);
+        for (int j = 0; j < 4; ++j) sum += wy[i] * wx[j] * padded_at(fy - 1 + i, fx - 1 + j);
       return sum;
     }
     px = pad(px, w);
     py = pad(py, h);
-    if (mode == "nearest") return at(int64_t(std::nearbyint(py)), int64_t(std::nearbyint(px)));
+    if (mode == "nearest") return at(std::nearbyint(py), std::nearbyint(px));
     const double fx = std::floor(px), fy = std::floor(py);
     const double tx = px - fx, ty = py - fy;
-    const int64_t x0 = int64_t(fx), y0 = int64_t(fy);
-    return (1 - ty) * ((1 - tx) * at(y0, x0) + tx * at(y0, x0 + 1)) +
-           ty * ((1 - tx) * at(y0 + 1, x0) + tx * at(y0 + 1, x0 + 1));
+    return (1 - ty) * ((1 - tx) * at(fy, fx) + tx * at(fy, fx + 1)) +
+           ty * ((1 - tx) * at(fy + 1, fx) + tx * at(fy + 1, fx + 1));
   }
 };
 

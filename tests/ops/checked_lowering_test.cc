@@ -120,6 +120,37 @@ TEST(CheckedLowering, LossTargetsOutOfRangeFailAsTheReference) {
   }
 }
 
+// A compiled grid_sample reads nothing outside the image whatever its grid
+// holds: NaN, infinities and coordinates far beyond int32 give what the
+// reference gives (0 where the position is outside, the border's pixel
+// when clamped), bit for bit, in every mode and padding.
+TEST(CheckedLowering, GridSampleOfAnyPositionMatchesTheReference) {
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  const TensorDesc x = f32({1, 2, 4, 5}), grid = f32({1, 2, 6, 2});
+  Lcg r(11);
+  Tensor tx = random_input(x, {-2, 2}, r), tg = random_input(grid, {-1, 1}, r);
+  const float odd[] = {nan, inf, -inf, 1e30f, -1e30f, 3e9f, -3e9f, 1.0f, -1.0f, 0.999999f, nan, 2.5f};
+  for (int k = 0; k < 12; ++k) tg.data<float>()[2 * k + (k % 2)] = odd[k];
+  for (const char* mode : {"bilinear", "nearest", "bicubic"})
+    for (const char* padding : {"zeros", "border", "reflection"}) {
+      const Attrs attrs =
+          normalize_attrs(op_named("image.grid_sample"),
+                          Attrs{{"mode", std::string(mode)}, {"padding_mode", std::string(padding)}});
+      const std::string name = std::string("grid_sample_") + mode + "_" + padding;
+      auto f = lower_op(name, "image.grid_sample", {x, grid}, attrs, schedule::CpuTarget{32, 16});
+      ASSERT_TRUE(f.has_value()) << name;
+      Tensor want = run1("image.grid_sample", {tx, tg}, attrs);
+      Tensor got = Tensor::empty(want.shape(), DType::Float32);
+      auto jit = codegen::JitModule::create({tir::lower_for_build(*f)});
+      jit->run(name, {tx.raw(), tg.raw(), got.raw()});
+      for (int64_t i = 0; i < want.numel(); ++i) {
+        const float a = want.data<float>()[i], b = got.data<float>()[i];
+        EXPECT_TRUE(std::memcmp(&a, &b, sizeof a) == 0 || (std::isnan(a) && std::isnan(b)))
+            << name << " element " << i << ": " << b << ", the reference " << a;
+      }
+    }
+}
+
 // Integer remainders check their divisors first: a 0 fails the kernel with
 // the reference kernel's message and leaves the output alone; a divisor of
 // -1 gives 0, INT_MIN's included (whose x86 remainder would trap).

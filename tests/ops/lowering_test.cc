@@ -330,6 +330,21 @@ std::vector<Case> nll_loss_cases(Lcg&) {
   return cases;
 }
 
+// Every mode, padding and corner alignment, positions a little past the
+// image's edges (zeros, clamped or mirrored there), a batch of two.
+std::vector<Case> grid_sample_cases(Lcg&) {
+  std::vector<Case> cases;
+  for (const char* mode : {"bilinear", "nearest", "bicubic"})
+    for (const char* padding : {"zeros", "border", "reflection"})
+      for (int64_t align : {0, 1})
+        cases.push_back({{f32({2, 3, 5, 7}), f32({2, 4, 6, 2})},
+                         Attrs{{"mode", std::string(mode)},
+                               {"padding_mode", std::string(padding)},
+                               {"align_corners", align}},
+                         {{-2, 2}, {-1.4, 1.4}}});
+  return cases;
+}
+
 // Tuples of one and two indices (whole rows, single elements), the
 // reductions; the ranges fit the smallest axis the tuples select along.
 std::vector<Case> scatter_nd_cases(Lcg&) {
@@ -728,6 +743,7 @@ const std::map<std::string, CaseGen>& generators() {
       {"scatter_elements", scatter_elements_cases},
       {"scatter_nd", scatter_nd_cases},
       {"nn.nll_loss", nll_loss_cases},
+      {"image.grid_sample", grid_sample_cases},
       {"trilu",
        [](Lcg&) {
          std::vector<Case> cases;
@@ -748,7 +764,6 @@ const std::map<std::string, std::string>& not_lowered() {
       {"nn.gru", "unrolled into products and gates by decompose-recurrent"},
       {"nn.lstm", "unrolled into products and gates by decompose-recurrent"},
       {"einsum", "float32 einsums become matmuls, transposes and sums (decompose-einsum); the rest stay"},
-      {"image.grid_sample", "data-dependent positions: not lowered yet"},
       {"bitshift", "not lowered yet"},
       {"nn.conv3d", "3-D windows are not lowered yet"},
       {"nn.conv3d_transpose", "3-D windows are not lowered yet"},
