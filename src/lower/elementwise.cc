@@ -289,27 +289,27 @@ Lowered astype(const LowerContext& c) {
 
 void register_elementwise_lowerings(LoweringTable& t) {
   constexpr OpPattern E = OpPattern::Injective;
-  t.add("add", E, add);
-  t.add("subtract", E, subtract);
-  t.add("multiply", E, multiply);
-  t.add("divide", E, divide);
-  t.add("power", E, power);
-  t.add("mod", OpPattern::Opaque, mod);
-  t.add("fmod", OpPattern::Opaque, fmod);
-  t.add("maximum", E, maximum);
-  t.add("minimum", E, minimum);
+  t.add("add", E, add, Dtypes::Any);
+  t.add("subtract", E, subtract, Dtypes::Any);
+  t.add("multiply", E, multiply, Dtypes::Any);
+  t.add("divide", E, divide, Dtypes::Any);
+  t.add("power", E, power, Dtypes::Any);
+  t.add("mod", OpPattern::Opaque, mod, Dtypes::Any);
+  t.add("fmod", OpPattern::Opaque, fmod, Dtypes::Any);
+  t.add("maximum", E, maximum, Dtypes::Any);
+  t.add("minimum", E, minimum, Dtypes::Any);
   t.add("nn.relu", E, relu);
   t.add("clip", E, clip);
   t.add("sigmoid", E, intrinsic_unary<tir::Intrinsic::Sigmoid>);
   t.add("nn.silu", E, silu);
   t.add("tanh", E, intrinsic_unary<tir::Intrinsic::Tanh>);
   t.add("nn.gelu", E, gelu);
-  t.add("sqrt", E, intrinsic_unary<tir::Intrinsic::Sqrt>);
-  t.add("exp", E, intrinsic_unary<tir::Intrinsic::Exp>);
-  t.add("negative", E, negative);
-  t.add("abs", E, abs_op);
+  t.add("sqrt", E, intrinsic_unary<tir::Intrinsic::Sqrt>, Dtypes::Any);
+  t.add("exp", E, intrinsic_unary<tir::Intrinsic::Exp>, Dtypes::Any);
+  t.add("negative", E, negative, Dtypes::Any);
+  t.add("abs", E, abs_op, Dtypes::Any);
   t.add("erf", E, intrinsic_unary<tir::Intrinsic::Erf>);
-  t.add("log", E, intrinsic_unary<tir::Intrinsic::Log>);
+  t.add("log", E, intrinsic_unary<tir::Intrinsic::Log>, Dtypes::Any);
   t.add("nn.leaky_relu", E, leaky_relu);
   t.add("nn.hard_sigmoid", E, hard_sigmoid);
   t.add("nn.hard_swish", E, hard_swish);
@@ -328,18 +328,18 @@ void register_elementwise_lowerings(LoweringTable& t) {
   t.add("asinh", E, intrinsic_unary<tir::Intrinsic::Asinh>);
   t.add("acosh", E, intrinsic_unary<tir::Intrinsic::Acosh>);
   t.add("atanh", E, intrinsic_unary<tir::Intrinsic::Atanh>);
-  t.add("astype", E, astype);
-  t.add("equal", E, compare<tir::BinaryOp::EQ>);
-  t.add("not_equal", E, not_equal);
-  t.add("less", E, compare<tir::BinaryOp::LT>);
-  t.add("less_equal", E, compare<tir::BinaryOp::LE>);
-  t.add("greater", E, compare<tir::BinaryOp::GT>);
-  t.add("greater_equal", E, compare<tir::BinaryOp::GE>);
+  t.add("astype", E, astype, Dtypes::Any);
+  t.add("equal", E, compare<tir::BinaryOp::EQ>, Dtypes::Any);
+  t.add("not_equal", E, not_equal, Dtypes::Any);
+  t.add("less", E, compare<tir::BinaryOp::LT>, Dtypes::Any);
+  t.add("less_equal", E, compare<tir::BinaryOp::LE>, Dtypes::Any);
+  t.add("greater", E, compare<tir::BinaryOp::GT>, Dtypes::Any);
+  t.add("greater_equal", E, compare<tir::BinaryOp::GE>, Dtypes::Any);
   t.add("logical_and", E, logical_and);
   t.add("logical_or", E, logical_or);
   t.add("logical_xor", E, logical_xor);
   t.add("logical_not", E, logical_not);
-  t.add("where", E, where);
+  t.add("where", E, where, Dtypes::Any);
 }
 
 }  // namespace kiln::lower

@@ -122,15 +122,23 @@ Lowered tiled_prefix(const te::Tensor& yp, const Shape& out, const std::string& 
 
 using LowerFn = Lowered (*)(const LowerContext&);
 
+// The element types an op's lowering takes: float32, int8, uint8, int32,
+// int64 and bool (Common), or also float64, int16, uint16, uint32 and
+// uint64 (Any: ops whose lowering is checked against the reference on
+// those, tests/ops/lowering_dtypes_test.cc).
+enum class Dtypes { Common, Any };
+
 struct OpLowering {
   std::string op;
   OpPattern pattern;
   LowerFn fn;
+  Dtypes dtypes = Dtypes::Common;
 };
 
 class LoweringTable {
  public:
-  void add(std::string op, OpPattern pattern, LowerFn fn);  // a second add of one op is an internal error
+  // A second add of one op is an internal error.
+  void add(std::string op, OpPattern pattern, LowerFn fn, Dtypes dtypes = Dtypes::Common);
   const OpLowering* find(std::string_view op) const;
   const std::vector<OpLowering>& all() const { return entries_; }
 

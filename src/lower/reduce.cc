@@ -520,11 +520,11 @@ Lowered argmin(const LowerContext& c) { return arg_max_or_min(c, true); }
 }  // namespace
 
 void register_reduce_lowerings(LoweringTable& t) {
-  t.add("sum", OpPattern::Reduction, sum);
-  t.add("mean", OpPattern::Reduction, mean);
-  t.add("max", OpPattern::Reduction, max);
-  t.add("min", OpPattern::Reduction, min);
-  t.add("prod", OpPattern::Reduction, prod);
+  t.add("sum", OpPattern::Reduction, sum, Dtypes::Any);
+  t.add("mean", OpPattern::Reduction, mean, Dtypes::Any);
+  t.add("max", OpPattern::Reduction, max, Dtypes::Any);
+  t.add("min", OpPattern::Reduction, min, Dtypes::Any);
+  t.add("prod", OpPattern::Reduction, prod, Dtypes::Any);
   t.add("nn.softmax", OpPattern::Reduction, softmax);
   t.add("nn.log_softmax", OpPattern::Reduction, log_softmax);
   t.add("argmax", OpPattern::Reduction, argmax);

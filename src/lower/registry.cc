@@ -55,10 +55,10 @@ Lowered tiled_prefix(const te::Tensor& yp, const Shape& out, const std::string& 
   return r;
 }
 
-void LoweringTable::add(std::string op, OpPattern pattern, LowerFn fn) {
+void LoweringTable::add(std::string op, OpPattern pattern, LowerFn fn, Dtypes dtypes) {
   KILN_ASSERT(find(op) == nullptr, "op " + op + " has two lowerings");
   KILN_ASSERT(find_op(op) != nullptr, "lowering of " + op + ", which is not in the op registry");
-  entries_.push_back({std::move(op), pattern, fn});
+  entries_.push_back({std::move(op), pattern, fn, dtypes});
 }
 
 const OpLowering* LoweringTable::find(std::string_view op) const {
@@ -111,14 +111,18 @@ std::optional<tir::DataType> lowered_dtype(DType t) {
       return tir::DataType::int64();
     case DType::Bool:
       return tir::DataType::bool_();
-    // Not lowered yet: ops on these types run their reference kernels in the
-    // VM. Each needs its codegen checked against the interpreter first (and
-    // bfloat16 has no tir type).
+    // Only for ops registered with Dtypes::Any.
     case DType::Float64:
+      return tir::DataType::float_(64);
     case DType::Int16:
+      return tir::DataType::int_(16);
     case DType::UInt16:
+      return tir::DataType::uint(16);
     case DType::UInt32:
+      return tir::DataType::uint(32);
     case DType::UInt64:
+      return tir::DataType::uint(64);
+    // Not lowered: bfloat16 has no tir type.
     case DType::BFloat16:
       return std::nullopt;
   }
@@ -225,6 +229,23 @@ bool is_float_or_int_dtypes(const std::vector<TensorDesc>& descs, std::string* w
         return false;
       }
   }
+  return true;
+}
+
+// Whether `descs` are all of the types every lowering takes (Dtypes::Common).
+bool common_dtypes(const std::vector<TensorDesc>& descs, std::string* why) {
+  for (const auto& d : descs) switch (d.dtype) {
+      case DType::Float32:
+      case DType::Int8:
+      case DType::UInt8:
+      case DType::Int32:
+      case DType::Int64:
+      case DType::Bool:
+        break;
+      default:
+        *why = std::string(dtype_name(d.dtype)) + " tensors are not lowered yet for this op";
+        return false;
+    }
   return true;
 }
 
@@ -352,7 +373,9 @@ std::optional<tir::PrimFunc> lower_kernel(const KernelSpec& spec, std::string* w
       if (why) *why = "no lowering";
       return std::nullopt;
     }
-    if (!is_float_or_int_dtypes(op.in, &reason) || !is_float_or_int_dtypes(op.out, &reason)) {
+    if (!is_float_or_int_dtypes(op.in, &reason) || !is_float_or_int_dtypes(op.out, &reason) ||
+        (l->dtypes == Dtypes::Common &&
+         (!common_dtypes(op.in, &reason) || !common_dtypes(op.out, &reason)))) {
       if (why) *why = reason;
       return std::nullopt;
     }

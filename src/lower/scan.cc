@@ -70,6 +70,6 @@ Lowered cumsum(const LowerContext& c) {
 
 }  // namespace
 
-void register_scan_lowerings(LoweringTable& t) { t.add("cumsum", OpPattern::Opaque, cumsum); }
+void register_scan_lowerings(LoweringTable& t) { t.add("cumsum", OpPattern::Opaque, cumsum, Dtypes::Any); }
 
 }  // namespace kiln::lower

@@ -248,15 +248,15 @@ Lowered trilu(const LowerContext& c) {
 
 void register_shape_lowerings(LoweringTable& t) {
   constexpr OpPattern E = OpPattern::Injective;
-  t.add("reshape", E, same_elements);
-  t.add("flatten", E, same_elements);
-  t.add("squeeze", E, same_elements);
-  t.add("expand_dims", E, same_elements);
-  t.add("permute_dims", E, permute_dims);
-  t.add("concat", E, concat);
+  t.add("reshape", E, same_elements, Dtypes::Any);
+  t.add("flatten", E, same_elements, Dtypes::Any);
+  t.add("squeeze", E, same_elements, Dtypes::Any);
+  t.add("expand_dims", E, same_elements, Dtypes::Any);
+  t.add("permute_dims", E, permute_dims, Dtypes::Any);
+  t.add("concat", E, concat, Dtypes::Any);
   t.add("split", OpPattern::Opaque, split);
-  t.add("strided_slice", E, strided_slice);
-  t.add("broadcast_to", E, broadcast_to);
+  t.add("strided_slice", E, strided_slice, Dtypes::Any);
+  t.add("broadcast_to", E, broadcast_to, Dtypes::Any);
   t.add("take", OpPattern::Opaque, take);
   t.add("gather_elements", OpPattern::Opaque, gather_elements);
   t.add("gather_nd", OpPattern::Opaque, gather_nd);
