@@ -7,9 +7,11 @@
 //         y[n, c, oh, ow] = x[n, c, ih(oh), iw(ow)]
 //
 // Coordinates are computed with the reference's float64 formulas
-// (src/op/image.cc), so nearest picks the same element; linear weights and
-// sums are float64 too. Cubic and integer linear resizing stay on the
-// reference kernel.
+// (src/op/image.cc), so nearest picks the same element; linear and cubic
+// taps (2 or 4 per axis, Keys' kernel for cubic, exclude_outside's
+// renormalized weights) and their sums are float64 in the reference's
+// order, so they round as it does, and integers round half to even and
+// saturate as it stores them.
 #include <cmath>
 #include <limits>
 #include <numeric>
@@ -103,6 +105,60 @@ std::optional<Expr> rational_nearest(const std::string& mode, const std::string&
   return clamp_index(tir::select(up, tir::add(q, tir::int_imm(1, o->dtype)), q), in);
 }
 
+// Keys' cubic convolution weights (parameter a) of the taps at distances
+// 1 + t, t, 1 - t and 2 - t, as the reference computes them.
+std::vector<Expr> cubic_weights(const Expr& t, double a) {
+  auto near = [&](const Expr& x) {
+    return tir::add(tir::mul(tir::mul(tir::sub(tir::mul(d(a + 2), x), d(a + 3)), x), x), d(1));
+  };
+  auto far = [&](const Expr& x) {
+    Expr inner = tir::add(tir::mul(tir::sub(tir::mul(d(a), x), d(5 * a)), x), d(8 * a));
+    return tir::sub(tir::mul(inner, x), d(4 * a));
+  };
+  return {far(tir::add(d(1), t)), near(t), near(tir::sub(d(1), t)), far(tir::sub(d(2), t))};
+}
+
+// The taps of source coordinate x along an axis of `in` elements: `k` (2:
+// linear, 4: cubic) indices, clamped into the axis, and their float64
+// weights; with `exclude` a tap outside the axis weighs 0 and the others
+// are divided by their sum (unless it is 0).
+struct Taps {
+  std::vector<Expr> index, weight;
+};
+Taps taps_at(const Expr& x, int64_t in, int k, double alpha, bool exclude) {
+  Expr f = tir::call_intrinsic(tir::Intrinsic::Floor, {x});
+  Expr t = tir::sub(x, f);
+  std::vector<Expr> w = k == 4 ? cubic_weights(t, alpha) : std::vector<Expr>{tir::sub(d(1), t), t};
+  Taps taps;
+  Expr total = d(0);
+  for (int j = 0; j < k; ++j) {
+    Expr at = tir::add(f, d(double(j - (k == 4 ? 1 : 0))));
+    taps.index.push_back(to_index(at, in));
+    if (exclude) {
+      Expr outside = tir::binary(tir::BinaryOp::Or, tir::lt(at, d(0)),
+                                 tir::binary(tir::BinaryOp::GT, at, d(double(in - 1))));
+      w[size_t(j)] = tir::select(outside, d(0), w[size_t(j)]);
+    }
+    total = tir::add(total, w[size_t(j)]);
+  }
+  for (int j = 0; j < k; ++j)
+    taps.weight.push_back(exclude ? tir::select(tir::binary(tir::BinaryOp::NE, total, d(0)),
+                                                tir::div(w[size_t(j)], total), w[size_t(j)])
+                                  : w[size_t(j)]);
+  return taps;
+}
+
+// A float64 result stored as `t`: floats rounded, integers rounded half to
+// even and saturated, as the reference stores them.
+Expr stored(const Expr& v, tir::DataType t) {
+  if (t.is_float()) return tir::cast(t, v);
+  const double lo = t.is_uint() ? 0.0 : -std::ldexp(1.0, t.bits - 1);
+  const double hi = t.is_uint() ? std::ldexp(1.0, t.bits) - 1 : std::ldexp(1.0, t.bits - 1) - 1;
+  Expr r = tir::call_intrinsic(tir::Intrinsic::Round, {v});
+  r = tir::select(tir::lt(r, d(lo)), d(lo), tir::select(tir::binary(tir::BinaryOp::GT, r, d(hi)), d(hi), r));
+  return tir::cast(t, r);
+}
+
 Lowered resize2d(const LowerContext& c) {
   const te::Tensor& x = c.inputs[0];
   const std::string& method = c.attrs.get_string("method");
@@ -114,8 +170,10 @@ Lowered resize2d(const LowerContext& c) {
   if (roi.empty()) roi = {0, 0, 1, 1};
   const bool crops = mode == "tf_crop_and_resize";
   const double extrapolation = c.attrs.get_float("extrapolation_value");
-  if (method == "cubic") return unsupported("cubic resizing");
-  if (method == "linear" && !x->dtype.is_float()) return unsupported("linear resizing of integers");
+  const double alpha = c.attrs.get_float("cubic_alpha");
+  const bool exclude = c.attrs.get_int("exclude_outside") != 0;
+  if (method != "nearest" && !x->dtype.is_float() && x->dtype.bits > 8)
+    return unsupported("linear or cubic resizing of " + tir::dtype_str(x->dtype));
   if (mode == "tf_crop_and_resize" && !x->dtype.is_float())
     return unsupported("tf_crop_and_resize of integers (the extrapolation value's rounding)");
   const Shape &xs = c.in[0].shape, &ys = c.out[0].shape;
@@ -142,18 +200,19 @@ Lowered resize2d(const LowerContext& c) {
         }
         if (method == "nearest")
           return extrapolate((*x)({i[0], i[1], nearest(rounding, sy, H), nearest(rounding, sx, W)}));
-        Expr fy = tir::call_intrinsic(tir::Intrinsic::Floor, {sy});
-        Expr fx = tir::call_intrinsic(tir::Intrinsic::Floor, {sx});
-        Expr ty = tir::sub(sy, fy), tx = tir::sub(sx, fx);
-        Expr y0 = to_index(fy, H), y1 = to_index(tir::add(fy, d(1)), H);
-        Expr x0 = to_index(fx, W), x1 = to_index(tir::add(fx, d(1)), W);
+        // Per row of taps, the sum of its weighted columns; then the rows'
+        // (the reference's order: each sum from 0, tap by tap).
+        const int k = method == "cubic" ? 4 : 2;
+        const Taps ty = taps_at(sy, H, k, alpha, exclude), tx = taps_at(sx, W, k, alpha, exclude);
         auto at = [&](const Expr& h, const Expr& w) { return tir::cast(f64(), (*x)({i[0], i[1], h, w})); };
-        Expr wy0 = tir::sub(d(1), ty), wx0 = tir::sub(d(1), tx);
-        Expr acc = tir::mul(at(y0, x0), tir::mul(wy0, wx0));
-        acc = tir::add(acc, tir::mul(at(y0, x1), tir::mul(wy0, tx)));
-        acc = tir::add(acc, tir::mul(at(y1, x0), tir::mul(ty, wx0)));
-        acc = tir::add(acc, tir::mul(at(y1, x1), tir::mul(ty, tx)));
-        return extrapolate(tir::cast(x->dtype, acc));
+        Expr acc = d(0);
+        for (int a = 0; a < k; ++a) {
+          Expr row = d(0);
+          for (int b = 0; b < k; ++b)
+            row = tir::add(row, tir::mul(tx.weight[size_t(b)], at(ty.index[size_t(a)], tx.index[size_t(b)])));
+          acc = tir::add(acc, tir::mul(ty.weight[size_t(a)], row));
+        }
+        return extrapolate(stored(acc, x->dtype));
       },
       c.name);
   return lowered({y});

@@ -200,6 +200,22 @@ std::vector<Case> resize_cases(Lcg&) {
                              {"coordinate_transformation_mode", std::string("tf_crop_and_resize")},
                              {"roi", std::vector<double>{-0.2, 0.1, 1.3, 1.25}},
                              {"extrapolation_value", 7.5}}});
+  // Cubic (Keys' kernel, its parameter, exclude_outside's renormalized
+  // weights) and linear and cubic on 8-bit integers (rounded half to even,
+  // saturated: cubic overshoots).
+  for (int64_t exclude : {0, 1})
+    for (const char* mode : {"half_pixel", "align_corners", "asymmetric"})
+      cases.push_back({{f32({1, 2, 5, 6})},
+                       Attrs{{"size", std::vector<int64_t>{9, 4}},
+                             {"method", std::string("cubic")},
+                             {"coordinate_transformation_mode", std::string(mode)},
+                             {"cubic_alpha", exclude ? -0.5 : -0.75},
+                             {"exclude_outside", exclude}}});
+  for (const char* method : {"linear", "cubic"})
+    for (DType t : {DType::Int8, DType::UInt8})
+      cases.push_back({{typed({1, 2, 4, 5}, t)},
+                       Attrs{{"size", std::vector<int64_t>{7, 9}}, {"method", std::string(method)}},
+                       {{t == DType::Int8 ? -128.0 : 0.0, t == DType::Int8 ? 127.0 : 255.0}}});
   cases.push_back({{f32({1, 1, 4, 4})},
                    Attrs{{"size", std::vector<int64_t>{8, 8}},
                          {"method", std::string("nearest")},
