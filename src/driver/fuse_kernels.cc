@@ -85,8 +85,8 @@ KernelPlan plan_kernels(const Graph& host) {
       continue;
     }
     ++plan.lowered_ops;
+    OpPattern p = lower::pattern_of(n.op, in);
     lowerable[i] = {std::move(in), std::move(attrs)};
-    OpPattern p = lower::pattern_of(n.op);
     // The groups this node may join: those ending in the producer of one of
     // its inputs, read by this node alone.
     std::vector<int> candidates;

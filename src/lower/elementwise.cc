@@ -175,10 +175,21 @@ Lowered multiply(const LowerContext& c) {
 Lowered maximum(const LowerContext& c) { return binary(c, max_nan); }
 Lowered minimum(const LowerContext& c) { return binary(c, min_nan); }
 
+// Integers truncate toward zero after a check that no divisor is 0 (the
+// reference kernel's error; the op is then opaque, pattern_of, so its
+// divisor is a kernel input); a divisor of -1 negates, wrapping INT_MIN
+// (whose x86 division would trap).
 Lowered divide(const LowerContext& c) {
-  if (!is_float_input(c))
-    return unsupported("integer divide (the reference kernel checks for division by zero)");
-  return binary(c, [](Expr a, Expr b) { return tir::div(a, b); });
+  if (is_float_input(c)) return binary(c, [](Expr a, Expr b) { return tir::div(a, b); });
+  const tir::DataType t = elem(c.inputs[0]);
+  Lowered r = binary(c, [&](Expr a, Expr b) {
+    if (t.is_uint()) return tir::div(a, b);
+    Expr minus_one = tir::eq(b, constant(-1, t));
+    return tir::select(minus_one, tir::sub(constant(0, t), a),
+                       tir::div(a, tir::select(minus_one, constant(1, t), b)));
+  });
+  r.divisor_checks.push_back({c.inputs[1], "divide: integer division by zero"});
+  return r;
 }
 
 // A truncated remainder of a by b made floored: one of the other sign

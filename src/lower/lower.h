@@ -164,6 +164,9 @@ void register_grid_sample_lowerings(LoweringTable& t);  // grid_sample.cc: image
 
 // The pattern of `op`; Opaque when it has no definition.
 OpPattern pattern_of(std::string_view op);
+// The pattern of `op` on inputs `in`: an integer divide is Opaque (it
+// checks its divisor, which must be a kernel input), else pattern_of(op).
+OpPattern pattern_of(std::string_view op, const std::vector<TensorDesc>& in);
 
 // One op of a kernel: the op, its normalised attributes and types, and
 // where each input comes from: a kernel parameter (>= 0) or the output

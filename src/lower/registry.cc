@@ -93,6 +93,11 @@ OpPattern pattern_of(std::string_view op) {
   return l ? l->pattern : OpPattern::Opaque;
 }
 
+OpPattern pattern_of(std::string_view op, const std::vector<TensorDesc>& in) {
+  if (op == "divide" && !in.empty() && !is_float(in[0].dtype)) return OpPattern::Opaque;
+  return pattern_of(op);
+}
+
 // ---------------------------------------------------------------- helpers
 
 std::optional<tir::DataType> lowered_dtype(DType t) {

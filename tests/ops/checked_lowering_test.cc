@@ -157,7 +157,7 @@ TEST(CheckedLowering, GridSampleOfAnyPositionMatchesTheReference) {
 TEST(CheckedLowering, RemaindersFailOnAZeroDivisorAsTheReference) {
   const TensorDesc a{{6}, DType::Int32};
   const int64_t int_min = std::numeric_limits<int32_t>::min();
-  for (const char* op : {"mod", "fmod"}) {
+  for (const char* op : {"mod", "fmod", "divide"}) {
     const Attrs attrs = normalize_attrs(op_named(op), {});
     const std::string name = std::string(op) + "_checked";
     auto f = lower_op(name, op, {a, a}, attrs, schedule::host_cpu_target());

@@ -89,7 +89,9 @@ const std::map<std::string, Gen>& generators() {
       {"minimum", [] { return elementwise(kWide, 2); }},
       {"divide",
        [] {
-         return elementwise({kF64}, 2, {0.5, 3});
+         std::vector<Case> cases = elementwise({kF64}, 2, {0.5, 3});
+         for (Case& c : elementwise(kWideInts, 2, {1, 50})) cases.push_back(c);
+         return cases;
        }},
       {"power",
        [] {

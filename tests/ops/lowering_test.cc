@@ -384,7 +384,14 @@ const std::map<std::string, CaseGen>& generators() {
       {"add", binary(kNumeric)},
       {"subtract", binary(kNumeric)},
       {"multiply", binary(kNumeric)},
-      {"divide", binary(kFloat, {-3, 3}, {0.5, 3})},
+      // Integer divisors of both signs (never 0: the reference fails).
+      {"divide",
+       [](Lcg& r) {
+         std::vector<Case> c = binary(kFloat, {-3, 3}, {0.5, 3})(r);
+         for (Case& k : binary({DType::Int32, DType::Int8}, {-100, 100}, {1, 9})(r)) c.push_back(k);
+         for (Case& k : binary({DType::Int64}, {-1000, 1000}, {-9, -1})(r)) c.push_back(k);
+         return c;
+       }},
       {"power", binary(kFloat, {0.2, 3}, {-2, 2})},
       {"maximum", binary(kNumeric)},
       {"minimum", binary(kNumeric)},

@@ -3,6 +3,8 @@
 // the summary, --strict-compile and the artifact's load-time checks.
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include <cstring>
 
 #include "driver/build.h"
@@ -332,6 +334,37 @@ def @main(%table: Tensor[(50, 8), float32], %ids: Tensor[(2, 3), int64], %pos: T
       Tensor::from_ints({2, 3}, {0, 49, -1, -51, 7, 7}),
       "take: index -51 (at position 3 of indices) is out of range for "
       "axis 0 of size 50 (expected -50..49)");
+}
+
+// An integer divide by a computed divisor is its own kernel (opaque, so
+// its divisor is a kernel input it checks first): a zero fails the run with
+// the interpreter's message, and -1 negates (INT_MIN wraps).
+TEST(CompileModel, IntegerDivideIsCompiledAndChecksItsDivisorAsTheInterpreter) {
+  const std::string text = R"(
+def @main(%x: Tensor[(2, 4), int32], %d: Tensor[(2, 4), int32]) -> Tensor[(2, 4), int32] {
+  %e = subtract(%d, %x)
+  %q = divide(%x, %e)
+  %y = add(%q, %x)
+  return %y
+})";
+  EXPECT_EQ(kernels_of(text), (Kernels{"subtract:e", "divide:q", "add:y"}));
+  Module m = parse(text);
+  // e = d - x: 9, -1 (x = INT_MIN + 0 there: d wraps), -3, 2, ...; then 0.
+  const int64_t int_min = std::numeric_limits<int32_t>::min();
+  Tensor x = Tensor::from_ints({2, 4}, {7, int_min, 5, -8, 100, -100, 3, 1}, DType::Int32);
+  driver::CompileSummary summary;
+  Executable exe = driver::compile_model(m, {}, &summary);
+  EXPECT_TRUE(summary.reference_ops.empty()) << summary.str();
+  VirtualMachine vm(exe);
+  Tensor good =
+      Tensor::from_ints({2, 4}, {16, int_min - 1 + (int64_t(1) << 32), 2, -6, 103, -107, 9, 5}, DType::Int32);
+  std::vector<Tensor> args = {x, good};
+  EXPECT_TRUE(vm.run(args)[0].bitwise_equal(interpret(m, "main", args)[0]));
+  args[1] = Tensor::from_ints({2, 4}, {16, 0, 2, -6, 103, -107, 3, 5}, DType::Int32);
+  const std::string want = testing::error_of([&] { interpret(m, "main", args); });
+  const std::string got = testing::error_of([&] { vm.run(args); });
+  EXPECT_NE(want.find("divide: integer division by zero"), std::string::npos) << want;
+  EXPECT_NE(got.find("divide: integer division by zero"), std::string::npos) << got;
 }
 
 // A cache update and a running sum: scatter_nd and cumsum are compiled
