@@ -10,7 +10,7 @@
 // As the reference kernel (src/op/loss.cc): a product of two float32 values
 // is exact in float64, so the element losses are its float32 products, and
 // the sums are float64 rounded once. Targets are checked before anything is
-// read (IndexCheck with class_targets): one outside [0, C) that is not the
+// read (IndexCheck with the loss's message): one outside [0, C) that is not the
 // ignore_index fails the kernel with the reference's message; the loads
 // clamp the target, so an ignored one out of range reads nothing outside x.
 #include <limits>
@@ -95,7 +95,8 @@ Lowered nll_loss(const LowerContext& c) {
         c.name)});
   }
   IndexCheck check{target, "nn.nll_loss", 1, {classes}};
-  check.class_targets = true;
+  check.message = {"nn.nll_loss: target value ", " at flat index ",
+                   " is out of range [0, " + std::to_string(classes) + ") and is not the ignore_index"};
   if (ignore != kNoIgnore) check.ignored = ignore;
   r.index_checks.push_back(check);
   return r;

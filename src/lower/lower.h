@@ -68,15 +68,18 @@ struct LowerContext {
 // along the last axis of indices), index j of each tuple selects along axis
 // `axis + j` of size sizes[j].
 //
-// With `class_targets` (nn.nll_loss's targets: one size, the classes),
-// each must lie in [0, size) or equal `ignored`, else the kernel fails with
-// the loss's message (KilnBackendTargetIndexError).
+// With `message` (one size; a loss's class targets, a region's batch
+// indices), each must lie in [0, size) or equal `ignored`, else the kernel
+// fails with message[0] INDEX message[1] POSITION message[2] (POSITION
+// first with `position_first`): the op's own words, through
+// KilnBackendIndexValueError.
 struct IndexCheck {
   te::Tensor indices;
   std::string op;  // the op the message names
   int axis = 0;
   std::vector<int64_t> sizes;
-  bool class_targets = false;
+  std::vector<std::string> message = {};
+  bool position_first = false;
   std::optional<int64_t> ignored = std::nullopt;
 };
 
@@ -161,6 +164,7 @@ void register_scatter_lowerings(LoweringTable& t);   // scatter.cc: scatter_elem
 void register_sort_lowerings(LoweringTable& t);      // sort.cc: topk
 void register_loss_lowerings(LoweringTable& t);      // loss.cc: nn.nll_loss
 void register_grid_sample_lowerings(LoweringTable& t);  // grid_sample.cc: image.grid_sample
+void register_roi_align_lowerings(LoweringTable& t);    // roi_align.cc: image.roi_align
 
 // The pattern of `op`; Opaque when it has no definition.
 OpPattern pattern_of(std::string_view op);

@@ -83,6 +83,7 @@ const LoweringTable& lowerings() {
     register_sort_lowerings(t);
     register_loss_lowerings(t);
     register_grid_sample_lowerings(t);
+    register_roi_align_lowerings(t);
     return t;
   }();
   return table;
@@ -262,25 +263,32 @@ te::Tensor copy_of(const te::Tensor& t, const std::string& name) {
 
 // The check of the element at `at` of `indices` (the buffer of
 // check.indices) against [-size, size): a failure names the op, the index,
-// its row-major position in the indices, the axis and its size.
+// its row-major position in the indices, the axis and its size. With
+// check.message, against [0, size) but check.ignored, in the op's words.
 tir::Stmt index_check(const IndexCheck& check, const tir::Buffer& indices, const std::vector<tir::Expr>& at,
                       int axis, int64_t size) {
   const auto i64 = tir::DataType::int64();
   tir::Var index = tir::make_var("index", i64);
-  const int64_t least = check.class_targets ? 0 : -size;
+  const bool own = !check.message.empty();
+  const int64_t least = own ? 0 : -size;
   tir::Expr outside = tir::binary(tir::BinaryOp::Or, tir::lt(index, tir::int_imm(least, i64)),
                                   tir::binary(tir::BinaryOp::GE, index, tir::int_imm(size, i64)));
   if (check.ignored)
     outside = tir::binary(tir::BinaryOp::And, outside,
                           tir::binary(tir::BinaryOp::NE, index, tir::int_imm(*check.ignored, i64)));
   tir::Expr position = tir::cast(i64, linear_index(at, check.indices->shape));
-  tir::Expr report =
-      check.class_targets
-          ? tir::call_extern(tir::DataType::int32(), "KilnBackendTargetIndexError",
-                             {tir::string_imm(check.op), index, position, tir::int_imm(size, i64)})
-          : tir::call_extern(
-                tir::DataType::int32(), "KilnBackendGatherIndexError",
-                {tir::string_imm(check.op), index, position, tir::int_imm(axis), tir::int_imm(size, i64)});
+  tir::Expr report;
+  if (own) {
+    tir::Expr a = check.position_first ? position : tir::Expr(index),
+              b = check.position_first ? tir::Expr(index) : position;
+    report = tir::call_extern(tir::DataType::int32(), "KilnBackendIndexValueError",
+                              {tir::string_imm(check.message.at(0)), a, tir::string_imm(check.message.at(1)),
+                               b, tir::string_imm(check.message.at(2))});
+  } else {
+    report = tir::call_extern(
+        tir::DataType::int32(), "KilnBackendGatherIndexError",
+        {tir::string_imm(check.op), index, position, tir::int_imm(axis), tir::int_imm(size, i64)});
+  }
   return tir::let_stmt(
       index, tir::cast(i64, tir::load(indices, at)),
       tir::if_then_else(outside, tir::seq({tir::evaluate(report), tir::return_stmt(tir::int_imm(-1))})));

@@ -141,10 +141,10 @@ int32_t KilnBackendGatherIndexError(const char* op, int64_t index, int64_t posit
   return -1;
 }
 
-int32_t KilnBackendTargetIndexError(const char* op, int64_t target, int64_t position, int64_t classes) {
-  kiln::t_last_error = std::string(op ? op : "?") + ": target value " + std::to_string(target) +
-                       " at flat index " + std::to_string(position) + " is out of range [0, " +
-                       std::to_string(classes) + ") and is not the ignore_index";
+int32_t KilnBackendIndexValueError(const char* text0, int64_t a, const char* text1, int64_t b,
+                                   const char* text2) {
+  kiln::t_last_error = std::string(text0 ? text0 : "") + std::to_string(a) + (text1 ? text1 : "") +
+                       std::to_string(b) + (text2 ? text2 : "");
   return -1;
 }
 

