@@ -357,8 +357,32 @@ std::string tensor_name(const std::string& op, int index) {
 
 }  // namespace
 
+// A kernel whose every output is empty (a dimension of 0) computes nothing:
+// its parameters as declared and a body that returns. Null when an output
+// has elements or a type has no tir type.
+std::optional<tir::PrimFunc> empty_kernel(const KernelSpec& spec) {
+  std::vector<TensorDesc> descs = spec.params;
+  for (const auto& [op, output] : spec.outputs) {
+    const TensorDesc& d = spec.ops.at(size_t(op)).out.at(size_t(output));
+    if (shape_numel(d.shape) != 0) return std::nullopt;
+    descs.push_back(d);
+  }
+  std::vector<tir::PrimParam> params;
+  for (size_t i = 0; i < descs.size(); ++i) {
+    auto t = lowered_dtype(descs[i].dtype);
+    if (!t) return std::nullopt;
+    std::vector<tir::Expr> shape;
+    for (int64_t e : descs[i].shape) shape.push_back(tir::int_imm(e));
+    tir::Buffer b = tir::make_buffer((i < spec.params.size() ? "in" : "out") + std::to_string(i), *t, shape);
+    params.push_back({b->data, b});
+  }
+  return tir::make_prim_func(spec.name, params, tir::return_stmt(tir::int_imm(0)));
+}
+
 std::optional<tir::PrimFunc> lower_kernel(const KernelSpec& spec, std::string* why,
                                           const schedule::CpuTarget& cpu) {
+  if (!spec.outputs.empty())
+    if (auto f = empty_kernel(spec)) return f;
   std::string reason;
   std::vector<te::Tensor> params;
   if (!is_float_or_int_dtypes(spec.params, &reason)) {

@@ -190,6 +190,27 @@ TEST(CheckedLowering, RegionBatchIndicesOutOfRangeFailAsTheReference) {
   }
 }
 
+// A kernel whose outputs are all empty computes nothing: it is compiled
+// (so a compiled model has no reference kernel for it) as a function that
+// returns, whatever its inputs. An empty input of a non-empty output stays
+// on the reference kernel, saying why.
+TEST(CheckedLowering, KernelsOfEmptyOutputsDoNothing) {
+  const TensorDesc x{{0, 3}, DType::Float32};
+  const Attrs attrs = normalize_attrs(op_named("reshape"), Attrs{{"newshape", std::vector<int64_t>{3, 0}}});
+  auto f = lower_op("empty_reshape", "reshape", {x}, attrs, schedule::host_cpu_target());
+  ASSERT_TRUE(f.has_value());
+  EXPECT_EQ((*f)->body->kind, tir::StmtKind::Return);
+  auto jit = codegen::JitModule::create({tir::lower_for_build(*f)});
+  jit->run("empty_reshape", {nullptr, nullptr});
+  const TensorDesc y = f32({2, 3});
+  const Attrs concat = normalize_attrs(op_named("concat"), Attrs{{"axis", int64_t{0}}});
+  std::string why;
+  EXPECT_FALSE(lower::lower_kernel(lower::single_op_kernel("empty_concat", "concat", {x, y}, {y}, concat),
+                                   &why, schedule::host_cpu_target())
+                   .has_value());
+  EXPECT_EQ(why, "empty tensors (a dimension of 0) are left to the reference kernel");
+}
+
 // Integer remainders check their divisors first: a 0 fails the kernel with
 // the reference kernel's message and leaves the output alone; a divisor of
 // -1 gives 0, INT_MIN's included (whose x86 remainder would trap).
