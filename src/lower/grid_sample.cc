@@ -72,27 +72,7 @@ struct Sampling {
   Expr at(Plane&& plane, const Expr& row, const Expr& col) const {
     Expr inside =
         both(both(ge(row, d(0)), le(row, d(double(h - 1)))), both(ge(col, d(0)), le(col, d(double(w - 1)))));
-    // Clamped before the conversion (a NaN to 0), so the index is in the plane.
-    auto index = [](const Expr& v, int64_t size) {
-      Expr safe =
-          tir::select(ge(v, d(0)), tir::select(le(v, d(double(size - 1))), v, d(double(size - 1))), d(0));
-      return tir::cast(tir::DataType::int32(), safe);
-    };
-    return tir::select(inside, tir::cast(f64(), plane(index(row, h), index(col, w))), d(0));
-  }
-
-  // Cubic convolution weights (a = -0.75) of the 4 pixels around a
-  // position t past the first's floor, in the reference's order of terms.
-  static std::vector<Expr> cubic_weights(const Expr& t) {
-    const double a = -0.75;
-    auto near = [&](const Expr& x) {
-      return tir::add(tir::mul(tir::mul(tir::sub(tir::mul(d(a + 2), x), d(a + 3)), x), x), d(1));
-    };
-    auto far = [&](const Expr& x) {
-      Expr inner = tir::add(tir::mul(tir::sub(tir::mul(d(a), x), d(5 * a)), x), d(8 * a));
-      return tir::sub(tir::mul(inner, x), d(4 * a));
-    };
-    return {far(tir::add(t, d(1))), near(t), near(tir::sub(d(1), t)), far(tir::sub(d(2), t))};
+    return tir::select(inside, tir::cast(f64(), plane(position_index(row, h), position_index(col, w))), d(0));
   }
 };
 
@@ -122,8 +102,8 @@ Lowered grid_sample(const LowerContext& c) {
         Expr px = s.unnormalize(coordinate(0), s.w), py = s.unnormalize(coordinate(1), s.h);
         if (mode == "bicubic") {
           Expr fx = floor_of(px), fy = floor_of(py);
-          const std::vector<Expr> wx = Sampling::cubic_weights(tir::sub(px, fx));
-          const std::vector<Expr> wy = Sampling::cubic_weights(tir::sub(py, fy));
+          const std::vector<Expr> wx = cubic_weights(tir::sub(px, fx), -0.75);
+          const std::vector<Expr> wy = cubic_weights(tir::sub(py, fy), -0.75);
           Expr sum = d(0);
           for (int a = 0; a < 4; ++a)
             for (int b = 0; b < 4; ++b) {

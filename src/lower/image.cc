@@ -105,19 +105,6 @@ std::optional<Expr> rational_nearest(const std::string& mode, const std::string&
   return clamp_index(tir::select(up, tir::add(q, tir::int_imm(1, o->dtype)), q), in);
 }
 
-// Keys' cubic convolution weights (parameter a) of the taps at distances
-// 1 + t, t, 1 - t and 2 - t, as the reference computes them.
-std::vector<Expr> cubic_weights(const Expr& t, double a) {
-  auto near = [&](const Expr& x) {
-    return tir::add(tir::mul(tir::mul(tir::sub(tir::mul(d(a + 2), x), d(a + 3)), x), x), d(1));
-  };
-  auto far = [&](const Expr& x) {
-    Expr inner = tir::add(tir::mul(tir::sub(tir::mul(d(a), x), d(5 * a)), x), d(8 * a));
-    return tir::sub(tir::mul(inner, x), d(4 * a));
-  };
-  return {far(tir::add(d(1), t)), near(t), near(tir::sub(d(1), t)), far(tir::sub(d(2), t))};
-}
-
 // The taps of source coordinate x along an axis of `in` elements: `k` (2:
 // linear, 4: cubic) indices, clamped into the axis, and their float64
 // weights; with `exclude` a tap outside the axis weighs 0 and the others

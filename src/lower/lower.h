@@ -230,6 +230,16 @@ std::vector<tir::Expr> broadcast_index(const te::Axes& axes, const Shape& in_sha
 tir::Expr clamp_index(tir::Expr i, int64_t extent);
 // 0 <= i < extent: whether a padded read is inside (its value is not padding).
 tir::Expr index_within(const tir::Expr& i, int64_t extent);
+// A pixel position held in a float (an integer value) as an int32 index,
+// for loads a select or a zero weight may discard: NaN and positions
+// outside [0, extent - 1] become 0 before the conversion, so the load
+// stays in the buffer and the conversion is defined.
+tir::Expr position_index(const tir::Expr& v, int64_t extent);
+// Keys' cubic convolution weights (parameter a) of the 4 taps at distances
+// 1 + t, t, 1 - t and 2 - t from a position t past the second's, in the
+// reference kernels' order of operations (resize's cubic, grid_sample's
+// bicubic).
+std::vector<tir::Expr> cubic_weights(const tir::Expr& t, double a);
 // x zero-padded on its axes 2 and 3 (rows and columns of NCHW, and of
 // channel blocks (N, C / c, H, W, c)); x itself when `p` pads nothing.
 te::Tensor pad_hw(const te::Tensor& x, const Pad2d& p, const std::string& name);

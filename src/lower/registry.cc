@@ -153,6 +153,25 @@ tir::Expr clamp_index(tir::Expr i, int64_t extent) {
   return tir::min(tir::max(std::move(i), tir::int_imm(0)), tir::int_imm(extent - 1));
 }
 
+tir::Expr position_index(const tir::Expr& v, int64_t extent) {
+  const tir::DataType t = v->dtype;
+  tir::Expr inside = tir::binary(tir::BinaryOp::And, tir::binary(tir::BinaryOp::GE, v, tir::float_imm(0, t)),
+                                 tir::binary(tir::BinaryOp::LE, v, tir::float_imm(double(extent - 1), t)));
+  return tir::cast(tir::DataType::int32(), tir::select(inside, v, tir::float_imm(0, t)));
+}
+
+std::vector<tir::Expr> cubic_weights(const tir::Expr& t, double a) {
+  auto c = [&](double v) { return tir::float_imm(v, t->dtype); };
+  auto near = [&](const tir::Expr& x) {  // |x| <= 1
+    return tir::add(tir::mul(tir::mul(tir::sub(tir::mul(c(a + 2), x), c(a + 3)), x), x), c(1));
+  };
+  auto far = [&](const tir::Expr& x) {  // 1 < |x| < 2
+    tir::Expr inner = tir::add(tir::mul(tir::sub(tir::mul(c(a), x), c(5 * a)), x), c(8 * a));
+    return tir::sub(tir::mul(inner, x), c(4 * a));
+  };
+  return {far(tir::add(c(1), t)), near(t), near(tir::sub(c(1), t)), far(tir::sub(c(2), t))};
+}
+
 tir::Expr index_within(const tir::Expr& i, int64_t extent) {
   return tir::binary(tir::BinaryOp::And, tir::binary(tir::BinaryOp::GE, i, tir::int_imm(0)),
                      tir::lt(i, tir::int_imm(extent)));

@@ -39,14 +39,6 @@ Split split(const Expr& v, int64_t size) {
           tir::select(last, f(0), tir::sub(clamped, low))};
 }
 
-// A pixel coordinate held in a float as an index: NaN and values outside
-// the axis (which no weight reads) become 0.
-Expr index_of(const Expr& v, int64_t size) {
-  Expr inside =
-      tir::binary(tir::BinaryOp::And, ge(v, f(0)), tir::binary(tir::BinaryOp::LE, v, f(double(size - 1))));
-  return tir::cast(tir::DataType::int32(), tir::select(inside, v, f(0)));
-}
-
 Lowered roi_align(const LowerContext& c) {
   const te::Tensor &data = c.inputs[0], &rois = c.inputs[1], &batch = c.inputs[2];
   const Shape& xs = c.in[0].shape;
@@ -85,8 +77,8 @@ Lowered roi_align(const LowerContext& c) {
         Expr image = tir::cast(tir::DataType::int32(),
                                clamp_index(tir::cast(tir::DataType::int32(), (*batch)({i[0]})), n));
         auto pixel = [&](const Expr& row, const Expr& col) {
-          return (*data)({image, i[1], tir::select(outside, tir::int_imm(0), index_of(row, h)),
-                          tir::select(outside, tir::int_imm(0), index_of(col, w))});
+          return (*data)({image, i[1], tir::select(outside, tir::int_imm(0), position_index(row, h)),
+                          tir::select(outside, tir::int_imm(0), position_index(col, w))});
         };
         const Expr terms[4] = {tir::mul(weight(tir::mul(hy, hx)), pixel(py.lo, px.lo)),
                                tir::mul(weight(tir::mul(hy, lx)), pixel(py.lo, px.hi)),
