@@ -7,7 +7,8 @@
 // rounded down, or up with ceil_mode; with ceil_mode a last window that would
 // start past the input and its leading padding is dropped (as in PyTorch).
 //
-// Padded positions never win a max. avg divides by the number of taps inside
+// Padded positions never win a max, nor does NaN (a window of NaN and -inf
+// gives -inf). avg divides by the number of taps inside
 // the input, or with count_include_pad by the number inside the padded input
 // (taps in the overhang that ceil_mode adds past the padding never count). A
 // window that sees no input element at all (only possible when the padding is
@@ -97,7 +98,9 @@ void pool_impl(const Tensor& data, const PoolParams& p, bool is_max, bool count_
       const PoolAxis::Taps& a = ty[static_cast<size_t>(oy)];
       for (int64_t ox = 0; ox < ow; ++ox) {
         const PoolAxis::Taps& b = tx[static_cast<size_t>(ox)];
-        Acc best = std::numeric_limits<Acc>::lowest();
+        // From -inf for floats (a window of -inf gives -inf), else the least value.
+        Acc best = std::numeric_limits<Acc>::has_infinity ? -std::numeric_limits<Acc>::infinity()
+                                                          : std::numeric_limits<Acc>::lowest();
         Acc sum = 0;
         for (int64_t jy = a.lo; jy < a.hi; ++jy) {
           const Acc* row = plane + (a.start + jy * p.y.d) * w + b.start;

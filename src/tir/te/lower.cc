@@ -435,7 +435,10 @@ Stmt Lowering::nest(size_t i) {
     if (kind == ReduceKind::Sum) {
       value = add(old, value);
     } else if (kind == ReduceKind::Max) {
-      value = tir::max(old, value);
+      // The element wins only when it is greater (x86's vmaxps v, old): a
+      // NaN element never does, as in the reference kernels' max pools
+      // (v > best ? v : best) and roi_align (std::max(best, v)).
+      value = tir::max(value, old);
     } else if (kind == ReduceKind::Prod) {
       value = mul(old, value);
     } else {
