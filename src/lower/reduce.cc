@@ -9,7 +9,6 @@
 // maximum before exp; integer means round half away from zero. Means of
 // int64 and sums and products of 8-bit integers stay on the reference
 // kernels.
-#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -192,7 +191,6 @@ te::Tensor reduce_rows(const LowerContext& c, const Shape& operand, F&& term, R&
 // where the last steps ran serially, each its own loop over every row.
 Lowered by_rows(Lowered r, const LowerContext& c, const te::Tensor& y, std::vector<te::Tensor> stages) {
   if (c.cpu.scratchpad_bytes || stages.empty() || c.out[0].shape.empty()) return r;
-  stages.erase(std::remove(stages.begin(), stages.end(), y), stages.end());
   r.rows.push_back(schedule::RowTile{y, std::move(stages), true});
   return r;
 }

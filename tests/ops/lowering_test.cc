@@ -23,7 +23,6 @@
 #include "lower/lower.h"
 #include "lowering_util.h"
 #include "op_test_util.h"
-#include "runtime/host_code.h"
 #include "tir/text.h"
 #include "tir/transform/passes.h"
 
@@ -860,42 +859,23 @@ TEST(Lowering, EveryLoweredOpMatchesItsReferenceKernel) {
         std::string why;
         auto f = lower::lower_kernel(spec, &why, cpu);
         ASSERT_TRUE(f.has_value()) << op << " case " << instances.size() << " was not lowered: " << why;
-        tir::TirPassOptions options;
-        options.vector_bytes = cpu.vector_bytes;
-        options.vector_registers = cpu.vector_registers;
-        funcs.push_back(tir::lower_for_build(*f, options));
+        funcs.push_back(built_for(*f, cpu));
         c.attrs = attrs;
         instances.push_back({op, c, out, spec.name});
       }
     }
-  codegen::HostObject obj = codegen::emit_host_shared_object(funcs);
-  HostCode code;
-  code.cpu_features = obj.cpu_features;
-  code.imports = obj.imports;
-  code.shared_object = obj.bytes;
-  for (const auto& in : instances) code.kernels.push_back({in.symbol, {}});
-  auto loaded = LoadedHostCode::load(code, "lowering test");
+  auto loaded = load_kernels(funcs, "lowering test");
   std::set<std::string> ops_checked;
   for (const Instance& in : instances) {
     Lcg r(7);
     std::vector<Tensor> inputs;
     for (size_t i = 0; i < in.c.in.size(); ++i) inputs.push_back(random_input(in.c.in[i], in.c.ranges[i], r));
     std::vector<Tensor> want = run_op(op_named(in.op), inputs, in.c.attrs);
-    std::vector<Tensor> got;
-    std::vector<void*> args;
-    for (auto& t : inputs) args.push_back(t.raw());
-    for (const auto& d : in.out) {
-      got.push_back(Tensor::empty(d.shape, d.dtype));
-      // Garbage first, so an output element the kernel never writes shows.
-      for (int64_t i = 0; i < got.back().numel(); ++i) got.back().set_from_double(i, 77);
-    }
-    for (auto& t : got) args.push_back(t.raw());
-    ASSERT_EQ(loaded->find(in.symbol)(args.data()), 0) << in.op;
+    int32_t status = 0;
+    std::vector<Tensor> got = run_kernel(*loaded, in.symbol, inputs, in.out, status);
+    ASSERT_EQ(status, 0) << in.op;
     for (size_t o = 0; o < want.size(); ++o) {
-      double scale = 0;
-      for (int64_t i = 0; i < want[o].numel(); ++i)
-        scale = std::max(scale, std::fabs(want[o].get_as_double(i)));
-      double tol = is_float(want[o].dtype()) ? in.c.atol + in.c.rtol * scale : 0;
+      double tol = is_float(want[o].dtype()) ? in.c.atol + in.c.rtol * largest_magnitude(want[o]) : 0;
       int bad = 0;
       for (int64_t i = 0; i < want[o].numel() && bad < 3; ++i) {
         double a = got[o].get_as_double(i), b = want[o].get_as_double(i);

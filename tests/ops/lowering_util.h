@@ -1,10 +1,12 @@
-// Helpers of the lowering tests (lowering_test.cc, tile_schedule_test.cc):
+// Helpers of the lowering tests (lowering_test.cc, lowering_dtypes_test.cc, tile_schedule_test.cc):
 // one op lowered as a kernel for a given CPU, and a kernel run against the
 // op's reference kernel.
 #pragma once
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -13,6 +15,7 @@
 #include "codegen/codegen.h"
 #include "lower/lower.h"
 #include "op_test_util.h"
+#include "runtime/host_code.h"
 #include "tir/transform/passes.h"
 
 namespace kiln::testing {
@@ -82,6 +85,52 @@ inline void expect_matches_reference(const tir::PrimFunc& f, const std::string& 
   auto [got, want] = compiled_and_reference(f, name, op, std::move(inputs), attrs);
   for (int64_t i = 0; i < want.numel(); ++i)
     ASSERT_NEAR(got.get_as_double(i), want.get_as_double(i), tolerance) << name << " element " << i;
+}
+
+// Kernel `f` through the tensor-IR build passes for `cpu` (its vector width
+// and registers), as a model's kernels go.
+inline tir::PrimFunc built_for(const tir::PrimFunc& f, const schedule::CpuTarget& cpu) {
+  tir::TirPassOptions options;
+  options.vector_bytes = cpu.vector_bytes;
+  options.vector_registers = cpu.vector_registers;
+  return tir::lower_for_build(f, options);
+}
+
+// `funcs` linked into one host shared object and loaded, as a model's kernels are.
+inline std::unique_ptr<LoadedHostCode> load_kernels(const std::vector<tir::PrimFunc>& funcs,
+                                                    const std::string& what) {
+  codegen::HostObject obj = codegen::emit_host_shared_object(funcs);
+  HostCode code;
+  code.cpu_features = obj.cpu_features;
+  code.imports = obj.imports;
+  code.shared_object = obj.bytes;
+  for (const auto& f : funcs) code.kernels.push_back({f->name, {}});
+  return LoadedHostCode::load(code, what);
+}
+
+// Kernel `symbol` of `code` run on `inputs` into outputs of `out`, filled
+// with garbage (77) first so an element the kernel never writes shows; its
+// status in `status`.
+inline std::vector<Tensor> run_kernel(const LoadedHostCode& code, const std::string& symbol,
+                                      std::vector<Tensor>& inputs, const std::vector<TensorDesc>& out,
+                                      int32_t& status) {
+  std::vector<Tensor> got;
+  std::vector<void*> args;
+  for (auto& t : inputs) args.push_back(t.raw());
+  for (const auto& d : out) {
+    got.push_back(Tensor::empty(d.shape, d.dtype));
+    for (int64_t i = 0; i < got.back().numel(); ++i) got.back().set_from_double(i, 77);
+  }
+  for (auto& t : got) args.push_back(t.raw());
+  status = code.find(symbol)(args.data());
+  return got;
+}
+
+// The largest magnitude of `t`'s elements (tolerances scale with it).
+inline double largest_magnitude(const Tensor& t) {
+  double scale = 0;
+  for (int64_t i = 0; i < t.numel(); ++i) scale = std::max(scale, std::fabs(t.get_as_double(i)));
+  return scale;
 }
 
 }  // namespace kiln::testing
