@@ -233,6 +233,8 @@ Lowered conv2d_blocked(const LowerContext& c) {
   }
   r.anchors[0].taps_only = depthwise;
   r.anchors[0].pair_axis = pair_blocks ? 1 : 2;
+  r.anchors[0].block_axis = 1;
+  r.anchors[0].block_weight_bytes = w->dtype.bytes() * shape_numel(ws);
   return r;
 }
 

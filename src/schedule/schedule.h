@@ -152,6 +152,18 @@ struct AnchorTile {
   // folds to one combination; -1: none.
   int output_period_axis = -1;
   int64_t output_period = 0;
+  // The output's axis of channel blocks (a channel-blocked conv's n |
+  // blocks | rows | columns | lanes; -1: none) and the bytes of the weights
+  // all its blocks read. When those weights stay in half of L2, the
+  // parallel loop runs the output rows (their bands) outside the blocks, so
+  // the threads split every such conv by rows alike and each reads the
+  // rows the convs before it wrote on its own core (not half of every
+  // input from the other one, as a split by blocks reads after one by
+  // rows). Larger weights keep the blocks outside: each thread's blocks'
+  // weights then stay in its L2 for all rows instead of all the weights
+  // passing through it once per row.
+  int block_axis = -1;
+  int64_t block_weight_bytes = 0;
   // At most this many rows of accumulators (0: as the registers allow),
   // for a tile whose reduction step holds more operands in registers than
   // one input vector per column register and two broadcasts.

@@ -558,6 +558,23 @@ bool tile_anchor(te::Schedule& s, const AnchorTile& a, const CpuTarget& cpu,
     } else if (band_loop && !whole_channel)
       band_rows = split_bands(cpu, *out, a, band_loop, band_step, bands);
   }
+  // Output rows before channel blocks (AnchorTile::block_axis): the block
+  // loop moves to just inside the rows' loop (a band's outer loop).
+  const int rows_axis = a.row_axis - 1;
+  if (a.block_axis >= 0 && a.block_axis < rows_axis && !panel_order &&
+      a.block_weight_bytes <= cpu.l2_bytes / 2) {
+    const tir::Var blocks = size_t(a.block_axis) == h_axis ? ho : axes[size_t(a.block_axis)];
+    tir::Var rows_loop = size_t(rows_axis) == h_axis ? ho : axes[size_t(rows_axis)];
+    const std::vector<te::Leaf>& leaves = out->leaves();
+    for (size_t k = 1; band_rows && k < leaves.size(); ++k)
+      if (leaves[k].var == band_rows) rows_loop = leaves[k - 1].var;
+    size_t at_blocks = leaves.size(), at_rows = leaves.size();
+    for (size_t k = 0; k < leaves.size(); ++k) {
+      if (leaves[k].var == blocks) at_blocks = k;
+      if (leaves[k].var == rows_loop) at_rows = k;
+    }
+    if (at_blocks < at_rows && at_rows < leaves.size()) move_inside(*out, {blocks}, rows_loop);
+  }
   const tir::Var stop = panels ? ro : window ? (band_rows ? band_rows : after_band) : tile_loop;
   while (out->leaves().size() > 1 && out->leaves()[1].var != stop)
     outer = out->fuse(outer, out->leaves()[1].var);

@@ -739,12 +739,93 @@ TEST(Lowering, FewOuterIterationsTakeInnerLoopsIntoTheParallelLoop) {
   }
 }
 
-// A softmax over its last axis runs row by row (schedule::RowTile): one
-// loop over the rows (parallel when the whole is enough work), each row
-// computing its maximum, exponentials and sum into buffers of one row (a
-// 40 x 6625 classifier: 26 KB, in L1), not one pass over the whole tensor
-// per stage; log_softmax likewise. Over another axis, the default rules
-// (whole-tensor maxima first). Values against the reference.
+// Channel-blocked convs whose weights stay in half of L2 run their output
+// rows (a depthwise conv's bands of them) outside their channel blocks in
+// the parallel loop, so the threads split consecutive convs by rows alike;
+// larger weights (320 -> 480 channels, 600 KiB) keep the blocks outside.
+// The parallel loop's name lists its loops outermost first (i1: blocks,
+// i2: rows). Values against the reference.
+TEST(Lowering, BlockedConvsSplitRowsAmongThreadsWhenTheirWeightsStayInL2) {
+  struct Case {
+    int64_t in_channels, out_channels, size, kernel;
+    schedule::CpuTarget cpu;
+    bool rows_first;
+  };
+  const Case cases[] = {
+      {576, 96, 14, 1, {64, 32}, true},   // 216 KiB of weights
+      {96, 96, 20, 1, {32, 16}, true},    // blocks of 8
+      {144, 144, 28, 3, {64, 32}, true},  // depthwise, in bands
+      {320, 480, 7, 1, {64, 32}, false},
+  };
+  for (const Case& c : cases) {
+    const int64_t block = c.cpu.float32_lanes(), in_blocks = c.in_channels / block;
+    const bool depthwise = c.kernel > 1;
+    TensorDesc x = f32({1, in_blocks, c.size, c.size, block}),
+               w = depthwise ? f32({in_blocks, 1, c.kernel, c.kernel, 1, block})
+                             : f32({c.out_channels / block, in_blocks, 1, 1, block, block});
+    Attrs given;
+    if (depthwise) given = Attrs{{"padding", std::vector<int64_t>{1, 1}}, {"groups", c.in_channels}};
+    const Attrs attrs = normalize_attrs(op_named("nn.conv2d_blocked"), given);
+    const std::string name = "blocked_" + std::to_string(c.in_channels) + "_" +
+                             std::to_string(c.out_channels) + "_" + std::to_string(c.kernel);
+    auto f = lower_op(name, "nn.conv2d_blocked", {x, w}, attrs, c.cpu);
+    ASSERT_TRUE(f.has_value()) << name;
+    const std::string text = tir::print_prim_func(**f);
+    const size_t parallel = text.find(" parallel {");
+    ASSERT_NE(parallel, std::string::npos) << text;
+    const size_t line = text.rfind("for %", parallel);
+    const std::string loop = text.substr(line, parallel - line);
+    const size_t rows = loop.find("_i2"), blocks = loop.find("_i1");
+    ASSERT_NE(rows, std::string::npos) << loop;
+    ASSERT_NE(blocks, std::string::npos) << loop;
+    EXPECT_EQ(rows < blocks, c.rows_first) << name << ": " << loop;
+    Lcg r(4);
+    Tensor tx = random_input(x, {-1, 1}, r), tw = random_input(w, {-1, 1}, r);
+    expect_matches_reference(*f, name, "nn.conv2d_blocked", {tx, tw}, attrs, 1e-4);
+  }
+}
+
+// The copies into and out of channel blocks and elementwise ops on blocks
+// (a 5-D tensor) split their rows among the threads too, as the blocked
+// convs around them do: the parallel loop runs the rows (i2) outside the
+// channels or blocks (i1), if it takes those in at all. Values against the
+// reference.
+TEST(Lowering, LayoutCopiesAndOpsOnBlocksSplitRowsAmongThreads) {
+  struct Case {
+    const char* op;
+    std::vector<Shape> in;
+    int64_t block;
+  };
+  const Case cases[] = {
+      {"nn.block_channels", {{1, 64, 56, 56}}, 16},
+      {"nn.unblock_channels", {{1, 4, 56, 56, 16}}, 0},
+      {"sigmoid", {{1, 9, 56, 56, 16}}, 0},
+      {"multiply", {{1, 9, 56, 56, 16}, {1, 9, 1, 1, 16}}, 0},
+  };
+  for (const Case& c : cases) {
+    std::vector<TensorDesc> xs;
+    for (const Shape& s : c.in) xs.push_back(f32(s));
+    Attrs attrs;
+    if (c.block) attrs.set("block", c.block);
+    attrs = normalize_attrs(op_named(c.op), attrs);
+    const std::string name = std::string(c.op) + "_rows";
+    auto f = lower_op(name, c.op, xs, attrs, {64, 32});
+    ASSERT_TRUE(f.has_value()) << name;
+    const std::string text = tir::print_prim_func(**f);
+    const size_t parallel = text.find(" parallel {");
+    ASSERT_NE(parallel, std::string::npos) << text;
+    const size_t line = text.rfind("for %", parallel);
+    const std::string loop = text.substr(line, parallel - line);
+    const size_t rows = loop.find("_i2"), channels = loop.find("_i1");
+    ASSERT_NE(rows, std::string::npos) << name << ": " << loop;
+    EXPECT_TRUE(channels == std::string::npos || rows < channels) << name << ": " << loop;
+    Lcg r(12);
+    std::vector<Tensor> inputs;
+    for (const TensorDesc& x : xs) inputs.push_back(random_input(x, {-1, 1}, r));
+    expect_matches_reference(*f, name, c.op, inputs, attrs, 1e-6);
+  }
+}
+
 // A product of fewer multiply-adds than waking the threads costs
 // (kParallelMinMultiplyAdds: an LSTM step's state times R, 128 x 512) runs
 // on one thread; four times as many rows share the threads.
@@ -763,6 +844,12 @@ TEST(Lowering, SmallProductsRunOnOneThread) {
   }
 }
 
+// A softmax over its last axis runs row by row (schedule::RowTile): one
+// loop over the rows (parallel when the whole is enough work), each row
+// computing its maximum, exponentials and sum into buffers of one row (a
+// 40 x 6625 classifier: 26 KB, in L1), not one pass over the whole tensor
+// per stage; log_softmax likewise. Over another axis, the default rules
+// (whole-tensor maxima first). Values against the reference.
 TEST(Lowering, SoftmaxOverTheLastAxisRunsRowByRow) {
   struct Case {
     const char* op;
