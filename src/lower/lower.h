@@ -165,6 +165,7 @@ void register_sort_lowerings(LoweringTable& t);      // sort.cc: topk
 void register_loss_lowerings(LoweringTable& t);      // loss.cc: nn.nll_loss
 void register_grid_sample_lowerings(LoweringTable& t);  // grid_sample.cc: image.grid_sample
 void register_roi_align_lowerings(LoweringTable& t);    // roi_align.cc: image.roi_align
+void register_window3d_lowerings(LoweringTable& t);  // window3d.cc: nn.conv3d, nn.max_pool3d, nn.avg_pool3d
 
 // The pattern of `op`; Opaque when it has no definition.
 OpPattern pattern_of(std::string_view op);

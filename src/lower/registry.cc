@@ -84,6 +84,7 @@ const LoweringTable& lowerings() {
     register_loss_lowerings(t);
     register_grid_sample_lowerings(t);
     register_roi_align_lowerings(t);
+    register_window3d_lowerings(t);
     return t;
   }();
   return table;

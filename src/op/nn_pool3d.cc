@@ -8,8 +8,9 @@
 // end...], e.g. [front, top, left, back, bottom, right]), ceil_mode=0; avg
 // also count_include_pad=0. The window arithmetic is that of the 2-D pools
 // (nn_pool.cc, shared through pool_window.h): padded positions never win a
-// max, avg divides by the taps inside the input (or inside the padded input
-// with count_include_pad), and a window that sees no input element gives 0.
+// max (nor does NaN in nn.max_pool3d, whose maximum starts from -inf), avg
+// divides by the taps inside the input (or inside the padded input with
+// count_include_pad), and a window that sees no input element gives 0.
 //
 // nn.max_pool_with_indices returns the tuple (max, indices): indices is
 // int64 and holds, for each output, the flat position of its maximum in the
@@ -147,7 +148,12 @@ void pool3d_impl(const Tensor& data, const Window& w, Reduce reduce, bool count_
     for (const PoolAxis::Taps& a : taps[0])
       for (const PoolAxis::Taps& b : taps[1])
         for (const PoolAxis::Taps& c : taps[2]) {
+          // `best` and its position: the first tap, then any strictly
+          // greater (nn.max_pool_with_indices); `top` from -inf (floats),
+          // which a NaN never replaces, as nn.max_pool2d's (nn.max_pool3d).
           Acc best = std::numeric_limits<Acc>::lowest(), sum = 0;
+          Acc top = std::numeric_limits<Acc>::has_infinity ? -std::numeric_limits<Acc>::infinity()
+                                                           : std::numeric_limits<Acc>::lowest();
           int64_t bz = -1, by = -1, bx = -1;
           for (int64_t jz = a.lo; jz < a.hi; ++jz)
             for (int64_t jy = b.lo; jy < b.hi; ++jy)
@@ -155,6 +161,7 @@ void pool3d_impl(const Tensor& data, const Window& w, Reduce reduce, bool count_
                 const int64_t z = a.start + jz * w[0].d, y = b.start + jy * w[1].d, x = c.start + jx * w[2].d;
                 const Acc v = plane[(z * hh + y) * ww + x];
                 sum += v;
+                top = v > top ? v : top;
                 if (bz < 0 || v > best) {
                   best = v;
                   bz = z;
@@ -164,7 +171,7 @@ void pool3d_impl(const Tensor& data, const Window& w, Reduce reduce, bool count_
               }
           Acc v = 0;
           if (bz >= 0 && reduce == Reduce::Max) {
-            v = best;
+            v = idx ? best : top;
           } else if (bz >= 0) {
             int64_t count = count_include_pad ? a.padded_count * b.padded_count * c.padded_count
                                               : (a.hi - a.lo) * (b.hi - b.lo) * (c.hi - c.lo);

@@ -214,34 +214,40 @@ TEST(CheckedLowering, KernelsOfEmptyOutputsDoNothing) {
 // A compiled max pool takes NaN as its reference kernel does: an element
 // wins only when greater, so NaN never does, and a window of NaN and -inf
 // gives -inf; padding never wins. Bit for bit, AVX2 and AVX-512 schedules,
-// 3x3 windows of stride 1 and 2 with padding.
+// 3x3 windows of stride 1 and 2 with padding, 2-D and 3-D (the same
+// planes as one depth slice, a window of one plane).
 TEST(CheckedLowering, MaxPoolIgnoresNaNAsTheReference) {
   const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
-  const TensorDesc x = f32({1, 2, 6, 7});
-  Lcg r(4);
-  Tensor tx = random_input(x, {-2, 2}, r);
-  float* v = tx.data<float>();
-  for (int64_t i = 0; i < 42; i += 3) v[i] = nan;               // the first plane: a third NaN
-  for (int64_t i = 42; i < 84; ++i) v[i] = i % 2 ? nan : -inf;  // the second: NaN and -inf only
-  v[50] = 1.5f;
-  for (int64_t stride : {1, 2})
-    for (const schedule::CpuTarget& cpu : {schedule::CpuTarget{32, 16}, schedule::CpuTarget{64, 32}}) {
-      const Attrs attrs =
-          normalize_attrs(op_named("nn.max_pool2d"), Attrs{{"pool_size", std::vector<int64_t>{3, 3}},
-                                                           {"strides", std::vector<int64_t>{stride, stride}},
-                                                           {"padding", std::vector<int64_t>{1, 1}}});
-      const std::string name =
-          "max_pool_nan_" + std::to_string(stride) + "_" + std::to_string(cpu.vector_bytes);
-      auto f = lower_op(name, "nn.max_pool2d", {x}, attrs, cpu);
-      ASSERT_TRUE(f.has_value());
-      auto [got, want] = compiled_and_reference(*f, name, "nn.max_pool2d", {tx}, attrs);
-      for (int64_t i = 0; i < want.numel(); ++i) {
-        const float a = got.data<float>()[i], b = want.data<float>()[i];
-        EXPECT_TRUE(std::memcmp(&a, &b, sizeof a) == 0)
-            << name << " element " << i << ": " << a << ", reference " << b;
-        EXPECT_FALSE(std::isnan(b)) << i;
+  for (const bool three_d : {false, true}) {
+    const TensorDesc x = three_d ? f32({1, 2, 1, 6, 7}) : f32({1, 2, 6, 7});
+    const std::string op = three_d ? "nn.max_pool3d" : "nn.max_pool2d";
+    Lcg r(4);
+    Tensor tx = random_input(x, {-2, 2}, r);
+    float* v = tx.data<float>();
+    for (int64_t i = 0; i < 42; i += 3) v[i] = nan;               // the first plane: a third NaN
+    for (int64_t i = 42; i < 84; ++i) v[i] = i % 2 ? nan : -inf;  // the second: NaN and -inf only
+    v[50] = 1.5f;
+    for (int64_t stride : {1, 2})
+      for (const schedule::CpuTarget& cpu : {schedule::CpuTarget{32, 16}, schedule::CpuTarget{64, 32}}) {
+        auto spatial = [&](int64_t value, int64_t depth) {
+          return three_d ? std::vector<int64_t>{depth, value, value} : std::vector<int64_t>{value, value};
+        };
+        const Attrs attrs = normalize_attrs(
+            op_named(op),
+            Attrs{{"pool_size", spatial(3, 1)}, {"strides", spatial(stride, 1)}, {"padding", spatial(1, 0)}});
+        const std::string name = "max_pool_nan_" + std::to_string(three_d) + "_" + std::to_string(stride) +
+                                 "_" + std::to_string(cpu.vector_bytes);
+        auto f = lower_op(name, op, {x}, attrs, cpu);
+        ASSERT_TRUE(f.has_value()) << name;
+        auto [got, want] = compiled_and_reference(*f, name, op, {tx}, attrs);
+        for (int64_t i = 0; i < want.numel(); ++i) {
+          const float a = got.data<float>()[i], b = want.data<float>()[i];
+          EXPECT_TRUE(std::memcmp(&a, &b, sizeof a) == 0)
+              << name << " element " << i << ": " << a << ", reference " << b;
+          EXPECT_FALSE(std::isnan(b)) << name << " " << i;
+        }
       }
-    }
+  }
 }
 
 // Integer remainders check their divisors first: a 0 fails the kernel with

@@ -167,6 +167,51 @@ std::vector<Case> pool_cases(Lcg& r, bool avg) {
   return cases;
 }
 
+// 3-D windows (NCDHW): convs strided, dilated, grouped and depthwise, with
+// asymmetric padding, and an int8 one accumulating in int32; pools with and
+// without ceil_mode, padding and count_include_pad, and an int8 max.
+std::vector<Case> conv3d_cases(Lcg&) {
+  struct C {
+    int64_t c, d, h, w, o, k, s, p, dil, g;
+  };
+  const C shapes[] = {{3, 5, 6, 7, 4, 3, 1, 1, 1, 1},
+                      {4, 6, 7, 9, 6, 3, 2, 1, 1, 2},
+                      {8, 4, 5, 18, 8, 3, 1, 1, 1, 8},
+                      {5, 3, 4, 20, 16, 1, 1, 0, 1, 1},
+                      {2, 7, 7, 7, 3, 2, 1, 2, 2, 1}};
+  std::vector<Case> cases;
+  for (const C& s : shapes) {
+    Attrs a{{"strides", std::vector<int64_t>{s.s, s.s, s.s}},
+            {"padding", std::vector<int64_t>{s.p, s.p, s.p, s.p, s.p + 1, s.p}},
+            {"dilation", std::vector<int64_t>{s.dil, s.dil, s.dil}},
+            {"groups", s.g}};
+    cases.push_back({{f32({1, s.c, s.d, s.h, s.w}), f32({s.o, s.c / s.g, s.k, s.k, s.k})}, a, {}, 1e-5});
+  }
+  cases.push_back({{typed({1, 3, 4, 5, 6}, DType::Int8), typed({4, 3, 3, 3, 3}, DType::Int8)},
+                   Attrs{{"padding", std::vector<int64_t>{1, 1, 1}}},
+                   {{-128, 127}, {-128, 127}}});
+  return cases;
+}
+
+std::vector<Case> pool3d_cases(Lcg& r, bool avg) {
+  std::vector<Case> cases;
+  for (int i = 0; i < 4; ++i) {
+    const int64_t k = r.integer(2, 3), s = r.integer(1, 2), p = r.integer(0, k - 1);
+    Attrs a{{"pool_size", std::vector<int64_t>{k, k, 2}},
+            {"strides", std::vector<int64_t>{s, s, 1}},
+            {"padding", std::vector<int64_t>{p, 0, p, r.integer(0, k - 1), p, 1}},
+            {"ceil_mode", int64_t(i % 2)}};
+    if (avg) a.set("count_include_pad", int64_t(i / 2));
+    cases.push_back({{f32({1, r.integer(1, 3), r.integer(4, 7), r.integer(5, 8), r.integer(5, 20)})}, a});
+  }
+  if (!avg)
+    cases.push_back(
+        {{typed({1, 2, 4, 6, 6}, DType::Int8)},
+         Attrs{{"pool_size", std::vector<int64_t>{2, 2, 2}}, {"strides", std::vector<int64_t>{2, 2, 2}}},
+         {{-128, 127}}});
+  return cases;
+}
+
 std::vector<Case> reduce_cases(Lcg& r, std::vector<DType> dtypes) {
   std::vector<Case> cases;
   for (DType t : dtypes) {
@@ -587,6 +632,9 @@ const std::map<std::string, CaseGen>& generators() {
        }},
       {"nn.max_pool2d", [](Lcg& r) { return pool_cases(r, false); }},
       {"nn.avg_pool2d", [](Lcg& r) { return pool_cases(r, true); }},
+      {"nn.conv3d", conv3d_cases},
+      {"nn.max_pool3d", [](Lcg& r) { return pool3d_cases(r, false); }},
+      {"nn.avg_pool3d", [](Lcg& r) { return pool3d_cases(r, true); }},
       {"nn.adaptive_avg_pool2d",
        [](Lcg&) {
          // Global pooling (sums of columns, then of those): a small image, and
@@ -806,10 +854,8 @@ const std::map<std::string, std::string>& not_lowered() {
       {"nn.lstm", "unrolled into products and gates by decompose-recurrent"},
       {"einsum", "float32 einsums become matmuls, transposes and sums (decompose-einsum); the rest stay"},
       {"bitshift", "not lowered yet"},
-      {"nn.conv3d", "3-D windows are not lowered yet"},
-      {"nn.conv3d_transpose", "3-D windows are not lowered yet"},
-      {"nn.max_pool3d", "3-D windows are not lowered yet"},
-      {"nn.avg_pool3d", "3-D windows are not lowered yet"},
+      {"nn.conv3d_transpose",
+       "not lowered yet (3-D convs are; their transposes stay on the reference kernel)"},
       {"nn.max_pool_with_indices", "index outputs are not lowered yet"},
       {"nn.max_unpool", "data-dependent indices: the reference kernel checks each index"},
       {"image.non_max_suppression", "dynamic shape: the selected rows' count depends on the data"},

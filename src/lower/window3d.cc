@@ -1,0 +1,218 @@
+// 3-D windows on NCDHW data as tensor expressions: nn.conv3d, nn.max_pool3d
+// and nn.avg_pool3d (reference kernels: src/op/nn_conv3d.cc, nn_pool3d.cc).
+//
+//   nn.conv3d(x: (N, C, D, H, W), w: (O, C/g, KD, KH, KW))  =>
+//     xp[n, c, z, h, v] = x zero-padded on D, H and W (a buffer)
+//     y[n, o, z, i, j]  = sum over rc, rz, ry, rx of
+//                         xp[n, (o / (O/g)) * C/g + rc, z*sd + rz*dd, i*sh + ry*dh, j*sw + rx*dw]
+//                         * w[o, rc, rz, ry, rx]
+//   nn.max_pool3d / nn.avg_pool3d: the 2-D pools' windows with a third axis
+//   (padding never wins a max; averages divide by the taps inside the
+//   input, or inside the padded input with count_include_pad).
+//
+// A conv3d is tiled as an NCHW conv is: output channels by output columns
+// in registers, its epilogue applied as the tile is stored; its planes and
+// rows run outside the tile. Integer convs accumulate in int32 as conv2d's.
+#include <array>
+#include <limits>
+#include <optional>
+
+#include "lower/lower.h"
+
+namespace kiln::lower {
+namespace {
+
+using tir::Expr;
+
+// Three values of an attribute (one per spatial axis), `fallback` when it is
+// absent; empty when it has another count.
+std::vector<int64_t> three(const Attrs& attrs, const std::string& name, int64_t fallback) {
+  std::vector<int64_t> v = attrs.get_ints(name);
+  if (v.empty()) v.assign(3, fallback);
+  return v.size() == 3 ? v : std::vector<int64_t>{};
+}
+
+// Padding as [front, top, left, back, bottom, right]; empty when malformed.
+std::vector<int64_t> padding6(const Attrs& attrs) {
+  std::vector<int64_t> p = attrs.get_ints("padding");
+  if (p.empty()) p.assign(6, 0);
+  if (p.size() == 3) p.insert(p.end(), p.begin(), p.end());
+  return p.size() == 6 ? p : std::vector<int64_t>{};
+}
+
+Expr all(const Expr& a, const Expr& b) { return tir::binary(tir::BinaryOp::And, a, b); }
+
+// x zero-padded on its axes 2, 3 and 4 (`pad`: 6 values).
+te::Tensor pad_dhw(const te::Tensor& x, const std::vector<int64_t>& pad, const std::string& name) {
+  bool any = false;
+  for (int64_t p : pad) any = any || p != 0;
+  if (!any) return x;
+  Shape padded = x->shape;
+  for (size_t a = 0; a < 3; ++a) padded[2 + a] += pad[a] + pad[3 + a];
+  return te::compute(
+      padded,
+      [&](const te::Axes& i) {
+        std::vector<Expr> idx(i.begin(), i.end());
+        Expr inside;
+        for (size_t a = 0; a < 3; ++a) {
+          const int64_t extent = x->shape[2 + a];
+          const Expr at = tir::sub(i[2 + a], tir::int_imm(pad[a]));
+          idx[2 + a] = clamp_index(at, extent);
+          inside = inside ? all(inside, index_within(at, extent)) : index_within(at, extent);
+        }
+        return tir::select(inside, (*x)(idx), constant(0, x->dtype));
+      },
+      name + "_pad");
+}
+
+Lowered conv3d(const LowerContext& c) {
+  const te::Tensor &x = c.inputs[0], &w = c.inputs[1];
+  const Shape &xs = c.in[0].shape, &ws = c.in[1].shape, &ys = c.out[0].shape;
+  const std::vector<int64_t> st = three(c.attrs, "strides", 1), dl = three(c.attrs, "dilation", 1),
+                             pad = padding6(c.attrs);
+  if (st.empty() || dl.empty() || pad.empty())
+    return unsupported("strides, dilation or padding of another length");
+  const int64_t groups = c.attrs.get_int("groups"), cg = xs[1] / groups, og = ws[0] / groups;
+  const tir::DataType acc = *lowered_dtype(c.out[0].dtype);
+  const te::Tensor xp = pad_dhw(x, pad, c.name);
+  te::IterVar rc = te::reduce_axis(cg, "rc"), rz = te::reduce_axis(ws[2], "rz"),
+              ry = te::reduce_axis(ws[3], "ry"), rx = te::reduce_axis(ws[4], "rx");
+  auto at = [&](const tir::Var& o, const tir::Var& k, size_t axis) {
+    return tir::add(tir::mul(o, tir::int_imm(st[axis])), tir::mul(k, tir::int_imm(dl[axis])));
+  };
+  te::Tensor y = te::compute(
+      ys,
+      [&](const te::Axes& i) -> te::Reduction {
+        const Expr ch = groups == 1
+                            ? Expr(rc.var)
+                            : tir::add(tir::mul(tir::div(i[1], tir::int_imm(og)), tir::int_imm(cg)), rc.var);
+        const Expr in = (*xp)({i[0], ch, at(i[2], rz.var, 0), at(i[3], ry.var, 1), at(i[4], rx.var, 2)});
+        const Expr weight = (*w)({i[1], rc.var, rz.var, ry.var, rx.var});
+        return te::sum(tir::mul(tir::cast(acc, in), tir::cast(acc, weight)), {rc, rz, ry, rx});
+      },
+      c.name);
+  // Consecutive output channels' weights are cg * KD * KH * KW elements apart.
+  const int64_t weight_stride = cg * ws[2] * ws[3] * ws[4] * w->dtype.bytes();
+  if (xp == x) return tiled(y, 1, 4, {}, nullptr, weight_stride);
+  return tiled(y, 1, 4, {xp}, nullptr, weight_stride);
+}
+
+// One spatial axis of a pool: output o's tap r reads input o*s - pad + r*d.
+struct Axis {
+  int64_t k, s, d, pad_before, pad_after, in;
+  Expr position(const Expr& o, const Expr& r) const {
+    return tir::add(tir::sub(tir::mul(o, tir::int_imm(s)), tir::int_imm(pad_before)),
+                    tir::mul(r, tir::int_imm(d)));
+  }
+};
+
+// The pool's three axes, or an empty array with `why` set for shapes that
+// stay on the reference kernel.
+std::optional<std::array<Axis, 3>> pool_axes(const LowerContext& c, std::string* why) {
+  const std::vector<int64_t> k = three(c.attrs, "pool_size", 0), s = three(c.attrs, "strides", 1),
+                             d = three(c.attrs, "dilation", 1), pad = padding6(c.attrs);
+  if (k.empty() || s.empty() || d.empty() || pad.empty()) {
+    *why = "pool_size, strides, dilation or padding of another length";
+    return std::nullopt;
+  }
+  std::array<Axis, 3> axes;
+  for (size_t a = 0; a < 3; ++a) {
+    axes[a] = {k[a], s[a], d[a], pad[a], pad[3 + a], c.in[0].shape[2 + a]};
+    // A window of padding only is 0 in the reference (as for the 2-D pools).
+    if (pad[a] >= k[a] || pad[3 + a] >= k[a]) {
+      *why = "padding as large as the window";
+      return std::nullopt;
+    }
+  }
+  return axes;
+}
+
+// Whether the taps at `pos` (one position per axis) lie within [lo, hi) of
+// every axis: the input (lo 0, hi in) or the padded input.
+Expr inside(const std::array<Expr, 3>& pos, const std::array<Axis, 3>& w, bool padded) {
+  Expr all_in;
+  for (size_t a = 0; a < 3; ++a) {
+    const int64_t lo = padded ? -w[a].pad_before : 0, hi = padded ? w[a].in + w[a].pad_after : w[a].in;
+    const Expr in =
+        all(tir::binary(tir::BinaryOp::GE, pos[a], tir::int_imm(lo)), tir::lt(pos[a], tir::int_imm(hi)));
+    all_in = all_in ? all(all_in, in) : in;
+  }
+  return all_in;
+}
+
+Lowered max_pool3d(const LowerContext& c) {
+  std::string why;
+  const auto w = pool_axes(c, &why);
+  if (!w) return unsupported(why);
+  const te::Tensor& x = c.inputs[0];
+  const tir::DataType t = x->dtype;
+  te::IterVar rz = te::reduce_axis((*w)[0].k, "rz"), ry = te::reduce_axis((*w)[1].k, "ry"),
+              rx = te::reduce_axis((*w)[2].k, "rx");
+  const Expr lowest =
+      t.is_float() ? tir::float_imm(-std::numeric_limits<double>::infinity(), t)
+                   : tir::int_imm(t.is_uint() ? 0 : std::numeric_limits<int64_t>::min() >> (64 - t.bits), t);
+  te::Tensor y = te::compute(
+      c.out[0].shape,
+      [&](const te::Axes& i) -> te::Reduction {
+        const std::array<Expr, 3> pos = {(*w)[0].position(i[2], rz.var), (*w)[1].position(i[3], ry.var),
+                                         (*w)[2].position(i[4], rx.var)};
+        const Expr val = (*x)({i[0], i[1], clamp_index(pos[0], (*w)[0].in), clamp_index(pos[1], (*w)[1].in),
+                               clamp_index(pos[2], (*w)[2].in)});
+        return te::max(tir::select(inside(pos, *w, false), val, lowest), {rz, ry, rx});
+      },
+      c.name);
+  return lowered({y});
+}
+
+Lowered avg_pool3d(const LowerContext& c) {
+  std::string why;
+  const auto w = pool_axes(c, &why);
+  if (!w) return unsupported(why);
+  const te::Tensor& x = c.inputs[0];
+  if (!x->dtype.is_float()) return unsupported("integer average pooling (rounds half away from zero)");
+  const bool include_pad = c.attrs.get_int("count_include_pad") != 0;
+  const Shape& ys = c.out[0].shape;
+  const tir::DataType t = x->dtype;
+  te::IterVar rz = te::reduce_axis((*w)[0].k, "rz"), ry = te::reduce_axis((*w)[1].k, "ry"),
+              rx = te::reduce_axis((*w)[2].k, "rx");
+  te::Tensor sum = te::compute(
+      ys,
+      [&](const te::Axes& i) -> te::Reduction {
+        const std::array<Expr, 3> pos = {(*w)[0].position(i[2], rz.var), (*w)[1].position(i[3], ry.var),
+                                         (*w)[2].position(i[4], rx.var)};
+        const Expr val = (*x)({i[0], i[1], clamp_index(pos[0], (*w)[0].in), clamp_index(pos[1], (*w)[1].in),
+                               clamp_index(pos[2], (*w)[2].in)});
+        return te::sum(tir::select(inside(pos, *w, false), val, constant(0, t)), {rz, ry, rx});
+      },
+      c.name + "_sum");
+  // The taps that count, per output position.
+  te::IterVar cz = te::reduce_axis((*w)[0].k, "cz"), cy = te::reduce_axis((*w)[1].k, "cy"),
+              cx = te::reduce_axis((*w)[2].k, "cx");
+  te::Tensor count = te::compute(
+      {ys[2], ys[3], ys[4]},
+      [&](const te::Axes& i) -> te::Reduction {
+        const std::array<Expr, 3> pos = {(*w)[0].position(i[0], cz.var), (*w)[1].position(i[1], cy.var),
+                                         (*w)[2].position(i[2], cx.var)};
+        return te::sum(tir::select(inside(pos, *w, include_pad), constant(1, t), constant(0, t)),
+                       {cz, cy, cx});
+      },
+      c.name + "_count");
+  te::Tensor y = te::compute(
+      ys,
+      [&](const te::Axes& i) {
+        const Expr n = (*count)({i[2], i[3], i[4]});
+        return tir::select(tir::eq(n, constant(0, t)), constant(0, t), tir::div((*sum)(i), n));
+      },
+      c.name);
+  return lowered({y});
+}
+
+}  // namespace
+
+void register_window3d_lowerings(LoweringTable& t) {
+  t.add("nn.conv3d", OpPattern::Anchor, conv3d);
+  t.add("nn.max_pool3d", OpPattern::Anchor, max_pool3d);
+  t.add("nn.avg_pool3d", OpPattern::Anchor, avg_pool3d);
+}
+
+}  // namespace kiln::lower
