@@ -11,7 +11,8 @@
 // model's convs whose rows leave NCHW's vectors partly idle, and those
 // after them; nn.conv2d_winograd in blocks where winograd-weights picks
 // it), where the channels make whole blocks. ResNet-18's 3x3 stages
-// follow PP-OCR's shapes.
+// follow PP-OCR's shapes. A second table times 3-D convs (nn.conv3d, NCDHW,
+// as video and volume models use them) against oneDNN's the same way.
 //
 //   make bench
 //   kiln_bench_conv --cpu x86-64-v3    (kiln's code for that CPU, oneDNN
@@ -197,6 +198,96 @@ struct DnnlConv {
   }
 };
 
+// 3-D convs: stride 1, the padding that keeps the volume's size.
+struct Conv3dShape {
+  const char* what;
+  int64_t in_channels, out_channels, depth, height, width, kernel;
+  double flops() const {
+    return 2.0 * double(out_channels * depth * height * width) *
+           double(in_channels * kernel * kernel * kernel);
+  }
+};
+
+const Conv3dShape k3dShapes[] = {
+    {"3-D 3x3x3 32->32 8x28x28", 32, 32, 8, 28, 28, 3},
+    {"3-D 3x3x3 64->64 8x14x14", 64, 64, 8, 14, 14, 3},
+    {"3-D 1x1x1 64->128 8x28x28", 64, 128, 8, 28, 28, 1},
+};
+
+// kiln's nn.conv3d against oneDNN's 3-D convolution (NCDHW / OIDHW user
+// buffers, oneDNN's own layouts inside), outputs compared, one thread.
+void bench_conv3d(const codegen::Target& target) {
+  using dnnl::memory;
+  using tag = memory::format_tag;
+  std::vector<tir::PrimFunc> funcs;
+  const auto options = codegen::tir_pass_options(target);
+  for (size_t i = 0; i < std::size(k3dShapes); ++i) {
+    const Conv3dShape& c = k3dShapes[i];
+    const int64_t p = c.kernel / 2;
+    TensorDesc x{{1, c.in_channels, c.depth, c.height, c.width}, DType::Float32},
+        w{{c.out_channels, c.in_channels, c.kernel, c.kernel, c.kernel}, DType::Float32},
+        y{{1, c.out_channels, c.depth, c.height, c.width}, DType::Float32};
+    funcs.push_back(
+        tir::lower_for_build(bench::lowered_op("nn.conv3d", {{"padding", std::vector<int64_t>{p, p, p}}},
+                                               {x, w}, y, "conv3d" + std::to_string(i), target),
+                             options));
+  }
+  codegen::CodegenOptions codegen_options;
+  codegen_options.target = target;
+  auto jit = codegen::JitModule::create(funcs, codegen_options);
+  std::printf("%-34s %9s %9s %7s %7s %7s\n", "conv3d (one thread)", "kiln ms", "oneDNN ms", "kiln GF",
+              "oneDNN", "ratio");
+  for (size_t i = 0; i < std::size(k3dShapes); ++i) {
+    const Conv3dShape& c = k3dShapes[i];
+    const memory::dim p = c.kernel / 2;
+    std::vector<float> x(size_t(c.in_channels * c.depth * c.height * c.width)),
+        w(size_t(c.out_channels * c.in_channels * c.kernel * c.kernel * c.kernel)),
+        y_kiln(size_t(c.out_channels * c.depth * c.height * c.width)), y_dnnl(y_kiln.size());
+    for (size_t k = 0; k < x.size(); ++k) x[k] = float(int(k % 23) - 11) * 0.0625f;
+    for (size_t k = 0; k < w.size(); ++k) w[k] = float(int(k % 17) - 8) * 0.03125f;
+    dnnl::engine engine{dnnl::engine::kind::cpu, 0};
+    dnnl::stream stream{engine};
+    memory::dims src_dims{1, c.in_channels, c.depth, c.height, c.width},
+        w_dims{c.out_channels, c.in_channels, c.kernel, c.kernel, c.kernel},
+        dst_dims{1, c.out_channels, c.depth, c.height, c.width};
+    auto any = [](const memory::dims& d) { return memory::desc(d, memory::data_type::f32, tag::any); };
+    dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_inference,
+                                         dnnl::algorithm::convolution_direct, any(src_dims), any(w_dims),
+                                         any(dst_dims), {1, 1, 1}, {p, p, p}, {p, p, p});
+    dnnl::convolution_forward::primitive_desc pd(desc, engine);
+    memory user_src({src_dims, memory::data_type::f32, tag::ncdhw}, engine, x.data());
+    memory user_w({w_dims, memory::data_type::f32, tag::oidhw}, engine, w.data());
+    memory user_dst({dst_dims, memory::data_type::f32, tag::ncdhw}, engine, y_dnnl.data());
+    memory src(pd.src_desc(), engine), weights(pd.weights_desc(), engine), dst(pd.dst_desc(), engine);
+    dnnl::reorder(user_src, src).execute(stream, user_src, src);
+    dnnl::reorder(user_w, weights).execute(stream, user_w, weights);
+    dnnl::convolution_forward conv(pd);
+    auto run_dnnl = [&] {
+      conv.execute(stream, {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DST, dst}});
+      stream.wait();
+    };
+    const std::string name = "conv3d" + std::to_string(i);
+    auto run_kiln = [&] { jit->run(name, {x.data(), w.data(), y_kiln.data()}); };
+    run_kiln();
+    run_dnnl();
+    dnnl::reorder(dst, user_dst).execute(stream, dst, user_dst);
+    stream.wait();
+    double max_err = 0;
+    for (size_t k = 0; k < y_kiln.size(); ++k)
+      max_err = std::max(max_err, double(std::fabs(y_kiln[k] - y_dnnl[k])));
+    if (max_err > 1e-3)
+      throw Error(std::string(c.what) + ": kiln and oneDNN differ by " + std::to_string(max_err));
+    double tk = 1e30, td = 1e30;
+    for (int round = 0; round < 3; ++round) {
+      tk = std::min(tk, bench::best_seconds(run_kiln, 5));
+      td = std::min(td, bench::best_seconds(run_dnnl, 5));
+    }
+    std::printf("%-34s %9.3f %9.3f %7.1f %7.1f %6.2fx\n", c.what, tk * 1e3, td * 1e3, c.flops() / tk * 1e-9,
+                c.flops() / td * 1e-9, td / tk);
+  }
+  std::printf("ratio: oneDNN time / kiln time (above 1: kiln is faster); kiln's NCDHW nn.conv3d\n");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) try {
@@ -290,6 +381,7 @@ int main(int argc, char** argv) try {
       "channels, - where the output channels do not make blocks; * NCHW by Winograd's F(m, 3) along rows, + "
       "blocked by it too (as a compiled model runs them; GF counts the direct conv's operations)\n",
       static_cast<long long>(lanes));
+  bench_conv3d(target);
   return 0;
 } catch (const std::exception& e) {
   std::fprintf(stderr, "conv_bench: %s\n", e.what());

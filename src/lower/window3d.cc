@@ -68,33 +68,47 @@ te::Tensor pad_dhw(const te::Tensor& x, const std::vector<int64_t>& pad, const s
 Lowered conv3d(const LowerContext& c) {
   const te::Tensor &x = c.inputs[0], &w = c.inputs[1];
   const Shape &xs = c.in[0].shape, &ws = c.in[1].shape, &ys = c.out[0].shape;
-  const std::vector<int64_t> st = three(c.attrs, "strides", 1), dl = three(c.attrs, "dilation", 1),
-                             pad = padding6(c.attrs);
+  const std::vector<int64_t> st = three(c.attrs, "strides", 1), dl = three(c.attrs, "dilation", 1);
+  std::vector<int64_t> pad = padding6(c.attrs);
   if (st.empty() || dl.empty() || pad.empty())
     return unsupported("strides, dilation or padding of another length");
   const int64_t groups = c.attrs.get_int("groups"), cg = xs[1] / groups, og = ws[0] / groups;
   const tir::DataType acc = *lowered_dtype(c.out[0].dtype);
-  const te::Tensor xp = pad_dhw(x, pad, c.name);
-  te::IterVar rc = te::reduce_axis(cg, "rc"), rz = te::reduce_axis(ws[2], "rz"),
-              ry = te::reduce_axis(ws[3], "ry"), rx = te::reduce_axis(ws[4], "rx");
-  auto at = [&](const tir::Var& o, const tir::Var& k, size_t axis) {
-    return tir::add(tir::mul(o, tir::int_imm(st[axis])), tir::mul(k, tir::int_imm(dl[axis])));
-  };
-  te::Tensor y = te::compute(
-      ys,
-      [&](const te::Axes& i) -> te::Reduction {
-        const Expr ch = groups == 1
-                            ? Expr(rc.var)
-                            : tir::add(tir::mul(tir::div(i[1], tir::int_imm(og)), tir::int_imm(cg)), rc.var);
-        const Expr in = (*xp)({i[0], ch, at(i[2], rz.var, 0), at(i[3], ry.var, 1), at(i[4], rx.var, 2)});
-        const Expr weight = (*w)({i[1], rc.var, rz.var, ry.var, rx.var});
-        return te::sum(tir::mul(tir::cast(acc, in), tir::cast(acc, weight)), {rc, rz, ry, rx});
-      },
-      c.name);
   // Consecutive output channels' weights are cg * KD * KH * KW elements apart.
   const int64_t weight_stride = cg * ws[2] * ws[3] * ws[4] * w->dtype.bytes();
-  if (xp == x) return tiled(y, 1, 4, {}, nullptr, weight_stride);
-  return tiled(y, 1, 4, {xp}, nullptr, weight_stride);
+  // Computed on the columns and output channels whole tiles want, as an
+  // NCHW conv is (conv2d in nn.cc): the extra channels read the last one's
+  // weights, the extra columns zeros from the padded input widened for them
+  // (or an unpadded input's last column); neither is stored.
+  Shape padded = ys;
+  padded[4] = schedule::conv_columns(c.cpu, ys[4]);
+  if (groups == 1) padded[1] = schedule::conv_rows(c.cpu, ys[1], padded[4], weight_stride);
+  bool any_pad = false;
+  for (int64_t p : pad) any_pad = any_pad || p != 0;
+  if (any_pad) pad[5] += (padded[4] - ys[4]) * st[2];
+  const te::Tensor xp = pad_dhw(x, pad, c.name);
+  const int64_t xp_width = xp->shape[4];
+  te::IterVar rc = te::reduce_axis(cg, "rc"), rz = te::reduce_axis(ws[2], "rz"),
+              ry = te::reduce_axis(ws[3], "ry"), rx = te::reduce_axis(ws[4], "rx");
+  auto at = [&](const tir::Var& o, const tir::Var& k, size_t axis) -> Expr {
+    return tir::add(tir::mul(o, tir::int_imm(st[axis])), tir::mul(k, tir::int_imm(dl[axis])));
+  };
+  te::Tensor yp = te::compute(
+      padded,
+      [&](const te::Axes& i) -> te::Reduction {
+        const Expr oc = padded[1] == ys[1] ? Expr(i[1]) : clamp_index(i[1], ys[1]);
+        const Expr ch = groups == 1
+                            ? Expr(rc.var)
+                            : tir::add(tir::mul(tir::div(oc, tir::int_imm(og)), tir::int_imm(cg)), rc.var);
+        Expr column = at(i[4], rx.var, 2);
+        if (xp == x && padded[4] != ys[4]) column = clamp_index(column, xp_width);
+        const Expr in = (*xp)({i[0], ch, at(i[2], rz.var, 0), at(i[3], ry.var, 1), column});
+        const Expr weight = (*w)({oc, rc.var, rz.var, ry.var, rx.var});
+        return te::sum(tir::mul(tir::cast(acc, in), tir::cast(acc, weight)), {rc, rz, ry, rx});
+      },
+      padded_name(c.name, padded, ys));
+  if (xp == x) return tiled_prefix(yp, ys, c.name, 1, 4, {}, nullptr, weight_stride);
+  return tiled_prefix(yp, ys, c.name, 1, 4, {xp}, nullptr, weight_stride);
 }
 
 // One spatial axis of a pool: output o's tap r reads input o*s - pad + r*d.
