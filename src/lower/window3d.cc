@@ -1,5 +1,6 @@
-// 3-D windows on NCDHW data as tensor expressions: nn.conv3d, nn.max_pool3d
-// and nn.avg_pool3d (reference kernels: src/op/nn_conv3d.cc, nn_pool3d.cc).
+// 3-D windows on NCDHW data as tensor expressions: nn.conv3d,
+// nn.conv3d_transpose, nn.max_pool3d and nn.avg_pool3d (reference kernels:
+// src/op/nn_conv3d.cc, nn_pool3d.cc).
 //
 //   nn.conv3d(x: (N, C, D, H, W), w: (O, C/g, KD, KH, KW))  =>
 //     xp[n, c, z, h, v] = x zero-padded on D, H and W (a buffer)
@@ -109,6 +110,72 @@ Lowered conv3d(const LowerContext& c) {
       padded_name(c.name, padded, ys));
   if (xp == x) return tiled_prefix(yp, ys, c.name, 1, 4, {}, nullptr, weight_stride);
   return tiled_prefix(yp, ys, c.name, 1, 4, {xp}, nullptr, weight_stride);
+}
+
+// nn.conv3d_transpose(x: (N, C, D, H, W), w: (C, O/g, KD, KH, KW)): output
+// (z, i, j) gathers the inputs that scatter to it, x[(z + pad - kz*d) / s]
+// (per axis) where that divides evenly and lies inside the input; tiled as
+// conv3d.
+Lowered conv3d_transpose(const LowerContext& c) {
+  const te::Tensor &x = c.inputs[0], &w = c.inputs[1];
+  const Shape &xs = c.in[0].shape, &ws = c.in[1].shape;
+  const std::vector<int64_t> st = three(c.attrs, "strides", 1), dl = three(c.attrs, "dilation", 1),
+                             pad = padding6(c.attrs);
+  if (st.empty() || dl.empty() || pad.empty())
+    return unsupported("strides, dilation or padding of another length");
+  const int64_t groups = c.attrs.get_int("groups"), cg = xs[1] / groups, og = ws[1];
+  const tir::DataType acc = *lowered_dtype(c.out[0].dtype);
+  te::IterVar rc = te::reduce_axis(cg, "rc"), rz = te::reduce_axis(ws[2], "rz"),
+              ry = te::reduce_axis(ws[3], "ry"), rx = te::reduce_axis(ws[4], "rx");
+  // The input channel of output channel o's group at step rc.
+  auto channel = [&](const Expr& o) {
+    return groups == 1 ? Expr(rc.var)
+                       : tir::add(tir::mul(tir::div(o, tir::int_imm(og)), tir::int_imm(cg)), rc.var);
+  };
+  // A kernel as large as its stride, unpadded (a 3-D U-Net's upsampling):
+  // each output element has one tap per input channel, x[z / s] * w[z % s]
+  // per axis, not KD x KH x KW taps tested one by one.
+  bool one_tap = true;
+  for (size_t a = 0; a < 3; ++a)
+    one_tap = one_tap && ws[2 + a] == st[a] && dl[a] == 1 && pad[a] == 0 && pad[3 + a] == 0;
+  for (int64_t p : c.attrs.get_ints("output_padding")) one_tap = one_tap && p == 0;
+  if (one_tap) {
+    te::Tensor y = te::compute(
+        c.out[0].shape,
+        [&](const te::Axes& i) -> te::Reduction {
+          const Expr oc = groups == 1 ? Expr(i[1]) : tir::mod(i[1], tir::int_imm(og));
+          std::vector<Expr> xi = {i[0], channel(i[1])}, wi = {channel(i[1]), oc};
+          for (size_t a = 0; a < 3; ++a) {
+            xi.push_back(tir::div(i[2 + a], tir::int_imm(st[a])));
+            wi.push_back(tir::mod(i[2 + a], tir::int_imm(st[a])));
+          }
+          return te::sum(tir::mul(tir::cast(acc, (*x)(xi)), tir::cast(acc, (*w)(wi))), {rc});
+        },
+        c.name);
+    return tiled(y, 1, 4);
+  }
+  // Whether output position o takes tap k along `axis`, and the input index then (clamped).
+  auto source = [&](const Expr& o, const tir::Var& k, size_t axis, Expr* index) {
+    const Expr num = tir::sub(tir::add(o, tir::int_imm(pad[axis])), tir::mul(k, tir::int_imm(dl[axis])));
+    const Expr q = tir::div(num, tir::int_imm(st[axis]));
+    *index = clamp_index(q, xs[2 + axis]);
+    const Expr ok =
+        all(tir::binary(tir::BinaryOp::GE, num, tir::int_imm(0)), tir::lt(q, tir::int_imm(xs[2 + axis])));
+    return st[axis] == 1 ? ok : all(ok, tir::eq(tir::mod(num, tir::int_imm(st[axis])), tir::int_imm(0)));
+  };
+  te::Tensor y = te::compute(
+      c.out[0].shape,
+      [&](const te::Axes& i) -> te::Reduction {
+        const Expr ch = channel(i[1]), oc = groups == 1 ? Expr(i[1]) : tir::mod(i[1], tir::int_imm(og));
+        Expr iz, ih, iw;
+        const Expr ok = all(all(source(i[2], rz.var, 0, &iz), source(i[3], ry.var, 1, &ih)),
+                            source(i[4], rx.var, 2, &iw));
+        const Expr prod = tir::mul(tir::cast(acc, (*x)({i[0], ch, iz, ih, iw})),
+                                   tir::cast(acc, (*w)({ch, oc, rz.var, ry.var, rx.var})));
+        return te::sum(tir::select(ok, prod, constant(0, acc)), {rc, rz, ry, rx});
+      },
+      c.name);
+  return tiled(y, 1, 4);
 }
 
 // One spatial axis of a pool: output o's tap r reads input o*s - pad + r*d.
@@ -225,6 +292,7 @@ Lowered avg_pool3d(const LowerContext& c) {
 
 void register_window3d_lowerings(LoweringTable& t) {
   t.add("nn.conv3d", OpPattern::Anchor, conv3d);
+  t.add("nn.conv3d_transpose", OpPattern::Anchor, conv3d_transpose);
   t.add("nn.max_pool3d", OpPattern::Anchor, max_pool3d);
   t.add("nn.avg_pool3d", OpPattern::Anchor, avg_pool3d);
 }

@@ -193,6 +193,31 @@ std::vector<Case> conv3d_cases(Lcg&) {
   return cases;
 }
 
+// Transposed: strides 1 and 2 (an upsampling 2x2x2 / 2 among them),
+// padding, output_padding, dilation, groups; an int8 one.
+std::vector<Case> conv3d_transpose_cases(Lcg&) {
+  struct C {
+    int64_t c, d, h, w, o, k, s, p, op, dil, g;
+  };
+  const C shapes[] = {{4, 3, 4, 5, 3, 3, 1, 1, 0, 1, 1},
+                      {4, 3, 4, 9, 6, 2, 2, 0, 0, 1, 1},
+                      {6, 2, 3, 4, 4, 3, 2, 1, 1, 1, 2},
+                      {2, 3, 3, 3, 2, 2, 1, 0, 0, 2, 1}};
+  std::vector<Case> cases;
+  for (const C& s : shapes) {
+    Attrs a{{"strides", std::vector<int64_t>{s.s, s.s, s.s}},
+            {"padding", std::vector<int64_t>{s.p, s.p, s.p}},
+            {"output_padding", std::vector<int64_t>{s.op, s.op, s.op}},
+            {"dilation", std::vector<int64_t>{s.dil, s.dil, s.dil}},
+            {"groups", s.g}};
+    cases.push_back({{f32({1, s.c, s.d, s.h, s.w}), f32({s.c, s.o / s.g, s.k, s.k, s.k})}, a, {}, 1e-5});
+  }
+  cases.push_back({{typed({1, 3, 2, 3, 4}, DType::Int8), typed({3, 2, 2, 2, 2}, DType::Int8)},
+                   Attrs{{"strides", std::vector<int64_t>{2, 2, 2}}},
+                   {{-128, 127}, {-128, 127}}});
+  return cases;
+}
+
 std::vector<Case> pool3d_cases(Lcg& r, bool avg) {
   std::vector<Case> cases;
   for (int i = 0; i < 4; ++i) {
@@ -633,6 +658,7 @@ const std::map<std::string, CaseGen>& generators() {
       {"nn.max_pool2d", [](Lcg& r) { return pool_cases(r, false); }},
       {"nn.avg_pool2d", [](Lcg& r) { return pool_cases(r, true); }},
       {"nn.conv3d", conv3d_cases},
+      {"nn.conv3d_transpose", conv3d_transpose_cases},
       {"nn.max_pool3d", [](Lcg& r) { return pool3d_cases(r, false); }},
       {"nn.avg_pool3d", [](Lcg& r) { return pool3d_cases(r, true); }},
       {"nn.adaptive_avg_pool2d",
@@ -854,8 +880,6 @@ const std::map<std::string, std::string>& not_lowered() {
       {"nn.lstm", "unrolled into products and gates by decompose-recurrent"},
       {"einsum", "float32 einsums become matmuls, transposes and sums (decompose-einsum); the rest stay"},
       {"bitshift", "not lowered yet"},
-      {"nn.conv3d_transpose",
-       "not lowered yet (3-D convs are; their transposes stay on the reference kernel)"},
       {"nn.max_pool_with_indices", "index outputs are not lowered yet"},
       {"nn.max_unpool", "data-dependent indices: the reference kernel checks each index"},
       {"image.non_max_suppression", "dynamic shape: the selected rows' count depends on the data"},
