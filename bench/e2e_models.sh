@@ -3,7 +3,7 @@
 # and two BERT-base encoder layers, and a CNN and an encoder layer of
 # awkward extents (prime channel counts and widths; written with random
 # weights by bench/models/make_models.py), and a CRNN text recognizer with
-# two bidirectional LSTM layers, compiled by kiln on one and two threads against ONNX Runtime on one and two
+# two bidirectional LSTM layers, and a small 3-D U-Net, compiled by kiln on one and two threads against ONNX Runtime on one and two
 # threads, in interleaved rounds of the same run, as a table of latencies,
 # ratios and compile times, with the CPU. Every kiln run checks its outputs
 # against ONNX Runtime's.
@@ -34,7 +34,7 @@ mkdir -p "$work" "$build/e2e-npm"
 ort_modules "$build/e2e-npm" ||
   { echo "error: 'npm install onnxruntime-node@1.30.0' failed (see $build/e2e-npm/npm-install.log)"; exit 1; }
 cd "$work"
-[ -f models/crnn_bilstm.onnx ] || "$python" "$here/models/make_models.py" models
+[ -f models/unet3d.onnx ] || "$python" "$here/models/make_models.py" models
 
 target=()
 [ -n "${KILN_E2E_TARGET:-}" ] && target=(--target "$KILN_E2E_TARGET")
@@ -43,7 +43,8 @@ field() { sed -nE "s/.*\"?$1\"?[=:]([0-9.]+).*/\1/p" <<<"$2" | tail -1; }
 status=0
 rows=()
 for entry in "resnet18 1,3,224,224" "mobilenet_v2 1,3,224,224" "efficientnet_b0 1,3,224,224" \
-  "bert_base_2_layers 1,128,768" "odd_shapes_cnn 1,3,115,117" "odd_shapes_encoder 1,77,388" "crnn_bilstm 1,3,32,320"; do
+  "bert_base_2_layers 1,128,768" "odd_shapes_cnn 1,3,115,117" "odd_shapes_encoder 1,77,388" "crnn_bilstm 1,3,32,320" \
+  "unet3d 1,1,16,64,64"; do
   read -r model shape <<<"$entry"
   onnx=models/$model.onnx dir=run/$model
   cmp=("$compare" "$onnx" "$dir" --input-shape "x=$shape" --atol "$atol" --rtol "$rtol" --repeat "$repeat" "${target[@]}")

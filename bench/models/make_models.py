@@ -3,8 +3,8 @@ bench/e2e_models.sh: ResNet-18, MobileNetV2 and EfficientNet-B0 (ImageNet
 classifiers, 224x224 input) and two BERT-base encoder layers (128 tokens of
 768 features); and two of awkward extents (prime channel counts and widths,
 77 tokens of 388 features), where a schedule without tails would fall back
-to slow code; and a CRNN text recognizer with two bidirectional LSTM
-layers. The
+to slow code; a CRNN text recognizer with two bidirectional LSTM
+layers; and a small 3-D U-Net on a 16x64x64 volume. The
 weights are random (fixed seed) and batch norms are left out, as an export
 folds them into the convs; the speed and the arithmetic are those of the real
 models.
@@ -214,6 +214,27 @@ def crnn_bilstm(path, hidden=128, classes=97):
     g.save(path, [1, 3, 32, 320], x, [80, classes])
 
 
+def unet3d(path):
+    """A small 3-D U-Net for volumes (medical segmentation's shape): two
+    levels of 3x3x3 convs, a 2x2x2 max pool, a 2x2x2 / 2 transposed conv
+    back up, the skip concatenated, two classes per voxel."""
+    g = Graph(19)
+
+    def conv3d(x, cin, cout, k=3):
+        w = g.rng.standard_normal((cout, cin, k, k, k)) * np.sqrt(2.0 / (cin * k ** 3))
+        b = g.rng.standard_normal(cout) * 0.05
+        return g.node("Conv", [x, g.constant(w), g.constant(b)], kernel_shape=[k] * 3, pads=[k // 2] * 6)
+
+    skip = g.node("Relu", [conv3d(g.node("Relu", [conv3d("x", 1, 16)]), 16, 16)])   # 16x64x64
+    x = g.node("MaxPool", [skip], kernel_shape=[2, 2, 2], strides=[2, 2, 2])         # 8x32x32
+    x = g.node("Relu", [conv3d(g.node("Relu", [conv3d(x, 16, 32)]), 32, 32)])
+    w = g.rng.standard_normal((32, 16, 2, 2, 2)) / np.sqrt(32)
+    x = g.node("ConvTranspose", [x, g.constant(w)], kernel_shape=[2, 2, 2], strides=[2, 2, 2])
+    x = g.node("Concat", [x, skip], axis=1)                                           # 32 channels
+    x = g.node("Relu", [conv3d(x, 32, 16)])
+    g.save(path, [1, 1, 16, 64, 64], conv3d(x, 16, 2, k=1), [1, 2, 16, 64, 64])
+
+
 def main():
     if len(sys.argv) != 2:
         sys.exit("usage: make_models.py OUT_DIR")
@@ -227,6 +248,7 @@ def main():
     # An encoder layer of odd extents: 77 tokens, 388 features, heads of 97.
     bert_layers(os.path.join(out, "odd_shapes_encoder.onnx"), layers=1, tokens=77, features=388, heads=4)
     crnn_bilstm(os.path.join(out, "crnn_bilstm.onnx"))
+    unet3d(os.path.join(out, "unet3d.onnx"))
 
 
 if __name__ == "__main__":

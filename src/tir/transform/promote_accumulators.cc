@@ -24,6 +24,7 @@
 // groups of equal indices, and the groups provably do not overlap (constant
 // differences of at least the width of an access). Distinct buffers never
 // alias in kiln's tensor IR.
+#include <algorithm>
 #include <map>
 
 #include "tir/mutator.h"
@@ -191,13 +192,67 @@ bool only_stores(const Stmt& body) {
   return true;
 }
 
+bool store_uses(const Stmt& s, const Var& v) {
+  const auto& st = static_cast<const BufferStoreNode&>(*s);
+  for (const Expr& i : st.indices)
+    if (uses_var(i, v)) return true;
+  return uses_var(st.value, v);
+}
+
+// A loop whose body is an inner loop promoted here (allocate locals {
+// copies in; the loop; copies out }) with copies that do not depend on
+// it: the copies move outside it, so the accumulators stay in registers
+// across both loops (a 3-D conv's taps rz and ry around rx, whose 3 steps
+// each loaded and stored every accumulator). Null when the body is not so.
+Stmt lift_promoted(const ForNode& f) {
+  std::vector<Buffer> locals;
+  Stmt b = f.body;
+  while (b->kind == StmtKind::Allocate) {
+    const auto& a = static_cast<const AllocateNode&>(*b);
+    if (a.buffer->scope != MemoryScope::Local) return nullptr;
+    locals.push_back(a.buffer);
+    b = a.body;
+  }
+  if (locals.empty() || b->kind != StmtKind::Seq) return nullptr;
+  const std::vector<Stmt>& stmts = static_cast<const SeqNode&>(*b).stmts;
+  size_t inner = stmts.size();
+  for (size_t k = 0; k < stmts.size(); ++k) {
+    if (stmts[k]->kind == StmtKind::For && inner == stmts.size()) {
+      inner = k;
+      continue;
+    }
+    if (stmts[k]->kind != StmtKind::BufferStore || store_uses(stmts[k], f.var)) return nullptr;
+  }
+  if (inner == stmts.size()) return nullptr;
+  // The copies in write the locals; the copies out write the buffers they
+  // came from, which the inner loop (redirected) no longer touches.
+  Collect in_loop;
+  in_loop.visit(stmts[inner]);
+  for (size_t k = 0; k < stmts.size(); ++k) {
+    if (k == inner) continue;
+    const Buffer& to = static_cast<const BufferStoreNode&>(*stmts[k]).buffer;
+    const bool local = std::find(locals.begin(), locals.end(), to) != locals.end();
+    if (local != (k < inner) || (!local && in_loop.buffers.count(to.get()))) return nullptr;
+  }
+  std::vector<Stmt> lifted(stmts.begin(), stmts.begin() + std::ptrdiff_t(inner));
+  lifted.push_back(for_loop(f.var, f.min, f.extent, f.for_kind, stmts[inner]));
+  lifted.insert(lifted.end(), stmts.begin() + std::ptrdiff_t(inner) + 1, stmts.end());
+  Stmt body = seq(std::move(lifted));
+  for (size_t k = locals.size(); k-- > 0;) body = allocate(locals[k], body);
+  return body;
+}
+
 class Promoter : public Mutator {
  protected:
   Stmt mutate_For(const Stmt& s, const ForNode& n) override {
     Stmt m = Mutator::mutate_For(s, n);
     const auto& f = static_cast<const ForNode&>(*m);
     auto extent = as_const_int(f.extent);
-    if (f.for_kind != ForKind::Serial || !extent || *extent < 2 || !only_stores(f.body)) return m;
+    if (f.for_kind != ForKind::Serial || !extent || *extent < 2) return m;
+    if (!only_stores(f.body)) {
+      Stmt lifted = lift_promoted(f);
+      return lifted ? lifted : m;
+    }
     Collect c;
     c.visit(f.body);
     Stmt loop = m;
