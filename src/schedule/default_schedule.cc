@@ -54,15 +54,15 @@ void parallelize(te::Stage& st) {
   if (extent > 1) st.parallel(outer);
 }
 
-// A 5-D tensor is an activation in channel blocks (n | blocks | rows |
-// columns | lanes: convert-layout's, the only 5-D tensors kiln's convs
-// make): its rows run outside its blocks, so the threads split it by rows
+// A 5-D tensor is taken as an activation in channel blocks (n | blocks |
+// rows | columns | lanes: convert-layout's): its rows run outside its
+// blocks, so the threads split it by rows
 // as they split the blocked convs around it (AnchorTile::block_axis) and
 // each reads the rows it wrote on its own core. EfficientNet-B0's
 // squeeze-and-excitation products, between a depthwise conv and a
 // projection split by rows, took 2 to 3 times as long on two threads split
-// by blocks. Another 5-D tensor (a 3-D conv's NCDHW) runs the same loops in
-// another order.
+// by blocks. Another 5-D tensor (a 3-D conv's NCDHW: its depth before its
+// channels) runs the same loops in another order.
 void rows_before_blocks(te::Stage& st) {
   const std::vector<int64_t>& shape = st.tensor()->shape;
   const auto& leaves = st.leaves();
