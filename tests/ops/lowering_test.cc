@@ -1,10 +1,10 @@
 // Every op against its lowering: one program that walks the op registry.
 //
-// For each registered op there is either a case generator below (random
-// shapes, attributes and dtypes) or an entry in kNotLowered saying why the
-// op stays on its reference kernel. A new op without either fails
-// EveryOpIsCoveredOrListed, so an op cannot be added without a lowering test
-// or a recorded reason. Each case is lowered (lower_kernel), passed through
+// For each registered op there is either a case generator below or in
+// lowering_cases_windows.cc (random shapes, attributes and dtypes) or an
+// entry in not_lowered() saying why the op stays on its reference kernel. A
+// new op without either fails EveryOpIsCoveredOrListed, so an op cannot be
+// added without a lowering test or a recorded reason. Each case is lowered (lower_kernel), passed through
 // the tensor-IR build passes, linked into one host shared object with every
 // other case (the model path: emit_host_shared_object + LoadedHostCode) and
 // run; outputs are compared with the reference kernel's on the same inputs:
@@ -21,6 +21,7 @@
 
 #include "codegen/codegen.h"
 #include "lower/lower.h"
+#include "lowering_cases.h"
 #include "lowering_util.h"
 #include "op_test_util.h"
 #include "tir/text.h"
@@ -28,29 +29,6 @@
 
 namespace kiln::testing {
 namespace {
-
-struct Case {
-  Case(std::vector<TensorDesc> in_, Attrs attrs_ = {}, std::vector<std::pair<double, double>> ranges_ = {},
-       double rtol_ = 2e-5)
-      : in(std::move(in_)), attrs(std::move(attrs_)), ranges(std::move(ranges_)), rtol(rtol_) {}
-  std::vector<TensorDesc> in;
-  Attrs attrs;
-  // Per input, the value range [lo, hi) of random values (floats) or
-  // integers in [lo, hi]; default [-2, 2).
-  std::vector<std::pair<double, double>> ranges;
-  double rtol = 2e-5;  // times the largest reference magnitude, plus atol
-  double atol = 1e-5;
-};
-
-using CaseGen = std::function<std::vector<Case>(Lcg&)>;
-
-TensorDesc typed(Shape s, DType t) { return {std::move(s), t}; }
-
-Shape random_shape(Lcg& r, size_t rank, int64_t lo = 1, int64_t hi = 6) {
-  Shape s;
-  for (size_t i = 0; i < rank; ++i) s.push_back(r.integer(lo, hi));
-  return s;
-}
 
 // ---------------------------------------------------------------- generators
 
@@ -88,154 +66,6 @@ CaseGen logic_binary() {
 
 const std::vector<DType> kFloat = {DType::Float32};
 const std::vector<DType> kNumeric = {DType::Float32, DType::Int32, DType::Int8};
-
-std::vector<Case> conv2d_cases(Lcg& r) {
-  std::vector<Case> cases;
-  struct C {
-    int64_t n, c, h, w, o, k, s, p, d, g;
-  };
-  std::vector<C> shapes = {{1, 3, 9, 9, 4, 3, 1, 1, 1, 1},
-                           {2, 4, 8, 7, 6, 3, 2, 1, 1, 2},
-                           {1, 8, 7, 7, 8, 3, 1, 1, 1, 8},
-                           {1, 5, 6, 6, 3, 1, 1, 0, 1, 1},
-                           {1, 2, 11, 10, 3, 3, 1, 2, 2, 1},
-                           {1, 6, 9, 9, 6, 5, 2, 2, 1, 6},
-                           // Pointwise over rows of several column tiles (runs of
-                           // them per row tile); rows of 40 and 56 columns (blocks
-                           // of more than one vector, the last partial).
-                           {1, 16, 3, 320, 32, 1, 1, 0, 1, 1},
-                           {1, 24, 2, 40, 24, 1, 1, 0, 1, 1},
-                           {1, 16, 4, 56, 16, 3, 1, 1, 1, 16},
-                           // One output channel: output rows blocked by 6.
-                           {1, 4, 6, 32, 1, 3, 1, 1, 1, 1}};
-  for (const C& s : shapes) {
-    Attrs a{{"strides", std::vector<int64_t>{s.s, s.s}},
-            {"padding", std::vector<int64_t>{s.p, s.p, s.p + (r.integer(0, 1)), s.p}},
-            {"dilation", std::vector<int64_t>{s.d, s.d}},
-            {"groups", s.g}};
-    cases.push_back({{f32({s.n, s.c, s.h, s.w}), f32({s.o, s.c / s.g, s.k, s.k})}, a, {}, 1e-5});
-  }
-  Attrs a{{"padding", std::vector<int64_t>{1, 1}}};
-  cases.push_back(
-      {{typed({1, 4, 6, 6}, DType::Int8), typed({5, 4, 3, 3}, DType::Int8)}, a, {{-128, 127}, {-128, 127}}});
-  return cases;
-}
-
-// Channel-blocked convs (NCHWc): blocks of 4, 8 and 16 channels, one group
-// or depthwise, padded, strided and dilated, and one on NCHW data.
-std::vector<Case> conv2d_blocked_cases(Lcg&) {
-  struct C {
-    Shape x, w;
-    int64_t s, p, d, g;
-  };
-  std::vector<C> shapes = {{{1, 2, 9, 9, 8}, {2, 2, 3, 3, 8, 8}, 1, 1, 1, 1},
-                           {{1, 1, 7, 10, 16}, {3, 1, 1, 1, 16, 16}, 1, 0, 1, 1},
-                           {{2, 1, 9, 11, 4}, {3, 1, 3, 3, 4, 4}, 2, 1, 1, 1},
-                           {{1, 1, 8, 8, 8}, {1, 1, 3, 3, 8, 8}, 1, 2, 2, 1},
-                           {{1, 2, 8, 7, 16}, {2, 1, 3, 3, 1, 16}, 2, 1, 1, 32},
-                           {{1, 3, 6, 20, 8}, {3, 1, 5, 5, 1, 8}, 1, 2, 1, 24},
-                           // NCHW data, read as blocks of one channel.
-                           {{1, 3, 9, 9}, {2, 3, 3, 3, 1, 8}, 2, 1, 1, 1}};
-  std::vector<Case> cases;
-  for (const C& c : shapes)
-    cases.push_back({{f32(c.x), f32(c.w)},
-                     Attrs{{"strides", std::vector<int64_t>{c.s, c.s}},
-                           {"padding", std::vector<int64_t>{c.p, c.p}},
-                           {"dilation", std::vector<int64_t>{c.d, c.d}},
-                           {"groups", c.g}},
-                     {},
-                     1e-5});
-  return cases;
-}
-
-std::vector<Case> pool_cases(Lcg& r, bool avg) {
-  std::vector<Case> cases;
-  for (int i = 0; i < 4; ++i) {
-    int64_t k = r.integer(2, 3), s = r.integer(1, 2), p = r.integer(0, k - 1);
-    Attrs a{{"pool_size", std::vector<int64_t>{k, k}},
-            {"strides", std::vector<int64_t>{s, s}},
-            {"padding", std::vector<int64_t>{p, p, p, r.integer(0, k - 1)}},
-            {"ceil_mode", int64_t(i % 2)}};
-    if (avg) a.set("count_include_pad", int64_t(i / 2));
-    cases.push_back({{f32({1, r.integer(1, 3), r.integer(5, 9), r.integer(5, 9)})}, a});
-  }
-  if (!avg)
-    cases.push_back(
-        {{typed({1, 2, 6, 6}, DType::Int8)},
-         Attrs{{"pool_size", std::vector<int64_t>{2, 2}}, {"strides", std::vector<int64_t>{2, 2}}},
-         {{-128, 127}}});
-  return cases;
-}
-
-// 3-D windows (NCDHW): convs strided, dilated, grouped and depthwise, with
-// asymmetric padding, and an int8 one accumulating in int32; pools with and
-// without ceil_mode, padding and count_include_pad, and an int8 max.
-std::vector<Case> conv3d_cases(Lcg&) {
-  struct C {
-    int64_t c, d, h, w, o, k, s, p, dil, g;
-  };
-  const C shapes[] = {{3, 5, 6, 7, 4, 3, 1, 1, 1, 1},
-                      {4, 6, 7, 9, 6, 3, 2, 1, 1, 2},
-                      {8, 4, 5, 18, 8, 3, 1, 1, 1, 8},
-                      {5, 3, 4, 20, 16, 1, 1, 0, 1, 1},
-                      {2, 7, 7, 7, 3, 2, 1, 2, 2, 1}};
-  std::vector<Case> cases;
-  for (const C& s : shapes) {
-    Attrs a{{"strides", std::vector<int64_t>{s.s, s.s, s.s}},
-            {"padding", std::vector<int64_t>{s.p, s.p, s.p, s.p, s.p + 1, s.p}},
-            {"dilation", std::vector<int64_t>{s.dil, s.dil, s.dil}},
-            {"groups", s.g}};
-    cases.push_back({{f32({1, s.c, s.d, s.h, s.w}), f32({s.o, s.c / s.g, s.k, s.k, s.k})}, a, {}, 1e-5});
-  }
-  cases.push_back({{typed({1, 3, 4, 5, 6}, DType::Int8), typed({4, 3, 3, 3, 3}, DType::Int8)},
-                   Attrs{{"padding", std::vector<int64_t>{1, 1, 1}}},
-                   {{-128, 127}, {-128, 127}}});
-  return cases;
-}
-
-// Transposed: strides 1 and 2 (an upsampling 2x2x2 / 2 among them),
-// padding, output_padding, dilation, groups; an int8 one.
-std::vector<Case> conv3d_transpose_cases(Lcg&) {
-  struct C {
-    int64_t c, d, h, w, o, k, s, p, op, dil, g;
-  };
-  const C shapes[] = {{4, 3, 4, 5, 3, 3, 1, 1, 0, 1, 1},
-                      {4, 3, 4, 9, 6, 2, 2, 0, 0, 1, 1},
-                      {6, 2, 3, 4, 4, 3, 2, 1, 1, 1, 2},
-                      {2, 3, 3, 3, 2, 2, 1, 0, 0, 2, 1}};
-  std::vector<Case> cases;
-  for (const C& s : shapes) {
-    Attrs a{{"strides", std::vector<int64_t>{s.s, s.s, s.s}},
-            {"padding", std::vector<int64_t>{s.p, s.p, s.p}},
-            {"output_padding", std::vector<int64_t>{s.op, s.op, s.op}},
-            {"dilation", std::vector<int64_t>{s.dil, s.dil, s.dil}},
-            {"groups", s.g}};
-    cases.push_back({{f32({1, s.c, s.d, s.h, s.w}), f32({s.c, s.o / s.g, s.k, s.k, s.k})}, a, {}, 1e-5});
-  }
-  cases.push_back({{typed({1, 3, 2, 3, 4}, DType::Int8), typed({3, 2, 2, 2, 2}, DType::Int8)},
-                   Attrs{{"strides", std::vector<int64_t>{2, 2, 2}}},
-                   {{-128, 127}, {-128, 127}}});
-  return cases;
-}
-
-std::vector<Case> pool3d_cases(Lcg& r, bool avg) {
-  std::vector<Case> cases;
-  for (int i = 0; i < 4; ++i) {
-    const int64_t k = r.integer(2, 3), s = r.integer(1, 2), p = r.integer(0, k - 1);
-    Attrs a{{"pool_size", std::vector<int64_t>{k, k, 2}},
-            {"strides", std::vector<int64_t>{s, s, 1}},
-            {"padding", std::vector<int64_t>{p, 0, p, r.integer(0, k - 1), p, 1}},
-            {"ceil_mode", int64_t(i % 2)}};
-    if (avg) a.set("count_include_pad", int64_t(i / 2));
-    cases.push_back({{f32({1, r.integer(1, 3), r.integer(4, 7), r.integer(5, 8), r.integer(5, 20)})}, a});
-  }
-  if (!avg)
-    cases.push_back(
-        {{typed({1, 2, 4, 6, 6}, DType::Int8)},
-         Attrs{{"pool_size", std::vector<int64_t>{2, 2, 2}}, {"strides", std::vector<int64_t>{2, 2, 2}}},
-         {{-128, 127}}});
-  return cases;
-}
 
 std::vector<Case> reduce_cases(Lcg& r, std::vector<DType> dtypes) {
   std::vector<Case> cases;
@@ -466,7 +296,18 @@ std::vector<Case> scatter_nd_cases(Lcg&) {
   return cases;
 }
 
+const std::map<std::string, CaseGen>& other_generators();
+
 const std::map<std::string, CaseGen>& generators() {
+  static const std::map<std::string, CaseGen> g = [] {
+    std::map<std::string, CaseGen> all = window_generators();
+    all.insert(other_generators().begin(), other_generators().end());
+    return all;
+  }();
+  return g;
+}
+
+const std::map<std::string, CaseGen>& other_generators() {
   static const std::map<std::string, CaseGen> g = {
       {"add", binary(kNumeric)},
       {"subtract", binary(kNumeric)},
@@ -559,7 +400,6 @@ const std::map<std::string, CaseGen>& generators() {
              {{typed(s, DType::Bool), f32(s), f32({s[2]})}, {}, {{0, 1}, {-3, 3}, {-3, 3}}},
              {{typed({s[1], 1}, DType::Bool), f32(s), f32(s)}, {}, {{0, 1}, {-3, 3}, {-3, 3}}}};
        }},
-      {"nn.conv2d", conv2d_cases},
       {"nn.conv2d_transpose",
        [](Lcg&) {
          std::vector<Case> c;
@@ -592,7 +432,6 @@ const std::map<std::string, CaseGen>& generators() {
              {{f32({8, 4, 3, 3})}, Attrs{{"in_block", int64_t{4}}, {"out_block", int64_t{8}}}},
              {{f32({32, 1, 3, 3})}, Attrs{{"in_block", int64_t{1}}, {"out_block", int64_t{16}}}}};
        }},
-      {"nn.conv2d_blocked", conv2d_blocked_cases},
       // Small Winograd convs (WinogradRowsConvMatchesTheReference has the
       // large ones): F(2, 3) and F(4, 3), padded and not, two images.
       {"nn.conv2d_winograd",
@@ -655,12 +494,6 @@ const std::map<std::string, CaseGen>& generators() {
                                   // panels of several column tiles.
                                   {{f32({2, 161, 450}), f32({2, 450, 128})}, {}}};
        }},
-      {"nn.max_pool2d", [](Lcg& r) { return pool_cases(r, false); }},
-      {"nn.avg_pool2d", [](Lcg& r) { return pool_cases(r, true); }},
-      {"nn.conv3d", conv3d_cases},
-      {"nn.conv3d_transpose", conv3d_transpose_cases},
-      {"nn.max_pool3d", [](Lcg& r) { return pool3d_cases(r, false); }},
-      {"nn.avg_pool3d", [](Lcg& r) { return pool3d_cases(r, true); }},
       {"nn.adaptive_avg_pool2d",
        [](Lcg&) {
          // Global pooling (sums of columns, then of those): a small image, and
@@ -896,7 +729,9 @@ TEST(Lowering, EveryOpIsCoveredOrListed) {
     bool tested = generators().count(op->name) != 0;
     bool listed = not_lowered().count(op->name) != 0;
     if (lowered) {
-      EXPECT_TRUE(tested) << op->name << " has a lowering but no cases in tests/ops/lowering_test.cc";
+      EXPECT_TRUE(tested)
+          << op->name
+          << " has a lowering but no cases in tests/ops/lowering_test.cc or lowering_cases_windows.cc";
       EXPECT_FALSE(listed) << op->name << " has a lowering but is listed as not lowered";
     } else {
       EXPECT_TRUE(listed) << op->name << " has no lowering and no reason in not_lowered()";
