@@ -187,20 +187,34 @@ struct Axis {
   }
 };
 
-// The pool's three axes, or an empty array with `why` set for shapes that
-// stay on the reference kernel.
+// An ints attribute with one value per spatial axis (`n` of them), `fallback`
+// when absent; empty when it has another count.
+std::vector<int64_t> per_axis(const Attrs& attrs, const std::string& name, size_t n, int64_t fallback) {
+  std::vector<int64_t> v = attrs.get_ints(name);
+  if (v.empty()) v.assign(n, fallback);
+  return v.size() == n ? v : std::vector<int64_t>{};
+}
+
+// The pool's three axes (2-D data: a unit depth axis first), or nullopt
+// with `why` set for shapes that stay on the reference kernel.
 std::optional<std::array<Axis, 3>> pool_axes(const LowerContext& c, std::string* why) {
-  const std::vector<int64_t> k = three(c.attrs, "pool_size", 0), s = three(c.attrs, "strides", 1),
-                             d = three(c.attrs, "dilation", 1), pad = padding6(c.attrs);
-  if (k.empty() || s.empty() || d.empty() || pad.empty()) {
+  const Shape& xs = c.in[0].shape;
+  const size_t n = xs.size() - 2;
+  const std::vector<int64_t> k = per_axis(c.attrs, "pool_size", n, 0), s = per_axis(c.attrs, "strides", n, 1),
+                             d = per_axis(c.attrs, "dilation", n, 1);
+  std::vector<int64_t> pad = c.attrs.get_ints("padding");
+  if (pad.empty()) pad.assign(2 * n, 0);
+  if (pad.size() == n) pad.insert(pad.end(), pad.begin(), pad.end());
+  if (k.empty() || s.empty() || d.empty() || pad.size() != 2 * n || (n != 2 && n != 3)) {
     *why = "pool_size, strides, dilation or padding of another length";
     return std::nullopt;
   }
   std::array<Axis, 3> axes;
-  for (size_t a = 0; a < 3; ++a) {
-    axes[a] = {k[a], s[a], d[a], pad[a], pad[3 + a], c.in[0].shape[2 + a]};
+  axes[0] = {1, 1, 1, 0, 0, 1};
+  for (size_t a = 0; a < n; ++a) {
+    axes[3 - n + a] = {k[a], s[a], d[a], pad[a], pad[n + a], xs[2 + a]};
     // A window of padding only is 0 in the reference (as for the 2-D pools).
-    if (pad[a] >= k[a] || pad[3 + a] >= k[a]) {
+    if (pad[a] >= k[a] || pad[n + a] >= k[a]) {
       *why = "padding as large as the window";
       return std::nullopt;
     }
@@ -288,6 +302,105 @@ Lowered avg_pool3d(const LowerContext& c) {
   return lowered({y});
 }
 
+// nn.max_pool_with_indices (2-D or 3-D data): the reference keeps the first
+// tap inside the input, then any strictly greater one, and gives its flat
+// position. So the value is the largest tap (te::max, where a NaN never
+// wins), or a NaN first tap itself; its index is the first tap in the
+// window's row-major order that equals it (or the first, for a NaN), as a
+// row-major position in the input, then in the storage order asked for.
+Lowered max_pool_with_indices(const LowerContext& c) {
+  std::string why;
+  const auto w = pool_axes(c, &why);
+  if (!w) return unsupported(why);
+  const te::Tensor& x = c.inputs[0];
+  const tir::DataType t = x->dtype, i64 = tir::DataType::int_(64);
+  if (!t.is_float()) return unsupported("integer max pooling with indices");
+  const Shape& xs = c.in[0].shape;
+  const bool three_d = xs.size() == 5;
+  const int64_t depth = three_d ? xs[2] : 1, height = xs[xs.size() - 2], width = xs.back();
+  // The output's spatial indices as (z, y, x), z 0 for 2-D data.
+  auto spatial = [&](const te::Axes& i) -> std::array<Expr, 3> {
+    if (three_d) return {i[2], i[3], i[4]};
+    return {tir::int_imm(0), i[2], i[3]};
+  };
+  auto read = [&](const te::Axes& i, const std::array<Expr, 3>& pos) {
+    std::vector<Expr> at = {i[0], i[1]};
+    for (size_t a = three_d ? 0 : 1; a < 3; ++a) at.push_back(clamp_index(pos[a], (*w)[a].in));
+    return (*x)(at);
+  };
+  te::IterVar rz = te::reduce_axis((*w)[0].k, "rz"), ry = te::reduce_axis((*w)[1].k, "ry"),
+              rx = te::reduce_axis((*w)[2].k, "rx");
+  auto taps = [&](const std::array<Expr, 3>& o, const tir::Var& z, const tir::Var& y, const tir::Var& v) {
+    return std::array<Expr, 3>{(*w)[0].position(o[0], z), (*w)[1].position(o[1], y),
+                               (*w)[2].position(o[2], v)};
+  };
+  const Shape& ys = c.out[0].shape;
+  te::Tensor largest = te::compute(
+      ys,
+      [&](const te::Axes& i) -> te::Reduction {
+        const std::array<Expr, 3> pos = taps(spatial(i), rz.var, ry.var, rx.var);
+        return te::max(tir::select(inside(pos, *w, false), read(i, pos),
+                                   tir::float_imm(-std::numeric_limits<double>::infinity(), t)),
+                       {rz, ry, rx});
+      },
+      c.name + "_largest");
+  // The first tap inside the input along an axis: past the taps in the
+  // leading padding.
+  auto first = [&](const Expr& o, const Axis& a) {
+    const Expr start = tir::sub(tir::mul(o, tir::int_imm(a.s)), tir::int_imm(a.pad_before));
+    const Expr skipped =
+        tir::div(tir::add(tir::sub(tir::int_imm(0), start), tir::int_imm(a.d - 1)), tir::int_imm(a.d));
+    return tir::add(start, tir::mul(tir::select(tir::lt(start, tir::int_imm(0)), skipped, tir::int_imm(0)),
+                                    tir::int_imm(a.d)));
+  };
+  te::Tensor values = te::compute(
+      ys,
+      [&](const te::Axes& i) {
+        const std::array<Expr, 3> o = spatial(i);
+        const Expr head = read(i, {first(o[0], (*w)[0]), first(o[1], (*w)[1]), first(o[2], (*w)[2])});
+        return tir::select(tir::binary(tir::BinaryOp::NE, head, head), head, (*largest)(i));
+      },
+      c.name);
+  const int64_t plane = depth * height * width;
+  te::IterVar qz = te::reduce_axis((*w)[0].k, "qz"), qy = te::reduce_axis((*w)[1].k, "qy"),
+              qx = te::reduce_axis((*w)[2].k, "qx");
+  te::Tensor position = te::compute(
+      ys,
+      [&](const te::Axes& i) -> te::Reduction {
+        const std::array<Expr, 3> pos = taps(spatial(i), qz.var, qy.var, qx.var);
+        const Expr v = (*values)(i), tap = read(i, pos);
+        const Expr hit = all(inside(pos, *w, false), tir::binary(tir::BinaryOp::Or, tir::eq(tap, v),
+                                                                 tir::binary(tir::BinaryOp::NE, v, v)));
+        Expr local = tir::int_imm(0);
+        const int64_t sizes[3] = {depth, height, width};
+        for (size_t a = 0; a < 3; ++a) local = tir::add(tir::mul(local, tir::int_imm(sizes[a])), pos[a]);
+        // The least hit as the largest of their negations (no te::min).
+        return te::max(tir::select(hit, tir::sub(tir::int_imm(0, i64), tir::cast(i64, local)),
+                                   tir::int_imm(-std::numeric_limits<int64_t>::max(), i64)),
+                       {qz, qy, qx});
+      },
+      c.name + "_position");
+  const bool column_major = c.attrs.get_int("storage_order") == 1;
+  te::Tensor indices = te::compute(
+      ys,
+      [&](const te::Axes& i) {
+        const Expr local = tir::sub(tir::int_imm(0, i64), (*position)(i));
+        Expr in_plane = local;
+        if (column_major) {
+          const Expr z = tir::div(local, tir::int_imm(height * width, i64));
+          const Expr y = tir::mod(tir::div(local, tir::int_imm(width, i64)), tir::int_imm(height, i64));
+          const Expr v = tir::mod(local, tir::int_imm(width, i64));
+          in_plane = tir::add(
+              z, tir::mul(tir::int_imm(depth, i64), tir::add(y, tir::mul(tir::int_imm(height, i64), v))));
+        }
+        const Expr base = tir::mul(tir::cast(i64, tir::add(tir::mul(i[0], tir::int_imm(xs[1])), i[1])),
+                                   tir::int_imm(plane, i64));
+        return tir::add(base, in_plane);
+      },
+      c.name + "_indices");
+  return lowered({values, indices});
+}
+
 }  // namespace
 
 void register_window3d_lowerings(LoweringTable& t) {
@@ -295,6 +408,7 @@ void register_window3d_lowerings(LoweringTable& t) {
   t.add("nn.conv3d_transpose", OpPattern::Anchor, conv3d_transpose);
   t.add("nn.max_pool3d", OpPattern::Anchor, max_pool3d);
   t.add("nn.avg_pool3d", OpPattern::Anchor, avg_pool3d);
+  t.add("nn.max_pool_with_indices", OpPattern::Opaque, max_pool_with_indices);
 }
 
 }  // namespace kiln::lower

@@ -250,6 +250,52 @@ TEST(CheckedLowering, MaxPoolIgnoresNaNAsTheReference) {
   }
 }
 
+// A compiled max pool with indices picks as its reference kernel: the
+// first tap, then any strictly greater, so of tied maxima the first in the
+// window's row-major order, a NaN first tap itself (a later NaN never),
+// a window of -inf its first tap; indices in both storage orders. Values
+// from a few integers (many ties), NaN and -inf; 2-D and 3-D, with
+// padding, on AVX2 and AVX-512 schedules; values bit for bit, indices
+// exactly.
+TEST(CheckedLowering, MaxPoolIndicesMatchTheReference) {
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  for (const bool three_d : {false, true})
+    for (const int64_t order : {0, 1}) {
+      const TensorDesc x = three_d ? f32({1, 2, 3, 7, 8}) : f32({2, 2, 7, 8});
+      Lcg r(9);
+      Tensor tx = random_input(x, {0, 2}, r);
+      float* v = tx.data<float>();
+      for (int64_t i = 0; i < tx.numel(); ++i) v[i] = std::floor(v[i]);
+      for (int64_t i = 0; i < tx.numel(); i += 7) v[i] = nan;
+      for (int64_t i = 3; i < tx.numel(); i += 11) v[i] = -inf;
+      std::vector<int64_t> k = {3, 3}, st = {2, 2}, pad = {1, 0, 1, 1};
+      if (three_d) k = {2, 3, 3}, st = {1, 2, 2}, pad = {0, 1, 0, 0, 1, 1};
+      const Attrs attrs = normalize_attrs(
+          op_named("nn.max_pool_with_indices"),
+          Attrs{{"pool_size", k}, {"strides", st}, {"padding", pad}, {"storage_order", order}});
+      std::vector<Tensor> want = run_op(op_named("nn.max_pool_with_indices"), {tx}, attrs);
+      for (const schedule::CpuTarget& cpu : {schedule::CpuTarget{32, 16}, schedule::CpuTarget{64, 32}}) {
+        const std::string name = "pool_indices_" + std::to_string(three_d) + "_" + std::to_string(order) +
+                                 "_" + std::to_string(cpu.vector_bytes);
+        auto f = lower_op(name, "nn.max_pool_with_indices", {x}, attrs, cpu);
+        ASSERT_TRUE(f.has_value()) << name;
+        auto code = load_kernels({built_for(*f, cpu)}, name);
+        std::vector<Tensor> inputs = {tx};
+        int32_t status = 0;
+        std::vector<Tensor> got =
+            run_kernel(*code, name, inputs,
+                       {{want[0].shape(), want[0].dtype()}, {want[1].shape(), want[1].dtype()}}, status);
+        ASSERT_EQ(status, 0) << name;
+        for (int64_t i = 0; i < want[0].numel(); ++i) {
+          const float a = got[0].data<float>()[i], b = want[0].data<float>()[i];
+          EXPECT_TRUE(std::memcmp(&a, &b, sizeof a) == 0)
+              << name << " value " << i << ": " << a << ", reference " << b;
+          EXPECT_EQ(got[1].data<int64_t>()[i], want[1].data<int64_t>()[i]) << name << " index " << i;
+        }
+      }
+    }
+}
+
 // Integer remainders check their divisors first: a 0 fails the kernel with
 // the reference kernel's message and leaves the output alone; a divisor of
 // -1 gives 0, INT_MIN's included (whose x86 remainder would trap).

@@ -154,6 +154,28 @@ std::vector<Case> pool3d_cases(Lcg& r, bool avg) {
   return cases;
 }
 
+// Max pools with indices, 2-D and 3-D, both storage orders, ceil_mode and
+// padding (ties and NaN: CheckedLowering.MaxPoolIndicesMatchTheReference).
+std::vector<Case> pool_indices_cases(Lcg& r) {
+  std::vector<Case> cases;
+  for (int i = 0; i < 4; ++i) {
+    const int64_t k = r.integer(2, 3), s = r.integer(1, 2), p = r.integer(0, k - 1);
+    Attrs a2{{"pool_size", std::vector<int64_t>{k, k}},
+             {"strides", std::vector<int64_t>{s, s}},
+             {"padding", std::vector<int64_t>{p, 0, r.integer(0, k - 1), p}},
+             {"ceil_mode", int64_t(i % 2)},
+             {"storage_order", int64_t(i / 2)}};
+    cases.push_back({{f32({2, r.integer(1, 3), r.integer(5, 9), r.integer(5, 19)})}, a2});
+    Attrs a3{{"pool_size", std::vector<int64_t>{2, k, k}},
+             {"strides", std::vector<int64_t>{1, s, s}},
+             {"padding", std::vector<int64_t>{0, p, p}},
+             {"ceil_mode", int64_t(i % 2)},
+             {"storage_order", int64_t(i / 2)}};
+    cases.push_back({{f32({1, 2, r.integer(2, 4), r.integer(5, 8), r.integer(5, 12)})}, a3});
+  }
+  return cases;
+}
+
 }  // namespace
 
 std::map<std::string, CaseGen> window_generators() {
@@ -166,6 +188,7 @@ std::map<std::string, CaseGen> window_generators() {
       {"nn.conv3d_transpose", conv3d_transpose_cases},
       {"nn.max_pool3d", [](Lcg& r) { return pool3d_cases(r, false); }},
       {"nn.avg_pool3d", [](Lcg& r) { return pool3d_cases(r, true); }},
+      {"nn.max_pool_with_indices", pool_indices_cases},
   };
 }
 

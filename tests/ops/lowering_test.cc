@@ -713,7 +713,6 @@ const std::map<std::string, std::string>& not_lowered() {
       {"nn.lstm", "unrolled into products and gates by decompose-recurrent"},
       {"einsum", "float32 einsums become matmuls, transposes and sums (decompose-einsum); the rest stay"},
       {"bitshift", "not lowered yet"},
-      {"nn.max_pool_with_indices", "index outputs are not lowered yet"},
       {"nn.max_unpool", "data-dependent indices: the reference kernel checks each index"},
       {"image.non_max_suppression", "dynamic shape: the selected rows' count depends on the data"},
       {"det", "pivoting depends on the values: the reference kernel factorises each matrix"},
