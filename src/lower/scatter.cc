@@ -1,5 +1,5 @@
-// Scatters as extern statements (te::extern_compute): scatter_elements and
-// scatter_nd write updates to positions their indices compute, in the
+// Scatters as extern statements (te::extern_compute): scatter_elements,
+// scatter_nd and nn.max_unpool write updates to positions their indices compute, in the
 // order of the indices (a later duplicate wins, or combines), which no
 // expression per output element says.
 //
@@ -91,11 +91,48 @@ Lowered scatter_nd(const LowerContext& c) {
   return r;
 }
 
+// nn.max_unpool(data, indices): zeros of the output's shape, then each data
+// element stored at the flat output position its index names, in data's
+// row-major order (a later duplicate wins, as in the reference). Every
+// index is checked against [0, size) first, in the reference's words.
+Lowered max_unpool(const LowerContext& c) {
+  const Shape &xs = c.in[0].shape, &ys = c.out[0].shape;
+  int64_t size = 1;
+  for (int64_t d : ys) size *= d;
+  auto body = [=](const std::vector<tir::Buffer>& in, const tir::Buffer& y) {
+    const tir::Buffer &data = in[0], &indices = in[1];
+    tir::Stmt zeros = loop_nest(
+        ys, "z", [&](const std::vector<Expr>& i) { return tir::store(y, i, constant(0, y->dtype)); },
+        tir::ForKind::Vectorized);
+    tir::Stmt scatter = loop_nest(xs, "p", [&](const std::vector<Expr>& p) {
+      // The flat position as the output's coordinates, innermost last.
+      Expr flat = tir::cast(tir::DataType::int64(), tir::load(indices, p));
+      std::vector<Expr> at(ys.size());
+      for (size_t k = ys.size(); k-- > 0;) {
+        const Expr extent = tir::int_imm(ys[k], tir::DataType::int64());
+        at[k] = tir::cast(tir::DataType::int32(), k == 0 ? flat : tir::mod(flat, extent));
+        if (k > 0) flat = tir::div(flat, extent);
+      }
+      return tir::store(y, at, tir::load(data, p));
+    });
+    return tir::seq({zeros, scatter});
+  };
+  te::Tensor y = te::extern_compute(ys, c.inputs[0]->dtype, {c.inputs[0], c.inputs[1]}, body, c.name);
+  Lowered r = lowered({y});
+  IndexCheck check{c.inputs[1], c.op, 0, {size}};
+  check.message = {
+      c.op + ": index ", " at flat position ",
+      " is outside the output " + shape_str(ys) + " (valid: 0 to " + std::to_string(size - 1) + ")"};
+  r.index_checks.push_back(check);
+  return r;
+}
+
 }  // namespace
 
 void register_scatter_lowerings(LoweringTable& t) {
   t.add("scatter_elements", OpPattern::Opaque, scatter_elements);
   t.add("scatter_nd", OpPattern::Opaque, scatter_nd);
+  t.add("nn.max_unpool", OpPattern::Opaque, max_unpool);
 }
 
 }  // namespace kiln::lower

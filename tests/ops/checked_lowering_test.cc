@@ -190,6 +190,39 @@ TEST(CheckedLowering, RegionBatchIndicesOutOfRangeFailAsTheReference) {
   }
 }
 
+// A compiled max_unpool checks its indices first: one outside [0, size)
+// (negative ones too, which it does not wrap) fails the kernel with the
+// reference kernel's message and leaves the output alone.
+TEST(CheckedLowering, UnpoolIndicesOutOfRangeFailAsTheReference) {
+  const TensorDesc x = f32({1, 1, 2, 2}), idx{{1, 1, 2, 2}, DType::Int64};
+  const Attrs attrs =
+      normalize_attrs(op_named("nn.max_unpool"), Attrs{{"output_shape", std::vector<int64_t>{1, 1, 4, 4}}});
+  auto f = lower_op("unpool_checked", "nn.max_unpool", {x, idx}, attrs, schedule::host_cpu_target());
+  ASSERT_TRUE(f.has_value());
+  auto jit = codegen::JitModule::create({tir::lower_for_build(*f)});
+  Tensor tx = Tensor::from_floats({1, 1, 2, 2}, {1, 2, 3, 4});
+  for (int64_t bad : {int64_t{16}, int64_t{-1}, int64_t{1} << 40}) {
+    Tensor ti = Tensor::from_ints({1, 1, 2, 2}, {0, 5, bad, 15});
+    std::string want;
+    try {
+      run1("nn.max_unpool", {tx, ti}, attrs);
+    } catch (const Error& e) {
+      want = e.message();
+    }
+    EXPECT_EQ(want, "nn.max_unpool: index " + std::to_string(bad) +
+                        " at flat position 2 is outside the output (1, 1, 4, 4) (valid: 0 to 15)");
+    Tensor got = Tensor::empty({1, 1, 4, 4}, DType::Float32);
+    for (int64_t i = 0; i < got.numel(); ++i) got.set_from_double(i, 77);
+    try {
+      jit->run("unpool_checked", {tx.raw(), ti.raw(), got.raw()});
+      ADD_FAILURE() << "index " << bad << " was accepted";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.message(), "@unpool_checked failed (code -1): " + want);
+    }
+    for (int64_t i = 0; i < got.numel(); ++i) ASSERT_EQ(got.get_as_double(i), 77) << i;
+  }
+}
+
 // A kernel whose outputs are all empty computes nothing: it is compiled
 // (so a compiled model has no reference kernel for it) as a function that
 // returns, whatever its inputs. An empty input of a non-empty output stays

@@ -689,6 +689,21 @@ const std::map<std::string, CaseGen>& other_generators() {
       {"topk", topk_cases},
       {"scatter_elements", scatter_elements_cases},
       {"scatter_nd", scatter_nd_cases},
+      {"nn.max_unpool",
+       [](Lcg&) {
+         // Indices anywhere in the output (duplicates: the later wins),
+         // int64 and int32, float and int8 data, 2-D and 3-D.
+         auto unpool = [](Shape x, DType t, DType it, Shape out, std::pair<double, double> range) {
+           int64_t size = 1;
+           for (int64_t d : out) size *= d;
+           return Case{
+               {typed(x, t), typed(x, it)}, Attrs{{"output_shape", out}}, {range, {0, double(size - 1)}}};
+         };
+         return std::vector<Case>{
+             unpool({1, 2, 3, 3}, DType::Float32, DType::Int64, {1, 2, 6, 6}, {-2, 2}),
+             unpool({2, 3, 4, 5}, DType::Float32, DType::Int32, {2, 3, 8, 11}, {-2, 2}),
+             unpool({1, 2, 2, 3, 3}, DType::Int8, DType::Int64, {1, 2, 4, 6, 6}, {-128, 127})};
+       }},
       {"nn.nll_loss", nll_loss_cases},
       {"image.grid_sample", grid_sample_cases},
       {"image.roi_align", roi_align_cases},
@@ -713,7 +728,6 @@ const std::map<std::string, std::string>& not_lowered() {
       {"nn.lstm", "unrolled into products and gates by decompose-recurrent"},
       {"einsum", "float32 einsums become matmuls, transposes and sums (decompose-einsum); the rest stay"},
       {"bitshift", "not lowered yet"},
-      {"nn.max_unpool", "data-dependent indices: the reference kernel checks each index"},
       {"image.non_max_suppression", "dynamic shape: the selected rows' count depends on the data"},
       {"det", "pivoting depends on the values: the reference kernel factorises each matrix"},
       {"signal.dft", "not lowered yet (a direct transform on its reference kernel)"},
