@@ -25,20 +25,21 @@ namespace {
 
 using tir::Expr;
 
-// Three values of an attribute (one per spatial axis), `fallback` when it is
-// absent; empty when it has another count.
-std::vector<int64_t> three(const Attrs& attrs, const std::string& name, int64_t fallback) {
+// An ints attribute with one value per spatial axis (`n` of them), `fallback`
+// when absent; empty when it has another count.
+std::vector<int64_t> per_axis(const Attrs& attrs, const std::string& name, size_t n, int64_t fallback) {
   std::vector<int64_t> v = attrs.get_ints(name);
-  if (v.empty()) v.assign(3, fallback);
-  return v.size() == 3 ? v : std::vector<int64_t>{};
+  if (v.empty()) v.assign(n, fallback);
+  return v.size() == n ? v : std::vector<int64_t>{};
 }
 
-// Padding as [front, top, left, back, bottom, right]; empty when malformed.
-std::vector<int64_t> padding6(const Attrs& attrs) {
+// Padding of `n` spatial axes as [begin..., end...] (n values: symmetric);
+// empty when malformed.
+std::vector<int64_t> padding_of(const Attrs& attrs, size_t n) {
   std::vector<int64_t> p = attrs.get_ints("padding");
-  if (p.empty()) p.assign(6, 0);
-  if (p.size() == 3) p.insert(p.end(), p.begin(), p.end());
-  return p.size() == 6 ? p : std::vector<int64_t>{};
+  if (p.empty()) p.assign(2 * n, 0);
+  if (p.size() == n) p.insert(p.end(), p.begin(), p.end());
+  return p.size() == 2 * n ? p : std::vector<int64_t>{};
 }
 
 Expr all(const Expr& a, const Expr& b) { return tir::binary(tir::BinaryOp::And, a, b); }
@@ -69,8 +70,9 @@ te::Tensor pad_dhw(const te::Tensor& x, const std::vector<int64_t>& pad, const s
 Lowered conv3d(const LowerContext& c) {
   const te::Tensor &x = c.inputs[0], &w = c.inputs[1];
   const Shape &xs = c.in[0].shape, &ws = c.in[1].shape, &ys = c.out[0].shape;
-  const std::vector<int64_t> st = three(c.attrs, "strides", 1), dl = three(c.attrs, "dilation", 1);
-  std::vector<int64_t> pad = padding6(c.attrs);
+  const std::vector<int64_t> st = per_axis(c.attrs, "strides", 3, 1),
+                             dl = per_axis(c.attrs, "dilation", 3, 1);
+  std::vector<int64_t> pad = padding_of(c.attrs, 3);
   if (st.empty() || dl.empty() || pad.empty())
     return unsupported("strides, dilation or padding of another length");
   const int64_t groups = c.attrs.get_int("groups"), cg = xs[1] / groups, og = ws[0] / groups;
@@ -119,8 +121,8 @@ Lowered conv3d(const LowerContext& c) {
 Lowered conv3d_transpose(const LowerContext& c) {
   const te::Tensor &x = c.inputs[0], &w = c.inputs[1];
   const Shape &xs = c.in[0].shape, &ws = c.in[1].shape;
-  const std::vector<int64_t> st = three(c.attrs, "strides", 1), dl = three(c.attrs, "dilation", 1),
-                             pad = padding6(c.attrs);
+  const std::vector<int64_t> st = per_axis(c.attrs, "strides", 3, 1),
+                             dl = per_axis(c.attrs, "dilation", 3, 1), pad = padding_of(c.attrs, 3);
   if (st.empty() || dl.empty() || pad.empty())
     return unsupported("strides, dilation or padding of another length");
   const int64_t groups = c.attrs.get_int("groups"), cg = xs[1] / groups, og = ws[1];
@@ -187,14 +189,6 @@ struct Axis {
   }
 };
 
-// An ints attribute with one value per spatial axis (`n` of them), `fallback`
-// when absent; empty when it has another count.
-std::vector<int64_t> per_axis(const Attrs& attrs, const std::string& name, size_t n, int64_t fallback) {
-  std::vector<int64_t> v = attrs.get_ints(name);
-  if (v.empty()) v.assign(n, fallback);
-  return v.size() == n ? v : std::vector<int64_t>{};
-}
-
 // The pool's three axes (2-D data: a unit depth axis first), or nullopt
 // with `why` set for shapes that stay on the reference kernel.
 std::optional<std::array<Axis, 3>> pool_axes(const LowerContext& c, std::string* why) {
@@ -202,10 +196,8 @@ std::optional<std::array<Axis, 3>> pool_axes(const LowerContext& c, std::string*
   const size_t n = xs.size() - 2;
   const std::vector<int64_t> k = per_axis(c.attrs, "pool_size", n, 0), s = per_axis(c.attrs, "strides", n, 1),
                              d = per_axis(c.attrs, "dilation", n, 1);
-  std::vector<int64_t> pad = c.attrs.get_ints("padding");
-  if (pad.empty()) pad.assign(2 * n, 0);
-  if (pad.size() == n) pad.insert(pad.end(), pad.begin(), pad.end());
-  if (k.empty() || s.empty() || d.empty() || pad.size() != 2 * n || (n != 2 && n != 3)) {
+  const std::vector<int64_t> pad = padding_of(c.attrs, n);
+  if (k.empty() || s.empty() || d.empty() || pad.empty() || (n != 2 && n != 3)) {
     *why = "pool_size, strides, dilation or padding of another length";
     return std::nullopt;
   }
