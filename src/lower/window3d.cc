@@ -227,6 +227,27 @@ Expr inside(const std::array<Expr, 3>& pos, const std::array<Axis, 3>& w, bool p
   return all_in;
 }
 
+// An output's spatial indices as (z, y, x): axes 2-4, or z 0 for 2-D data.
+std::array<Expr, 3> spatial(const te::Axes& i) {
+  if (i.size() == 5) return {i[2], i[3], i[4]};
+  return {tir::int_imm(0), i[2], i[3]};
+}
+
+// The input positions (z, y, x) of output `o`'s tap (rz, ry, rx).
+std::array<Expr, 3> taps(const std::array<Axis, 3>& w, const std::array<Expr, 3>& o, const tir::Var& rz,
+                         const tir::Var& ry, const tir::Var& rx) {
+  return {w[0].position(o[0], rz), w[1].position(o[1], ry), w[2].position(o[2], rx)};
+}
+
+// x (2-D or 3-D data) at output `i`'s batch and channel and the positions
+// `pos`, clamped into the input.
+Expr read(const te::Tensor& x, const te::Axes& i, const std::array<Expr, 3>& pos,
+          const std::array<Axis, 3>& w) {
+  std::vector<Expr> at = {i[0], i[1]};
+  for (size_t a = x->shape.size() == 5 ? 0 : 1; a < 3; ++a) at.push_back(clamp_index(pos[a], w[a].in));
+  return (*x)(at);
+}
+
 Lowered max_pool3d(const LowerContext& c) {
   std::string why;
   const auto w = pool_axes(c, &why);
@@ -241,11 +262,8 @@ Lowered max_pool3d(const LowerContext& c) {
   te::Tensor y = te::compute(
       c.out[0].shape,
       [&](const te::Axes& i) -> te::Reduction {
-        const std::array<Expr, 3> pos = {(*w)[0].position(i[2], rz.var), (*w)[1].position(i[3], ry.var),
-                                         (*w)[2].position(i[4], rx.var)};
-        const Expr val = (*x)({i[0], i[1], clamp_index(pos[0], (*w)[0].in), clamp_index(pos[1], (*w)[1].in),
-                               clamp_index(pos[2], (*w)[2].in)});
-        return te::max(tir::select(inside(pos, *w, false), val, lowest), {rz, ry, rx});
+        const std::array<Expr, 3> pos = taps(*w, spatial(i), rz.var, ry.var, rx.var);
+        return te::max(tir::select(inside(pos, *w, false), read(x, i, pos, *w), lowest), {rz, ry, rx});
       },
       c.name);
   return lowered({y});
@@ -265,11 +283,9 @@ Lowered avg_pool3d(const LowerContext& c) {
   te::Tensor sum = te::compute(
       ys,
       [&](const te::Axes& i) -> te::Reduction {
-        const std::array<Expr, 3> pos = {(*w)[0].position(i[2], rz.var), (*w)[1].position(i[3], ry.var),
-                                         (*w)[2].position(i[4], rx.var)};
-        const Expr val = (*x)({i[0], i[1], clamp_index(pos[0], (*w)[0].in), clamp_index(pos[1], (*w)[1].in),
-                               clamp_index(pos[2], (*w)[2].in)});
-        return te::sum(tir::select(inside(pos, *w, false), val, constant(0, t)), {rz, ry, rx});
+        const std::array<Expr, 3> pos = taps(*w, spatial(i), rz.var, ry.var, rx.var);
+        return te::sum(tir::select(inside(pos, *w, false), read(x, i, pos, *w), constant(0, t)),
+                       {rz, ry, rx});
       },
       c.name + "_sum");
   // The taps that count, per output position.
@@ -278,8 +294,7 @@ Lowered avg_pool3d(const LowerContext& c) {
   te::Tensor count = te::compute(
       {ys[2], ys[3], ys[4]},
       [&](const te::Axes& i) -> te::Reduction {
-        const std::array<Expr, 3> pos = {(*w)[0].position(i[0], cz.var), (*w)[1].position(i[1], cy.var),
-                                         (*w)[2].position(i[2], cx.var)};
+        const std::array<Expr, 3> pos = taps(*w, {i[0], i[1], i[2]}, cz.var, cy.var, cx.var);
         return te::sum(tir::select(inside(pos, *w, include_pad), constant(1, t), constant(0, t)),
                        {cz, cy, cx});
       },
@@ -310,28 +325,14 @@ Lowered max_pool_with_indices(const LowerContext& c) {
   const Shape& xs = c.in[0].shape;
   const bool three_d = xs.size() == 5;
   const int64_t depth = three_d ? xs[2] : 1, height = xs[xs.size() - 2], width = xs.back();
-  // The output's spatial indices as (z, y, x), z 0 for 2-D data.
-  auto spatial = [&](const te::Axes& i) -> std::array<Expr, 3> {
-    if (three_d) return {i[2], i[3], i[4]};
-    return {tir::int_imm(0), i[2], i[3]};
-  };
-  auto read = [&](const te::Axes& i, const std::array<Expr, 3>& pos) {
-    std::vector<Expr> at = {i[0], i[1]};
-    for (size_t a = three_d ? 0 : 1; a < 3; ++a) at.push_back(clamp_index(pos[a], (*w)[a].in));
-    return (*x)(at);
-  };
   te::IterVar rz = te::reduce_axis((*w)[0].k, "rz"), ry = te::reduce_axis((*w)[1].k, "ry"),
               rx = te::reduce_axis((*w)[2].k, "rx");
-  auto taps = [&](const std::array<Expr, 3>& o, const tir::Var& z, const tir::Var& y, const tir::Var& v) {
-    return std::array<Expr, 3>{(*w)[0].position(o[0], z), (*w)[1].position(o[1], y),
-                               (*w)[2].position(o[2], v)};
-  };
   const Shape& ys = c.out[0].shape;
   te::Tensor largest = te::compute(
       ys,
       [&](const te::Axes& i) -> te::Reduction {
-        const std::array<Expr, 3> pos = taps(spatial(i), rz.var, ry.var, rx.var);
-        return te::max(tir::select(inside(pos, *w, false), read(i, pos),
+        const std::array<Expr, 3> pos = taps(*w, spatial(i), rz.var, ry.var, rx.var);
+        return te::max(tir::select(inside(pos, *w, false), read(x, i, pos, *w),
                                    tir::float_imm(-std::numeric_limits<double>::infinity(), t)),
                        {rz, ry, rx});
       },
@@ -349,7 +350,7 @@ Lowered max_pool_with_indices(const LowerContext& c) {
       ys,
       [&](const te::Axes& i) {
         const std::array<Expr, 3> o = spatial(i);
-        const Expr head = read(i, {first(o[0], (*w)[0]), first(o[1], (*w)[1]), first(o[2], (*w)[2])});
+        const Expr head = read(x, i, {first(o[0], (*w)[0]), first(o[1], (*w)[1]), first(o[2], (*w)[2])}, *w);
         return tir::select(tir::binary(tir::BinaryOp::NE, head, head), head, (*largest)(i));
       },
       c.name);
@@ -359,8 +360,8 @@ Lowered max_pool_with_indices(const LowerContext& c) {
   te::Tensor position = te::compute(
       ys,
       [&](const te::Axes& i) -> te::Reduction {
-        const std::array<Expr, 3> pos = taps(spatial(i), qz.var, qy.var, qx.var);
-        const Expr v = (*values)(i), tap = read(i, pos);
+        const std::array<Expr, 3> pos = taps(*w, spatial(i), qz.var, qy.var, qx.var);
+        const Expr v = (*values)(i), tap = read(x, i, pos, *w);
         const Expr hit = all(inside(pos, *w, false), tir::binary(tir::BinaryOp::Or, tir::eq(tap, v),
                                                                  tir::binary(tir::BinaryOp::NE, v, v)));
         Expr local = tir::int_imm(0);

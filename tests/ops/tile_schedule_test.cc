@@ -739,6 +739,16 @@ TEST(Lowering, FewOuterIterationsTakeInnerLoopsIntoTheParallelLoop) {
   }
 }
 
+// The first parallel loop's header in printed tensor IR ("for %i0_i2_fused
+// from 0 extent 56"), its name listing the fused loops outermost first;
+// empty when there is none.
+std::string parallel_loop(const std::string& text) {
+  const size_t parallel = text.find(" parallel {");
+  if (parallel == std::string::npos) return "";
+  const size_t line = text.rfind("for %", parallel);
+  return text.substr(line, parallel - line);
+}
+
 // Channel-blocked convs whose weights stay in half of L2 run their output
 // rows (a depthwise conv's bands of them) outside their channel blocks in
 // the parallel loop, so the threads split consecutive convs by rows alike;
@@ -771,10 +781,8 @@ TEST(Lowering, BlockedConvsSplitRowsAmongThreadsWhenTheirWeightsStayInL2) {
     auto f = lower_op(name, "nn.conv2d_blocked", {x, w}, attrs, c.cpu);
     ASSERT_TRUE(f.has_value()) << name;
     const std::string text = tir::print_prim_func(**f);
-    const size_t parallel = text.find(" parallel {");
-    ASSERT_NE(parallel, std::string::npos) << text;
-    const size_t line = text.rfind("for %", parallel);
-    const std::string loop = text.substr(line, parallel - line);
+    const std::string loop = parallel_loop(text);
+    ASSERT_FALSE(loop.empty()) << text;
     const size_t rows = loop.find("_i2"), blocks = loop.find("_i1");
     ASSERT_NE(rows, std::string::npos) << loop;
     ASSERT_NE(blocks, std::string::npos) << loop;
@@ -812,10 +820,8 @@ TEST(Lowering, LayoutCopiesAndOpsOnBlocksSplitRowsAmongThreads) {
     auto f = lower_op(name, c.op, xs, attrs, {64, 32});
     ASSERT_TRUE(f.has_value()) << name;
     const std::string text = tir::print_prim_func(**f);
-    const size_t parallel = text.find(" parallel {");
-    ASSERT_NE(parallel, std::string::npos) << text;
-    const size_t line = text.rfind("for %", parallel);
-    const std::string loop = text.substr(line, parallel - line);
+    const std::string loop = parallel_loop(text);
+    ASSERT_FALSE(loop.empty()) << text;
     const size_t rows = loop.find("_i2"), channels = loop.find("_i1");
     ASSERT_NE(rows, std::string::npos) << name << ": " << loop;
     EXPECT_TRUE(channels == std::string::npos || rows < channels) << name << ": " << loop;
