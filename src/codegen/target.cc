@@ -28,13 +28,16 @@ constexpr HexagonVersion kHexagonVersions[] = {
 
 Target host_target() {
   Target t;
-  t.vector_bytes = schedule::host_cpu_target().vector_bytes;
+  const schedule::CpuTarget host = schedule::host_cpu_target();
+  t.vector_bytes = host.vector_bytes;
+  t.float16_conversions = host.float16_conversions;
   return t;
 }
 
 schedule::CpuTarget schedule_target(const Target& t) {
   if (t.is_hexagon()) return {t.vector_bytes, 32, t.vtcm_capacity};
   schedule::CpuTarget cpu{t.vector_bytes, t.vector_bytes >= 64 ? 32 : 16};
+  cpu.float16_conversions = t.float16_conversions;
   // The machine's caches when the target is the machine; a named CPU's are
   // not known here, so it keeps the typical ones.
   if (t.cpu.empty()) {
@@ -83,6 +86,7 @@ Target parse_target(const std::string& name) {
       return std::find(features.begin(), features.end(), f) != features.end();
     };
     t.vector_bytes = has("avx512f") ? 64 : has("avx") ? 32 : 16;
+    t.float16_conversions = has("f16c");
     return t;
   }
   for (const HexagonVersion& v : kHexagonVersions) {

@@ -29,7 +29,8 @@ struct Target {
   std::string cpu;            // host: empty for the machine's CPU, or -mcpu's name
   std::string features;       // LLVM feature string; empty for the host (the CPU's own)
   uint64_t vtcm_capacity = 4ull << 20;
-  int vector_bytes = 0;  // the widest vector register (HVX: 128); 0: unknown
+  int vector_bytes = 0;              // the widest vector register (HVX: 128); 0: unknown
+  bool float16_conversions = false;  // F16C: float16 kernels are compiled
 
   bool is_hexagon() const { return kind == Kind::Hexagon; }
 };

@@ -32,7 +32,7 @@ std::string short_name(const std::string& op) {
 
 }  // namespace
 
-KernelPlan plan_kernels(const Graph& host) {
+KernelPlan plan_kernels(const Graph& host, const schedule::CpuTarget& cpu) {
   KernelPlan plan;
   std::map<std::string, size_t> producer;  // value -> node
   std::map<std::string, int> uses;
@@ -77,7 +77,7 @@ KernelPlan plan_kernels(const Graph& host) {
     if (any_bounded(in) || any_bounded(out))
       why = "dynamic shape (a bounded dynamic leading axis, known only at run time)";
     else
-      why = lower::why_not_lowered(n.op, in, out, attrs);
+      why = lower::why_not_lowered(n.op, in, out, attrs, cpu);
     if (why) {
       auto& entry = plan.reference_ops[n.op];
       ++entry.first;

@@ -50,7 +50,8 @@ struct KernelPlan {
   int lowered_ops = 0;
 };
 
-KernelPlan plan_kernels(const Graph& host);
+// Ops are probed for lowering as scheduled for `cpu` (the compile target's).
+KernelPlan plan_kernels(const Graph& host, const schedule::CpuTarget& cpu = schedule::host_cpu_target());
 
 struct LoweredKernels {
   Graph host;                        // the program with kernel nodes

@@ -106,8 +106,9 @@ std::optional<tir::DataType> lowered_dtype(DType t) {
   switch (t) {
     case DType::Float32:
       return tir::DataType::float32();
+    // Kernel parameters only: ops compute on float16 in float32 (lower_kernel).
     case DType::Float16:
-      return std::nullopt;
+      return tir::DataType::float_(16);
     case DType::Int8:
       return tir::DataType::int_(8);
     case DType::UInt8:
@@ -275,6 +276,19 @@ bool common_dtypes(const std::vector<TensorDesc>& descs, std::string* why) {
   return true;
 }
 
+// `descs` with float16 taken as float32, the type ops compute float16 in.
+std::vector<TensorDesc> computed_as_float32(std::vector<TensorDesc> descs) {
+  for (TensorDesc& d : descs)
+    if (d.dtype == DType::Float16) d.dtype = DType::Float32;
+  return descs;
+}
+
+// `t` converted to `to` element by element (inlined where it is read).
+te::Tensor converted(const te::Tensor& t, tir::DataType to, const std::string& name) {
+  return te::compute(
+      t->shape, [&](const te::Axes& i) { return tir::cast(to, (*t)(i)); }, name);
+}
+
 // A copy of `t`: a kernel output must be a tensor the kernel computes.
 te::Tensor copy_of(const te::Tensor& t, const std::string& name) {
   return te::compute(
@@ -430,16 +444,28 @@ std::optional<tir::PrimFunc> lower_kernel(const KernelSpec& spec, std::string* w
       if (why) *why = "no lowering";
       return std::nullopt;
     }
+    // float16 values are float32 to the lowerings: converted as they are
+    // read and rounded back as they are stored, as the reference kernels
+    // compute them (each op's result rounded to float16).
+    const std::vector<TensorDesc> in32 = computed_as_float32(op.in), out32 = computed_as_float32(op.out);
     if (!is_float_or_int_dtypes(op.in, &reason) || !is_float_or_int_dtypes(op.out, &reason) ||
-        (l->dtypes == Dtypes::Common &&
-         (!common_dtypes(op.in, &reason) || !common_dtypes(op.out, &reason)))) {
+        (l->dtypes == Dtypes::Common && (!common_dtypes(in32, &reason) || !common_dtypes(out32, &reason)))) {
       if (why) *why = reason;
       return std::nullopt;
     }
-    LowerContext ctx{op.op, {}, op.in, op.out, op.attrs, tensor_name(op.op, int(k)), cpu};
-    for (const auto& s : op.sources)
-      ctx.inputs.push_back(s.param >= 0 ? params.at(size_t(s.param))
-                                        : results.at(size_t(s.producer)).at(size_t(s.output)));
+    if ((in32 != op.in || out32 != op.out) && !cpu.float16_conversions) {
+      if (why) *why = "float16 tensors need a target with float16 conversions (x86's F16C)";
+      return std::nullopt;
+    }
+    LowerContext ctx{op.op, {}, in32, out32, op.attrs, tensor_name(op.op, int(k)), cpu};
+    for (size_t j = 0; j < op.sources.size(); ++j) {
+      const KernelOp::Source& s = op.sources[j];
+      te::Tensor x =
+          s.param >= 0 ? params.at(size_t(s.param)) : results.at(size_t(s.producer)).at(size_t(s.output));
+      if (op.in.at(j).dtype == DType::Float16)
+        x = converted(x, tir::DataType::float32(), ctx.name + "_in" + std::to_string(j));
+      ctx.inputs.push_back(x);
+    }
     Lowered r = l->fn(ctx);
     if (!r.unsupported.empty()) {
       if (why) *why = r.unsupported;
@@ -473,6 +499,12 @@ std::optional<tir::PrimFunc> lower_kernel(const KernelSpec& spec, std::string* w
     if (!place(r.index_checks, &IndexCheck::indices, "indices are", checks.indices) ||
         !place(r.divisor_checks, &DivisorCheck::divisor, "divisor is", checks.divisors))
       return std::nullopt;
+    // Rounded back where it is stored (an extern's output too, after its
+    // inputs were marked to be buffers above).
+    for (size_t o = 0; o < r.outputs.size() && o < op.out.size(); ++o)
+      if (op.out[o].dtype == DType::Float16)
+        r.outputs[o] =
+            converted(r.outputs[o], tir::DataType::float_(16), ctx.name + "_out" + std::to_string(o));
     results.push_back(std::move(r.outputs));
   }
   std::vector<te::Tensor> outputs;

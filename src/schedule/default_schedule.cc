@@ -1,5 +1,8 @@
 // The default schedule of a lowered kernel (see schedule.h).
 #include <unistd.h>
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
 
 #include <algorithm>
 #include <string>
@@ -158,6 +161,9 @@ CpuTarget host_cpu_target() {
     t = {64, 32};
   else if (__builtin_cpu_supports("avx"))
     t = {32, 16};
+  // CPUID leaf 1, ECX bit 29: F16C (GCC's __builtin_cpu_supports has no name for it).
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  t.float16_conversions = __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & (1u << 29)) != 0;
 #endif
   // What the system reports (glibc reads CPUID); a value it does not know
   // is 0 or -1, and a size outside what a core has is taken as unknown too.

@@ -34,6 +34,10 @@ struct CpuTarget {
   int64_t l1_ways = 8;
   int64_t l2_bytes = 512 << 10;
   bool caches_reported = false;  // the sizes are the machine's
+  // float16 <-> float32 conversions in vector instructions (x86's F16C):
+  // kernels on float16 tensors load them as float32 and store them rounded
+  // back; without them float16 ops stay on their reference kernels.
+  bool float16_conversions = false;
   int64_t float32_lanes() const { return vector_bytes / 4; }
 };
 // Below this much work (output elements times the reduction's extent: a

@@ -47,7 +47,10 @@ inline std::optional<tir::PrimFunc> lower_op(const std::string& name, const std:
 // tails), so both schedules are checked wherever the test runs.
 inline std::vector<schedule::CpuTarget> schedule_targets() {
   std::vector<schedule::CpuTarget> targets = {schedule::host_cpu_target()};
-  if (targets[0].vector_bytes > 32) targets.push_back({32, 16});
+  if (targets[0].vector_bytes > 32) {
+    targets.push_back({32, 16});
+    targets.back().float16_conversions = true;  // as x86-64-v3 (F16C)
+  }
   return targets;
 }
 
