@@ -3,7 +3,8 @@
 # and two BERT-base encoder layers, and a CNN and an encoder layer of
 # awkward extents (prime channel counts and widths; written with random
 # weights by bench/models/make_models.py), and a CRNN text recognizer with
-# two bidirectional LSTM layers, and a small 3-D U-Net, compiled by kiln on one and two threads against ONNX Runtime on one and two
+# two bidirectional LSTM layers, a small 3-D U-Net, and ResNet-18 and
+# MobileNetV2 in float16, compiled by kiln on one and two threads against ONNX Runtime on one and two
 # threads, in interleaved rounds of the same run, as a table of latencies,
 # ratios and compile times, with the CPU. Every kiln run checks its outputs
 # against ONNX Runtime's.
@@ -17,7 +18,7 @@ build=$(cd "${1:-build}" && pwd)
 work=$build/e2e-models
 compare=$build/tests/kiln_onnx_compare
 ort_run=$here/../tests/e2e/ort_run.js
-atol=1e-4 rtol=1e-3
+atol=1e-4 rtol=1e-3 atol16=5e-2 rtol16=1e-2
 repeat=7 rounds=${KILN_E2E_ROUNDS:-3}
 
 # Debian's interpreter has numpy and onnx (scripts/setup.sh installs them);
@@ -34,7 +35,7 @@ mkdir -p "$work" "$build/e2e-npm"
 ort_modules "$build/e2e-npm" ||
   { echo "error: 'npm install onnxruntime-node@1.30.0' failed (see $build/e2e-npm/npm-install.log)"; exit 1; }
 cd "$work"
-[ -f models/unet3d.onnx ] || "$python" "$here/models/make_models.py" models
+[ -f models/mobilenet_v2_float16.onnx ] || "$python" "$here/models/make_models.py" models
 
 target=()
 [ -n "${KILN_E2E_TARGET:-}" ] && target=(--target "$KILN_E2E_TARGET")
@@ -44,11 +45,16 @@ status=0
 rows=()
 for entry in "resnet18 1,3,224,224" "mobilenet_v2 1,3,224,224" "efficientnet_b0 1,3,224,224" \
   "bert_base_2_layers 1,128,768" "odd_shapes_cnn 1,3,115,117" "odd_shapes_encoder 1,77,388" "crnn_bilstm 1,3,32,320" \
-  "unet3d 1,1,16,64,64"; do
-  read -r model shape <<<"$entry"
+  "unet3d 1,1,16,64,64" "resnet18_float16 1,3,224,224 float16" "mobilenet_v2_float16 1,3,224,224 float16"; do
+  read -r model shape kind <<<"$entry"
   onnx=models/$model.onnx dir=run/$model
-  cmp=("$compare" "$onnx" "$dir" --input-shape "x=$shape" --atol "$atol" --rtol "$rtol" --repeat "$repeat" "${target[@]}")
-  ort=(node "$ort_run" "$onnx" "$dir" "x=${shape//,/x}" --repeat $((repeat + 2)))
+  # float16 models: ORT computes in float32 between its casts, kiln rounds
+  # each op's result to float16 as the op's definition does; they differ by
+  # a few float16 units (2^-11 relative) per layer.
+  tol=(--atol "$atol" --rtol "$rtol") half=()
+  [ "$kind" = float16 ] && tol=(--atol "$atol16" --rtol "$rtol16") half=(--float16)
+  cmp=("$compare" "$onnx" "$dir" --input-shape "x=$shape" "${tol[@]}" --repeat "$repeat" "${target[@]}")
+  ort=(node "$ort_run" "$onnx" "$dir" "x=${shape//,/x}" --repeat $((repeat + 2)) "${half[@]}")
   o1s=() k1s=() k2s=() o2s=()
   for ((r = 0; r < rounds; r++)); do
     o1s+=("$(field ort_ms "$("${pin[@]}" "${ort[@]}" | tail -1)")")
@@ -74,4 +80,5 @@ echo "times in ms: the median of $rounds interleaved rounds, each the median of 
 echo "kiln: compiled host code (KILN_NUM_THREADS=1, 2); ORT: onnxruntime-node 1.30 (intra-op threads 1, 2);"
 if [ ${#pin[@]} -gt 0 ]; then echo "one-thread runs and the compile pinned to CPU $pin_cpu (taskset)"; fi
 echo "compile: kiln compile MODEL.onnx -o MODEL.kmod, wall clock; outputs checked: |kiln - ort| <= $atol + $rtol * |ort|"
+echo "(*_float16: weights, input and output in float16; |kiln - ort| <= $atol16 + $rtol16 * |ort|)"
 exit $status

@@ -4,7 +4,9 @@ classifiers, 224x224 input) and two BERT-base encoder layers (128 tokens of
 768 features); and two of awkward extents (prime channel counts and widths,
 77 tokens of 388 features), where a schedule without tails would fall back
 to slow code; a CRNN text recognizer with two bidirectional LSTM
-layers; and a small 3-D U-Net on a 16x64x64 volume. The
+layers; a small 3-D U-Net on a 16x64x64 volume; and ResNet-18 and
+MobileNetV2 again in float16 (weights, input and output, as a half-precision
+export writes them). The
 weights are random (fixed seed) and batch norms are left out, as an export
 folds them into the convs; the speed and the arithmetic are those of the real
 models.
@@ -235,6 +237,21 @@ def unet3d(path):
     g.save(path, [1, 1, 16, 64, 64], conv3d(x, 16, 2, k=1), [1, 2, 16, 64, 64])
 
 
+def float16_copy(src, dst):
+    """The model at `src` with its weights, input and output in float16, as
+    an export in half precision writes it (every op then runs on float16)."""
+    model = onnx.load(src)
+    g = model.graph
+    for i, t in enumerate(g.initializer):
+        if t.data_type == TensorProto.FLOAT:
+            g.initializer[i].CopyFrom(numpy_helper.from_array(numpy_helper.to_array(t).astype(np.float16), t.name))
+    for v in list(g.input) + list(g.output) + list(g.value_info):
+        if v.type.tensor_type.elem_type == TensorProto.FLOAT:
+            v.type.tensor_type.elem_type = TensorProto.FLOAT16
+    onnx.checker.check_model(model)
+    onnx.save(model, dst)
+
+
 def main():
     if len(sys.argv) != 2:
         sys.exit("usage: make_models.py OUT_DIR")
@@ -249,6 +266,8 @@ def main():
     bert_layers(os.path.join(out, "odd_shapes_encoder.onnx"), layers=1, tokens=77, features=388, heads=4)
     crnn_bilstm(os.path.join(out, "crnn_bilstm.onnx"))
     unet3d(os.path.join(out, "unet3d.onnx"))
+    for name in ["resnet18", "mobilenet_v2"]:
+        float16_copy(os.path.join(out, name + ".onnx"), os.path.join(out, name + "_float16.onnx"))
 
 
 if __name__ == "__main__":

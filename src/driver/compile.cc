@@ -139,11 +139,17 @@ Executable compile_model(const Module& input, const CompileOptions& opts, Compil
         "partition", [&] { return partition_module(m, opts.partition, opts.merge, &sum.report); },
         [](const Module& r) { return print_module(r); });
 
-  // 2b. Host layout: after partitioning (backends keep NCHW convs), before
+  // 2b. float16 ops on float32 values, each result rounded, so the host
+  //     passes below (which take float32) see them; their constants folded.
+  const schedule::CpuTarget cpu = codegen::schedule_target(opts.target);
+  if (opts.compile_host && cpu.float16_conversions && !cpu.scratchpad_bytes)
+    m = stages.run("widen-float16", [&] {
+      return run_passes(m, {"widen-float16", "fold-constants", "dead-code-elimination"}, popts);
+    });
+  // 2c. Host layout: after partitioning (backends keep NCHW convs), before
   //     the host program is built from what is left. Folding packs the
   //     blocked weights; dead-code-elimination drops the unblocked copies
   //     that nothing reads.
-  const schedule::CpuTarget cpu = codegen::schedule_target(opts.target);
   if (opts.compile_host && opts.blocked_layout && !cpu.scratchpad_bytes && cpu.float32_lanes() > 1)
     m = stages.run("convert-layout", [&] {
       return run_passes(m,
@@ -151,7 +157,7 @@ Executable compile_model(const Module& input, const CompileOptions& opts, Compil
                          "fold-constants", "dead-code-elimination"},
                         popts);
     });
-  // 2c. Constant right operands of products packed into the panels their
+  // 2d. Constant right operands of products packed into the panels their
   //     register tiles read, at compile time.
   if (opts.compile_host && !cpu.scratchpad_bytes && cpu.float32_lanes() > 1)
     m = stages.run("pack-matmul-weights", [&] {
@@ -160,7 +166,7 @@ Executable compile_model(const Module& input, const CompileOptions& opts, Compil
                          "fold-constants", "dead-code-elimination"},
                         popts);
     });
-  // 2d. Large 3x3 convs by Winograd's F(m, 3) along their rows, their
+  // 2e. Large 3x3 convs by Winograd's F(m, 3) along their rows, their
   //     kernels transformed at compile time.
   if (opts.compile_host && !cpu.scratchpad_bytes && cpu.float32_lanes() > 1)
     m = stages.run("winograd-weights", [&] {
@@ -181,7 +187,7 @@ Executable compile_model(const Module& input, const CompileOptions& opts, Compil
 
   // 4. Fuse: host ops grouped into kernels.
   KernelPlan plan = stages.run(
-      "fuse", [&] { return plan_kernels(exe.host); },
+      "fuse", [&] { return plan_kernels(exe.host, cpu); },
       [&](const KernelPlan& p) {
         std::string s;
         for (const auto& k : p.kernels) s += k.spec.name + " (" + std::to_string(k.nodes.size()) + " ops)\n";

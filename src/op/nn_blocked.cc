@@ -24,7 +24,8 @@
 //   first conv of a network, on an image of 3 channels, writes blocks
 //   without its input being copied into them.
 //
-// All four take float32 only: the layout is for the host's float32 convs.
+// All four take float32; block_channels and unblock_channels float16 too
+// (a float16 model's rounded values between blocked convs, widen-float16).
 #include <vector>
 
 #include "op/nn_internal.h"
@@ -38,23 +39,33 @@ int64_t positive_int(const std::string& op, const Attrs& attrs, const std::strin
   return v;
 }
 
-// Copies between NCHW (N, C, HW) and blocked (N, C / c, HW, c) float32 data.
-void block_data(const float* src, float* dst, int64_t n, int64_t channels, int64_t hw, int64_t c) {
+// Copies between NCHW (N, C, HW) and blocked (N, C / c, HW, c) data of
+// float32 (float) or float16 (its bits, uint16_t) elements.
+template <typename T>
+void block_data(const T* src, T* dst, int64_t n, int64_t channels, int64_t hw, int64_t c) {
   for (int64_t b = 0; b < n * channels; ++b) {
     const int64_t img = b / channels, ch = b % channels;
-    float* out = dst + ((img * (channels / c) + ch / c) * hw) * c + ch % c;
-    const float* in = src + b * hw;
+    T* out = dst + ((img * (channels / c) + ch / c) * hw) * c + ch % c;
+    const T* in = src + b * hw;
     for (int64_t p = 0; p < hw; ++p) out[p * c] = in[p];
   }
 }
 
-void unblock_data(const float* src, float* dst, int64_t n, int64_t channels, int64_t hw, int64_t c) {
+template <typename T>
+void unblock_data(const T* src, T* dst, int64_t n, int64_t channels, int64_t hw, int64_t c) {
   for (int64_t b = 0; b < n * channels; ++b) {
     const int64_t img = b / channels, ch = b % channels;
-    const float* in = src + ((img * (channels / c) + ch / c) * hw) * c + ch % c;
-    float* out = dst + b * hw;
+    const T* in = src + ((img * (channels / c) + ch / c) * hw) * c + ch % c;
+    T* out = dst + b * hw;
     for (int64_t p = 0; p < hw; ++p) out[p] = in[p * c];
   }
+}
+
+// Blocked data: float32, or float16 (a float16 model's rounded values
+// between blocked convs, widen-float16).
+void require_blockable_data(const std::string& op, const TensorDesc& t) {
+  if (t.dtype != DType::Float32 && t.dtype != DType::Float16)
+    throw Error(op + ": data must be float32 or float16, got " + std::string(dtype_name(t.dtype)));
 }
 
 // Where weight element [oc, ic, tap] of an (O, I, taps) weight sits in its
@@ -71,7 +82,7 @@ const char* kUnblock = "nn.unblock_channels";
 
 std::vector<TensorDesc> infer_block(const std::vector<TensorDesc>& in, const Attrs& attrs) {
   const TensorDesc& x = in[0];
-  require_float32(kBlock, "data", x);
+  require_blockable_data(kBlock, x);
   require_rank(kBlock, "data", x, 4, "(N, C, H, W)");
   int64_t c = positive_int(kBlock, attrs, "block");
   if (x.shape[1] % c != 0)
@@ -82,20 +93,28 @@ std::vector<TensorDesc> infer_block(const std::vector<TensorDesc>& in, const Att
 
 void block_kernel(const std::vector<Tensor>& in, const Attrs&, std::vector<Tensor>& out) {
   const Tensor& x = in[0];
-  block_data(x.data<float>(), out[0].data<float>(), x.dim(0), x.dim(1), x.dim(2) * x.dim(3), out[0].dim(4));
+  if (x.dtype() == DType::Float16)
+    block_data(x.data<uint16_t>(), out[0].data<uint16_t>(), x.dim(0), x.dim(1), x.dim(2) * x.dim(3),
+               out[0].dim(4));
+  else
+    block_data(x.data<float>(), out[0].data<float>(), x.dim(0), x.dim(1), x.dim(2) * x.dim(3), out[0].dim(4));
 }
 
 std::vector<TensorDesc> infer_unblock(const std::vector<TensorDesc>& in, const Attrs&) {
   const TensorDesc& x = in[0];
-  require_float32(kUnblock, "data", x);
+  require_blockable_data(kUnblock, x);
   require_rank(kUnblock, "data", x, 5, "(N, C / c, H, W, c)");
   return {{{x.shape[0], x.shape[1] * x.shape[4], x.shape[2], x.shape[3]}, x.dtype}};
 }
 
 void unblock_kernel(const std::vector<Tensor>& in, const Attrs&, std::vector<Tensor>& out) {
   const Tensor& x = in[0];
-  unblock_data(x.data<float>(), out[0].data<float>(), x.dim(0), x.dim(1) * x.dim(4), x.dim(2) * x.dim(3),
-               x.dim(4));
+  if (x.dtype() == DType::Float16)
+    unblock_data(x.data<uint16_t>(), out[0].data<uint16_t>(), x.dim(0), x.dim(1) * x.dim(4),
+                 x.dim(2) * x.dim(3), x.dim(4));
+  else
+    unblock_data(x.data<float>(), out[0].data<float>(), x.dim(0), x.dim(1) * x.dim(4), x.dim(2) * x.dim(3),
+                 x.dim(4));
 }
 
 // ---- block_conv_weight ----------------------------------------------------

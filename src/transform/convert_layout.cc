@@ -14,7 +14,9 @@
 // weight is packed once, at compile time). An elementwise op becomes its
 // blocked form when one operand is blocked and every other one is blocked
 // too (with the same channels), a constant per channel ((1, C, 1, 1) or
-// (C, 1, 1), rewritten blocked) or a constant of one element. A global
+// (C, 1, 1), rewritten blocked) or a constant of one element; astype to
+// float16 and back (a float16 model's rounded results, widen-float16) is
+// one of them, its float16 values blocked too. A global
 // average pool (adaptive_avg_pool2d to 1x1) of a blocked value becomes a
 // mean over its rows and columns. Each rewritten binding keeps its variable
 // as unblock_channels of the blocked result, for the users that stay in
@@ -57,7 +59,7 @@ const std::set<std::string>& elementwise_ops() {
       "nn.relu", "nn.hard_swish", "nn.hard_sigmoid", "nn.leaky_relu", "clip",    "sigmoid",
       "tanh",    "exp",           "negative",        "abs",           "nn.gelu", "sqrt",
       "square",  "erf",           "floor",           "ceil",          "round",   "sign",
-      "nn.silu"};
+      "nn.silu", "astype"};
   return ops;
 }
 
@@ -273,7 +275,10 @@ class LayoutConverter {
   Expr convert_elementwise(const CallNode& call) {
     if (!call.type->is_tensor()) return nullptr;
     const TensorDesc& out = call.type->tensor;
-    if (out.dtype != DType::Float32 || out.shape.size() != 4) return nullptr;
+    // Float16 values in blocks: the rounding of a float16 model's results
+    // to float16 and back (widen-float16).
+    const bool rounding = call.op->name == "astype" && out.dtype == DType::Float16;
+    if ((out.dtype != DType::Float32 && !rounding) || out.shape.size() != 4) return nullptr;
     const int64_t channels = out.shape[1];
     if (channels % block_ != 0) return nullptr;
     std::vector<Expr> args;

@@ -3,11 +3,12 @@
 // writes its outputs as .npy files: the peer that kiln's results and speed
 // are compared with.
 //
-//   node ort_run.js MODEL.onnx OUT_DIR NAME=SHAPE [--seed S] [--repeat N] [--threads T]
+//   node ort_run.js MODEL.onnx OUT_DIR NAME=SHAPE [--seed S] [--repeat N] [--threads T] [--float16]
 //
 // SHAPE is 1x3x48x320. The input is deterministic (a fixed-seed generator,
 // values in [0, 1) like a normalised image, shifted to [-1, 1)) and written
-// to OUT_DIR/input.npy so kiln runs on exactly the same bytes. Outputs go to
+// to OUT_DIR/input.npy so kiln runs on exactly the same bytes (rounded to
+// float16 for a model whose input is float16, --float16). Outputs go to
 // OUT_DIR/output_<i>.npy in the model's output order. The last line printed
 // is JSON: {"model":..., "ort_ms": median latency, "session_ms": the time
 // InferenceSession.create took, "outputs": [...]}.
@@ -15,9 +16,34 @@
 const fs = require('fs');
 const path = require('path');
 
+// A float32 value as the bits of the nearest float16 (ties to even;
+// overflow to infinity, NaN stays NaN).
+function float16Bits(value) {
+  const f = new Float32Array([value]);
+  const u = new Uint32Array(f.buffer)[0];
+  const sign = (u >>> 16) & 0x8000, exp = (u >>> 23) & 0xff, mant = u & 0x7fffff;
+  if (exp === 0xff) return sign | 0x7c00 | (mant ? 0x200 : 0);
+  const e = exp - 127 + 15;
+  if (e >= 31) return sign | 0x7c00;
+  if (e <= 0) {
+    if (e < -10) return sign;
+    const m = mant | 0x800000, shift = 14 - e;
+    let h = m >>> shift;
+    const rest = m & ((1 << shift) - 1), half = 1 << (shift - 1);
+    if (rest > half || (rest === half && (h & 1))) h++;
+    return sign | h;
+  }
+  let h = (e << 10) | (mant >>> 13);
+  const rest = mant & 0x1fff;
+  if (rest > 0x1000 || (rest === 0x1000 && (h & 1))) h++;
+  return sign | h;
+}
+
+// A .npy file of float32 data, or of float16 bits (a Uint16Array).
 function npyBytes(shape, data) {
   const shapeStr = '(' + shape.join(', ') + (shape.length === 1 ? ',' : '') + ')';
-  let header = `{'descr': '<f4', 'fortran_order': False, 'shape': ${shapeStr}, }`;
+  const descr = data instanceof Uint16Array ? '<f2' : '<f4';
+  let header = `{'descr': '${descr}', 'fortran_order': False, 'shape': ${shapeStr}, }`;
   const total = 10 + header.length + 1;
   header += ' '.repeat((64 - (total % 64)) % 64) + '\n';
   const pre = Buffer.alloc(10);
@@ -31,12 +57,13 @@ function npyBytes(shape, data) {
 
 function main() {
   const args = process.argv.slice(2);
-  let seed = 1, repeat = 5, threads = 1;
+  let seed = 1, repeat = 5, threads = 1, half = false;
   const pos = [];
   for (let i = 0; i < args.length; i++) {
     if (args[i] === '--seed') seed = Number(args[++i]);
     else if (args[i] === '--repeat') repeat = Number(args[++i]);
     else if (args[i] === '--threads') threads = Number(args[++i]);
+    else if (args[i] === '--float16') half = true;
     else pos.push(args[i]);
   }
   if (pos.length !== 3) {
@@ -69,8 +96,10 @@ function main() {
     const ink = rowBand >= 12 && rowBand < 30 && x % 12 < 9 && cells.get(cell) && (x + y) % 5 < 2;
     data[i] = (ink ? -0.9 : 0.9) + (rand() - 0.5) * 0.1;
   }
+  // A float16 model (--float16) takes the same values rounded to float16.
+  const input = half ? Uint16Array.from(data, float16Bits) : data;
   fs.mkdirSync(outDir, { recursive: true });
-  fs.writeFileSync(path.join(outDir, 'input.npy'), npyBytes(shape, data));
+  fs.writeFileSync(path.join(outDir, 'input.npy'), npyBytes(shape, input));
 
   (async () => {
     const created = process.hrtime.bigint();
@@ -80,7 +109,7 @@ function main() {
       executionMode: 'sequential',
     });
     const sessionMs = Number(process.hrtime.bigint() - created) / 1e6;
-    const feeds = { [name]: new ort.Tensor('float32', data, shape) };
+    const feeds = { [name]: new ort.Tensor(half ? 'float16' : 'float32', input, shape) };
     let results;
     const times = [];
     for (let r = 0; r < Math.max(1, repeat); r++) {
@@ -92,8 +121,12 @@ function main() {
     const outputs = [];
     session.outputNames.forEach((o, i) => {
       const t = results[o];
-      if (t.type !== 'float32') throw new Error(`output ${o} has type ${t.type}; only float32 is compared`);
-      fs.writeFileSync(path.join(outDir, `output_${i}.npy`), npyBytes(t.dims, t.data));
+      if (t.type !== 'float32' && t.type !== 'float16')
+        throw new Error(`output ${o} has type ${t.type}; only float32 and float16 are compared`);
+      // float16 data comes as its bits (a Uint16Array) or, where Node has
+      // one, a Float16Array: written as the bits either way.
+      const out = t.type === 'float16' ? new Uint16Array(t.data.buffer, t.data.byteOffset, t.data.length) : t.data;
+      fs.writeFileSync(path.join(outDir, `output_${i}.npy`), npyBytes(t.dims, out));
       outputs.push({ name: o, shape: t.dims });
     });
     console.log(JSON.stringify({

@@ -29,6 +29,14 @@ TEST(BlockedLayout, BlockChannelsPutsEachBlockOfChannelsInnermost) {
   for (size_t i = 0; i < want.size(); ++i) EXPECT_EQ(y.data<float>()[i], want[i]) << i;
   Tensor back = run1("nn.unblock_channels", {y});
   EXPECT_TRUE(back.bitwise_equal(x));
+  // float16 data (a float16 model's rounded values, widen-float16): the same
+  // positions, the values' bits unchanged.
+  Tensor h = Tensor::empty({1, 4, 1, 2}, DType::Float16);
+  for (int64_t i = 0; i < h.numel(); ++i) h.set_from_double(i, x.get_as_double(i) + 0.5);
+  Tensor hy = run1("nn.block_channels", {h}, {{"block", int64_t{2}}});
+  ASSERT_EQ(hy.dtype(), DType::Float16);
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_EQ(hy.get_as_double(int64_t(i)), want[i] + 0.5) << i;
+  EXPECT_TRUE(run1("nn.unblock_channels", {hy}).bitwise_equal(h));
 }
 
 TEST(BlockedLayout, BlockConvWeightFollowsItsDefinition) {
@@ -137,7 +145,7 @@ TEST(BlockedLayout, BadShapesAndAttributesAreErrorsNamingThem) {
   Tensor ints = Tensor::zeros({1, 4, 2, 2}, DType::Int32);
   EXPECT_NE(testing::error_of([&] {
               run1("nn.block_channels", {ints}, {{"block", int64_t{2}}});
-            }).find("must be float32, got int32"),
+            }).find("must be float32 or float16, got int32"),
             std::string::npos);
 }
 

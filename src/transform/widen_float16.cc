@@ -1,0 +1,144 @@
+// widen-float16: runs the host's float16 ops on float32 values, each result
+// rounded to float16 as the op's own result is (the reference kernels load
+// float16 as float, compute and store the result rounded to nearest even:
+// src/op/kernel_util.h), so a float16 model computes the same values as on
+// its reference kernels but through the float32 paths of the passes after
+// it: convert-layout's channel blocks, pack-matmul-weights' panels and
+// winograd-weights' transforms, which take float32 convs and products
+// only. Its float16 constants become float32 ones (fold-constants).
+//
+// Each op call with a float16 operand or result whose type follows its
+// operands' (inferred again on float32 operands, every float16 result
+// becomes float32 and nothing else changes) is computed on the float32
+// values of its operands and bound to a fresh variable; the original
+// variable becomes that result rounded (astype to float16), which the
+// function's result and the ops left alone (astype, tuples of results, ops
+// whose result type an attribute fixes) read as before. An operand's
+// float32 value is astype of it to float32, bound once per variable. The
+// rounding pairs, astype to float16 and back, are what the reference
+// computes between ops; fuse puts them in the producing kernel's epilogue,
+// and convert-layout keeps them in channel blocks.
+//
+// Without float16 conversions in the target's vectors (F16C) the model
+// compile pipeline does not run it: its float16 ops stay on their reference
+// kernels.
+//
+// Requires: nothing; run fold-constants and dead-code-elimination after it.
+// Guarantees: every variable keeps its type and value; the function's
+// results are unchanged.
+//
+//   %c = nn.conv2d(%x: float16, const float16)
+//   %y = nn.relu(%c)
+// =>
+//   %x_f32 = astype(%x, dtype="float32")
+//   %c_wide = nn.conv2d(%x_f32, astype(const, dtype="float32"))
+//   %c = astype(%c_wide, dtype="float16")
+//   %c_f32 = astype(%c, dtype="float32")
+//   %y_wide = nn.relu(%c_f32)
+//   %y = astype(%y_wide, dtype="float16")
+#include <unordered_map>
+
+#include "transform/pass.h"
+
+namespace kiln {
+namespace {
+
+bool is_float16(const Expr& e) {
+  const TensorDesc* d = tensor_desc(e);
+  return d && d->dtype == DType::Float16;
+}
+
+Attrs dtype_attrs(const char* name) {
+  Attrs a;
+  a.set("dtype", std::string(name));
+  return a;
+}
+
+class Widener {
+ public:
+  explicit Widener(const FunctionNode& f) : f_(f), fresh_(f) {}
+
+  Function run() {
+    for (const Binding& b : f_.bindings) {
+      if (!widen(b)) out_.push_back(b);
+    }
+    if (!changed_) return nullptr;
+    return make_function(f_.name, f_.params, std::move(out_), f_.result, f_.attrs);
+  }
+
+ private:
+  // The float32 value of float16 operand `x`: a constant's converted in
+  // place (fold-constants folds it), a variable's bound once.
+  Expr wide(const Expr& x) {
+    Expr call = make_op_call("astype", {x}, dtype_attrs("float32"));
+    const VarNode* v = as<VarNode>(x);
+    if (!v) return call;
+    auto it = wide_.find(v);
+    if (it != wide_.end()) return it->second;
+    Var w = make_var(fresh_(v->name + "_f32"), call->type);
+    out_.push_back({w, call});
+    wide_[v] = w;
+    return w;
+  }
+
+  bool widen(const Binding& b) {
+    const CallNode* call = as<CallNode>(b.value);
+    if (!call || !call->is_op_call() || call->op->name == "astype") return false;
+    const TensorDesc* out = tensor_desc(b.value);
+    if (!out) return false;
+    bool any = out->dtype == DType::Float16;
+    for (const Expr& a : call->args) {
+      if (!tensor_desc(a)) return false;
+      any |= is_float16(a);
+    }
+    if (!any) return false;
+    // The op's type on float32 operands: float16 results must become
+    // float32 and nothing else may change.
+    std::vector<Expr> args;
+    for (const Expr& a : call->args) args.push_back(a);
+    Expr widened;
+    try {
+      std::vector<Expr> converted;
+      for (const Expr& a : call->args)
+        converted.push_back(is_float16(a) ? make_op_call("astype", {a}, dtype_attrs("float32")) : a);
+      widened = make_op_call(*call->op, converted, call->attrs);
+    } catch (const Error&) {
+      return false;
+    }
+    TensorDesc expected = *out;
+    if (expected.dtype == DType::Float16) expected.dtype = DType::Float32;
+    if (!tensor_desc(widened) || !(*tensor_desc(widened) == expected)) return false;
+    for (Expr& a : args)
+      if (is_float16(a)) a = wide(a);
+    Expr value = make_op_call(*call->op, args, call->attrs);
+    if (out->dtype != DType::Float16) {
+      out_.push_back({b.var, value});
+    } else {
+      Var v = make_var(fresh_(b.var->name + "_wide"), value->type);
+      out_.push_back({v, value});
+      out_.push_back({b.var, make_op_call("astype", {v}, dtype_attrs("float16"))});
+    }
+    changed_ = true;
+    return true;
+  }
+
+  const FunctionNode& f_;
+  FreshNames fresh_;
+  std::vector<Binding> out_;
+  std::unordered_map<const VarNode*, Var> wide_;
+  bool changed_ = false;
+};
+
+}  // namespace
+
+Module widen_float16(const Module& m) {
+  Module out = m;
+  for (const Function& f : m.functions) {
+    // Backend regions and their composites keep the types their codegen expects.
+    if (f->attrs.find("Codegen") || f->attrs.find("Composite")) continue;
+    if (Function widened = Widener(*f).run()) out.set(widened);
+  }
+  return out;
+}
+
+}  // namespace kiln
