@@ -14,7 +14,10 @@
 // variable becomes that result rounded (astype to float16), which the
 // function's result and the ops left alone (astype, tuples of results, ops
 // whose result type an attribute fixes) read as before. An operand's
-// float32 value is astype of it to float32, bound once per variable. The
+// float32 value is astype of it to float32, bound once per variable; an op
+// that only selects, moves or negates float16 values (relu, clip to float16
+// bounds, max pools, reshapes, concat, ...: exact_on_float16) has a float16
+// value as its float32 result, which the next op reads as it is. The
 // rounding pairs, astype to float16 and back, are what the reference
 // computes between ops; fuse puts them in the producing kernel's epilogue,
 // and convert-layout keeps them in channel blocks.
@@ -36,12 +39,39 @@
 //   %c_f32 = astype(%c, dtype="float32")
 //   %y_wide = nn.relu(%c_f32)
 //   %y = astype(%y_wide, dtype="float16")
+#include <set>
 #include <unordered_map>
 
+#include "kiln/runtime/dtype.h"
 #include "transform/pass.h"
 
 namespace kiln {
 namespace {
+
+// Ops whose result on float16 values is a float16 value (it selects, moves
+// or negates them): rounding it changes nothing, so the float32 result
+// itself is what the next op reads.
+const std::set<std::string>& exact_ops() {
+  static const std::set<std::string> ops = {
+      "nn.relu", "maximum", "minimum",         "abs",       "negative",     "nn.max_pool2d", "reshape",
+      "flatten", "squeeze", "expand_dims",     "concat",    "permute_dims", "strided_slice", "broadcast_to",
+      "take",    "where",   "gather_elements", "gather_nd", "max",          "min",           "trilu"};
+  return ops;
+}
+
+// Whether `v` is a float16 value (a bound of clip, a pad value).
+bool in_float16(double v) { return double(half_to_float(float_to_half(float(v)))) == v; }
+
+// Whether the call's result on float16 values is one too.
+bool exact_on_float16(const CallNode& call) {
+  const std::string& op = call.op->name;
+  if (exact_ops().count(op)) return true;
+  if (op == "clip")
+    return in_float16(call.attrs.get_float("a_min")) && in_float16(call.attrs.get_float("a_max"));
+  if (op == "nn.pad")
+    return call.attrs.get_string("mode") != "constant" || in_float16(call.attrs.get_float("pad_value"));
+  return false;
+}
 
 bool is_float16(const Expr& e) {
   const TensorDesc* d = tensor_desc(e);
@@ -108,6 +138,12 @@ class Widener {
     TensorDesc expected = *out;
     if (expected.dtype == DType::Float16) expected.dtype = DType::Float32;
     if (!tensor_desc(widened) || !(*tensor_desc(widened) == expected)) return false;
+    // Whether every float operand is a float16 value (before `wide` binds them).
+    bool float16_operands = true;
+    for (const Expr& a : call->args) {
+      const TensorDesc* d = tensor_desc(a);
+      if (is_float(d->dtype) && d->dtype != DType::Float16) float16_operands = false;
+    }
     for (Expr& a : args)
       if (is_float16(a)) a = wide(a);
     Expr value = make_op_call(*call->op, args, call->attrs);
@@ -117,6 +153,9 @@ class Widener {
       Var v = make_var(fresh_(b.var->name + "_wide"), value->type);
       out_.push_back({v, value});
       out_.push_back({b.var, make_op_call("astype", {v}, dtype_attrs("float16"))});
+      // Its float32 result is a float16 value already: the next op reads
+      // it, not the rounding.
+      if (float16_operands && exact_on_float16(*call)) wide_[b.var.get()] = v;
     }
     changed_ = true;
     return true;
