@@ -189,6 +189,10 @@ class FunctionBuilder {
         return b_.CreateAnd(a, c);
       case BinaryOp::Or:
         return b_.CreateOr(a, c);
+      case BinaryOp::Shl:
+        return b_.CreateShl(a, c);
+      case BinaryOp::Shr:
+        return s ? b_.CreateAShr(a, c) : b_.CreateLShr(a, c);
     }
     return nullptr;
   }

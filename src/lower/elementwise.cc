@@ -9,8 +9,8 @@
 // compute in float32 where the reference computes in double, so results
 // agree to float rounding. Integer remainders check their divisors for 0
 // first (a DivisorCheck: mod and fmod are opaque kernels, so the divisor is
-// a kernel input); integer division, integer power and float remainders
-// stay on the reference kernels.
+// a kernel input); integer power stays on the reference kernels. bitshift
+// shifts unsigned integers, by the type's width or more to 0.
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -232,6 +232,19 @@ Lowered power(const LowerContext& c) {
   return binary(c, [](Expr a, Expr b) { return tir::call_intrinsic(tir::Intrinsic::Pow, {a, b}); });
 }
 
+// x shifted by s bits (unsigned), 0 for a shift by the type's width or
+// more as the reference (a shift's amount must be below the width).
+Lowered bitshift(const LowerContext& c) {
+  const bool left = c.attrs.get_string("direction") == "left";
+  return binary(c, [&](Expr x, Expr s) {
+    const tir::DataType t = x->dtype;
+    Expr in_range = tir::lt(s, constant(double(t.bits), t));
+    Expr amount = tir::select(in_range, s, constant(0, t));
+    Expr shifted = tir::binary(left ? tir::BinaryOp::Shl : tir::BinaryOp::Shr, x, amount);
+    return tir::select(in_range, shifted, constant(0, t));
+  });
+}
+
 // ---------------------------------------------------------------- comparisons and logic
 
 template <tir::BinaryOp Op>
@@ -306,6 +319,7 @@ void register_elementwise_lowerings(LoweringTable& t) {
   t.add("divide", E, divide, Dtypes::Any);
   t.add("power", E, power, Dtypes::Any);
   t.add("mod", OpPattern::Opaque, mod, Dtypes::Any);
+  t.add("bitshift", E, bitshift, Dtypes::Any);
   t.add("fmod", OpPattern::Opaque, fmod, Dtypes::Any);
   t.add("maximum", E, maximum, Dtypes::Any);
   t.add("minimum", E, minimum, Dtypes::Any);

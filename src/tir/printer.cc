@@ -33,6 +33,8 @@ int precedence(BinaryOp op) {
       return 6;
     case BinaryOp::Or:
     case BinaryOp::And:
+    case BinaryOp::Shl:
+    case BinaryOp::Shr:
     case BinaryOp::NE:
     case BinaryOp::Mod:
     case BinaryOp::Min:

@@ -161,6 +161,7 @@ bool is_infix(BinaryOp op) {
 
 bool is_comparison(BinaryOp op) { return op >= BinaryOp::EQ && op <= BinaryOp::GE; }
 bool is_logical(BinaryOp op) { return op == BinaryOp::And || op == BinaryOp::Or; }
+bool is_shift(BinaryOp op) { return op == BinaryOp::Shl || op == BinaryOp::Shr; }
 
 const char* intrinsic_name(Intrinsic i) {
   switch (i) {

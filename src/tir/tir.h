@@ -128,7 +128,9 @@ enum class ExprKind : uint8_t {
 
 // Binary operators: name, text, whether the text is infix (else it is
 // written like a call: min(a, b)). The shared lexer has no '!', '&' or '|'. Div and Mod
-// truncate toward zero on integers (C semantics).
+// truncate toward zero on integers (C semantics). Shl and Shr shift integers
+// (Shr: logically for unsigned types, arithmetically for signed ones) by an
+// amount in [0, bits); another amount leaves the result unspecified.
 #define KILN_TIR_BINARY_OPS(X) \
   X(Add, "+", true)            \
   X(Sub, "-", true)            \
@@ -144,7 +146,9 @@ enum class ExprKind : uint8_t {
   X(GT, ">", true)             \
   X(GE, ">=", true)            \
   X(And, "and", false)         \
-  X(Or, "or", false)
+  X(Or, "or", false)           \
+  X(Shl, "shl", false)         \
+  X(Shr, "shr", false)
 
 enum class BinaryOp : uint8_t {
 #define KILN_TIR_ENUM_ENTRY(name, text, infix) name,
@@ -155,6 +159,7 @@ const char* binary_op_text(BinaryOp op);
 bool is_infix(BinaryOp op);
 bool is_comparison(BinaryOp op);  // EQ..GE: result is bool
 bool is_logical(BinaryOp op);     // And, Or
+bool is_shift(BinaryOp op);       // Shl, Shr: integers only
 
 struct ExprNode {
   ExprKind kind;

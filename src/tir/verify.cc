@@ -117,6 +117,8 @@ class Verifier {
         KILN_CHECK_V(n.a->dtype == n.b->dtype, std::string("operands of ") + binary_op_text(n.op) +
                                                    " differ in type: " + dtype_str(n.a->dtype) + " and " +
                                                    dtype_str(n.b->dtype));
+        KILN_CHECK_V(!is_shift(n.op) || n.a->dtype.is_integer(),
+                     std::string(binary_op_text(n.op)) + " shifts integers, not " + dtype_str(n.a->dtype));
         DataType want = is_comparison(n.op) ? DataType::bool_(n.a->dtype.lanes) : n.a->dtype;
         KILN_CHECK_V(n.dtype == want, std::string("result type of ") + binary_op_text(n.op) + " is " +
                                           dtype_str(n.dtype) + ", expected " + dtype_str(want));

@@ -105,6 +105,19 @@ const std::map<std::string, Gen>& generators() {
        [] {
          return elementwise(kWide, 2, {1, 50});
        }},
+      // Amounts from 0 past the width (to 0) of each unsigned type.
+      {"bitshift",
+       [] {
+         std::vector<Case> cases;
+         for (const char* direction : {"left", "right"})
+           for (DType t : {kU16, kU32, kU64}) {
+             const double bits = 8.0 * double(dtype_bytes(t));
+             const Attrs a{{"direction", std::string(direction)}};
+             cases.push_back({{typed({3, 21}, t), typed({3, 21}, t)}, a, {{0, 60000}, {0, bits + 3}}});
+             cases.push_back({{typed({3, 21}, t), typed({21}, t)}, a, {{0, 60000}, {0, bits + 3}}});
+           }
+         return cases;
+       }},
       {"negative",
        [] {
          return elementwise({kF64, kI16}, 1);

@@ -672,6 +672,19 @@ const std::map<std::string, CaseGen>& other_generators() {
               {{-1000000000, 1000000000}}}};
        }},
       // Divisors of both signs (never 0: the reference fails), a broadcast one.
+      // Amounts past the width (8 and more: 0), both directions, broadcast.
+      {"bitshift",
+       [](Lcg&) {
+         std::vector<Case> cases;
+         for (const char* direction : {"left", "right"}) {
+           const Attrs a{{"direction", std::string(direction)}};
+           cases.push_back(
+               {{typed({3, 37}, DType::UInt8), typed({3, 37}, DType::UInt8)}, a, {{0, 255}, {0, 10}}});
+           cases.push_back(
+               {{typed({2, 20}, DType::UInt8), typed({20}, DType::UInt8)}, a, {{0, 255}, {0, 255}}});
+         }
+         return cases;
+       }},
       {"mod", remainder_cases},
       {"fmod", remainder_cases},
       {"argmax", arg_cases},
@@ -727,7 +740,6 @@ const std::map<std::string, std::string>& not_lowered() {
       {"nn.gru", "unrolled into products and gates by decompose-recurrent"},
       {"nn.lstm", "unrolled into products and gates by decompose-recurrent"},
       {"einsum", "float32 einsums become matmuls, transposes and sums (decompose-einsum); the rest stay"},
-      {"bitshift", "not lowered yet"},
       {"image.non_max_suppression", "dynamic shape: the selected rows' count depends on the data"},
       {"det", "pivoting depends on the values: the reference kernel factorises each matrix"},
       {"signal.dft", "not lowered yet (a direct transform on its reference kernel)"},

@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <memory>
 #include <string>
@@ -16,6 +17,7 @@
 
 #include "codegen/codegen.h"
 #include "tir/text.h"
+#include "tir/tir.h"
 #include "tir/transform/passes.h"
 
 namespace kiln::codegen {
@@ -135,6 +137,72 @@ TEST(TirSimplify, RandomIndexExpressionsKeepTheirValues) {
           ASSERT_EQ(a[size_t((i * kJ + j) * kLanes + v)], int32_t(t.eval(i, j, v)))
               << "i " << i << " j " << j << " v " << v;
   }
+}
+
+// `v` as a value of the integer type `t` holds it, as simplify keeps
+// constants: wrapped to its width, unsigned ones zero-extended.
+int64_t wrapped(int64_t v, tir::DataType t) {
+  if (t.bits >= 64) return v;
+  const uint64_t mask = (uint64_t(1) << t.bits) - 1;
+  uint64_t u = uint64_t(v) & mask;
+  if (t.is_int() && (u >> (t.bits - 1)) & 1) u |= ~mask;
+  return int64_t(u);
+}
+
+// shl and shr by every amount below the width, on signed and unsigned
+// types of 8, 32 and 64 bits (values with the top bit set among them):
+// the compiled shifts (shr: arithmetic for signed types, logical for
+// unsigned ones; shl wrapping) against C++ and against simplify's folding
+// of the same shift of constants.
+TEST(TirSimplify, ShiftsFoldAsTheyRun) {
+  for (const char* type : {"uint8", "int8", "uint32", "int32", "uint64", "int64"}) {
+    const tir::DataType t = *tir::parse_dtype(type);
+    const int64_t bits = t.bits;
+    const std::vector<int64_t> values = {
+        0, 1, 5, -1, -77, int64_t(1) << (bits - 1), (int64_t(1) << (bits - 2)) + 3};
+    std::vector<int64_t> a, b;
+    for (int64_t v : values)
+      for (int64_t s = 0; s < bits; ++s) a.push_back(wrapped(v, t)), b.push_back(s);
+    const std::string n = std::to_string(a.size()), buffer = "Buffer[(" + n + "), " + type + "]";
+    const std::string text = "prim @f(%A: " + buffer + ", %B: " + buffer + ", %L: " + buffer +
+                             ", %R: " + buffer + ") {\n  for %i from 0 extent " + n +
+                             " {\n    %L[%i] = shl(%A[%i], %B[%i])\n    %R[%i] = shr(%A[%i], %B[%i])\n  }\n"
+                             "  return 0\n}\n";
+    SCOPED_TRACE(text);
+    auto fs = tir::parse_prim_functions(text, "shifts.kir");
+    for (auto& f : fs) f = tir::lower_for_build(f);
+    // The elements in buffers of the type's width: each int64's low bytes.
+    const size_t bytes = size_t(bits / 8);
+    std::vector<char> A(a.size() * bytes), B(a.size() * bytes), L(a.size() * bytes), R(a.size() * bytes);
+    for (size_t k = 0; k < a.size(); ++k) {
+      std::memcpy(&A[k * bytes], &a[k], bytes);
+      std::memcpy(&B[k * bytes], &b[k], bytes);
+    }
+    JitModule::create(fs)->run("f", {A.data(), B.data(), L.data(), R.data()});
+    for (size_t k = 0; k < a.size(); ++k) {
+      int64_t left = 0, right = 0;
+      std::memcpy(&left, &L[k * bytes], bytes);
+      std::memcpy(&right, &R[k * bytes], bytes);
+      left = wrapped(left, t), right = wrapped(right, t);
+      const uint64_t mask = bits == 64 ? ~uint64_t(0) : (uint64_t(1) << bits) - 1;
+      const int64_t want_left = wrapped(int64_t(uint64_t(a[k]) << b[k]), t);
+      const int64_t want_right =
+          t.is_uint() ? int64_t((uint64_t(a[k]) & mask) >> b[k]) : wrapped(a[k] >> b[k], t);
+      EXPECT_EQ(left, want_left) << type << " " << a[k] << " shl " << b[k];
+      EXPECT_EQ(right, want_right) << type << " " << a[k] << " shr " << b[k];
+      for (auto [op, want] :
+           {std::pair{tir::BinaryOp::Shl, want_left}, std::pair{tir::BinaryOp::Shr, want_right}}) {
+        tir::Expr folded = tir::simplify_expr(tir::binary(op, tir::int_imm(a[k], t), tir::int_imm(b[k], t)));
+        auto c = tir::as_const_int(folded);
+        ASSERT_TRUE(c.has_value()) << tir::print_expr(folded);
+        EXPECT_EQ(*c, want) << type << " " << a[k] << " " << tir::binary_op_text(op) << " " << b[k];
+      }
+    }
+  }
+  // An amount outside [0, bits) is left to run time.
+  const tir::DataType u8 = tir::DataType::uint(8);
+  EXPECT_FALSE(tir::as_const_int(
+      tir::simplify_expr(tir::binary(tir::BinaryOp::Shl, tir::int_imm(1, u8), tir::int_imm(8, u8)))));
 }
 
 }  // namespace

@@ -116,7 +116,7 @@ TEST(TirText, EveryNodeKindRoundTrips) {
   }
   let %k = cast<int64>((%n - 1) * (%n + 2) / 4) - int64(7)
   if or(ne(%n, 0), %n >= 5) {
-    return min(%n, 3)
+    return min(shr(%n, 1), shl(%n, 2))
   }
   return 0
 }
@@ -236,6 +236,12 @@ TEST(TirVerify, RejectsUnknownScopeAndBadStructure) {
   EXPECT_NE(verify_error(*make_prim_func("h", {buffer_param(B)}, leak))
                 .find("buffer %T is used outside its definition"),
             std::string::npos);
+
+  // Shifts take integers.
+  PrimFunc shift = make_prim_func(
+      "s", {}, return_stmt(cast(DataType::int32(), binary(BinaryOp::Shl, float_imm(1.0), float_imm(2.0)))));
+  EXPECT_NE(verify_error(*shift).find("shl shifts integers, not float32"), std::string::npos)
+      << verify_error(*shift);
 
   // Return codes are int32.
   EXPECT_NE(verify_error(*make_prim_func("r", {}, return_stmt(int_imm(0, DataType::int64()))))

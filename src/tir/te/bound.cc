@@ -160,6 +160,8 @@ std::optional<Interval> bound_binary(const BinaryNode& n, const RangingVars& ran
     case BinaryOp::GE:
     case BinaryOp::And:
     case BinaryOp::Or:
+    case BinaryOp::Shl:
+    case BinaryOp::Shr:
       return std::nullopt;
   }
   return std::nullopt;

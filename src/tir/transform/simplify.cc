@@ -79,6 +79,13 @@ std::optional<int64_t> fold_int(BinaryOp op, int64_t a, int64_t b, DataType t) {
       return a && b;
     case BinaryOp::Or:
       return a || b;
+    case BinaryOp::Shl:
+      if (b < 0 || b >= t.bits) return std::nullopt;  // unspecified: left as it is
+      return wrap(int64_t(uint64_t(a) << b), t);
+    case BinaryOp::Shr:
+      if (b < 0 || b >= t.bits) return std::nullopt;
+      // An unsigned value is held zero-extended (wrap), so a logical shift of its bits.
+      return t.is_uint() ? wrap(int64_t(uint64_t(a) >> b), t) : a >> b;
   }
   return std::nullopt;
 }
