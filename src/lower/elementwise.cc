@@ -9,8 +9,9 @@
 // compute in float32 where the reference computes in double, so results
 // agree to float rounding. Integer remainders check their divisors for 0
 // first (a DivisorCheck: mod and fmod are opaque kernels, so the divisor is
-// a kernel input); integer power stays on the reference kernels. bitshift
-// shifts unsigned integers, by the type's width or more to 0.
+// a kernel input). Integer power squares in a loop (an extern) after
+// checking for 0 to a negative power. bitshift shifts unsigned integers, by
+// the type's width or more to 0.
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -227,8 +228,72 @@ Lowered remainder(const LowerContext& c, bool floored) {
 Lowered mod(const LowerContext& c) { return remainder(c, true); }
 Lowered fmod(const LowerContext& c) { return remainder(c, false); }
 
+// Integer power as the reference (src/op/elementwise.cc, int_power): by
+// squaring in the unsigned type of the same width, so products wrap; a
+// negative exponent gives 1 for a base of 1, +-1 for -1 (its parity) and
+// 0 for any other base but 0, which fails the kernel with the reference's
+// message before anything is written. Statements (an extern): the
+// squaring keeps its running product and power in a local buffer, one
+// step per bit of the exponent.
+Lowered integer_power(const LowerContext& c) {
+  const Shape sa = c.in[0].shape, sb = c.in[1].shape, ys = c.out[0].shape;
+  const tir::DataType t = elem(c.inputs[0]), u = tir::DataType::uint(t.bits);
+  auto body = [=](const std::vector<tir::Buffer>& in, const tir::Buffer& y) {
+    // The elements of a and b that output position p reads (numpy broadcasting).
+    auto read = [&](const tir::Buffer& x, const Shape& shape, const std::vector<Expr>& p) {
+      std::vector<Expr> at;
+      const size_t lead = p.size() - shape.size();
+      for (size_t k = 0; k < shape.size(); ++k) at.push_back(shape[k] == 1 ? tir::int_imm(0) : p[lead + k]);
+      return tir::load(x, at);
+    };
+    auto operands = [&](const std::vector<Expr>& p) {
+      return std::pair{read(in[0], sa, p), read(in[1], sb, p)};
+    };
+    std::vector<tir::Stmt> steps;
+    if (t.is_int())
+      steps.push_back(loop_nest(ys, "q", [&](const std::vector<Expr>& p) {
+        auto [base, exponent] = operands(p);
+        Expr report = tir::call_extern(
+            tir::DataType::int32(), "KilnBackendCheckFailed",
+            {tir::string_imm("power: integer 0 raised to a negative power (division by zero)")});
+        return tir::if_then_else(
+            tir::binary(tir::BinaryOp::And, tir::eq(base, constant(0, t)), tir::lt(exponent, constant(0, t))),
+            tir::seq({tir::evaluate(report), tir::return_stmt(tir::int_imm(-1))}));
+      }));
+    tir::Buffer acc = tir::make_buffer(c.name + "_squares", u, {tir::int_imm(2)}, tir::MemoryScope::Local);
+    steps.push_back(loop_nest(ys, "p", [&](const std::vector<Expr>& p) {
+      auto [base, exponent] = operands(p);
+      const Expr result = tir::load(acc, {tir::int_imm(0)}), square = tir::load(acc, {tir::int_imm(1)});
+      const Expr e = tir::cast(u, exponent);
+      tir::Var k = tir::make_var("bit", tir::DataType::int32());
+      Expr bit = tir::eq(tir::mod(tir::binary(tir::BinaryOp::Shr, e, tir::cast(u, k)), constant(2, u)),
+                         constant(1, u));
+      tir::Stmt squaring =
+          tir::seq({tir::store(acc, {tir::int_imm(0)}, constant(1, u)),
+                    tir::store(acc, {tir::int_imm(1)}, tir::cast(u, base)),
+                    tir::for_loop(k, tir::int_imm(0), tir::int_imm(t.bits), tir::ForKind::Serial,
+                                  tir::seq({tir::store(acc, {tir::int_imm(0)},
+                                                       tir::select(bit, tir::mul(result, square), result)),
+                                            tir::store(acc, {tir::int_imm(1)}, tir::mul(square, square))}))});
+      Expr value = tir::cast(t, result);
+      if (t.is_int()) {
+        // Negative exponents: 1 for 1, -1 to an odd power is -1, else 0.
+        Expr even = tir::eq(tir::mod(exponent, constant(2, t)), constant(0, t));
+        Expr negative =
+            tir::select(tir::eq(base, constant(1, t)), constant(1, t),
+                        tir::select(tir::eq(base, constant(-1, t)),
+                                    tir::select(even, constant(1, t), constant(-1, t)), constant(0, t)));
+        value = tir::select(tir::lt(exponent, constant(0, t)), negative, value);
+      }
+      return tir::seq({squaring, tir::store(y, p, value)});
+    }));
+    return tir::allocate(acc, tir::seq(std::move(steps)));
+  };
+  return lowered({te::extern_compute(ys, t, c.inputs, body, c.name)});
+}
+
 Lowered power(const LowerContext& c) {
-  if (!is_float_input(c)) return unsupported("integer power");
+  if (!is_float_input(c)) return integer_power(c);
   return binary(c, [](Expr a, Expr b) { return tir::call_intrinsic(tir::Intrinsic::Pow, {a, b}); });
 }
 

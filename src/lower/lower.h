@@ -169,8 +169,9 @@ void register_window3d_lowerings(LoweringTable& t);  // window3d.cc: nn.conv3d, 
 
 // The pattern of `op`; Opaque when it has no definition.
 OpPattern pattern_of(std::string_view op);
-// The pattern of `op` on inputs `in`: an integer divide is Opaque (it
-// checks its divisor, which must be a kernel input), else pattern_of(op).
+// The pattern of `op` on inputs `in`: an integer divide (it checks its
+// divisor, which must be a kernel input) and an integer power (a loop of
+// statements) are Opaque, else pattern_of(op).
 OpPattern pattern_of(std::string_view op, const std::vector<TensorDesc>& in);
 
 // One op of a kernel: the op, its normalised attributes and types, and

@@ -96,7 +96,9 @@ OpPattern pattern_of(std::string_view op) {
 }
 
 OpPattern pattern_of(std::string_view op, const std::vector<TensorDesc>& in) {
-  if (op == "divide" && !in.empty() && !is_float(in[0].dtype)) return OpPattern::Opaque;
+  // Integer division checks its divisor (a kernel input); integer power is
+  // a loop of statements (an extern): both kernels of their own.
+  if ((op == "divide" || op == "power") && !in.empty() && !is_float(in[0].dtype)) return OpPattern::Opaque;
   return pattern_of(op);
 }
 

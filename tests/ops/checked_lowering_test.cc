@@ -223,6 +223,42 @@ TEST(CheckedLowering, UnpoolIndicesOutOfRangeFailAsTheReference) {
   }
 }
 
+// Integer 0 to a negative power fails the kernel as the reference does,
+// before anything is written; 1, -1 and other bases to negative powers, and
+// powers that wrap, are the reference's values.
+TEST(CheckedLowering, IntegerPowerOfZeroToANegativeExponentFailsAsTheReference) {
+  const TensorDesc x{{2, 4}, DType::Int32};
+  const Attrs attrs = normalize_attrs(op_named("power"), {});
+  auto f = lower_op("power_checked", "power", {x, x}, attrs, schedule::host_cpu_target());
+  ASSERT_TRUE(f.has_value());
+  auto jit = codegen::JitModule::create({tir::lower_for_build(*f)});
+  Tensor base = Tensor::from_ints({2, 4}, {1, -1, -1, 2, 3, 0, 7, 0}, DType::Int32);
+  Tensor good = Tensor::from_ints({2, 4}, {-5, -3, -4, -1, 40, 0, 31, 3}, DType::Int32);
+  Tensor got = Tensor::empty({2, 4}, DType::Int32);
+  jit->run("power_checked", {base.raw(), good.raw(), got.raw()});
+  const Tensor want = run1("power", {base, good}, attrs);
+  EXPECT_TRUE(got.bitwise_equal(want));
+  // 1, -1, 1, 0 | 3^40 wrapped, 1, 7^31 wrapped, 0.
+  for (int64_t i : {0, 1, 2, 3, 5, 7})
+    EXPECT_EQ(got.get_as_double(i), (std::vector<double>{1, -1, 1, 0, 0, 1, 0, 0})[size_t(i)]);
+  Tensor bad = Tensor::from_ints({2, 4}, {1, 1, 1, 1, 1, -2, 1, 1}, DType::Int32);
+  std::string message;
+  try {
+    run1("power", {base, bad}, attrs);
+  } catch (const Error& e) {
+    message = e.message();
+  }
+  EXPECT_EQ(message, "power: integer 0 raised to a negative power (division by zero)");
+  for (int64_t i = 0; i < got.numel(); ++i) got.set_from_double(i, 77);
+  try {
+    jit->run("power_checked", {base.raw(), bad.raw(), got.raw()});
+    ADD_FAILURE() << "0 to the power -2 was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.message(), "@power_checked failed (code -1): " + message);
+  }
+  for (int64_t i = 0; i < got.numel(); ++i) ASSERT_EQ(got.get_as_double(i), 77) << i;
+}
+
 // A kernel whose outputs are all empty computes nothing: it is compiled
 // (so a compiled model has no reference kernel for it) as a function that
 // returns, whatever its inputs. An empty input of a non-empty output stays

@@ -94,7 +94,10 @@ const std::map<std::string, Gen>& generators() {
        }},
       {"power",
        [] {
-         return elementwise({kF64}, 2, {-2, 2});
+         std::vector<Case> cases = elementwise({kF64}, 2, {-2, 2});
+         // Exponents past every width: products wrap.
+         for (const Case& c : elementwise(kWideInts, 2, {0, 70})) cases.push_back(c);
+         return cases;
        }},
       // Divisors from 1 (the reference fails on 0); signed dividends of both signs.
       {"mod",

@@ -320,7 +320,21 @@ const std::map<std::string, CaseGen>& other_generators() {
          for (Case& k : binary({DType::Int64}, {-1000, 1000}, {-9, -1})(r)) c.push_back(k);
          return c;
        }},
-      {"power", binary(kFloat, {0.2, 3}, {-2, 2})},
+      // Integers: exponents past the width (products wrap), negative ones
+      // on bases other than 0 (0 fails: IntegerPowerOfZeroToANegative...).
+      {"power",
+       [](Lcg& r) {
+         std::vector<Case> cases = binary(kFloat, {0.2, 3}, {-2, 2})(r);
+         const DType i32 = DType::Int32;
+         cases.push_back({{typed({4, 9}, i32), typed({4, 9}, i32)}, {}, {{-5, 5}, {0, 40}}});
+         cases.push_back({{typed({4, 9}, i32), typed({9}, i32)}, {}, {{1, 3}, {-5, 3}}});
+         cases.push_back({{typed({4, 9}, i32), typed({4, 9}, i32)}, {}, {{-3, -1}, {-5, 3}}});
+         cases.push_back({{typed({3, 10}, DType::Int64), typed({10}, DType::Int64)}, {}, {{-7, 7}, {0, 70}}});
+         cases.push_back(
+             {{typed({2, 17}, DType::Int8), typed({2, 17}, DType::Int8)}, {}, {{-128, 127}, {0, 127}}});
+         cases.push_back({{typed({2, 9}, DType::UInt8), typed({9}, DType::UInt8)}, {}, {{0, 255}, {0, 255}}});
+         return cases;
+       }},
       {"maximum", binary(kNumeric)},
       {"minimum", binary(kNumeric)},
       {"nn.relu", unary(kNumeric)},
