@@ -239,15 +239,9 @@ Lowered integer_power(const LowerContext& c) {
   const Shape sa = c.in[0].shape, sb = c.in[1].shape, ys = c.out[0].shape;
   const tir::DataType t = elem(c.inputs[0]), u = tir::DataType::uint(t.bits);
   auto body = [=](const std::vector<tir::Buffer>& in, const tir::Buffer& y) {
-    // The elements of a and b that output position p reads (numpy broadcasting).
-    auto read = [&](const tir::Buffer& x, const Shape& shape, const std::vector<Expr>& p) {
-      std::vector<Expr> at;
-      const size_t lead = p.size() - shape.size();
-      for (size_t k = 0; k < shape.size(); ++k) at.push_back(shape[k] == 1 ? tir::int_imm(0) : p[lead + k]);
-      return tir::load(x, at);
-    };
+    // The base and exponent output position p reads.
     auto operands = [&](const std::vector<Expr>& p) {
-      return std::pair{read(in[0], sa, p), read(in[1], sb, p)};
+      return std::pair{tir::load(in[0], broadcast_index(p, sa)), tir::load(in[1], broadcast_index(p, sb))};
     };
     std::vector<tir::Stmt> steps;
     if (t.is_int())

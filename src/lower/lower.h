@@ -227,6 +227,8 @@ tir::Expr constant(double v, tir::DataType t);
 // The indices of `in` (of shape `in_shape`) that numpy broadcasting reads
 // for output element `axes` (of rank >= in's).
 std::vector<tir::Expr> broadcast_index(const te::Axes& axes, const Shape& in_shape);
+// The same for output position `at` (an extern statement's loop variables).
+std::vector<tir::Expr> broadcast_index(const std::vector<tir::Expr>& at, const Shape& in_shape);
 // An index clamped to [0, extent - 1], for loads whose value a select may
 // discard (padding): loads never leave the buffer.
 tir::Expr clamp_index(tir::Expr i, int64_t extent);

@@ -146,10 +146,14 @@ tir::Expr constant(double v, tir::DataType t) {
 }
 
 std::vector<tir::Expr> broadcast_index(const te::Axes& axes, const Shape& in_shape) {
+  return broadcast_index(std::vector<tir::Expr>(axes.begin(), axes.end()), in_shape);
+}
+
+std::vector<tir::Expr> broadcast_index(const std::vector<tir::Expr>& at, const Shape& in_shape) {
   std::vector<tir::Expr> idx;
-  size_t lead = axes.size() - in_shape.size();
+  size_t lead = at.size() - in_shape.size();
   for (size_t k = 0; k < in_shape.size(); ++k)
-    idx.push_back(in_shape[k] == 1 ? tir::int_imm(0) : tir::Expr(axes[lead + k]));
+    idx.push_back(in_shape[k] == 1 ? tir::int_imm(0) : at[lead + k]);
   return idx;
 }
 

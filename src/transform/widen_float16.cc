@@ -122,30 +122,27 @@ class Widener {
       any |= is_float16(a);
     }
     if (!any) return false;
-    // The op's type on float32 operands: float16 results must become
-    // float32 and nothing else may change.
-    std::vector<Expr> args;
-    for (const Expr& a : call->args) args.push_back(a);
-    Expr widened;
+    // The op's type on float32 operands (converted here, unbound): float16
+    // results must become float32 and nothing else may change.
+    TensorDesc expected = *out;
+    if (expected.dtype == DType::Float16) expected.dtype = DType::Float32;
     try {
       std::vector<Expr> converted;
       for (const Expr& a : call->args)
         converted.push_back(is_float16(a) ? make_op_call("astype", {a}, dtype_attrs("float32")) : a);
-      widened = make_op_call(*call->op, converted, call->attrs);
+      const Expr widened = make_op_call(*call->op, converted, call->attrs);
+      const TensorDesc* d = tensor_desc(widened);
+      if (!d || !(*d == expected)) return false;
     } catch (const Error&) {
       return false;
     }
-    TensorDesc expected = *out;
-    if (expected.dtype == DType::Float16) expected.dtype = DType::Float32;
-    if (!tensor_desc(widened) || !(*tensor_desc(widened) == expected)) return false;
-    // Whether every float operand is a float16 value (before `wide` binds them).
+    // Every float operand a float16 value: exact ops keep their results' float32 values.
     bool float16_operands = true;
+    std::vector<Expr> args;
     for (const Expr& a : call->args) {
-      const TensorDesc* d = tensor_desc(a);
-      if (is_float(d->dtype) && d->dtype != DType::Float16) float16_operands = false;
+      float16_operands &= !is_float(tensor_desc(a)->dtype) || is_float16(a);
+      args.push_back(is_float16(a) ? wide(a) : a);
     }
-    for (Expr& a : args)
-      if (is_float16(a)) a = wide(a);
     Expr value = make_op_call(*call->op, args, call->attrs);
     if (out->dtype != DType::Float16) {
       out_.push_back({b.var, value});
