@@ -31,8 +31,9 @@
 //   the remaining weights are renormalised to sum 1 (nearest ignores it: its
 //   single tap is always clamped into the input). Separable: the weight of
 //   (y, x) taps is wy * wx, accumulated in double.
-// - dtypes float32, int8, uint8. Integer linear/cubic results are rounded half
-//   to even and saturated (cubic can overshoot).
+// - dtypes float32, float16 (resized as float32, each result rounded to
+//   float16 as the other ops' results), int8, uint8. Integer linear/cubic
+//   results are rounded half to even and saturated (cubic can overshoot).
 #include <cmath>
 #include <limits>
 #include <string>
@@ -59,7 +60,7 @@ void check_one_of(const std::string& attr, const std::string& value,
 
 std::vector<TensorDesc> resize_infer(const std::vector<TensorDesc>& in, const Attrs& attrs) {
   const TensorDesc& x = in[0];
-  require_dtype(kOp, "input x", x.dtype, {DType::Float32, DType::Int8, DType::UInt8});
+  require_dtype(kOp, "input x", x.dtype, {DType::Float32, DType::Float16, DType::Int8, DType::UInt8});
   if (x.shape.size() != 4)
     throw Error(std::string(kOp) + ": input x must be NCHW (rank 4), got " + desc_str(x));
   const auto& size = attrs.get_ints("size");
@@ -263,7 +264,13 @@ void resize_kernel(const std::vector<Tensor>& in, const Attrs& attrs, std::vecto
       return resize_typed<int8_t>(x, ty, tx, extrapolation, y);
     case DType::UInt8:
       return resize_typed<uint8_t>(x, ty, tx, extrapolation, y);
-    case DType::Float16:
+    case DType::Float16: {
+      Tensor xf = Tensor::empty(x.shape(), DType::Float32), yf = Tensor::empty(y.shape(), DType::Float32);
+      for (int64_t i = 0; i < x.numel(); ++i) xf.data<float>()[i] = half_to_float(x.data<uint16_t>()[i]);
+      resize_typed<float>(xf, ty, tx, extrapolation, yf);
+      for (int64_t i = 0; i < y.numel(); ++i) y.data<uint16_t>()[i] = float_to_half(yf.data<float>()[i]);
+      return;
+    }
     case DType::Int32:
     case DType::Int64:
     case DType::Bool:

@@ -49,13 +49,15 @@ namespace kiln {
 namespace {
 
 // Ops whose result on float16 values is a float16 value (it selects, moves
-// or negates them): rounding it changes nothing, so the float32 result
-// itself is what the next op reads.
+// or negates them, or rounds them to integers): rounding it changes
+// nothing, so the float32 result itself is what the next op reads.
 const std::set<std::string>& exact_ops() {
   static const std::set<std::string> ops = {
-      "nn.relu", "maximum", "minimum",         "abs",       "negative",     "nn.max_pool2d", "reshape",
-      "flatten", "squeeze", "expand_dims",     "concat",    "permute_dims", "strided_slice", "broadcast_to",
-      "take",    "where",   "gather_elements", "gather_nd", "max",          "min",           "trilu"};
+      "nn.relu",       "maximum",      "minimum", "abs",           "negative",        "nn.max_pool2d",
+      "reshape",       "flatten",      "squeeze", "expand_dims",   "concat",          "permute_dims",
+      "strided_slice", "broadcast_to", "take",    "where",         "gather_elements", "gather_nd",
+      "max",           "min",          "trilu",   "nn.max_pool3d", "nn.max_unpool",   "floor",
+      "ceil",          "round",        "sign"};
   return ops;
 }
 
@@ -68,6 +70,11 @@ bool exact_on_float16(const CallNode& call) {
   if (exact_ops().count(op)) return true;
   if (op == "clip")
     return in_float16(call.attrs.get_float("a_min")) && in_float16(call.attrs.get_float("a_max"));
+  // A nearest resize picks inputs, or writes the extrapolation value past a crop.
+  if (op == "image.resize2d")
+    return call.attrs.get_string("method") == "nearest" &&
+           (call.attrs.get_string("coordinate_transformation_mode") != "tf_crop_and_resize" ||
+            in_float16(call.attrs.get_float("extrapolation_value")));
   if (op == "nn.pad")
     return call.attrs.get_string("mode") != "constant" || in_float16(call.attrs.get_float("pad_value"));
   return false;

@@ -379,7 +379,7 @@ TEST(Resize, Errors) {
       [&] {
         resize(Tensor::zeros({1, 1, 2, 2}, DType::Int32), {4, 4});
       },
-      "image.resize2d: input x has dtype int32; expected one of float32, int8, uint8");
+      "image.resize2d: input x has dtype int32; expected one of float32, float16, int8, uint8");
 }
 
 }  // namespace
