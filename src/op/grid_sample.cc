@@ -113,8 +113,8 @@ std::string normalized_mode(const std::string& mode) {
 std::vector<TensorDesc> grid_sample_infer(const std::vector<TensorDesc>& in, const Attrs& attrs) {
   const TensorDesc& x = in[0];
   const TensorDesc& grid = in[1];
-  require_dtype(kOp, "input x", x.dtype, {DType::Float32});
-  require_dtype(kOp, "input grid", grid.dtype, {DType::Float32});
+  require_dtype(kOp, "input x", x.dtype, {DType::Float32, DType::Float16});
+  require_dtype(kOp, "input grid", grid.dtype, {DType::Float32, DType::Float16});
   if (x.shape.size() != 4)
     throw Error(std::string(kOp) + ": input x must be NCHW (rank 4), got " + desc_str(x) +
                 " (volumetric inputs are not supported)");
@@ -133,13 +133,14 @@ std::vector<TensorDesc> grid_sample_infer(const std::vector<TensorDesc>& in, con
   if (align != 0 && align != 1)
     throw Error(std::string(kOp) + ": attribute 'align_corners' must be 0 or 1, got " +
                 std::to_string(align));
-  return {TensorDesc{{x.shape[0], x.shape[1], grid.shape[1], grid.shape[2]}, DType::Float32}};
+  return {TensorDesc{{x.shape[0], x.shape[1], grid.shape[1], grid.shape[2]}, x.dtype}};
 }
 
+// float16 data or grids are sampled as float32, the result rounded to float16.
 void grid_sample_kernel(const std::vector<Tensor>& in, const Attrs& attrs, std::vector<Tensor>& out) {
-  const Tensor& x = in[0];
-  const Tensor& grid = in[1];
-  Tensor& y = out[0];
+  const Tensor x = float32_copy(in[0]);
+  const Tensor grid = float32_copy(in[1]);
+  Tensor y = out[0].dtype() == DType::Float16 ? Tensor::empty(out[0].shape(), DType::Float32) : out[0];
   const int64_t n = x.shape()[0], c = x.shape()[1], h = x.shape()[2], w = x.shape()[3];
   const int64_t ho = grid.shape()[1], wo = grid.shape()[2];
   const std::string mode = normalized_mode(attrs.get_string("mode"));
@@ -158,6 +159,7 @@ void grid_sample_kernel(const std::vector<Tensor>& in, const Attrs& attrs, std::
         *dst++ = float(s.sample(mode, p[0], p[1]));
       }
     }
+  if (out[0].dtype() == DType::Float16) store_float16(y, out[0]);
 }
 
 }  // namespace

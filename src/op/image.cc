@@ -265,11 +265,9 @@ void resize_kernel(const std::vector<Tensor>& in, const Attrs& attrs, std::vecto
     case DType::UInt8:
       return resize_typed<uint8_t>(x, ty, tx, extrapolation, y);
     case DType::Float16: {
-      Tensor xf = Tensor::empty(x.shape(), DType::Float32), yf = Tensor::empty(y.shape(), DType::Float32);
-      for (int64_t i = 0; i < x.numel(); ++i) xf.data<float>()[i] = half_to_float(x.data<uint16_t>()[i]);
-      resize_typed<float>(xf, ty, tx, extrapolation, yf);
-      for (int64_t i = 0; i < y.numel(); ++i) y.data<uint16_t>()[i] = float_to_half(yf.data<float>()[i]);
-      return;
+      Tensor yf = Tensor::empty(y.shape(), DType::Float32);
+      resize_typed<float>(float32_copy(x), ty, tx, extrapolation, yf);
+      return store_float16(yf, y);
     }
     case DType::Int32:
     case DType::Int64:

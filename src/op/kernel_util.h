@@ -132,6 +132,19 @@ decltype(auto) dispatch_dtype(DType t, F&& f) {
   return f(DTypeTag<DType::Float32>{});
 }
 
+// float16 data for kernels that compute in float32: `t` as a float32 tensor
+// (a float32 one is returned as it is), and float32 results stored into a
+// float16 tensor, each rounded to nearest even (as every float16 result).
+inline Tensor float32_copy(const Tensor& t) {
+  if (t.dtype() != DType::Float16) return t;
+  Tensor f = Tensor::empty(t.shape(), DType::Float32);
+  for (int64_t i = 0; i < t.numel(); ++i) f.data<float>()[i] = half_to_float(t.data<uint16_t>()[i]);
+  return f;
+}
+inline void store_float16(const Tensor& from, Tensor& to) {
+  for (int64_t i = 0; i < to.numel(); ++i) to.data<uint16_t>()[i] = float_to_half(from.data<float>()[i]);
+}
+
 // ---- axes -----------------------------------------------------------------
 
 // Maps axis in [-rank, rank) to [0, rank). Throws

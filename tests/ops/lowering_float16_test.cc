@@ -92,6 +92,7 @@ std::vector<Case> cases() {
        Attrs{{"size", std::vector<int64_t>{9, 4}}, {"method", std::string("linear")}},
        {},
        1},
+      {"image.grid_sample", {f16({1, 2, 5, 6}), f16({1, 4, 3, 2})}, {}, {{-4, 4}, {-1.2, 1.2}}, 2},
       {"cumsum", {f16({3, 40})}, Attrs{{"axis", int64_t{1}}}, {}, 2},
       {"nn.gelu", {f16({2, 70})}, none, {}, 1},
       {"permute_dims", {f16({2, 3, 9})}, Attrs{{"axes", std::vector<int64_t>{2, 0, 1}}}},
