@@ -507,7 +507,7 @@ std::optional<tir::PrimFunc> lower_kernel(const KernelSpec& spec, std::string* w
       return std::nullopt;
     // Rounded back where it is stored (an extern's output too, after its
     // inputs were marked to be buffers above).
-    for (size_t o = 0; o < r.outputs.size() && o < op.out.size(); ++o)
+    for (size_t o = 0; o < r.outputs.size(); ++o)
       if (op.out[o].dtype == DType::Float16)
         r.outputs[o] =
             converted(r.outputs[o], tir::DataType::float_(16), ctx.name + "_out" + std::to_string(o));
