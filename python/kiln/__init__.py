@@ -169,16 +169,19 @@ def partition(module, backends, merge=True, min_region_size=1, strict=False, bin
 
 
 def compile(module, backends=(), path=None, merge=True, min_region_size=1, strict=False, bind_constants=True,
-            options=None, entry="main", strict_compile=False, compile_host=True, layout="blocked"):
+            options=None, entry="main", strict_compile=False, compile_host=True, layout="blocked",
+            float16_precision="per-op"):
     """The model compile pipeline (what `kiln compile` runs): graph
     optimizations, partitioning for `backends`, backend codegen, host ops
     compiled to native kernels. Returns a kiln.Module ready to run; with
     `path`, also writes it as a .kmod file. `layout`: "blocked" (host convs
     in channel blocks where that pays, docs/compile.md) or "nchw" (what
-    `--layout` sets)."""
+    `--layout` sets). `float16_precision`: "per-op" (each float16 op's
+    result rounded, as the reference kernels) or "excess" (float32 between
+    ops, what `--float16-precision` sets)."""
     exe, summary = _kiln.compile(module, _backend_list(backends), bool(merge), int(min_region_size), bool(strict),
                                  bool(bind_constants), _options(options), entry, bool(strict_compile),
-                                 bool(compile_host), str(layout))
+                                 bool(compile_host), str(layout), str(float16_precision))
     compiled = Module(exe, summary)
     if path is not None:
         compiled.save(path)

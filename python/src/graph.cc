@@ -282,9 +282,13 @@ void bind_graph(py::module_& m) {
       "compile",
       [](const Module& mod, const std::vector<std::string>& backends, bool merge, int64_t min_region_size,
          bool strict, bool bind_constants, const std::map<std::string, std::string>& options,
-         const std::string& entry, bool strict_compile, bool compile_host, const std::string& layout) {
+         const std::string& entry, bool strict_compile, bool compile_host, const std::string& layout,
+         const std::string& float16_precision) {
         if (layout != "blocked" && layout != "nchw")
           throw Error("kiln.compile: layout='" + layout + "' must be 'blocked' or 'nchw'");
+        if (float16_precision != "per-op" && float16_precision != "excess")
+          throw Error("kiln.compile: float16_precision='" + float16_precision +
+                      "' must be 'per-op' or 'excess'");
         entry_of(mod, entry);
         driver::CompileOptions o;
         o.entry = entry;
@@ -294,6 +298,7 @@ void bind_graph(py::module_& m) {
         o.strict_compile = strict_compile;
         o.compile_host = compile_host;
         o.blocked_layout = layout == "blocked";
+        o.float16_excess_precision = float16_precision == "excess";
         driver::CompileSummary summary;
         Executable exe;
         {
@@ -304,7 +309,7 @@ void bind_graph(py::module_& m) {
       },
       py::arg("module"), py::arg("backends"), py::arg("merge"), py::arg("min_region_size"), py::arg("strict"),
       py::arg("bind_constants"), py::arg("options"), py::arg("entry"), py::arg("strict_compile"),
-      py::arg("compile_host"), py::arg("layout"));
+      py::arg("compile_host"), py::arg("layout"), py::arg("float16_precision"));
 }
 
 }  // namespace kiln::python

@@ -144,7 +144,9 @@ Executable compile_model(const Module& input, const CompileOptions& opts, Compil
   const schedule::CpuTarget cpu = codegen::schedule_target(opts.target);
   if (opts.compile_host && cpu.float16_conversions && !cpu.scratchpad_bytes)
     m = stages.run("widen-float16", [&] {
-      return run_passes(m, {"widen-float16", "fold-constants", "dead-code-elimination"}, popts);
+      const std::string widen =
+          opts.float16_excess_precision ? "widen-float16{excess_precision=1}" : "widen-float16";
+      return run_passes(m, {widen, "fold-constants", "dead-code-elimination"}, popts);
     });
   // 2c. Host layout: after partitioning (backends keep NCHW convs), before
   //     the host program is built from what is left. Folding packs the

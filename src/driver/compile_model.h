@@ -39,6 +39,11 @@ struct CompileOptions {
   // Float32 convs and the elementwise ops between them run in channel
   // blocks of the target's vector width (the graph pass convert-layout).
   bool blocked_layout = true;
+  // float16 values stay float32 between compiled host ops, rounded to
+  // float16 only where a float16 tensor is stored (widen-float16's
+  // excess_precision): false rounds each op's result, as the reference
+  // kernels do.
+  bool float16_excess_precision = false;
   // Ops left on their reference kernels are an error naming them.
   bool strict_compile = false;
   // Compile host ops at all (false: every host op on its reference kernel).

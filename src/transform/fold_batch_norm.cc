@@ -6,9 +6,9 @@
 // along its output-channel axis and the rest becomes one bias add. The data
 // input must be an nn.conv2d (channel axis 1), an nn.conv2d_transpose with
 // one group, an nn.dense or a matmul with a 2-D weight (channel axis last),
-// with a float32 constant weight, optionally followed by an add of a
-// per-channel constant bias; gamma, beta, moving_mean and moving_var must be
-// constants. The bias add has the form the ONNX importer gives Conv with a
+// with a float32 or float16 constant weight, optionally followed by an add
+// of a per-channel constant bias; gamma, beta, moving_mean and moving_var
+// must be constants. The bias add has the form the ONNX importer gives Conv with a
 // bias (a constant of shape (1, C, 1, 1) on NCHW results, (C,) after dense
 // or matmul), so backend patterns for conv + bias + activation match folded
 // and imported convolutions alike.
@@ -19,7 +19,9 @@
 // its variable with the scaled weight; the old bias add is removed. A chain
 // is folded only when the batch_norm is the only user of the op (and of its
 // bias add). The new constants are computed in float32, so results match
-// the unfolded graph within float rounding.
+// the unfolded graph within float rounding; a float16 op's are then rounded
+// to float16 (unless that overflows: then nothing is folded), one rounding
+// of its weights for the two of the batch norm's result it saves.
 //
 //   %c = nn.conv2d(%x, const(Tensor[(2, 1, 1, 1), float32], [1.0, 2.0]))
 //   %y = nn.batch_norm(%c, %gamma, %beta, %mean, %var)      (all constants)
@@ -69,12 +71,13 @@ class FunctionIndex {
     return c;
   }
 
-  // The float32 tensor `e` is, directly or through a variable bound to it.
+  // The values, as float32, of the float32 or float16 constant `e` is,
+  // directly or through a variable bound to it.
   std::optional<Tensor> float_constant(const Expr& e) const {
     const ConstantNode* c = as<ConstantNode>(e);
     if (std::optional<size_t> p = producer(e)) c = as<ConstantNode>(f_.bindings[*p].value);
-    if (!c || c->value.dtype() != DType::Float32) return std::nullopt;
-    return c->value;
+    if (!c) return std::nullopt;
+    return float32_values(c->value);
   }
 
  private:
@@ -86,7 +89,7 @@ class FunctionIndex {
 // The axis of the op's weight that indexes the output channel `bn_axis` of
 // its result, when the op is one the batch norm can fold into.
 std::optional<int64_t> weight_channel_axis(const CallNode& c, int64_t bn_axis) {
-  if (c.type->tensor.dtype != DType::Float32) return std::nullopt;
+  if (!foldable(c.type->tensor.dtype)) return std::nullopt;
   int64_t rank = static_cast<int64_t>(c.type->tensor.shape.size());
   const std::string& op = c.op->name;
   if (op == "nn.conv2d") return bn_axis == 1 ? std::optional<int64_t>(0) : std::nullopt;
@@ -165,10 +168,12 @@ std::optional<Fold> plan_fold(const FunctionNode& f, const FunctionIndex& index,
   if (bias_shape_from && shape_numel(bias_shape_from->type->tensor.shape) == channels)
     bias_shape = bias_shape_from->type->tensor.shape;
 
-  fold.new_op = make_op_call(
-      *producer->op, {producer->args[0], make_constant(scale_along(*w, *w_axis, scale))}, producer->attrs);
-  Expr bias_const = make_constant(Tensor::from_floats(bias_shape, bias));
-  fold.new_bn = make_op_call("add", {f.bindings[fold.op_binding].var, bias_const});
+  const DType dtype = producer->type->tensor.dtype;
+  std::optional<Tensor> new_w = stored_as(scale_along(*w, *w_axis, scale), dtype);
+  std::optional<Tensor> new_bias = stored_as(Tensor::from_floats(bias_shape, bias), dtype);
+  if (!new_w || !new_bias) return std::nullopt;
+  fold.new_op = make_op_call(*producer->op, {producer->args[0], make_constant(*new_w)}, producer->attrs);
+  fold.new_bn = make_op_call("add", {f.bindings[fold.op_binding].var, make_constant(*new_bias)});
   if (!type_equal(fold.new_bn->type, bn->type)) return std::nullopt;
   return fold;
 }

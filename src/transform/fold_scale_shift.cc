@@ -8,11 +8,11 @@
 // conv + bias form, which backend patterns for conv + bias + activation match.
 // The op must be an nn.conv2d (any groups; channel axis 1), an
 // nn.conv2d_transpose with one group, an nn.dense or a matmul with a 2-D
-// weight (channel axis last), with a float32 constant weight. Each step of
-// the chain is a multiply or an add (either operand order) of a float32
-// constant whose dims, right-aligned to the result, are 1 except C on the
-// channel axis (a scalar, (C, 1, 1), (1, C, 1, 1); (C,) after dense/matmul),
-// and leaves the result's type unchanged. The chain goes on while each value
+// weight (channel axis last), with a float32 or float16 constant weight.
+// Each step of the chain is a multiply or an add (either operand order) of a
+// float32 or float16 constant whose dims, right-aligned to the result, are 1
+// except C on the channel axis (a scalar, (C, 1, 1), (1, C, 1, 1); (C,)
+// after dense/matmul), and leaves the result's type unchanged. The chain goes on while each value
 // has exactly one user, so chains of several multiplies and adds fold in one
 // walk from the op (an already folded bias add is one more step), and one run
 // reaches the fixpoint: running the pass again changes nothing.
@@ -26,7 +26,8 @@
 // op itself. The steps in between are removed. An op with one add of a
 // per-channel bias already in that form is left unchanged. The new
 // constants are computed in float32, so results match the unfolded graph
-// within float rounding.
+// within float rounding; a float16 op's are then rounded to float16 (unless
+// that overflows: then the chain is left alone).
 //
 //   %c = nn.conv2d(%x, const(Tensor[(2, 1, 1, 1), float32], [1.0, 2.0]))
 //   %b = add(%c, const(Tensor[(1, 2, 1, 1), float32], [1.0, -1.0]))
@@ -75,13 +76,14 @@ class FunctionIndex {
     return user->second;
   }
 
-  // The float32 tensor `e` is, directly or through a variable bound to it.
+  // The values, as float32, of the float32 or float16 constant `e` is,
+  // directly or through a variable bound to it.
   std::optional<Tensor> float_constant(const Expr& e) const {
     const ConstantNode* c = as<ConstantNode>(e);
     if (auto p = producer_.find(e.get()); p != producer_.end())
       c = as<ConstantNode>(f_.bindings[p->second].value);
-    if (!c || c->value.dtype() != DType::Float32) return std::nullopt;
-    return c->value;
+    if (!c) return std::nullopt;
+    return float32_values(c->value);
   }
 
  private:
@@ -98,7 +100,7 @@ struct ChannelAxes {
 };
 
 std::optional<ChannelAxes> channel_axes(const CallNode& c) {
-  if (c.type->tensor.dtype != DType::Float32) return std::nullopt;
+  if (!foldable(c.type->tensor.dtype)) return std::nullopt;
   int64_t rank = static_cast<int64_t>(c.type->tensor.shape.size());
   const std::string& op = c.op->name;
   if (op == "nn.conv2d") return ChannelAxes{1, 0};
@@ -188,13 +190,16 @@ std::optional<Fold> plan_fold(const FunctionNode& f, const FunctionIndex& index,
     }
     has_bias = has_bias || !s.is_multiply;
   }
+  const DType dtype = op->type->tensor.dtype;
+  std::optional<Tensor> new_w = stored_as(scale_along(*w, axes->weight, scale), dtype);
+  std::optional<Tensor> new_bias =
+      stored_as(Tensor::from_floats(importer_bias_shape(out_shape, axes->result), bias), dtype);
+  if (!new_w || !new_bias) return std::nullopt;
   std::vector<Expr> args = op->args;
-  args[1] = make_constant(scale_along(*w, axes->weight, scale));
+  args[1] = make_constant(*new_w);
   fold.new_op = make_op_call(*op->op, std::move(args), op->attrs);
-  if (has_bias) {
-    Expr b = make_constant(Tensor::from_floats(importer_bias_shape(out_shape, axes->result), bias));
-    fold.new_bias_add = make_op_call("add", {f.bindings[op_binding].var, b});
-  }
+  if (has_bias)
+    fold.new_bias_add = make_op_call("add", {f.bindings[op_binding].var, make_constant(*new_bias)});
   Expr last = has_bias ? fold.new_bias_add : fold.new_op;
   if (!type_equal(last->type, f.bindings[fold.step_bindings.back()].var->type)) return std::nullopt;
   return fold;

@@ -1,6 +1,8 @@
 // Helpers of the weight-folding passes (fold_weights.h).
 #include "transform/fold_weights.h"
 
+#include <cmath>
+
 namespace kiln {
 
 std::optional<std::vector<float>> per_channel(const Tensor& t, int64_t rank, int64_t axis, int64_t channels) {
@@ -13,6 +15,27 @@ std::optional<std::vector<float>> per_channel(const Tensor& t, int64_t rank, int
   std::vector<float> v(static_cast<size_t>(channels));
   for (int64_t k = 0; k < channels; ++k) v[static_cast<size_t>(k)] = t.data<float>()[t.numel() == 1 ? 0 : k];
   return v;
+}
+
+bool foldable(DType dtype) { return dtype == DType::Float32 || dtype == DType::Float16; }
+
+std::optional<Tensor> float32_values(const Tensor& t) {
+  if (t.dtype() == DType::Float32) return t;
+  if (t.dtype() != DType::Float16) return std::nullopt;
+  Tensor out = Tensor::empty(t.shape(), DType::Float32);
+  for (int64_t i = 0; i < t.numel(); ++i) out.data<float>()[i] = static_cast<float>(t.get_as_double(i));
+  return out;
+}
+
+std::optional<Tensor> stored_as(const Tensor& t, DType dtype) {
+  if (dtype == DType::Float32) return t;
+  Tensor out = Tensor::empty(t.shape(), dtype);
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    const float v = t.data<float>()[i];
+    out.set_from_double(i, v);
+    if (std::isfinite(v) && std::isinf(out.get_as_double(i))) return std::nullopt;
+  }
+  return out;
 }
 
 Tensor scale_along(const Tensor& w, int64_t axis, const std::vector<float>& scale) {

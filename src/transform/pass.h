@@ -91,9 +91,10 @@ Module merge_composite_functions_pass(const Module& m, const PassOptions& option
 Module run_codegen_pass(const Module& m, const PassOptions& options);
 // Runs the host's float16 ops on float32 values, each result rounded to
 // float16 (astype) as the op's own result is, so the float32 passes below
-// take them. The model compile pipeline runs it after partitioning when
-// the target converts float16 in its vectors (F16C).
-Module widen_float16(const Module& m);
+// take them; with excess_precision=1 the ops after each read its float32
+// result instead. The model compile pipeline runs it after partitioning
+// when the target converts float16 in its vectors (F16C).
+Module widen_float16(const Module& m, const PassOptions& options);
 // Runs float32 convs and the elementwise ops and global pools between them
 // in channel blocks of N (block=N, the float32 lanes of the host's vectors):
 // the NCHWc layout. Host functions only; the model compile pipeline runs it

@@ -38,7 +38,7 @@ const std::vector<PassInfo>& graph_passes() {
       {"run-codegen", "call each backend's codegen once with all of its regions", nullptr, run_codegen_pass},
       // Host code: after partitioning, so backends see NCHW convs.
       {"widen-float16", "run float16 ops on float32 values, each result rounded to float16 as the op's own",
-       widen_float16},
+       nullptr, widen_float16},
       {"convert-layout", "run float32 convs and the elementwise ops between them in channel blocks (NCHWc)",
        nullptr, convert_layout},
       {"pack-matmul-weights",

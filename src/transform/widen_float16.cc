@@ -26,6 +26,17 @@
 // compile pipeline does not run it: its float16 ops stay on their reference
 // kernels.
 //
+// widen-float16{excess_precision=1} (`kiln compile --float16-precision
+// excess`) keeps every widened op's float32 result for the ops after it,
+// exact or not: values are rounded to float16 only where a float16 tensor
+// is read (the function's results, ops left on float16, backend regions).
+// The results are then those of the model computed in float32 between its
+// inputs and outputs, as ONNX Runtime's CPU kernels compute float16 models
+// (casting around each op without a float16 kernel and dropping the casts
+// between them) and as XLA's allow-excess-precision does: more accurate
+// than rounding each op, not bit-equal to the reference kernels, and
+// without the two conversions a rounding costs in each kernel's epilogue.
+//
 // Requires: nothing; run fold-constants and dead-code-elimination after it.
 // Guarantees: every variable keeps its type and value; the function's
 // results are unchanged.
@@ -93,7 +104,7 @@ Attrs dtype_attrs(const char* name) {
 
 class Widener {
  public:
-  explicit Widener(const FunctionNode& f) : f_(f), fresh_(f) {}
+  Widener(const FunctionNode& f, bool excess_precision) : f_(f), fresh_(f), excess_(excess_precision) {}
 
   Function run() {
     for (const Binding& b : f_.bindings) {
@@ -157,9 +168,9 @@ class Widener {
       Var v = make_var(fresh_(b.var->name + "_wide"), value->type);
       out_.push_back({v, value});
       out_.push_back({b.var, make_op_call("astype", {v}, dtype_attrs("float16"))});
-      // Its float32 result is a float16 value already: the next op reads
-      // it, not the rounding.
-      if (float16_operands && exact_on_float16(*call)) wide_[b.var.get()] = v;
+      // Its float32 result is a float16 value already (or excess precision
+      // is allowed): the next op reads it, not the rounding.
+      if (excess_ || (float16_operands && exact_on_float16(*call))) wide_[b.var.get()] = v;
     }
     changed_ = true;
     return true;
@@ -168,18 +179,23 @@ class Widener {
   const FunctionNode& f_;
   FreshNames fresh_;
   std::vector<Binding> out_;
+  const bool excess_;
   std::unordered_map<const VarNode*, Var> wide_;
   bool changed_ = false;
 };
 
 }  // namespace
 
-Module widen_float16(const Module& m) {
+Module widen_float16(const Module& m, const PassOptions& options) {
+  const bool excess =
+      !options.empty() && integer_pass_option(options, "widen-float16", "excess_precision", 0, 1,
+                                              "1 to keep float32 results between ops, 0 to "
+                                              "round each op's (the default)") == 1;
   Module out = m;
   for (const Function& f : m.functions) {
     // Backend regions and their composites keep the types their codegen expects.
     if (f->attrs.find("Codegen") || f->attrs.find("Composite")) continue;
-    if (Function widened = Widener(*f).run()) out.set(widened);
+    if (Function widened = Widener(*f, excess).run()) out.set(widened);
   }
   return out;
 }

@@ -5,7 +5,7 @@
 // bench/e2e_ppocr.sh.
 //
 //   kiln_onnx_compare MODEL.onnx DIR --input-shape x=1,3,48,320 [--atol A] [--rtol R] [--repeat N]
-//                     [--backend NAME ...] [--interpret]
+//                     [--backend NAME ...] [--interpret] [--target T] [--float16-precision P]
 //   kiln_onnx_compare MODEL.kmod DIR [--atol A] [--rtol R] [--repeat N]
 //
 // With --backend the model is partitioned too and kiln's offload line is
@@ -44,7 +44,8 @@ int run(int argc, char** argv) {
   int repeat = 1;
   std::vector<std::string> backends;
   bool interpret_only = false;
-  std::string target;  // --target: as kiln's (the machine's CPU when empty)
+  std::string target;                        // --target: as kiln's (the machine's CPU when empty)
+  std::string float16_precision = "per-op";  // --float16-precision: as kiln's
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto next = [&]() -> std::string {
@@ -65,12 +66,17 @@ int run(int argc, char** argv) {
       interpret_only = true;
     else if (a == "--target")
       target = next();
+    else if (a == "--float16-precision")
+      float16_precision = next();
     else
       pos.push_back(a);
   }
+  if (float16_precision != "per-op" && float16_precision != "excess")
+    throw Error("--float16-precision " + float16_precision + ": give per-op or excess");
   if (pos.size() != 2) {
     std::cerr << "usage: kiln_onnx_compare MODEL.onnx DIR --input-shape NAME=D0,D1,... [--atol A] [--rtol R] "
-                 "[--repeat N] [--backend NAME ...] [--interpret] [--target \"llvm -mcpu=NAME\"]\n";
+                 "[--repeat N] [--backend NAME ...] [--interpret] [--target \"llvm -mcpu=NAME\"] "
+                 "[--float16-precision per-op|excess]\n";
     return 2;
   }
   const std::string model = pos[0], dir = pos[1];
@@ -90,6 +96,7 @@ int run(int argc, char** argv) {
     driver::CompileOptions co;
     co.partition.backends = backends;
     if (!target.empty()) co.target = codegen::parse_target(target);
+    co.float16_excess_precision = float16_precision == "excess";
     driver::CompileSummary summary;
     vm.emplace(driver::compile_model(m, co, &summary));
     compile_ms = summary.compile_ms;

@@ -235,6 +235,44 @@ def test_both_layouts_give_the_interpreters_values(source_dir):
         kiln.compile(mod, layout="nhwc")
 
 
+def test_float16_precision():
+    """A float16 model: per-op rounding gives the interpreter's values, excess
+    precision the float32 model's (the same weights) rounded once; any other
+    value is an error."""
+    rng = np.random.default_rng(72)
+
+    def const(shape, scale):
+        values = (rng.uniform(-scale, scale, shape).astype(np.float16).astype(np.float32)).ravel()
+        return f"const(Tensor[({', '.join(map(str, shape))}), DTYPE], [{', '.join(map(repr, values.tolist()))}])"
+
+    text = f"""
+def @main(%x: Tensor[(1, 4, 12, 12), DTYPE]) -> Tensor[(1, 10), DTYPE] {{
+  %c = nn.conv2d(%x, {const((8, 4, 3, 3), 0.3)}, padding=[1, 1, 1, 1])
+  %b = add(%c, {const((1, 8, 1, 1), 0.1)})
+  %r = nn.relu(%b)
+  %p = nn.conv2d(%r, {const((8, 8, 1, 1), 0.4)})
+  %g = nn.adaptive_avg_pool2d(%p, output_size=[1, 1])
+  %f = flatten(%g)
+  %d = nn.dense(%f, {const((10, 8), 0.5)})
+  %s = nn.softmax(%d)
+  return %s
+}}"""
+    mod16 = kiln.parse(text.replace("DTYPE", "float16"))
+    mod32 = kiln.parse(text.replace("DTYPE", "float32"))
+    x = random((1, 4, 12, 12), 71).astype(np.float16)
+    (per_op,) = kiln.interpret(mod16, x)
+    (wide,) = kiln.interpret(mod32, x.astype(np.float32))
+    (got,) = kiln.compile(mod16).run(x)
+    assert got.dtype == np.float16
+    np.testing.assert_allclose(got.astype(np.float32), per_op.astype(np.float32), rtol=0, atol=4 / 2048)
+    (got,) = kiln.compile(mod16, float16_precision="excess").run(x)
+    assert got.dtype == np.float16
+    np.testing.assert_allclose(got.astype(np.float32), wide.astype(np.float16).astype(np.float32),
+                               rtol=0, atol=1 / 2048)
+    with pytest.raises(kiln.Error, match="float16_precision='fast' must be 'per-op' or 'excess'"):
+        kiln.compile(mod16, float16_precision="fast")
+
+
 def test_outputs_survive_later_runs(source_dir):
     """Outputs are returned without a copy: they must not live in memory the
     next run reuses (the VM's arena, a backend's buffers)."""

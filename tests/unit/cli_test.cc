@@ -128,6 +128,10 @@ TEST_F(Cli, BadUsageExitsTwo) {
   Result layout = kiln_cmd("compile x.kir -o x.kmod --layout nhwc");
   EXPECT_EQ(layout.code, 2);
   EXPECT_NE(layout.out.find("--layout: nhwc not in {blocked,nchw}"), std::string::npos) << layout.out;
+  Result precision = kiln_cmd("compile x.kir -o x.kmod --float16-precision fast");
+  EXPECT_EQ(precision.code, 2);
+  EXPECT_NE(precision.out.find("--float16-precision: fast not in {per-op,excess}"), std::string::npos)
+      << precision.out;
 }
 
 // ---- bad models: exit 1 with a located message

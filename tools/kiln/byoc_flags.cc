@@ -126,6 +126,11 @@ void CompileFlags::add_to(CLI::App* cmd, bool with_target) {
                   "Host convs' data layout: blocked (channels in blocks of the vector width, NCHWc; the "
                   "default) or nchw")
       ->check(CLI::IsMember({"blocked", "nchw"}));
+  cmd->add_option("--float16-precision", float16_precision,
+                  "float16 ops compiled for the host: per-op (each op's result rounded to float16, as the "
+                  "reference kernels; the default) or excess (values kept in float32 between ops, rounded "
+                  "where a float16 tensor is stored: faster, closer to the exact result)")
+      ->check(CLI::IsMember({"per-op", "excess"}));
   cmd->add_flag("--print-after-all", print_after_all,
                 "Print the IR after each compile stage and pass (graph passes, host program, tensor IR)");
   cmd->add_flag(
@@ -145,6 +150,7 @@ driver::CompileOptions CompileFlags::options(const BackendFlags& backend, const 
   o.codegen = backend.codegen_options();
   o.strict_compile = strict_compile;
   o.blocked_layout = layout == "blocked";
+  o.float16_excess_precision = float16_precision == "excess";
   o.print_after_all = print_after_all;
   o.time_passes = time_passes;
   o.check_bounds = check_bounds;

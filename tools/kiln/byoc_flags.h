@@ -34,6 +34,7 @@ struct BackendFlags {
 struct CompileFlags {
   bool strict_compile = false;
   std::string layout = "blocked";
+  std::string float16_precision = "per-op";
   bool print_after_all = false;
   bool time_passes = false;
   bool check_bounds = false;
