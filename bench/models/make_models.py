@@ -6,7 +6,7 @@ classifiers, 224x224 input) and two BERT-base encoder layers (128 tokens of
 to slow code; a CRNN text recognizer with two bidirectional LSTM
 layers; a small 3-D U-Net on a 16x64x64 volume; and ResNet-18 and
 MobileNetV2 again in float16 (weights, input and output, as a half-precision
-export writes them). The
+export writes them), and ResNet-18 quantized to int8 (QDQ). The
 weights are random (fixed seed) and batch norms are left out, as an export
 folds them into the convs; the speed and the arithmetic are those of the real
 models.
@@ -252,6 +252,65 @@ def float16_copy(src, dst):
     onnx.save(model, dst)
 
 
+def quantized_copy(src, dst, activation_scale=0.1):
+    """The model at `src` in ONNX's QDQ form, as a post-training quantizer
+    writes it for ONNX Runtime: each Conv and Gemm reads its input through
+    QuantizeLinear and DequantizeLinear (uint8, zero point 128), its weight
+    as int8 dequantized per output channel (symmetric, the largest magnitude
+    at 127) and its bias as int32 at the product's scale, and its result is
+    quantized and dequantized again. ONNX Runtime runs each such conv as one
+    integer kernel (QLinearConv)."""
+    model = onnx.load(src)
+    g = model.graph
+    weights = {t.name: numpy_helper.to_array(t) for t in g.initializer}
+    added, nodes, count = [], [], [0]
+
+    def const(value):
+        count[0] += 1
+        name = f"q_const_{count[0]}"
+        added.append(numpy_helper.from_array(value, name))
+        return name
+
+    def node(op, inputs, **attrs):
+        count[0] += 1
+        out = f"q_{op.lower()}_{count[0]}"
+        nodes.append(helper.make_node(op, inputs, [out], **attrs))
+        return out
+
+    scale, zero = const(np.array(activation_scale, np.float32)), const(np.array(128, np.uint8))
+
+    def fake_quant(x):
+        return node("DequantizeLinear", [node("QuantizeLinear", [x, scale, zero]), scale, zero])
+
+    for n in g.node:
+        if n.op_type not in ("Conv", "Gemm"):
+            nodes.append(n)
+            continue
+        w = weights[n.input[1]].astype(np.float32)
+        w_scale = (np.abs(w).reshape(len(w), -1).max(axis=1) / 127).astype(np.float32)
+        w_int = np.round(w / w_scale.reshape([-1] + [1] * (w.ndim - 1))).astype(np.int8)
+        inputs = [fake_quant(n.input[0]),
+                  node("DequantizeLinear", [const(w_int), const(w_scale), const(np.zeros(len(w), np.int8))], axis=0)]
+        if len(n.input) > 2:
+            b_scale = (w_scale * activation_scale).astype(np.float32)
+            b_int = np.round(weights[n.input[2]] / b_scale).astype(np.int32)
+            inputs.append(node("DequantizeLinear",
+                               [const(b_int), const(b_scale), const(np.zeros(len(w), np.int32))], axis=0))
+        conv = helper.make_node(n.op_type, inputs, [n.output[0] + "_float"], name=n.name)
+        conv.attribute.extend(n.attribute)
+        nodes.append(conv)
+        q = node("QuantizeLinear", [conv.output[0], scale, zero])
+        nodes.append(helper.make_node("DequantizeLinear", [q, scale, zero], [n.output[0]]))
+    used = {i for n in nodes for i in n.input}
+    kept = [t for t in g.initializer if t.name in used]
+    del g.node[:]
+    g.node.extend(nodes)
+    del g.initializer[:]
+    g.initializer.extend(kept + added)
+    onnx.checker.check_model(model)
+    onnx.save(model, dst)
+
+
 def main():
     if len(sys.argv) != 2:
         sys.exit("usage: make_models.py OUT_DIR")
@@ -268,6 +327,7 @@ def main():
     unet3d(os.path.join(out, "unet3d.onnx"))
     for name in ["resnet18", "mobilenet_v2"]:
         float16_copy(os.path.join(out, name + ".onnx"), os.path.join(out, name + "_float16.onnx"))
+    quantized_copy(os.path.join(out, "resnet18.onnx"), os.path.join(out, "resnet18_int8.onnx"))
 
 
 if __name__ == "__main__":
