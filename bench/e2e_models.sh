@@ -6,8 +6,8 @@
 # two bidirectional LSTM layers, a small 3-D U-Net, and ResNet-18 and
 # MobileNetV2 in float16 (each op's result rounded to float16, and with
 # --float16-precision excess: float32 between ops), and ResNet-18 quantized
-# to int8 (QDQ; ONNX Runtime runs integer kernels, kiln float ones between
-# the quantizations: docs/compile.md), compiled by kiln on one
+# to int8 (QDQ; ONNX Runtime runs integer kernels, kiln its stride-1 convs
+# on wide maps: docs/compile.md), compiled by kiln on one
 # and two threads against ONNX Runtime on one and two threads, in
 # interleaved rounds of the same run, as a table of latencies, ratios and
 # compile times, with the CPU. Every kiln run checks its outputs against

@@ -413,6 +413,10 @@ class FunctionBuilder {
         return to_register(b_.CreateShuffleVector(load_at(*lo, span), pick), n.dtype);
       }
     }
+    // Through let-bound ramps too (share-common-subexpressions binds a
+    // window's column and channel lanes).
+    if (auto pattern = lane_pattern(without_lets(index, let_values_)))
+      if (llvm::Value* t = interleaved_load(n, *pattern, elem, base)) return to_register(t, n.dtype);
     if (auto run = clamped_run(index, let_values_)) {
       llvm::Value* first = expr(run->base);
       llvm::Value* offset = run->offset ? expr(run->offset) : nullptr;
@@ -428,6 +432,49 @@ class FunctionBuilder {
       out = b_.CreateInsertElement(out, b_.CreateAlignedLoad(elem, p, elem_align(*n.buffer)), uint64_t(i));
     }
     return to_register(out, n.dtype);
+  }
+
+  // Lane l at (l % G) * S + l / G from the first (G = 4 or 2 rows of
+  // lanes / G contiguous elements, S >= lanes / G apart, interleaved: a
+  // uint8 conv's window of four input channels a column, read from NCHW):
+  // G loads of a row each and one interleaving shuffle; null for other
+  // patterns.
+  llvm::Value* interleaved_load(const tir::BufferLoadNode& n, const LanePattern& p, llvm::Type* elem,
+                                llvm::Value* base) {
+    const int64_t lanes = int64_t(p.offsets.size());
+    for (const int64_t g : {4, 2}) {
+      const int64_t per = lanes / g;
+      if (lanes % g || per < 2) continue;
+      const int64_t first = p.offsets[0], stride = p.offsets[1] - first;
+      bool interleaved = stride >= per;
+      for (int64_t l = 0; l < lanes && interleaved; ++l)
+        interleaved = p.offsets[size_t(l)] == first + (l % g) * stride + l / g;
+      if (!interleaved) continue;
+      llvm::Type* index_type = scalar_type(p.scalar->dtype);
+      llvm::Value* scalar = expr(p.scalar);
+      auto* row_type = llvm::FixedVectorType::get(elem, unsigned(per));
+      std::vector<llvm::Value*> rows;
+      for (int64_t k = 0; k < g; ++k) {
+        llvm::Value* at =
+            b_.CreateAdd(scalar, llvm::ConstantInt::get(index_type, uint64_t(first + k * stride)));
+        rows.push_back(
+            b_.CreateAlignedLoad(row_type, b_.CreateInBoundsGEP(elem, base, at), elem_align(*n.buffer)));
+      }
+      // The rows side by side, then lane l from row l % g, column l / g.
+      while (rows.size() > 1) {
+        std::vector<llvm::Value*> joined;
+        const unsigned width = llvm::cast<llvm::FixedVectorType>(rows[0]->getType())->getNumElements();
+        llvm::SmallVector<int, 128> both;
+        for (unsigned i = 0; i < 2 * width; ++i) both.push_back(int(i));
+        for (size_t r = 0; r < rows.size(); r += 2)
+          joined.push_back(b_.CreateShuffleVector(rows[r], rows[r + 1], both));
+        rows = std::move(joined);
+      }
+      llvm::SmallVector<int, 128> pick;
+      for (int64_t l = 0; l < lanes; ++l) pick.push_back(int((l % g) * per + l / g));
+      return b_.CreateShuffleVector(rows[0], pick);
+    }
+    return nullptr;
   }
 
   // L lanes S elements apart (S a multiple of L; L = 4, 8 or 16) from an
@@ -566,6 +613,16 @@ class FunctionBuilder {
       b_.CreateAlignedStore(v, element_ptr(elem, base, r->base), elem_align(*n.buffer));
       return;
     }
+    // Consecutive lanes written as a quotient and remainder (a window's
+    // columns and their four channels: l / 4 * 4 + l % 4).
+    if (auto pattern = lane_pattern(without_lets(index, let_values_));
+        pattern && pattern->uniform_stride() == 1) {
+      llvm::Type* index_type = scalar_type(pattern->scalar->dtype);
+      llvm::Value* at = b_.CreateAdd(expr(pattern->scalar),
+                                     llvm::ConstantInt::get(index_type, uint64_t(pattern->offsets[0])));
+      b_.CreateAlignedStore(v, b_.CreateInBoundsGEP(elem, base, at), elem_align(*n.buffer));
+      return;
+    }
     llvm::Value* idx = expr(index);
     for (int i = 0; i < n.value->dtype.lanes; ++i) {
       llvm::Value* p = b_.CreateInBoundsGEP(elem, base, b_.CreateExtractElement(idx, uint64_t(i)));
@@ -613,8 +670,9 @@ class FunctionBuilder {
       case tir::Intrinsic::ParallelStatus:
         return b_.CreateLoad(b_.getInt32Ty(), parallel_status_slot());
       case tir::Intrinsic::DotI8x4:
-        return dot_i8x4(b_, args[0], args[1], args[2],
-                        llvm::Triple(mod_.getTargetTriple()).getArch() == llvm::Triple::hexagon);
+        return dot_i8x4(b_, args[0], args[1], args[2], n.args[1]->dtype.is_uint(),
+                        llvm::Triple(mod_.getTargetTriple()).getArch() == llvm::Triple::hexagon,
+                        isa_.vnni_lanes);
       default:
         break;
     }

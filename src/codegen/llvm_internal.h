@@ -23,6 +23,9 @@ struct VectorIsa {
   bool x86 = false;
   bool avx = false;     // 8-lane float32 registers
   bool avx512 = false;  // 16-lane float32 registers and mask registers
+  // vpdpbusd's int32 lanes: 16 with AVX-512 VNNI, 8 with AVX-VNNI or
+  // AVX-512 VNNI and VL, 0 without.
+  unsigned vnni_lanes = 0;
   static VectorIsa of(const llvm::TargetMachine& tm);
 };
 
@@ -186,9 +189,12 @@ llvm::Value* vector_reciprocal_f32(llvm::IRBuilder<>& b, llvm::Value* d, const V
 llvm::Value* math_intrinsic(llvm::Module& m, llvm::IRBuilder<>& b, tir::Intrinsic i, tir::DataType t,
                             const std::vector<llvm::Value*>& args, const VectorIsa& isa);
 // dot_i8x4 (tir.h): each int32 lane of `acc` plus the four products of its
-// int8 lanes of `a` and `b`. On Hexagon with 32 lanes one HVX
-// V6_vrmpybv_acc (vrmpy); elsewhere the products widened and summed by fours.
-llvm::Value* dot_i8x4(llvm::IRBuilder<>& b, llvm::Value* acc, llvm::Value* a, llvm::Value* w, bool hexagon);
+// int8 (or, `a_unsigned`, uint8) lanes of `a` and int8 lanes of `b`. On
+// Hexagon with 32 lanes one HVX V6_vrmpybv_acc (vrmpy); unsigned by signed
+// on x86 with VNNI one vpdpbusd when the lanes are its (`vnni_lanes`);
+// elsewhere the products widened and summed by fours.
+llvm::Value* dot_i8x4(llvm::IRBuilder<>& b, llvm::Value* acc, llvm::Value* a, llvm::Value* w, bool a_unsigned,
+                      bool hexagon, unsigned vnni_lanes);
 // The link check before codegen, by target.
 void check_target_imports(const std::vector<tir::PrimFunc>& funcs, const CodegenOptions& options);
 

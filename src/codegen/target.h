@@ -31,6 +31,7 @@ struct Target {
   uint64_t vtcm_capacity = 4ull << 20;
   int vector_bytes = 0;              // the widest vector register (HVX: 128); 0: unknown
   bool float16_conversions = false;  // F16C: float16 kernels are compiled
+  int int8_dot_lanes = 0;            // VNNI's int32 lanes: quantized convs on integers (CpuTarget)
 
   bool is_hexagon() const { return kind == Kind::Hexagon; }
 };

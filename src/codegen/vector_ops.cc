@@ -387,6 +387,10 @@ VectorIsa VectorIsa::of(const llvm::TargetMachine& tm) {
   isa.x86 = tm.getTargetTriple().isX86();
   isa.avx = isa.x86 && tm.getMCSubtargetInfo()->checkFeatures("+avx");
   isa.avx512 = isa.x86 && tm.getMCSubtargetInfo()->checkFeatures("+avx512f");
+  if (isa.x86 && tm.getMCSubtargetInfo()->checkFeatures("+avx512vnni"))
+    isa.vnni_lanes = 16;
+  else if (isa.x86 && tm.getMCSubtargetInfo()->checkFeatures("+avxvnni"))
+    isa.vnni_lanes = 8;
   return isa;
 }
 
@@ -560,9 +564,17 @@ llvm::Value* math_intrinsic(llvm::Module& m, llvm::IRBuilder<>& b, tir::Intrinsi
   }
 }
 
-llvm::Value* dot_i8x4(llvm::IRBuilder<>& b, llvm::Value* acc, llvm::Value* a, llvm::Value* w, bool hexagon) {
+llvm::Value* dot_i8x4(llvm::IRBuilder<>& b, llvm::Value* acc, llvm::Value* a, llvm::Value* w, bool a_unsigned,
+                      bool hexagon, unsigned vnni_lanes) {
   auto* acc_type = llvm::cast<llvm::FixedVectorType>(acc->getType());
   const unsigned lanes = acc_type->getNumElements();
+  if (a_unsigned && vnni_lanes == lanes) {
+    // One vpdpbusd: the operands as int32 words of four bytes.
+    const llvm::Intrinsic::ID dot =
+        lanes == 16 ? llvm::Intrinsic::x86_avx512_vpdpbusd_512 : llvm::Intrinsic::x86_avx512_vpdpbusd_256;
+    llvm::Type* words = llvm::FixedVectorType::get(b.getInt32Ty(), lanes);
+    return b.CreateIntrinsic(dot, {}, {acc, b.CreateBitCast(a, words), b.CreateBitCast(w, words)});
+  }
   if (hexagon && lanes == 32) {
     // Vd.w += vrmpy(Vu.b, Vv.b): the operands as 32 words of four bytes.
     llvm::Type* words = llvm::FixedVectorType::get(b.getInt32Ty(), 32);
@@ -570,7 +582,8 @@ llvm::Value* dot_i8x4(llvm::IRBuilder<>& b, llvm::Value* acc, llvm::Value* a, ll
                              {acc, b.CreateBitCast(a, words), b.CreateBitCast(w, words)});
   }
   llvm::Type* wide = llvm::FixedVectorType::get(b.getInt32Ty(), 4 * lanes);
-  llvm::Value* products = b.CreateMul(b.CreateSExt(a, wide), b.CreateSExt(w, wide));
+  llvm::Value* products =
+      b.CreateMul(a_unsigned ? b.CreateZExt(a, wide) : b.CreateSExt(a, wide), b.CreateSExt(w, wide));
   llvm::Value* sum = acc;
   for (unsigned k = 0; k < 4; ++k) {
     std::vector<int> pick;

@@ -148,6 +148,15 @@ Executable compile_model(const Module& input, const CompileOptions& opts, Compil
           opts.float16_excess_precision ? "widen-float16{excess_precision=1}" : "widen-float16";
       return run_passes(m, {widen, "fold-constants", "dead-code-elimination"}, popts);
     });
+  // 2b'. A quantized model's convs on integers, where the CPU has byte dot
+  //      products (VNNI); before convert-layout, which blocks float32 convs.
+  if (opts.compile_host && cpu.int8_dot_lanes && !cpu.scratchpad_bytes)
+    m = stages.run("quantize-convs", [&] {
+      return run_passes(
+          m,
+          {"quantize-convs{min_columns=" + std::to_string(cpu.int8_dot_lanes) + "}", "dead-code-elimination"},
+          popts);
+    });
   // 2c. Host layout: after partitioning (backends keep NCHW convs), before
   //     the host program is built from what is left. Folding packs the
   //     blocked weights; dead-code-elimination drops the unblocked copies

@@ -52,6 +52,24 @@ std::optional<ConvAttrs> conv_attrs(const LowerContext& c) {
   return a;
 }
 
+// Channel c = b * 4 + k of a conv's input: its block b and place k in it.
+Expr channel_of_block(const Expr& b, const Expr& k) { return tir::add(tir::mul(b, tir::int_imm(4)), k); }
+
+// An int8 conv weight (O, C, KH, KW) with its input channels in blocks of
+// four, innermost: wb[o, cb, ky, kx, 4], zero past the last channel.
+te::Tensor int8_weight_blocks(const te::Tensor& w, const std::string& name) {
+  const Shape& ws = w->shape;
+  const int64_t C = ws[1];
+  return te::compute(
+      {ws[0], (C + 3) / 4, ws[2], ws[3], 4},
+      [&](const te::Axes& i) {
+        Expr ch = channel_of_block(i[1], i[4]);
+        return tir::select(tir::lt(ch, tir::int_imm(C)), (*w)({i[0], clamp_index(ch, C), i[2], i[3]}),
+                           constant(0, w->dtype));
+      },
+      name + "_weights");
+}
+
 // An int8 conv for a DSP (a scratchpad target): input channels in blocks of
 // four, innermost in both the padded window xb[n, cb, h, w, 4] and the
 // weights wb[o, cb, ky, kx, 4] (zero past the last channel), so the four
@@ -64,25 +82,17 @@ Lowered conv2d_int8_blocked(const LowerContext& c, const ConvAttrs& conv) {
   const int64_t C = xs[1], H = xs[2], W = xs[3], blocks = (C + 3) / 4;
   const Pad2d& p = conv.pad;
   const tir::DataType i8 = tir::DataType::int_(8), i32 = tir::DataType::int32();
-  auto channel = [](const Expr& b, const Expr& k) { return tir::add(tir::mul(b, tir::int_imm(4)), k); };
   te::Tensor xb = te::compute(
       {xs[0], blocks, H + p.top + p.bottom, W + p.left + p.right, 4},
       [&](const te::Axes& i) {
-        Expr ch = channel(i[1], i[4]);
+        Expr ch = channel_of_block(i[1], i[4]);
         Expr h = tir::sub(i[2], tir::int_imm(p.top)), v = tir::sub(i[3], tir::int_imm(p.left));
         Expr in = all(all(in_range(h, 0, H), in_range(v, 0, W)), tir::lt(ch, tir::int_imm(C)));
         return tir::select(in, (*x)({i[0], clamp_index(ch, C), clamp_index(h, H), clamp_index(v, W)}),
                            constant(0, i8));
       },
       c.name + "_window");
-  te::Tensor wb = te::compute(
-      {ws[0], blocks, ws[2], ws[3], 4},
-      [&](const te::Axes& i) {
-        Expr ch = channel(i[1], i[4]);
-        return tir::select(tir::lt(ch, tir::int_imm(C)), (*w)({i[0], clamp_index(ch, C), i[2], i[3]}),
-                           constant(0, i8));
-      },
-      c.name + "_weights");
+  const te::Tensor wb = int8_weight_blocks(w, c.name);
   te::IterVar rb = te::reduce_axis(blocks, "rb"), ry = te::reduce_axis(ws[2], "ry"),
               rx = te::reduce_axis(ws[3], "rx"), rk = te::reduce_axis(4, "rk");
   te::Tensor y = te::compute(
@@ -96,6 +106,70 @@ Lowered conv2d_int8_blocked(const LowerContext& c, const ConvAttrs& conv) {
       },
       c.name);
   return lowered({y}, {xb, wb});
+}
+
+// A uint8 by int8 conv (stride 1, one group) on a CPU with VNNI (CpuTarget::
+// int8_dot_lanes): as conv2d_int8_blocked, the input channels in blocks of
+// four innermost in the padded window xb[n, cb, h, w, 4] (computed per band
+// of output rows) and the weights wb[o, cb, ky, kx, 4], so a block's four
+// products read four contiguous bytes of each and form-dot-products turns
+// them into one vpdpbusd per vector of output columns
+// (AnchorTile::dot_of_four). On the output channels and columns its tiles
+// want, as the float conv (conv_rows, conv_columns): the extra channels read
+// the last one's weights, the extra columns zeros, and neither is stored.
+Lowered conv2d_uint8_dot(const LowerContext& c, const ConvAttrs& conv) {
+  const te::Tensor &x = c.inputs[0], &w = c.inputs[1];
+  const Shape &xs = c.in[0].shape, &ws = c.in[1].shape, &ys = c.out[0].shape;
+  const int64_t C = xs[1], H = xs[2], W = xs[3], blocks = (C + 3) / 4;
+  const Pad2d& p = conv.pad;
+  const tir::DataType u8 = tir::DataType::uint(8), i32 = tir::DataType::int32();
+  // Whole vectors of columns: form-dot-products leaves a tail scalar.
+  const int64_t lanes = c.cpu.int8_dot_lanes;
+  Shape padded = ys;
+  padded[3] = (ys[3] + lanes - 1) / lanes * lanes;
+  const int64_t weight_stride = blocks * ws[2] * ws[3] * 4;
+  padded[1] = schedule::conv_rows(c.cpu, ys[1], padded[3], weight_stride);
+  // The window's columns: every padded output's taps, in whole vectors.
+  const int64_t width = (padded[3] + ws[3] - 1 + lanes - 1) / lanes * lanes;
+  // Padded rows of each channel (contiguous columns, as a float conv pads
+  // them), then the window interleaving four channels' rows: a copy the
+  // codegen reads as four runs and one shuffle (interleaved_load), where
+  // one padded, interleaved copy gathered each byte on its own.
+  te::Tensor xa = te::compute(
+      {xs[0], blocks, H + p.top + p.bottom, 4, width},
+      [&](const te::Axes& i) {
+        Expr ch = channel_of_block(i[1], i[3]);
+        Expr h = tir::sub(i[2], tir::int_imm(p.top)), v = tir::sub(i[4], tir::int_imm(p.left));
+        Expr in = all(all(in_range(h, 0, H), in_range(v, 0, W)), tir::lt(ch, tir::int_imm(C)));
+        return tir::select(in, (*x)({i[0], clamp_index(ch, C), clamp_index(h, H), clamp_index(v, W)}),
+                           constant(0, u8));
+      },
+      c.name + "_rows");
+  te::Tensor xb = te::compute(
+      {xs[0], blocks, H + p.top + p.bottom, width, 4},
+      [&](const te::Axes& i) {
+        return (*xa)({i[0], i[1], i[2], i[4], i[3]});
+      },
+      c.name + "_window");
+  const te::Tensor wb = int8_weight_blocks(w, c.name);
+  te::IterVar rb = te::reduce_axis(blocks, "rb"), ry = te::reduce_axis(ws[2], "ry"),
+              rx = te::reduce_axis(ws[3], "rx"), rk = te::reduce_axis(4, "rk");
+  te::Tensor yp = te::compute(
+      padded,
+      [&](const te::Axes& i) -> te::Reduction {
+        const Expr oc = padded[1] == ys[1] ? Expr(i[1]) : clamp_index(i[1], ys[1]);
+        Expr prod = tir::mul(
+            as_acc((*xb)({i[0], rb.var, tir::add(i[2], ry.var), tir::add(i[3], rx.var), rk.var}), i32),
+            as_acc((*wb)({oc, rb.var, ry.var, rx.var, rk.var}), i32));
+        return te::sum(prod, {rb, ry, rx, rk});
+      },
+      padded_name(c.name, padded, ys));
+  Lowered r = tiled_prefix(yp, ys, c.name, 1, 3, {xa, xb, wb}, xb, weight_stride);
+  if (r.anchors.empty()) return r;
+  r.anchors.back().dot_of_four = true;
+  r.anchors.back().window_input = xa;
+  r.anchors.back().window_row_span = ws[2];
+  return r;
 }
 
 // x zero-padded by `p`, its columns split by phase for a conv of column
@@ -126,6 +200,10 @@ Lowered conv2d(const LowerContext& c) {
   if (c.cpu.scratchpad_bytes && c.in[0].dtype == DType::Int8 && c.in[1].dtype == DType::Int8 &&
       c.out[0].dtype == DType::Int32 && conv->groups == 1 && conv->dilation == std::vector<int64_t>{1, 1})
     return conv2d_int8_blocked(c, *conv);
+  if (c.cpu.int8_dot_lanes && !c.cpu.scratchpad_bytes && c.in[0].dtype == DType::UInt8 &&
+      c.in[1].dtype == DType::Int8 && c.out[0].dtype == DType::Int32 && conv->groups == 1 &&
+      conv->dilation == std::vector<int64_t>{1, 1} && conv->strides == std::vector<int64_t>{1, 1})
+    return conv2d_uint8_dot(c, *conv);
   const std::vector<int64_t>&st = conv->strides, &dl = conv->dilation;
   const Pad2d pad = conv->pad;
   const int64_t groups = conv->groups;
@@ -647,8 +725,15 @@ Lowered pad(const LowerContext& c) {
   std::vector<int64_t> pw = c.attrs.get_ints("pad_width");
   const std::string& mode = c.attrs.get_string("mode");
   double value = c.attrs.get_float("pad_value");
-  if (!x->dtype.is_float() && (value != std::trunc(value) || std::fabs(value) > 127))
-    return unsupported("an integer pad value that is not a small integer");
+  // An integer pad value the data's type holds exactly (a uint8 zero point
+  // of 128, quantize-convs), so no conversion rule is in question.
+  if (!x->dtype.is_float()) {
+    const bool unsigned_ = x->dtype.is_uint() || x->dtype.is_bool();
+    const int bits = std::min(53, int(x->dtype.bits) - (unsigned_ ? 0 : 1));
+    const double hi = std::ldexp(1.0, bits) - 1, lo = unsigned_ ? 0 : -hi - 1;
+    if (value != std::trunc(value) || value < lo || value > hi)
+      return unsupported("an integer pad value that its type does not hold");
+  }
   if (mode != "constant" && mode != "edge" && mode != "reflect") return unsupported("pad mode " + mode);
   te::Tensor y = te::compute(
       c.out[0].shape,

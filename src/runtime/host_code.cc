@@ -39,6 +39,7 @@ namespace kiln {
   X("avx512vbmi") \
   X("avx512ifma") \
   X("avx512vnni") \
+  X("avxvnni") \
   X("avx512bf16") \
   X("avx512vbmi2") \
   X("avx512bitalg") \

@@ -164,6 +164,10 @@ CpuTarget host_cpu_target() {
   // CPUID leaf 1, ECX bit 29: F16C (GCC's __builtin_cpu_supports has no name for it).
   unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
   t.float16_conversions = __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & (1u << 29)) != 0;
+  if (t.vector_bytes == 64 && __builtin_cpu_supports("avx512vnni"))
+    t.int8_dot_lanes = 16;
+  else if (t.vector_bytes >= 32 && __builtin_cpu_supports("avxvnni"))
+    t.int8_dot_lanes = 8;
 #endif
   // What the system reports (glibc reads CPUID); a value it does not know
   // is 0 or -1, and a size outside what a core has is taken as unknown too.

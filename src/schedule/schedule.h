@@ -38,6 +38,11 @@ struct CpuTarget {
   // kernels on float16 tensors load them as float32 and store them rounded
   // back; without them float16 ops stay on their reference kernels.
   bool float16_conversions = false;
+  // Dot products of four unsigned by four signed bytes into each int32 lane
+  // (x86's VNNI vpdpbusd): the int32 lanes of the vectors they run on (16
+  // with AVX-512 VNNI, 8 with AVX-VNNI), 0 without. Quantized convs then run
+  // on integers (the graph pass quantize-convs).
+  int int8_dot_lanes = 0;
   int64_t float32_lanes() const { return vector_bytes / 4; }
 };
 // Below this much work (output elements times the reduction's extent: a
@@ -122,6 +127,14 @@ struct AnchorTile {
   // input read in place or from a window): few multiply-adds per step, so
   // tile_anchor unrolls its innermost reduction loops (unroll_reduction).
   bool taps_only = false;
+  // Products of bytes summed by fours (a uint8 by int8 conv on a CPU with
+  // VNNI): the reduction's last axis (extent 4, a block of input channels)
+  // runs innermost, under the tile's columns, which stay a loop that
+  // form-dot-products turns into one dot_i8x4 per vector of them.
+  bool dot_of_four = false;
+  // A materialized stage the window reads (the padded rows a uint8 conv's
+  // window interleaves): computed where the window is, before it.
+  tir::te::Tensor window_input = nullptr;
   // The axis of the output whose rows a band of the window covers; -1: the
   // axis before the columns, or before the tile's rows when those are a
   // channel-blocked layout's columns (its output rows either way). The

@@ -318,8 +318,15 @@ bool tile_anchor(te::Schedule& s, const AnchorTile& a, const CpuTarget& cpu,
   std::vector<te::Stage*> outputs;
   for (const auto& st : s.stages())
     if (st->is_output()) outputs.push_back(st.get());
-  const bool epilogue_fits = outputs.size() == 1 && fits_in(outputs[0]->tensor()->shape, a.tensor->shape,
-                                                            size_t(a.row_axis), size_t(a.col_axis));
+  // Byte dot products run on whole vectors of columns: a tile cut to the
+  // output's columns would run its last columns a byte at a time, so a
+  // padded anchor is tiled whole into its own buffer.
+  const bool whole_columns =
+      a.dot_of_four && outputs.size() == 1 &&
+      outputs[0]->tensor()->shape[size_t(a.col_axis)] != a.tensor->shape[size_t(a.col_axis)];
+  const bool epilogue_fits =
+      outputs.size() == 1 && !whole_columns &&
+      fits_in(outputs[0]->tensor()->shape, a.tensor->shape, size_t(a.row_axis), size_t(a.col_axis));
   te::Tensor tile_tensor = a.tensor;
   te::Stage* out = epilogue_fits ? outputs[0] : anchor;
   if (out == anchor) {
@@ -593,9 +600,23 @@ bool tile_anchor(te::Schedule& s, const AnchorTile& a, const CpuTarget& cpu,
   }
   if (work >= kParallelMinMultiplyAdds && outer != stop && out->leaves()[0].extent > 1) out->parallel(outer);
   tile.compute_at(*out, tile_at);
+  if (window && a.window_input) {
+    te::Stage* rows = find_stage(s, a.window_input);
+    rows->compute_at(*out, outer);
+    rows->vectorize(rows->leaves().back().var);
+    done.push_back(rows);
+  }
   if (window) {
     window->compute_at(*out, outer);
-    window->vectorize(window->leaves().back().var);
+    if (a.dot_of_four && cpu.int8_dot_lanes > 0) {
+      // A window of four channels a column ([..., columns, 4]) from NCHW:
+      // vectors of the dot's lanes of columns, each with its four channels,
+      // which the codegen reads as four runs of columns interleaved.
+      const size_t n = window->leaves().size();
+      window->vectorize(window->fuse(window->leaves()[n - 2].var, window->leaves()[n - 1].var));
+    } else {
+      window->vectorize(window->leaves().back().var);
+    }
     done.push_back(window);
   }
   if (pack) {
@@ -611,7 +632,7 @@ bool tile_anchor(te::Schedule& s, const AnchorTile& a, const CpuTarget& cpu,
   }
   // In the tile: reduce loops outermost, then the accumulators.
   std::vector<tir::Var> tile_order;
-  tir::Var row_taps;
+  tir::Var row_taps, four;
   int reduce_index = 0;
   for (const te::Leaf& l : tile.leaves()) {
     if (!l.reduce) continue;
@@ -619,6 +640,10 @@ bool tile_anchor(te::Schedule& s, const AnchorTile& a, const CpuTarget& cpu,
       row_taps = l.var;
     else
       tile_order.push_back(l.var);
+  }
+  if (a.dot_of_four) {
+    four = tile_order.back();
+    tile_order.pop_back();
   }
   if (row_taps) tile_order.push_back(row_taps);
   // Paired blocks of output channels run inside the tile's rows: a row's
@@ -638,6 +663,7 @@ bool tile_anchor(te::Schedule& s, const AnchorTile& a, const CpuTarget& cpu,
     acc.insert(acc.begin() + a.row_axis, tile_h);
   }
   tile_order.insert(tile_order.end(), acc.begin(), acc.end());
+  if (four) tile_order.push_back(four);
   tile.reorder(tile_order);
   if (row_taps) tile.unroll(row_taps);
   // A depthwise conv's tiles (AnchorTile::taps_only) unroll their
@@ -661,7 +687,10 @@ bool tile_anchor(te::Schedule& s, const AnchorTile& a, const CpuTarget& cpu,
     unroll_reduction(tile, accumulators);
   tile.unroll(tile_rows);
   if (tile_h) tile.unroll(tile_h);
-  tile.vectorize(tile.leaves().back().var);
+  // With a block of four innermost, the columns outside it carry the hint:
+  // form-dot-products has replaced their products by then, and the tile's
+  // initial zeros and its stores vectorize over them.
+  tile.vectorize(tile.leaves()[tile.leaves().size() - (four ? 2 : 1)].var);
   done.push_back(out);
   done.push_back(&tile);
   return true;

@@ -364,11 +364,14 @@ Expr call_intrinsic(Intrinsic i, std::vector<Expr> args) {
       const DataType& acc = args[0]->dtype;
       KILN_CHECK(acc.code == DataType::Code::Int && acc.bits == 32,
                  "dot_i8x4 accumulates into int32 lanes, not ", dtype_str(acc));
+      // The first operand int8 or uint8 (x86's vpdpbusd: unsigned by signed), the second int8.
       for (size_t k = 1; k < 3; ++k)
-        KILN_CHECK(args[k]->dtype.code == DataType::Code::Int && args[k]->dtype.bits == 8 &&
-                       args[k]->dtype.lanes == 4 * acc.lanes,
-                   "dot_i8x4 takes int8 operands of four lanes per accumulator lane (", 4 * acc.lanes,
-                   " for ", dtype_str(acc), "), not ", dtype_str(args[k]->dtype));
+        KILN_CHECK((args[k]->dtype.code == DataType::Code::Int ||
+                    (k == 1 && args[k]->dtype.code == DataType::Code::UInt)) &&
+                       args[k]->dtype.bits == 8 && args[k]->dtype.lanes == 4 * acc.lanes,
+                   "dot_i8x4 takes ", k == 1 ? "int8 or uint8" : "int8",
+                   " operands of four lanes per accumulator lane (", 4 * acc.lanes, " for ", dtype_str(acc),
+                   "), not ", dtype_str(args[k]->dtype));
       t = acc;
       break;
     }

@@ -255,7 +255,7 @@ enum class CallKind : uint8_t { Intrinsic, Extern };
   X(Likely, "likely")                  /* bool hint for branches */                                      \
   X(AddressOffset, "address_offset")   /* handle + int64 bytes -> handle */                              \
   X(ParallelStatus, "parallel_status") /* -> int32: how the last parallel loop ended (tir/parallel.h) */ \
-  X(DotI8x4, "dot_i8x4")               /* int32xN acc, int8x4N a, b -> acc[i] + sum_k<4 a[4i+k] * b[4i+k] */
+  X(DotI8x4, "dot_i8x4") /* int32xN acc, (u)int8x4N a, int8x4N b -> acc[i] + sum_k<4 a[4i+k] * b[4i+k] */
 
 enum class Intrinsic : uint8_t {
 #define KILN_TIR_ENUM_ENTRY(name, text) name,

@@ -95,6 +95,11 @@ Module run_codegen_pass(const Module& m, const PassOptions& options);
 // result instead. The model compile pipeline runs it after partitioning
 // when the target converts float16 in its vectors (F16C).
 Module widen_float16(const Module& m, const PassOptions& options);
+// Runs the float32 convs of a quantized model (dequantized uint8 data, a
+// weight that is int8 values times a scale per output channel; one group,
+// stride 1) as integer convs, the scales applied to their int32 sums. The
+// model compile pipeline runs it for CPUs with VNNI (CpuTarget::int8_dot_lanes).
+Module quantize_convs(const Module& m, const PassOptions& options);
 // Runs float32 convs and the elementwise ops and global pools between them
 // in channel blocks of N (block=N, the float32 lanes of the host's vectors):
 // the NCHWc layout. Host functions only; the model compile pipeline runs it

@@ -39,6 +39,8 @@ const std::vector<PassInfo>& graph_passes() {
       // Host code: after partitioning, so backends see NCHW convs.
       {"widen-float16", "run float16 ops on float32 values, each result rounded to float16 as the op's own",
        nullptr, widen_float16},
+      {"quantize-convs", "run convs on dequantized uint8 data and int8 weights as integer convs, scaled",
+       nullptr, quantize_convs},
       {"convert-layout", "run float32 convs and the elementwise ops between them in channel blocks (NCHWc)",
        nullptr, convert_layout},
       {"pack-matmul-weights",

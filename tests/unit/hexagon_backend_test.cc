@@ -563,9 +563,7 @@ TEST(HexagonDot, DotI8x4IsOneVrmpyAndMatchesOnBothTargets) {
 })",
                               "bad.kir");
   });
-  EXPECT_NE(err.find("dot_i8x4 takes int8 operands of four lanes per accumulator lane (128"),
-            std::string::npos)
-      << err;
+  EXPECT_NE(err.find("operands of four lanes per accumulator lane (128"), std::string::npos) << err;
 }
 
 }  // namespace

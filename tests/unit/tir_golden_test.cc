@@ -100,7 +100,12 @@ TEST_P(TirGolden, PassesGiveTheExpectedText) {
     options.vector_bytes = std::stoll(bytes);
   if (std::string registers = header(input, "VECTOR-REGISTERS"); !registers.empty())
     options.vector_registers = std::stoll(registers);
-  if (header(input, "DOT-PRODUCTS") == "on") options.dot_products = true;
+  // "on": Hexagon's 32 lanes; a number: that many (x86's VNNI: 16 or 8).
+  const std::string dots = header(input, "DOT-PRODUCTS");
+  if (dots == "on")
+    options.dot_lanes = 32;
+  else if (!dots.empty())
+    options.dot_lanes = std::stoi(dots);
   if (header(input, "CHECK-BOUNDS") == "on") options.check_bounds = true;
   std::vector<std::string> passes;
   std::stringstream names(header(input, "PASSES"));

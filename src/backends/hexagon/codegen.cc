@@ -195,7 +195,7 @@ BackendArtifacts codegen(const Module& m, const std::vector<Function>& functions
   passes.vector_bytes = target.vector_bytes;
   passes.vector_float = false;
   passes.drop_vector_hints = true;
-  passes.dot_products = true;
+  passes.dot_lanes = 32;
   passes.check_bounds = check_bounds_from_options(options);
   std::map<std::string, uint64_t> vtcm_of;
   for (auto& k : kernels) {

@@ -1,5 +1,6 @@
-// form-dot-products: int8 products accumulated by fours into int32 become
-// dot_i8x4, 32 columns at a time (on Hexagon one HVX vrmpy each).
+// form-dot-products: int8 products (or uint8 by int8) accumulated by fours
+// into int32 become dot_i8x4, options.dot_lanes columns at a time (on
+// Hexagon 32, one HVX vrmpy each; on x86 with VNNI 16 or 8, one vpdpbusd).
 //
 // Requires flat buffers (flatten-buffers: one index per access). Matches a
 // loop over columns j (extent >= 32, from 0) around a loop over k (extent 4,
@@ -11,9 +12,9 @@
 //     }
 //   }
 //
-// (a, b and c free of j and k; the two operands in either order), and
-// rewrites it, each 32 columns reading 128 contiguous bytes of x and the
-// same four bytes of w for every column:
+// (a, b and c free of j and k; the two operands in either order; x int8 or
+// uint8, w int8), and rewrites it, each 32 columns (for 32 lanes) reading
+// 128 contiguous bytes of x and the same four bytes of w for every column:
 //
 //   for %j_dot from 0 extent 2 {
 //     %acc[ramp(a + j_dot * 32, 1, 32)] = dot_i8x4(%acc[ramp(a + j_dot * 32, 1, 32)],
@@ -21,7 +22,7 @@
 //   }
 //
 // Columns past the last whole 32 keep the original loop. Runs only when
-// options.dot_products is set (Hexagon model regions).
+// options.dot_lanes is set.
 #include <map>
 
 #include "tir/mutator.h"
@@ -30,31 +31,36 @@
 namespace kiln::tir {
 namespace {
 
-constexpr int kLanes = 32;  // int32 lanes of one 128-byte HVX vector
-
-// An index as a sum of variables times constants plus a constant, when it
-// is one (flattened loop indices are): what the match reads coefficients from.
+// An index as a sum of terms times constants plus a constant, when it is
+// one (flattened loop indices are): what the match reads coefficients from.
+// A term is a variable, or a subexpression that is no such sum (a quotient
+// of loop variables: a tile's output channel) and uses neither loop the
+// match looks at (`j`, `k`); it counts as one term of its own.
 struct Linear {
-  std::map<const VarNode*, int64_t> coef;
+  std::map<const ExprNode*, int64_t> coef;
   int64_t constant = 0;
 };
 
-std::optional<Linear> linear(const Expr& e) {
+std::optional<Linear> linear(const Expr& e, const Var& j, const Var& k) {
   if (auto c = as_const_int(e)) return Linear{{}, *c};
   if (auto* v = as<VarNode>(e)) return Linear{{{v, 1}}, 0};
+  auto opaque = [&]() -> std::optional<Linear> {
+    if (uses_var(e, j) || uses_var(e, k)) return std::nullopt;
+    return Linear{{{e.get(), 1}}, 0};
+  };
   auto* b = as<BinaryNode>(e);
-  if (!b) return std::nullopt;
-  auto l = linear(b->a), r = linear(b->b);
-  if (!l || !r) return std::nullopt;
+  if (!b) return opaque();
+  auto l = linear(b->a, j, k), r = linear(b->b, j, k);
+  if (!l || !r) return opaque();
   if (b->op == BinaryOp::Add || b->op == BinaryOp::Sub) {
     int64_t sign = b->op == BinaryOp::Add ? 1 : -1;
     for (const auto& [v, c] : r->coef) l->coef[v] += sign * c;
     l->constant += sign * r->constant;
     return l;
   }
-  if (b->op != BinaryOp::Mul) return std::nullopt;
+  if (b->op != BinaryOp::Mul) return opaque();
   if (!r->coef.empty()) std::swap(l, r);
-  if (!r->coef.empty()) return std::nullopt;  // a product of two variables
+  if (!r->coef.empty()) return opaque();  // a product of two terms
   for (auto& [v, c] : l->coef) c *= r->constant;
   l->constant *= r->constant;
   return l;
@@ -67,7 +73,7 @@ int64_t coefficient(const Linear& l, const Var& v) {
 
 bool same(const Linear& a, const Linear& b) {
   auto nonzero = [](const Linear& l) {
-    std::map<const VarNode*, int64_t> m;
+    std::map<const ExprNode*, int64_t> m;
     for (const auto& [v, c] : l.coef)
       if (c) m[v] = c;
     return m;
@@ -75,15 +81,20 @@ bool same(const Linear& a, const Linear& b) {
   return a.constant == b.constant && nonzero(a) == nonzero(b);
 }
 
-const BufferLoadNode* int8_operand(const Expr& e) {
+// A byte operand widened to int32: int8, or uint8 where `unsigned_ok`.
+const BufferLoadNode* int8_operand(const Expr& e, bool unsigned_ok) {
   auto* c = as<CastNode>(e);
   if (!c || c->dtype != DataType::int32()) return nullptr;
   auto* l = as<BufferLoadNode>(c->value);
-  if (!l || l->indices.size() != 1 || l->dtype != DataType::int_(8)) return nullptr;
+  if (!l || l->indices.size() != 1) return nullptr;
+  if (l->dtype != DataType::int_(8) && !(unsigned_ok && l->dtype == DataType::uint(8))) return nullptr;
   return l;
 }
 
 class DotProducts : public Mutator {
+ public:
+  explicit DotProducts(int64_t lanes) : lanes_(lanes) {}
+
  protected:
   Stmt mutate_For(const Stmt& s, const ForNode& n) override {
     Stmt m = Mutator::mutate_For(s, n);
@@ -96,7 +107,7 @@ class DotProducts : public Mutator {
   std::optional<Stmt> rewrite(const ForNode& cols) {
     auto extent = as_const_int(cols.extent);
     auto inner = as<ForNode>(cols.body);
-    if (!extent || *extent < kLanes || as_const_int(cols.min) != 0 || !inner) return std::nullopt;
+    if (!extent || *extent < lanes_ || as_const_int(cols.min) != 0 || !inner) return std::nullopt;
     if (as_const_int(inner->extent) != 4 || as_const_int(inner->min) != 0) return std::nullopt;
     auto* st = as<BufferStoreNode>(inner->body);
     if (!st || st->indices.size() != 1 || st->buffer->dtype != DataType::int32()) return std::nullopt;
@@ -105,7 +116,7 @@ class DotProducts : public Mutator {
     const Var &j = cols.var, &k = inner->var;
     const Expr& index = st->indices[0];
     // acc + x * w, the accumulator on either side.
-    auto out = linear(index);
+    auto out = linear(index, j, k);
     if (!out || coefficient(*out, j) != 1 || coefficient(*out, k) != 0) return std::nullopt;
     for (int side = 0; side < 2; ++side) {
       auto* acc = as<BufferLoadNode>(side ? add_node->b : add_node->a);
@@ -113,13 +124,13 @@ class DotProducts : public Mutator {
       // (Flattening gives each access its own buffer object: buffers compare by name.)
       if (!acc || !mul_node || mul_node->op != BinaryOp::Mul || acc->buffer->name != st->buffer->name)
         continue;
-      auto acc_index = linear(acc->indices[0]);
+      auto acc_index = linear(acc->indices[0], j, k);
       if (!acc_index || !same(*acc_index, *out)) continue;  // the same element
       for (int order = 0; order < 2; ++order) {
-        const BufferLoadNode* x = int8_operand(order ? mul_node->b : mul_node->a);
-        const BufferLoadNode* w = int8_operand(order ? mul_node->a : mul_node->b);
+        const BufferLoadNode* x = int8_operand(order ? mul_node->b : mul_node->a, true);
+        const BufferLoadNode* w = int8_operand(order ? mul_node->a : mul_node->b, false);
         if (!x || !w) continue;
-        auto xi = linear(x->indices[0]), wi = linear(w->indices[0]);
+        auto xi = linear(x->indices[0], j, k), wi = linear(w->indices[0], j, k);
         if (!xi || !wi || coefficient(*xi, j) != 4 || coefficient(*xi, k) != 1 || coefficient(*wi, j) != 0 ||
             coefficient(*wi, k) != 1)
           continue;
@@ -139,31 +150,33 @@ class DotProducts : public Mutator {
     };
     Var jd = make_var(j->name + "_dot", it);
     Expr acc_index =
-        ramp(simplify_expr(add(at_zero(index), mul(jd, int_imm(kLanes, it)))), int_imm(1, it), kLanes);
-    Expr x_index = ramp(simplify_expr(add(at_zero(x.indices[0]), mul(jd, int_imm(4 * kLanes, it)))),
-                        int_imm(1, it), 4 * kLanes);
+        ramp(simplify_expr(add(at_zero(index), mul(jd, int_imm(lanes_, it)))), int_imm(1, it), lanes_);
+    Expr x_index = ramp(simplify_expr(add(at_zero(x.indices[0]), mul(jd, int_imm(4 * lanes_, it)))),
+                        int_imm(1, it), 4 * lanes_);
     DataType wt = w.indices[0]->dtype;
     Expr w_index =
-        add(broadcast(at_zero(w.indices[0]), 4 * kLanes),
-            mod(ramp(int_imm(0, wt), int_imm(1, wt), 4 * kLanes), broadcast(int_imm(4, wt), 4 * kLanes)));
+        add(broadcast(at_zero(w.indices[0]), 4 * lanes_),
+            mod(ramp(int_imm(0, wt), int_imm(1, wt), 4 * lanes_), broadcast(int_imm(4, wt), 4 * lanes_)));
     Expr dot = call_intrinsic(Intrinsic::DotI8x4,
                               {load(acc, {acc_index}), load(x.buffer, {x_index}), load(w.buffer, {w_index})});
     std::vector<Stmt> out;
-    const int64_t whole = extent / kLanes;
-    out.push_back(
-        for_loop(jd, int_imm(0, it), int_imm(whole, it), ForKind::Serial, store(acc, {acc_index}, dot)));
-    if (extent % kLanes)
-      out.push_back(for_loop(j, int_imm(whole * kLanes, it), int_imm(extent - whole * kLanes, it),
+    const int64_t whole = extent / lanes_;
+    out.push_back(for_loop(jd, int_imm(0, it), int_imm(whole, it),
+                           whole <= 4 ? ForKind::Unrolled : ForKind::Serial, store(acc, {acc_index}, dot)));
+    if (extent % lanes_)
+      out.push_back(for_loop(j, int_imm(whole * lanes_, it), int_imm(extent - whole * lanes_, it),
                              cols.for_kind, cols.body));
     return seq(std::move(out));
   }
+
+  const int64_t lanes_;  // int32 lanes of one dot_i8x4
 };
 
 }  // namespace
 
 PrimFunc form_dot_products(const PrimFunc& f, const TirPassOptions& options) {
-  if (!options.dot_products) return f;
-  return DotProducts().mutate_function(f);
+  if (!options.dot_lanes) return f;
+  return DotProducts(options.dot_lanes).mutate_function(f);
 }
 
 }  // namespace kiln::tir

@@ -40,9 +40,11 @@ struct TirPassOptions {
   // vectorize-loops: loops it does not rewrite lose their hint too, instead
   // of leaving them to LLVM's loop vectorizer (which the hint forces).
   bool drop_vector_hints = false;
-  // form-dot-products: int8 products accumulated by fours become dot_i8x4
-  // (Hexagon model regions: HVX vrmpy).
-  bool dot_products = false;
+  // form-dot-products: int8 (or uint8 by int8) products accumulated by
+  // fours become dot_i8x4 of this many int32 lanes (Hexagon model regions:
+  // 32, one HVX vrmpy; x86 with VNNI: 16 or 8, one vpdpbusd); 0 turns the
+  // pass off.
+  int64_t dot_lanes = 0;
   // interleave-accumulators: the target's vector registers (AVX2 16,
   // AVX-512 32); 0 turns the pass off.
   int64_t vector_registers = 0;
@@ -138,10 +140,11 @@ ScratchpadPlan plan_scratchpad(const PrimFuncNode& f);
 // every path out of its scope; smaller ones stay on the stack.
 PrimFunc lower_workspace_alloc(const PrimFunc& f, const TirPassOptions& options = {});
 
-// form-dot-products: a loop over 32 or more int32 columns around a loop of
-// four int8 products (contiguous in one operand, the same four bytes of the
-// other for every column) becomes one dot_i8x4 per 32 columns; the rest of
-// the columns keep the loop. Needs flat buffers. Only with options.dot_products.
+// form-dot-products: a loop over options.dot_lanes or more int32 columns
+// around a loop of four int8 (or uint8 by int8) products (contiguous in one
+// operand, the same four bytes of the other for every column) becomes one
+// dot_i8x4 per dot_lanes columns; the rest of the columns keep the loop.
+// Needs flat buffers. Off when dot_lanes is 0.
 PrimFunc form_dot_products(const PrimFunc& f, const TirPassOptions& options = {});
 
 // Applies the pass called `name`; unknown names are an error listing the known ones.

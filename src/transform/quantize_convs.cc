@@ -1,0 +1,231 @@
+// quantize-convs: runs the convs of a quantized model (ONNX's QDQ form: a
+// conv reading a dequantized uint8 activation and a weight dequantized from
+// int8) on the integers, so a CPU with VNNI computes four byte products per
+// int32 lane and instruction (src/lower/nn.cc, conv2d_uint8_dot) instead of
+// float32 multiply-adds on the dequantized values.
+//
+// A float32 nn.conv2d (one group, stride and dilation 1: what the integer
+// lowering takes) whose data is dequantize(q) (q uint8, one scale sx and
+// zero point zx) and whose weight is a constant each of whose output
+// channels o is, value for value, an int8 weight wq times one float32 scale
+// sw[o] (as dequantizing a symmetric per-channel or per-tensor int8 weight
+// gives it; the scale is found from the tensor's largest magnitude as 127
+// steps, or the channel's as 127 down to 1, and checked on every value)
+// becomes
+//
+//   conv(dq(q), w) = sx * sw[o] * (sum (q - zx) * wq)
+//                  = sx * sw[o] * (conv_int32(pad(q, zx), wq) - zx * sum(wq[o]))
+//
+// q padded with its zero point (a padded position then adds zx * wq, which
+// the subtracted sum of the channel's weights cancels, as the float conv's
+// zero does), the integer conv unpadded. The sums are exact in int32 (a
+// conv whose reduction could reach 2^31, 255 * 128 * C * KH * KW of it, is
+// left alone); the one float32 multiply rounds where the float conv rounded
+// each product and sum, so results agree within float32 rounding (which can
+// move a value across a quantization step of the quantize after it).
+//
+// quantize-convs{min_columns=N} leaves convs whose output rows have fewer
+// than N columns as they are: the integer conv computes whole vectors of
+// output columns (16 with AVX-512), and on a 7x7 map most of its lanes would
+// compute padding (ResNet-18's last stage in QDQ: 2.8 ms a conv on
+// integers, 0.6 in float32; Zen 5).
+//
+// Requires: nothing. Guarantees: each rewritten conv's variable keeps its
+// type (float32) and is bound to the multiply; other bindings are unchanged
+// (dead-code-elimination drops a dequantize nothing else reads).
+//
+//   %d = dequantize(%q: uint8, scale=0.1, zero_point=128)
+//   %y = nn.conv2d(%d, const(Tensor[(2, 1, 1, 1), float32], [0.5, -0.25]))
+// =>
+//   %y_acc = nn.conv2d(%q, const(Tensor[(2, 1, 1, 1), int8], [127, -127]), out_dtype="int32")
+//   %y_centered = subtract(%y_acc, const(Tensor[(1, 2, 1, 1), int32], [16256, -16256]))
+//   %y_float = astype(%y_centered, dtype="float32")
+//   %y = multiply(%y_float, const(Tensor[(1, 2, 1, 1), float32], [0.1 * 0.5 / 127, 0.1 * 0.25 / 127]))
+#include <cmath>
+#include <optional>
+#include <unordered_map>
+
+#include "transform/pass.h"
+
+namespace kiln {
+namespace {
+
+// An int8 weight and its per-output-channel scales.
+struct Int8Weight {
+  Tensor values;              // int8, the weight's shape
+  std::vector<float> scales;  // one per output channel
+  std::vector<int64_t> sums;  // the sum of each output channel's values
+};
+
+// The int8 values of one output channel of `w` (its `n` values from
+// `first`) at scale `s`, when float32(q * s) is each value exactly.
+bool fits_scale(const float* first, int64_t n, float s, int8_t* q) {
+  if (!(s > 0) || !std::isfinite(s)) return false;
+  for (int64_t i = 0; i < n; ++i) {
+    const float r = std::nearbyint(first[i] / s);
+    if (!(r >= -128 && r <= 127) || float(r) * s != first[i]) return false;
+    q[i] = int8_t(r);
+  }
+  return true;
+}
+
+// `w` (float32, output channels on axis 0) as int8 values times a scale per
+// channel, when its values are exactly that.
+std::optional<Int8Weight> int8_weight(const Tensor& w) {
+  const int64_t channels = w.shape()[0], n = w.numel() / channels;
+  const float* data = w.data<float>();
+  float tensor_max = 0;
+  for (int64_t i = 0; i < w.numel(); ++i) tensor_max = std::max(tensor_max, std::fabs(data[i]));
+  Int8Weight out{Tensor::empty(w.shape(), DType::Int8), {}, {}};
+  int8_t* q = out.values.data<int8_t>();
+  for (int64_t o = 0; o < channels; ++o) {
+    const float* first = data + o * n;
+    float channel_max = 0;
+    for (int64_t i = 0; i < n; ++i) channel_max = std::max(channel_max, std::fabs(first[i]));
+    bool found = channel_max == 0;
+    float scale = 1;
+    if (found) std::fill(q + o * n, q + (o + 1) * n, int8_t(0));
+    // The scale that makes the tensor's largest magnitude 127 steps (a
+    // per-tensor scale), then the channel's largest magnitude as 127, 126,
+    // ... steps (a per-channel scale; its largest value need not be 127),
+    // each with the float32 values next to that quotient.
+    std::vector<float> quotients = {tensor_max / 127.0f};
+    for (int steps = 127; steps >= 1; --steps) quotients.push_back(channel_max / float(steps));
+    for (size_t c = 0; c < quotients.size() && !found; ++c) {
+      float up = quotients[c], down = quotients[c];
+      std::vector<float> candidates = {quotients[c]};
+      for (int k = 0; k < 2; ++k) {
+        up = std::nextafter(up, INFINITY);
+        down = std::nextafter(down, 0.0f);
+        candidates.push_back(up);
+        candidates.push_back(down);
+      }
+      for (float candidate : candidates)
+        if (!found && fits_scale(first, n, candidate, q + o * n)) {
+          found = true;
+          scale = candidate;
+        }
+    }
+    if (!found) return std::nullopt;
+    out.scales.push_back(scale);
+    int64_t sum = 0;
+    for (int64_t i = 0; i < n; ++i) sum += q[o * n + i];
+    out.sums.push_back(sum);
+  }
+  return out;
+}
+
+class Rewriter {
+ public:
+  Rewriter(const FunctionNode& f, int64_t min_columns) : f_(f), fresh_(f), min_columns_(min_columns) {
+    for (const Binding& b : f.bindings) bound_[b.var.get()] = b.value;
+  }
+
+  Function run() {
+    bool changed = false;
+    for (const Binding& b : f_.bindings)
+      if (rewrite(b))
+        changed = true;
+      else
+        out_.push_back(b);
+    if (!changed) return nullptr;
+    return make_function(f_.name, f_.params, std::move(out_), f_.result, f_.attrs);
+  }
+
+ private:
+  // What `e` is bound to, through variables.
+  Expr value_of(const Expr& e) const {
+    auto it = bound_.find(e.get());
+    return it == bound_.end() ? e : it->second;
+  }
+
+  bool rewrite(const Binding& b) {
+    std::vector<Binding> added;
+    auto bind = [&](const std::string& name, Expr value) {
+      Var v = make_var(fresh_(name), value->type);
+      added.push_back({v, std::move(value)});
+      return v;
+    };
+    const CallNode* conv = as<CallNode>(b.value);
+    if (!conv || !conv->is_op_call() || conv->op->name != "nn.conv2d") return false;
+    const TensorDesc* out = tensor_desc(b.value);
+    if (!out || out->dtype != DType::Float32 || out->shape.size() != 4 || out->shape[3] < min_columns_)
+      return false;
+    const Attrs& a = conv->attrs;
+    if (a.get_int("groups") != 1 || a.get_ints("strides") != std::vector<int64_t>{1, 1} ||
+        a.get_ints("dilation") != std::vector<int64_t>{1, 1})
+      return false;
+    const CallNode* dq = as<CallNode>(value_of(conv->args[0]));
+    if (!dq || !dq->is_op_call() || dq->op->name != "dequantize") return false;
+    const TensorDesc* q = tensor_desc(dq->args[0]);
+    if (!q || q->dtype != DType::UInt8) return false;
+    const ConstantNode* w = as<ConstantNode>(value_of(conv->args[1]));
+    if (!w || w->value.dtype() != DType::Float32 || w->value.ndim() != 4) return false;
+    const Shape& ws = w->value.shape();
+    if (255.0 * 128.0 * double(ws[1] * ws[2] * ws[3]) >= 2147483648.0) return false;
+    std::optional<Int8Weight> wq = int8_weight(w->value);
+    if (!wq) return false;
+
+    const float sx = float(dq->attrs.get_float("scale"));
+    const int64_t zx = dq->attrs.get_int("zero_point");
+    const int64_t channels = ws[0];
+    Expr data = dq->args[0];
+    std::vector<int64_t> pad = a.get_ints("padding");  // [h, w] or [top, left, bottom, right]
+    if (pad.size() == 2) pad = {pad[0], pad[1], pad[0], pad[1]};
+    if (pad.size() != 4) return false;
+    if (pad != std::vector<int64_t>{0, 0, 0, 0}) {
+      Attrs pa;
+      pa.set("pad_width", std::vector<int64_t>{0, 0, 0, 0, pad[0], pad[2], pad[1], pad[3]});
+      pa.set("pad_value", double(zx));
+      pa.set("mode", std::string("constant"));
+      data = bind(b.var->name + "_padded", make_op_call("nn.pad", {data}, pa));
+    }
+    Attrs ca = a;
+    ca.set("padding", std::vector<int64_t>{0, 0, 0, 0});
+    ca.set("out_dtype", std::string("int32"));
+    Expr acc = bind(b.var->name + "_acc", make_op_call("nn.conv2d", {data, make_constant(wq->values)}, ca));
+    std::vector<int64_t> offsets;
+    std::vector<float> scales;
+    for (int64_t o = 0; o < channels; ++o) {
+      offsets.push_back(zx * wq->sums[size_t(o)]);
+      scales.push_back(sx * wq->scales[size_t(o)]);
+    }
+    const Shape per_channel{1, channels, 1, 1};
+    Expr centered =
+        bind(b.var->name + "_centered",
+             make_op_call("subtract",
+                          {acc, make_constant(Tensor::from_ints(per_channel, offsets, DType::Int32))}));
+    Attrs to_float;
+    to_float.set("dtype", std::string("float32"));
+    Expr wide = bind(b.var->name + "_float", make_op_call("astype", {centered}, to_float));
+    Expr y = make_op_call("multiply", {wide, make_constant(Tensor::from_floats(per_channel, scales))});
+    if (!type_equal(y->type, b.var->type)) return false;
+    out_.insert(out_.end(), added.begin(), added.end());
+    out_.push_back({b.var, y});
+    return true;
+  }
+
+  const FunctionNode& f_;
+  FreshNames fresh_;
+  const int64_t min_columns_;
+  std::unordered_map<const ExprNode*, Expr> bound_;
+  std::vector<Binding> out_;
+};
+
+}  // namespace
+
+Module quantize_convs(const Module& m, const PassOptions& options) {
+  const int64_t min_columns =
+      options.empty() ? 1
+                      : integer_pass_option(options, "quantize-convs", "min_columns", 1, 1 << 20,
+                                            "the narrowest output rows to rewrite, e.g. min_columns=16");
+  Module out = m;
+  for (const Function& f : m.functions) {
+    // Backend regions and their composites keep the ops their codegen expects.
+    if (f->attrs.find("Codegen") || f->attrs.find("Composite")) continue;
+    if (Function rewritten = Rewriter(*f, min_columns).run()) out.set(rewritten);
+  }
+  return out;
+}
+
+}  // namespace kiln

@@ -1,0 +1,151 @@
+// Quantized convs on integers: uint8 by int8 convs into int32 compiled with
+// VNNI's byte dot products (dot_i8x4: vpdpbusd on 16 lanes with AVX-512
+// VNNI, 8 with AVX-VNNI) and without them, bit for bit against the
+// interpreter; and a QDQ model (dequantized uint8 activations, int8
+// weights) whose convs quantize-convs runs on those integers, against the
+// interpreter on the float model within a quantization step.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <iomanip>
+#include <sstream>
+
+#include "compile_util.h"
+#include "interp/interpreter.h"
+#include "ir/text.h"
+#include "runtime/vm.h"
+#include "schedule/schedule.h"
+
+namespace kiln {
+namespace {
+
+uint32_t next(uint32_t& state) {
+  state = state * 1664525u + 1013904223u;
+  return state >> 8;
+}
+
+Tensor random_ints(const Shape& shape, DType t, int64_t lo, int64_t hi, uint32_t seed) {
+  Tensor x = Tensor::empty(shape, t);
+  for (int64_t i = 0; i < x.numel(); ++i)
+    x.set_from_double(i, double(lo + int64_t(next(seed) % uint32_t(hi - lo + 1))));
+  return x;
+}
+
+// The CPUs to compile for: this machine's, AVX-VNNI's 8 lanes (Alder Lake,
+// when this machine runs its code) and one without byte dot products.
+std::vector<std::string> cpus() {
+  std::vector<std::string> c = {"", "x86-64-v3"};
+  if (__builtin_cpu_supports("avxvnni")) c.push_back("alderlake");
+  return c;
+}
+
+int dot_lanes(const std::string& cpu) {
+  return (cpu.empty() ? codegen::host_target() : codegen::parse_target("llvm -mcpu=" + cpu)).int8_dot_lanes;
+}
+
+TEST(QuantizedConv, UInt8ByInt8ConvsAreExact) {
+  struct Shape4 {
+    int64_t c, o, h, w, k, pad;
+  };
+  // Channels not a multiple of 4, widths not of the lanes, 1x1 to 7x7.
+  for (const Shape4& s :
+       {Shape4{64, 64, 20, 56, 3, 1}, Shape4{30, 13, 9, 13, 3, 1}, Shape4{16, 40, 7, 7, 1, 0},
+        Shape4{8, 24, 20, 33, 5, 2}, Shape4{3, 8, 10, 17, 7, 3}}) {
+    const int64_t oh = s.h + 2 * s.pad - s.k + 1, ow = s.w + 2 * s.pad - s.k + 1;
+    std::ostringstream text;
+    text << "def @main(%x: Tensor[(1, " << s.c << ", " << s.h << ", " << s.w << "), uint8], %w: Tensor[("
+         << s.o << ", " << s.c << ", " << s.k << ", " << s.k << "), int8]) -> Tensor[(1, " << s.o << ", "
+         << oh << ", " << ow << "), int32] {\n  %y = nn.conv2d(%x, %w, padding=[" << s.pad << ", " << s.pad
+         << ", " << s.pad << ", " << s.pad << "], out_dtype=\"int32\")\n  return %y\n}\n";
+    Module m = parse_module(text.str(), "conv.kir");
+    const std::vector<Tensor> args = {random_ints({1, s.c, s.h, s.w}, DType::UInt8, 0, 255, 3),
+                                      random_ints({s.o, s.c, s.k, s.k}, DType::Int8, -128, 127, 5)};
+    const std::vector<Tensor> want = interpret(m, "main", args);
+    for (const std::string& cpu : cpus()) {
+      SCOPED_TRACE(text.str() + " for " + (cpu.empty() ? "this CPU" : cpu));
+      std::string printed;
+      VirtualMachine vm(testing::compile_printed(m, cpu, &printed));
+      const std::vector<Tensor> got = vm.run(args);
+      ASSERT_EQ(got.size(), 1u);
+      EXPECT_TRUE(got[0].bitwise_equal(want[0]));
+      // With byte dot products every column vector of the tiles is one.
+      if (dot_lanes(cpu)) {
+        EXPECT_NE(printed.find("dot_i8x4"), std::string::npos);
+      }
+    }
+  }
+}
+
+// A float32 constant of int8 values times `scale` (a power of two, so its
+// decimal text is exact), in IR text.
+std::string int8_weight(const Shape& shape, double scale, uint32_t& state) {
+  std::ostringstream s;
+  s << std::setprecision(12) << "const(Tensor[(";
+  int64_t n = 1;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    s << (i ? ", " : "") << shape[i];
+    n *= shape[i];
+  }
+  s << "), float32], [";
+  for (int64_t i = 0; i < n; ++i) s << (i ? ", " : "") << double(int64_t(next(state) % 255) - 127) * scale;
+  s << "])";
+  return s.str();
+}
+
+// QDQ: each conv reads its input quantized and dequantized (uint8, zero
+// point 128) and an int8 weight dequantized per channel (folded: float32
+// values on the int8 grid), as ONNX Runtime's quantizer writes a model.
+Module qdq_model() {
+  uint32_t state = 11;
+  std::string text = R"(
+def @main(%x: Tensor[(1, 8, 18, 40), float32]) -> Tensor[(1, 16, 18, 40), float32] {
+  %q1 = quantize(%x, scale=0.05, zero_point=128, out_dtype="uint8")
+  %d1 = dequantize(%q1, scale=0.05, zero_point=128)
+  %c1 = nn.conv2d(%d1, W1, padding=[1, 1, 1, 1])
+  %r1 = nn.relu(%c1)
+  %q2 = quantize(%r1, scale=0.02, zero_point=128, out_dtype="uint8")
+  %d2 = dequantize(%q2, scale=0.02, zero_point=128)
+  %c2 = nn.conv2d(%d2, W2)
+  %q3 = quantize(%c2, scale=0.05, zero_point=128, out_dtype="uint8")
+  %d3 = dequantize(%q3, scale=0.05, zero_point=128)
+  return %d3
+})";
+  text.replace(text.find("W1"), 2, int8_weight({16, 8, 3, 3}, 1.0 / 1024, state));
+  text.replace(text.find("W2"), 2, int8_weight({16, 16, 1, 1}, 1.0 / 512, state));
+  return parse_module(text, "qdq.kir");
+}
+
+TEST(QuantizedConv, QdqConvsRunOnIntegersWithinAQuantizationStep) {
+  Module m = qdq_model();
+  Tensor x = Tensor::empty({1, 8, 18, 40}, DType::Float32);
+  uint32_t state = 2;
+  for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = float(next(state) % 2001) / 1000.0f - 1.0f;
+  const std::vector<Tensor> want = interpret(m, "main", {x});
+  for (const std::string& cpu : cpus()) {
+    SCOPED_TRACE(cpu.empty() ? "this CPU" : cpu);
+    std::string printed;
+    VirtualMachine vm(testing::compile_printed(m, cpu, &printed));
+    const std::vector<Tensor> got = vm.run({x});
+    // Float32 rounding in another order can move a value across the
+    // midpoint of two steps of the quantize after the conv (0.05).
+    testing::expect_outputs_near(got, want, 0.05 + 1e-6);
+    int64_t exact = 0;
+    for (int64_t i = 0; i < want[0].numel(); ++i)
+      exact += got[0].get_as_double(i) == want[0].get_as_double(i);
+    EXPECT_GT(exact, want[0].numel() * 99 / 100);
+    const size_t at = printed.find("# IR after quantize-convs");
+    if (dot_lanes(cpu)) {
+      ASSERT_NE(at, std::string::npos);
+      const std::string rewritten = printed.substr(at, printed.find("\n# ", at + 1) - at);
+      size_t integer_convs = 0;
+      for (size_t p = 0; (p = rewritten.find("out_dtype=\"int32\"", p)) != std::string::npos; ++p)
+        ++integer_convs;
+      EXPECT_EQ(integer_convs, 2u) << rewritten;
+    } else {
+      EXPECT_EQ(at, std::string::npos) << "quantize-convs ran without byte dot products";
+    }
+  }
+}
+
+}  // namespace
+}  // namespace kiln
