@@ -162,10 +162,16 @@ tir::Var split_bands(const CpuTarget& cpu, te::Stage& out, const AnchorTile& a, 
   for (size_t k = a.window_per_channel ? 3 : 1; k < ws.size(); ++k)
     if (k != 2) row_bytes *= ws[k];
   const int64_t budget = a.window_per_channel ? cpu.l1_bytes * 3 / 4 : cpu.l2_bytes / 2;
+  // A window of four channels a column (dot_of_four), built once per band
+  // for every row tile, costs more per padded row: bands of up to twice the
+  // rows, down to kMinL2Bands of them (64 -> 64 uint8 3x3 at 56x56: 2
+  // output rows a band padded 4 rows, 8 pad 10).
+  const int64_t max_rows = a.dot_of_four ? 2 * kMaxBandRows : kMaxBandRows;
+  const int64_t min_bands = a.dot_of_four ? kMinL2Bands : kMinBands;
   int64_t band = 1;
-  for (int64_t b = 2; b * rows_per_step <= kMaxBandRows && b <= steps; ++b) {
+  for (int64_t b = 2; b * rows_per_step <= max_rows && b <= steps; ++b) {
     const int64_t input_rows = (b * rows_per_step - 1) * a.window_row_step + a.window_row_span;
-    if (steps % b == 0 && bands / b >= kMinBands && input_rows * row_bytes <= budget) band = b;
+    if (steps % b == 0 && bands / b >= min_bands && input_rows * row_bytes <= budget) band = b;
   }
   if (band == 1) return tir::Var();
   return out.split(rows_loop, band).second;
@@ -456,8 +462,13 @@ bool tile_anchor(te::Schedule& s, const AnchorTile& a, const CpuTarget& cpu,
   const bool phase_window = a.window && !a.window_per_channel && a.window_row_step > 1 &&
                             a.window_unroll_axis >= 0 &&
                             rows * reduction * a.tensor->dtype.bytes() <= cpu.l2_bytes / 2;
-  const bool rows_inner = !panel_order && (phase_window || traffic(columns / (cb * hb), rows * reduction) <
-                                                               traffic(rows / rb, columns * first_reduce));
+  // A window of four channels a column (AnchorTile::dot_of_four) costs a
+  // copy and an interleave of every input channel's rows: built once per
+  // band for all its row tiles, not again for each (64 -> 64 uint8 3x3 at
+  // 56x56 built it 8 times).
+  const bool rows_inner = !panel_order && (phase_window || (a.dot_of_four && a.window) ||
+                                           traffic(columns / (cb * hb), rows * reduction) <
+                                               traffic(rows / rb, columns * first_reduce));
   // With row tiles inner and no padded window (a pointwise conv), runs of
   // column tiles: each row tile computes a run before the next row tile
   // starts, so every channel plane it reads and writes is visited in
