@@ -28,7 +28,8 @@
 // than N columns as they are: the integer conv computes whole vectors of
 // output columns (16 with AVX-512), and on a 7x7 map most of its lanes would
 // compute padding (ResNet-18's last stage in QDQ: 2.8 ms a conv on
-// integers, 0.6 in float32; Zen 5).
+// integers, 0.6 in float32; Zen 5). The compile pipeline passes half the
+// dot's lanes.
 //
 // Requires: nothing. Guarantees: each rewritten conv's variable keeps its
 // type (float32) and is bound to the multiply; other bindings are unchanged
