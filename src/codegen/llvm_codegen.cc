@@ -416,7 +416,10 @@ class FunctionBuilder {
     // Through let-bound ramps too (share-common-subexpressions binds a
     // window's column and channel lanes).
     if (auto pattern = lane_pattern(without_lets(index, let_values_)))
-      if (llvm::Value* t = interleaved_load(n, *pattern, elem, base)) return to_register(t, n.dtype);
+      if (pattern->interleaved_rows())
+        return to_register(
+            load_interleaved_rows(b_, elem, base, elem_align(*n.buffer), expr(pattern->scalar), *pattern),
+            n.dtype);
     if (auto run = clamped_run(index, let_values_)) {
       llvm::Value* first = expr(run->base);
       llvm::Value* offset = run->offset ? expr(run->offset) : nullptr;
@@ -432,49 +435,6 @@ class FunctionBuilder {
       out = b_.CreateInsertElement(out, b_.CreateAlignedLoad(elem, p, elem_align(*n.buffer)), uint64_t(i));
     }
     return to_register(out, n.dtype);
-  }
-
-  // Lane l at (l % G) * S + l / G from the first (G = 4 or 2 rows of
-  // lanes / G contiguous elements, S >= lanes / G apart, interleaved: a
-  // uint8 conv's window of four input channels a column, read from NCHW):
-  // G loads of a row each and one interleaving shuffle; null for other
-  // patterns.
-  llvm::Value* interleaved_load(const tir::BufferLoadNode& n, const LanePattern& p, llvm::Type* elem,
-                                llvm::Value* base) {
-    const int64_t lanes = int64_t(p.offsets.size());
-    for (const int64_t g : {4, 2}) {
-      const int64_t per = lanes / g;
-      if (lanes % g || per < 2) continue;
-      const int64_t first = p.offsets[0], stride = p.offsets[1] - first;
-      bool interleaved = stride >= per;
-      for (int64_t l = 0; l < lanes && interleaved; ++l)
-        interleaved = p.offsets[size_t(l)] == first + (l % g) * stride + l / g;
-      if (!interleaved) continue;
-      llvm::Type* index_type = scalar_type(p.scalar->dtype);
-      llvm::Value* scalar = expr(p.scalar);
-      auto* row_type = llvm::FixedVectorType::get(elem, unsigned(per));
-      std::vector<llvm::Value*> rows;
-      for (int64_t k = 0; k < g; ++k) {
-        llvm::Value* at =
-            b_.CreateAdd(scalar, llvm::ConstantInt::get(index_type, uint64_t(first + k * stride)));
-        rows.push_back(
-            b_.CreateAlignedLoad(row_type, b_.CreateInBoundsGEP(elem, base, at), elem_align(*n.buffer)));
-      }
-      // The rows side by side, then lane l from row l % g, column l / g.
-      while (rows.size() > 1) {
-        std::vector<llvm::Value*> joined;
-        const unsigned width = llvm::cast<llvm::FixedVectorType>(rows[0]->getType())->getNumElements();
-        llvm::SmallVector<int, 128> both;
-        for (unsigned i = 0; i < 2 * width; ++i) both.push_back(int(i));
-        for (size_t r = 0; r < rows.size(); r += 2)
-          joined.push_back(b_.CreateShuffleVector(rows[r], rows[r + 1], both));
-        rows = std::move(joined);
-      }
-      llvm::SmallVector<int, 128> pick;
-      for (int64_t l = 0; l < lanes; ++l) pick.push_back(int((l % g) * per + l / g));
-      return b_.CreateShuffleVector(rows[0], pick);
-    }
-    return nullptr;
   }
 
   // L lanes S elements apart (S a multiple of L; L = 4, 8 or 16) from an

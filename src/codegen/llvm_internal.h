@@ -74,6 +74,11 @@ struct LanePattern {
   // The step between consecutive lanes when it is one step throughout; 0
   // otherwise (and for one lane).
   int64_t uniform_stride() const;
+  // G = 4 or 2 when lane l is at (l % G) * S + l / G from the first: G rows
+  // of lanes / G contiguous elements, S >= lanes / G apart, interleaved (a
+  // uint8 conv's window of four input channels a column, read from NCHW);
+  // 0 otherwise.
+  int64_t interleaved_rows() const;
 };
 std::optional<LanePattern> lane_pattern(const tir::Expr& e);
 // `index` as a variable part (returned) plus a constant (*offset); null
@@ -105,6 +110,11 @@ struct ClampedRun {
 };
 std::optional<ClampedRun> clamped_run(const tir::Expr& e,
                                       const std::unordered_map<const tir::VarNode*, tir::Expr>& lets);
+// The lanes of `p` (interleaved_rows() != 0) from `base` (elements of type
+// `elem`, aligned to `align`), `scalar` its scalar as a value: one load per
+// row and one interleaving shuffle.
+llvm::Value* load_interleaved_rows(llvm::IRBuilder<>& b, llvm::Type* elem, llvm::Value* base,
+                                   llvm::Align align, llvm::Value* scalar, const LanePattern& p);
 // The `lanes` lanes of `run` from `base` (elements of type `elem`, aligned
 // to `align`), `first` and `offset` being its base and offset as values
 // (offset null: none): the span in one load where it lies inside [lo, hi]

@@ -84,6 +84,46 @@ int64_t LanePattern::uniform_stride() const {
   return stride;
 }
 
+int64_t LanePattern::interleaved_rows() const {
+  const int64_t lanes = int64_t(offsets.size());
+  for (const int64_t g : {4, 2}) {
+    const int64_t per = lanes / g;
+    if (lanes % g || per < 2) continue;
+    const int64_t first = offsets[0], stride = offsets[1] - first;
+    bool interleaved = stride >= per;
+    for (int64_t l = 0; l < lanes && interleaved; ++l)
+      interleaved = offsets[size_t(l)] == first + (l % g) * stride + l / g;
+    if (interleaved) return g;
+  }
+  return 0;
+}
+
+llvm::Value* load_interleaved_rows(llvm::IRBuilder<>& b, llvm::Type* elem, llvm::Value* base,
+                                   llvm::Align align, llvm::Value* scalar, const LanePattern& p) {
+  const int64_t lanes = int64_t(p.offsets.size()), g = p.interleaved_rows(), per = lanes / g;
+  const int64_t first = p.offsets[0], stride = p.offsets[1] - first;
+  auto* row_type = llvm::FixedVectorType::get(elem, unsigned(per));
+  std::vector<llvm::Value*> rows;
+  for (int64_t k = 0; k < g; ++k) {
+    llvm::Value* at =
+        b.CreateAdd(scalar, llvm::ConstantInt::get(scalar->getType(), uint64_t(first + k * stride)));
+    rows.push_back(b.CreateAlignedLoad(row_type, b.CreateInBoundsGEP(elem, base, at), align));
+  }
+  // The rows side by side, then lane l from row l % g, column l / g.
+  while (rows.size() > 1) {
+    std::vector<llvm::Value*> joined;
+    const unsigned width = llvm::cast<llvm::FixedVectorType>(rows[0]->getType())->getNumElements();
+    llvm::SmallVector<int, 128> both;
+    for (unsigned i = 0; i < 2 * width; ++i) both.push_back(int(i));
+    for (size_t r = 0; r < rows.size(); r += 2)
+      joined.push_back(b.CreateShuffleVector(rows[r], rows[r + 1], both));
+    rows = std::move(joined);
+  }
+  llvm::SmallVector<int, 128> pick;
+  for (int64_t l = 0; l < lanes; ++l) pick.push_back(int((l % g) * per + l / g));
+  return b.CreateShuffleVector(rows[0], pick);
+}
+
 tir::Expr without_constant(const tir::Expr& index, int64_t* offset) {
   auto int_value = [](const tir::Expr& e, int64_t* v) {
     if (e->kind != tir::ExprKind::IntImm) return false;
