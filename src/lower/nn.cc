@@ -70,6 +70,18 @@ te::Tensor int8_weight_blocks(const te::Tensor& w, const std::string& name) {
       name + "_weights");
 }
 
+// Element (n, ch, row, col) of x (N, C, H, W) padded by `p`: zero past its
+// edges and past its last channel (a block of four's padding channels).
+Expr padded_channel_value(const te::Tensor& x, const Expr& n, const Expr& ch, const Expr& row,
+                          const Expr& col, const Pad2d& p) {
+  const Shape& xs = x->shape;
+  const int64_t C = xs[1], H = xs[2], W = xs[3];
+  Expr h = tir::sub(row, tir::int_imm(p.top)), v = tir::sub(col, tir::int_imm(p.left));
+  Expr in = all(all(in_range(h, 0, H), in_range(v, 0, W)), tir::lt(ch, tir::int_imm(C)));
+  return tir::select(in, (*x)({n, clamp_index(ch, C), clamp_index(h, H), clamp_index(v, W)}),
+                     constant(0, x->dtype));
+}
+
 // An int8 conv for a DSP (a scratchpad target): input channels in blocks of
 // four, innermost in both the padded window xb[n, cb, h, w, 4] and the
 // weights wb[o, cb, ky, kx, 4] (zero past the last channel), so the four
@@ -81,15 +93,11 @@ Lowered conv2d_int8_blocked(const LowerContext& c, const ConvAttrs& conv) {
   const Shape &xs = c.in[0].shape, &ws = c.in[1].shape;
   const int64_t C = xs[1], H = xs[2], W = xs[3], blocks = (C + 3) / 4;
   const Pad2d& p = conv.pad;
-  const tir::DataType i8 = tir::DataType::int_(8), i32 = tir::DataType::int32();
+  const tir::DataType i32 = tir::DataType::int32();
   te::Tensor xb = te::compute(
       {xs[0], blocks, H + p.top + p.bottom, W + p.left + p.right, 4},
       [&](const te::Axes& i) {
-        Expr ch = channel_of_block(i[1], i[4]);
-        Expr h = tir::sub(i[2], tir::int_imm(p.top)), v = tir::sub(i[3], tir::int_imm(p.left));
-        Expr in = all(all(in_range(h, 0, H), in_range(v, 0, W)), tir::lt(ch, tir::int_imm(C)));
-        return tir::select(in, (*x)({i[0], clamp_index(ch, C), clamp_index(h, H), clamp_index(v, W)}),
-                           constant(0, i8));
+        return padded_channel_value(x, i[0], channel_of_block(i[1], i[4]), i[2], i[3], p);
       },
       c.name + "_window");
   const te::Tensor wb = int8_weight_blocks(w, c.name);
@@ -120,9 +128,9 @@ Lowered conv2d_int8_blocked(const LowerContext& c, const ConvAttrs& conv) {
 Lowered conv2d_uint8_dot(const LowerContext& c, const ConvAttrs& conv) {
   const te::Tensor &x = c.inputs[0], &w = c.inputs[1];
   const Shape &xs = c.in[0].shape, &ws = c.in[1].shape, &ys = c.out[0].shape;
-  const int64_t C = xs[1], H = xs[2], W = xs[3], blocks = (C + 3) / 4;
+  const int64_t H = xs[2], blocks = (xs[1] + 3) / 4;
   const Pad2d& p = conv.pad;
-  const tir::DataType u8 = tir::DataType::uint(8), i32 = tir::DataType::int32();
+  const tir::DataType i32 = tir::DataType::int32();
   // Whole vectors of columns: form-dot-products leaves a tail scalar.
   const int64_t lanes = c.cpu.int8_dot_lanes;
   Shape padded = ys;
@@ -133,16 +141,12 @@ Lowered conv2d_uint8_dot(const LowerContext& c, const ConvAttrs& conv) {
   const int64_t width = (padded[3] + ws[3] - 1 + lanes - 1) / lanes * lanes;
   // Padded rows of each channel (contiguous columns, as a float conv pads
   // them), then the window interleaving four channels' rows: a copy the
-  // codegen reads as four runs and one shuffle (interleaved_load), where
+  // codegen reads as four runs and one shuffle (load_interleaved_rows), where
   // one padded, interleaved copy gathered each byte on its own.
   te::Tensor xa = te::compute(
       {xs[0], blocks, H + p.top + p.bottom, 4, width},
       [&](const te::Axes& i) {
-        Expr ch = channel_of_block(i[1], i[3]);
-        Expr h = tir::sub(i[2], tir::int_imm(p.top)), v = tir::sub(i[4], tir::int_imm(p.left));
-        Expr in = all(all(in_range(h, 0, H), in_range(v, 0, W)), tir::lt(ch, tir::int_imm(C)));
-        return tir::select(in, (*x)({i[0], clamp_index(ch, C), clamp_index(h, H), clamp_index(v, W)}),
-                           constant(0, u8));
+        return padded_channel_value(x, i[0], channel_of_block(i[1], i[3]), i[2], i[4], p);
       },
       c.name + "_rows");
   te::Tensor xb = te::compute(

@@ -619,7 +619,7 @@ bool tile_anchor(te::Schedule& s, const AnchorTile& a, const CpuTarget& cpu,
   }
   if (window) {
     window->compute_at(*out, outer);
-    if (a.dot_of_four && cpu.int8_dot_lanes > 0) {
+    if (a.dot_of_four) {
       // A window of four channels a column ([..., columns, 4]) from NCHW:
       // vectors of the dot's lanes of columns, each with its four channels,
       // which the codegen reads as four runs of columns interleaved.
