@@ -130,12 +130,62 @@ Lowered block_conv_weight(const LowerContext& c) {
   return lowered({y});
 }
 
+// A uint8 by int8 conv in blocks (nn.block_conv_weight's int8 layout):
+//   y[n, p, oh, ow, o] = sum over rb, ry, rx, rg, rk of
+//     xp[n, rb, oh*sh + ry*dh, ow*sw + rx*dw, rg*4 + rk] * w[p, rb, ry, rx, rg, o, rk]
+// in int32, tiled as the float32 conv in blocks is (the tile's rows output
+// columns, its vector a block of output channels, blocks paired), with the
+// group's four channels rk innermost (AnchorTile::dot_of_four): each
+// vector's four steps become one dot_i8x4 of four bytes of the input,
+// broadcast, by the block's 4 x c weight bytes (form-dot-products: one
+// vpdpbusd). The lanes are output channels, so narrow maps and strides
+// fill them as wide ones do, where NCHW's lanes of output columns
+// (conv2d_uint8_dot) idle on a 7x7 map and scatter with a stride.
+Lowered conv2d_blocked_uint8(const LowerContext& c, const std::vector<int64_t>& st,
+                             const std::vector<int64_t>& dl, const Pad2d& p) {
+  const te::Tensor &x = c.inputs[0], &w = c.inputs[1];
+  const Shape& ys = c.out[0].shape;
+  const te::Tensor xp = pad_hw(x, p, c.name);
+  const bool pair_blocks = ys[1] % 2 == 0 || ys[1] % 3 == 0;
+  const int64_t row_stride = st[1] * c.in[0].shape[4];
+  Shape padded = ys;
+  padded[3] = schedule::blocked_conv_rows(c.cpu, ys[3], pair_blocks ? ys[1] : ys[2], pair_blocks, row_stride);
+  const int64_t read_width = xp->shape[3];
+  const tir::DataType i32 = tir::DataType::int32();
+  te::IterVar rb = te::reduce_axis(c.in[1].shape[1], "rb"), ry = te::reduce_axis(c.in[1].shape[2], "ry"),
+              rx = te::reduce_axis(c.in[1].shape[3], "rx"), rg = te::reduce_axis(c.in[1].shape[4], "rg"),
+              rk = te::reduce_axis(4, "rk");
+  auto tap = [&](const Expr& o, const tir::Var& k, size_t axis) {
+    return tir::add(tir::mul(o, tir::int_imm(st[axis])), tir::mul(k, tir::int_imm(dl[axis])));
+  };
+  te::Tensor yp = te::compute(
+      padded,
+      [&](const te::Axes& i) -> te::Reduction {
+        Expr v = tap(i[3], rx.var, 1);
+        if (padded != ys) v = clamp_index(v, read_width);
+        Expr channel = tir::add(tir::mul(rg.var, tir::int_imm(4)), rk.var);
+        Expr prod = tir::mul(tir::cast(i32, (*xp)({i[0], rb.var, tap(i[2], ry.var, 0), v, channel})),
+                             tir::cast(i32, (*w)({i[1], rb.var, ry.var, rx.var, rg.var, i[4], rk.var})));
+        return te::sum(prod, {rb, ry, rx, rg, rk});
+      },
+      padded_name(c.name, padded, ys));
+  Lowered r = xp != x ? tiled_prefix(yp, ys, c.name, 3, 4, {xp}, nullptr, row_stride)
+                      : tiled_prefix(yp, ys, c.name, 3, 4, {}, nullptr, row_stride);
+  if (r.anchors.empty()) return r;
+  r.anchors[0].pair_axis = pair_blocks ? 1 : 2;
+  r.anchors[0].block_axis = 1;
+  r.anchors[0].block_weight_bytes = shape_numel(c.in[1].shape);
+  r.anchors[0].dot_of_four = true;
+  return r;
+}
+
 Lowered conv2d_blocked(const LowerContext& c) {
   const te::Tensor &x = c.inputs[0], &w = c.inputs[1];
   const Shape &xs = c.in[0].shape, &ws = c.in[1].shape;
   const std::vector<int64_t> st = c.attrs.get_ints("strides"), dl = c.attrs.get_ints("dilation");
   if (st.size() != 2 || dl.size() != 2) return unsupported("strides and dilation must have 2 values");
   const Pad2d p = pad2d_attr(c.op, c.attrs);
+  if (c.in[0].dtype == DType::UInt8) return conv2d_blocked_uint8(c, st, dl, p);
   const bool depthwise = c.attrs.get_int("groups") > 1;
   // NCHW data is read as blocks of one channel.
   const bool nchw = xs.size() == 4;

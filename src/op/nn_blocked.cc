@@ -25,7 +25,20 @@
 //   without its input being copied into them.
 //
 // All four take float32; block_channels and unblock_channels float16 too
-// (a float16 model's rounded values between blocked convs, widen-float16).
+// (a float16 model's rounded values between blocked convs, widen-float16)
+// and the integers of a quantized model (uint8, int8, int32).
+//
+// Integer convs (uint8 data, int8 weight, int32 output; one group): the
+// weight's input channels are in groups of four innermost, the layout of
+// byte dot products (four products summed per int32 lane: VNNI's
+// vpdpbusd), so one group's four weights for each output channel of a
+// block are one contiguous run:
+//   nn.block_conv_weight(w: int8 (O, I, KH, KW)) {in_block, out_block}
+//     -> (O / ob, I / ib, KH, KW, ib / 4, ob, 4),
+//     y[p, q, ky, kx, g, o, k] = w[p * ob + o, q * ib + g * 4 + k, ky, kx]; ib a multiple of 4.
+//   nn.conv2d_blocked(x: uint8 (N, C / c, H, W, c), w: int8 (O / ob, C / c, KH, KW, c / 4, ob, 4))
+//     -> int32 (N, O / ob, OH, OW, ob).
+#include <cstring>
 #include <vector>
 
 #include "op/nn_internal.h"
@@ -39,8 +52,8 @@ int64_t positive_int(const std::string& op, const Attrs& attrs, const std::strin
   return v;
 }
 
-// Copies between NCHW (N, C, HW) and blocked (N, C / c, HW, c) data of
-// float32 (float) or float16 (its bits, uint16_t) elements.
+// Copies between NCHW (N, C, HW) and blocked (N, C / c, HW, c) data, its
+// elements as bits of their size (uint8_t, uint16_t or uint32_t).
 template <typename T>
 void block_data(const T* src, T* dst, int64_t n, int64_t channels, int64_t hw, int64_t c) {
   for (int64_t b = 0; b < n * channels; ++b) {
@@ -61,18 +74,50 @@ void unblock_data(const T* src, T* dst, int64_t n, int64_t channels, int64_t hw,
   }
 }
 
-// Blocked data: float32, or float16 (a float16 model's rounded values
-// between blocked convs, widen-float16).
+// Blocked data: float32, float16 (a float16 model's rounded values between
+// blocked convs, widen-float16), or a quantized model's uint8, int8 and
+// int32 values (integer convs in blocks).
 void require_blockable_data(const std::string& op, const TensorDesc& t) {
-  if (t.dtype != DType::Float32 && t.dtype != DType::Float16)
-    throw Error(op + ": data must be float32 or float16, got " + std::string(dtype_name(t.dtype)));
+  if (t.dtype != DType::Float32 && t.dtype != DType::Float16 && t.dtype != DType::UInt8 &&
+      t.dtype != DType::Int8 && t.dtype != DType::Int32)
+    throw Error(op + ": data must be float32, float16, uint8, int8 or int32, got " +
+                std::string(dtype_name(t.dtype)));
 }
 
+// block_data or unblock_data (`copy`) on the elements' bits.
+template <template <typename> class Copy>
+void copy_blocks(const Tensor& src, Tensor& dst, int64_t n, int64_t channels, int64_t hw, int64_t c) {
+  switch (dtype_bytes(src.dtype())) {
+    case 1:
+      return Copy<uint8_t>::run(src.data<uint8_t>(), dst.data<uint8_t>(), n, channels, hw, c);
+    case 2:
+      return Copy<uint16_t>::run(src.data<uint16_t>(), dst.data<uint16_t>(), n, channels, hw, c);
+    default:
+      return Copy<uint32_t>::run(src.data<uint32_t>(), dst.data<uint32_t>(), n, channels, hw, c);
+  }
+}
+
+template <typename T>
+struct Block {
+  static void run(const T* s, T* d, int64_t n, int64_t ch, int64_t hw, int64_t c) {
+    block_data(s, d, n, ch, hw, c);
+  }
+};
+template <typename T>
+struct Unblock {
+  static void run(const T* s, T* d, int64_t n, int64_t ch, int64_t hw, int64_t c) {
+    unblock_data(s, d, n, ch, hw, c);
+  }
+};
+
 // Where weight element [oc, ic, tap] of an (O, I, taps) weight sits in its
-// blocked form (O / ob, I / ib, taps, ib, ob).
+// blocked form: (O / ob, I / ib, taps, ib, ob), or with `dot` (int8) the
+// byte dot products' (O / ob, I / ib, taps, ib / 4, ob, 4).
 int64_t blocked_weight_offset(int64_t oc, int64_t ic, int64_t tap, int64_t channels_in, int64_t taps,
-                              int64_t ib, int64_t ob) {
-  return (((oc / ob) * (channels_in / ib) + ic / ib) * taps + tap) * ib * ob + (ic % ib) * ob + oc % ob;
+                              int64_t ib, int64_t ob, bool dot) {
+  const int64_t block = (((oc / ob) * (channels_in / ib) + ic / ib) * taps + tap) * ib * ob;
+  if (dot) return block + ((ic % ib) / 4) * ob * 4 + (oc % ob) * 4 + ic % 4;
+  return block + (ic % ib) * ob + oc % ob;
 }
 
 // ---- block_channels / unblock_channels ------------------------------------
@@ -93,11 +138,7 @@ std::vector<TensorDesc> infer_block(const std::vector<TensorDesc>& in, const Att
 
 void block_kernel(const std::vector<Tensor>& in, const Attrs&, std::vector<Tensor>& out) {
   const Tensor& x = in[0];
-  if (x.dtype() == DType::Float16)
-    block_data(x.data<uint16_t>(), out[0].data<uint16_t>(), x.dim(0), x.dim(1), x.dim(2) * x.dim(3),
-               out[0].dim(4));
-  else
-    block_data(x.data<float>(), out[0].data<float>(), x.dim(0), x.dim(1), x.dim(2) * x.dim(3), out[0].dim(4));
+  copy_blocks<Block>(x, out[0], x.dim(0), x.dim(1), x.dim(2) * x.dim(3), out[0].dim(4));
 }
 
 std::vector<TensorDesc> infer_unblock(const std::vector<TensorDesc>& in, const Attrs&) {
@@ -109,12 +150,7 @@ std::vector<TensorDesc> infer_unblock(const std::vector<TensorDesc>& in, const A
 
 void unblock_kernel(const std::vector<Tensor>& in, const Attrs&, std::vector<Tensor>& out) {
   const Tensor& x = in[0];
-  if (x.dtype() == DType::Float16)
-    unblock_data(x.data<uint16_t>(), out[0].data<uint16_t>(), x.dim(0), x.dim(1) * x.dim(4),
-                 x.dim(2) * x.dim(3), x.dim(4));
-  else
-    unblock_data(x.data<float>(), out[0].data<float>(), x.dim(0), x.dim(1) * x.dim(4), x.dim(2) * x.dim(3),
-                 x.dim(4));
+  copy_blocks<Unblock>(x, out[0], x.dim(0), x.dim(1) * x.dim(4), x.dim(2) * x.dim(3), x.dim(4));
 }
 
 // ---- block_conv_weight ----------------------------------------------------
@@ -124,25 +160,39 @@ const char* kBlockWeight = "nn.block_conv_weight";
 std::vector<TensorDesc> infer_block_weight(const std::vector<TensorDesc>& in, const Attrs& attrs) {
   const std::string op = kBlockWeight;
   const TensorDesc& w = in[0];
-  require_float32(op, "weight", w);
+  if (w.dtype != DType::Int8) require_float32(op, "weight", w);
   require_rank(op, "weight", w, 4, "(O, I, KH, KW)");
   int64_t ib = positive_int(op, attrs, "in_block"), ob = positive_int(op, attrs, "out_block");
   if (w.shape[0] % ob != 0 || w.shape[1] % ib != 0)
     throw Error(op + ": weight " + shape_str(w.shape) + " does not split into blocks of out_block=" +
                 std::to_string(ob) + " output and in_block=" + std::to_string(ib) + " input channels");
+  if (w.dtype == DType::Int8) {
+    if (ib % 4 != 0)
+      throw Error(op + ": an int8 weight's in_block=" + std::to_string(ib) +
+                  " must be a multiple of 4 (its input channels go in groups of four)");
+    return {{{w.shape[0] / ob, w.shape[1] / ib, w.shape[2], w.shape[3], ib / 4, ob, 4}, w.dtype}};
+  }
   return {{{w.shape[0] / ob, w.shape[1] / ib, w.shape[2], w.shape[3], ib, ob}, w.dtype}};
 }
 
-void block_weight_kernel(const std::vector<Tensor>& in, const Attrs& attrs, std::vector<Tensor>& out) {
-  const Tensor& w = in[0];
+template <typename T>
+void block_weight(const Tensor& w, Tensor& y, int64_t ib, int64_t ob) {
   const int64_t o = w.dim(0), i = w.dim(1), taps = w.dim(2) * w.dim(3);
-  const int64_t ib = attrs.get_int("in_block"), ob = attrs.get_int("out_block");
-  const float* src = w.data<float>();
-  float* dst = out[0].data<float>();
+  const bool dot = w.dtype() == DType::Int8;
+  const T* src = w.data<T>();
+  T* dst = y.data<T>();
   for (int64_t oc = 0; oc < o; ++oc)
     for (int64_t ic = 0; ic < i; ++ic)
       for (int64_t t = 0; t < taps; ++t)
-        dst[blocked_weight_offset(oc, ic, t, i, taps, ib, ob)] = src[(oc * i + ic) * taps + t];
+        dst[blocked_weight_offset(oc, ic, t, i, taps, ib, ob, dot)] = src[(oc * i + ic) * taps + t];
+}
+
+void block_weight_kernel(const std::vector<Tensor>& in, const Attrs& attrs, std::vector<Tensor>& out) {
+  const int64_t ib = attrs.get_int("in_block"), ob = attrs.get_int("out_block");
+  if (in[0].dtype() == DType::Int8)
+    block_weight<int8_t>(in[0], out[0], ib, ob);
+  else
+    block_weight<float>(in[0], out[0], ib, ob);
 }
 
 // ---- conv2d_blocked -------------------------------------------------------
@@ -152,17 +202,29 @@ const char* kConvBlocked = "nn.conv2d_blocked";
 std::vector<TensorDesc> infer_conv_blocked(const std::vector<TensorDesc>& in, const Attrs& attrs) {
   const std::string op = kConvBlocked;
   const TensorDesc &x = in[0], &w = in[1];
-  require_float32(op, "data", x);
-  require_float32(op, "weight", w);
-  if (x.shape.size() != 4) require_rank(op, "data", x, 5, "(N, C / c, H, W, c) or 4-D (N, C, H, W)");
-  require_rank(op, "weight", w, 6, "(O / ob, I / ib, KH, KW, ib, ob)");
-  const int64_t c = x.shape.size() == 4 ? 1 : x.shape[4], channels = x.shape[1] * c, ib = w.shape[4],
-                ob = w.shape[5];
+  // uint8 data by int8 weights (byte dot products), or float32.
+  const bool integer = x.dtype == DType::UInt8;
+  if (integer) {
+    if (w.dtype != DType::Int8)
+      throw Error(op + ": uint8 data takes an int8 weight, got " + std::string(dtype_name(w.dtype)));
+    require_rank(op, "data", x, 5, "(N, C / c, H, W, c)");
+    require_rank(op, "weight", w, 7, "(O / ob, I / ib, KH, KW, ib / 4, ob, 4)");
+  } else {
+    require_float32(op, "data", x);
+    require_float32(op, "weight", w);
+    if (x.shape.size() != 4) require_rank(op, "data", x, 5, "(N, C / c, H, W, c) or 4-D (N, C, H, W)");
+    require_rank(op, "weight", w, 6, "(O / ob, I / ib, KH, KW, ib, ob)");
+  }
+  const int64_t c = x.shape.size() == 4 ? 1 : x.shape[4], channels = x.shape[1] * c;
+  const int64_t ib = integer ? w.shape[4] * w.shape[6] : w.shape[4], ob = w.shape[5];
   const int64_t groups = attrs.get_int("groups");
-  const bool depthwise = groups == channels && groups > 1;
+  const bool depthwise = groups == channels && groups > 1 && !integer;
   if (groups != 1 && !depthwise)
-    throw Error(op + ": attribute 'groups' = " + std::to_string(groups) + " must be 1 or the " +
-                std::to_string(channels) + " channels of the data (depthwise)");
+    throw Error(op + ": attribute 'groups' = " + std::to_string(groups) + " must be 1" +
+                (integer ? std::string(" for integer data")
+                         : " or the " + std::to_string(channels) + " channels of the data (depthwise)"));
+  if (integer && w.shape[6] != 4)
+    throw Error(op + ": int8 weight " + shape_str(w.shape) + " must end in groups of 4 input channels");
   if (!depthwise && (ib != c || w.shape[1] * ib != channels))
     throw Error(op + ": weight " + shape_str(w.shape) + " does not read data " + shape_str(x.shape) +
                 ": its input blocks must be the data's channel blocks");
@@ -178,8 +240,8 @@ std::vector<TensorDesc> infer_conv_blocked(const std::vector<TensorDesc>& in, co
   conv.set("out_dtype", std::string());
   const OpDef* conv2d = find_op("nn.conv2d");
   KILN_ASSERT(conv2d != nullptr, "nn.conv2d is not registered");
-  const Shape s = conv2d->infer(plain, conv)[0].shape;
-  return {{{s[0], s[1] / ob, s[2], s[3], ob}, x.dtype}};
+  const TensorDesc y = conv2d->infer(plain, conv)[0];
+  return {{{y.shape[0], y.shape[1] / ob, y.shape[2], y.shape[3], ob}, y.dtype}};
 }
 
 // nn.conv2d's reference kernel on the unblocked data and weight, its output
@@ -195,24 +257,29 @@ void conv_blocked_kernel(const std::vector<Tensor>& in, const Attrs& attrs, std:
 void run_unblocked(const std::string& plain_op, const std::vector<Tensor>& in, const Attrs& attrs,
                    std::vector<Tensor>& out) {
   const Tensor &x = in[0], &w = in[1];
-  const int64_t c = x.ndim() == 4 ? 1 : x.dim(4), channels = x.dim(1) * c, ib = w.dim(4), ob = w.dim(5);
+  // An int8 weight (O / ob, I / ib, KH, KW, ib / 4, ob, 4), else (..., ib, ob).
+  const bool dot = w.ndim() == 7;
+  const int64_t c = x.ndim() == 4 ? 1 : x.dim(4), channels = x.dim(1) * c;
+  const int64_t ib = dot ? w.dim(4) * w.dim(6) : w.dim(4), ob = w.dim(5);
   const int64_t o = w.dim(0) * ob, i = w.dim(1) * ib, taps = w.dim(2) * w.dim(3);
   Tensor xp = x;
   if (x.ndim() == 5) {
-    xp = Tensor::empty({x.dim(0), channels, x.dim(2), x.dim(3)}, DType::Float32);
-    unblock_data(x.data<float>(), xp.data<float>(), x.dim(0), channels, x.dim(2) * x.dim(3), c);
+    xp = Tensor::empty({x.dim(0), channels, x.dim(2), x.dim(3)}, x.dtype());
+    copy_blocks<Unblock>(x, xp, x.dim(0), channels, x.dim(2) * x.dim(3), c);
   }
-  Tensor wp = Tensor::empty({o, i, w.dim(2), w.dim(3)}, DType::Float32);
-  const float* ws = w.data<float>();
-  float* wd = wp.data<float>();
+  Tensor wp = Tensor::empty({o, i, w.dim(2), w.dim(3)}, w.dtype());
+  const size_t bytes = dtype_bytes(w.dtype());
+  const auto* ws = static_cast<const unsigned char*>(w.raw());
+  auto* wd = static_cast<unsigned char*>(wp.raw());
   for (int64_t oc = 0; oc < o; ++oc)
     for (int64_t ic = 0; ic < i; ++ic)
       for (int64_t t = 0; t < taps; ++t)
-        wd[(oc * i + ic) * taps + t] = ws[blocked_weight_offset(oc, ic, t, i, taps, ib, ob)];
+        std::memcpy(wd + size_t((oc * i + ic) * taps + t) * bytes,
+                    ws + size_t(blocked_weight_offset(oc, ic, t, i, taps, ib, ob, dot)) * bytes, bytes);
   Tensor& y = out[0];
-  std::vector<Tensor> plain = {Tensor::empty({y.dim(0), o, y.dim(2), y.dim(3)}, DType::Float32)};
+  std::vector<Tensor> plain = {Tensor::empty({y.dim(0), o, y.dim(2), y.dim(3)}, y.dtype())};
   find_op(plain_op)->kernel({xp, wp}, attrs, plain);
-  block_data(plain[0].data<float>(), y.data<float>(), y.dim(0), o, y.dim(2) * y.dim(3), ob);
+  copy_blocks<Block>(plain[0], y, y.dim(0), o, y.dim(2) * y.dim(3), ob);
 }
 
 void register_nn_blocked_ops(OpRegistry& r) {

@@ -59,21 +59,32 @@ const std::set<std::string>& elementwise_ops() {
       "nn.relu", "nn.hard_swish", "nn.hard_sigmoid", "nn.leaky_relu", "clip",    "sigmoid",
       "tanh",    "exp",           "negative",        "abs",           "nn.gelu", "sqrt",
       "square",  "erf",           "floor",           "ceil",          "round",   "sign",
-      "nn.silu", "astype"};
+      "nn.silu", "astype",        "quantize",        "dequantize"};
   return ops;
 }
 
-bool is_float32_nchw(const Expr& e) {
+bool is_nchw(const Expr& e, DType dtype) {
   const TensorDesc* d = tensor_desc(e);
-  return d && d->dtype == DType::Float32 && d->shape.size() == 4 && !d->bounded_outer;
+  return d && d->dtype == dtype && d->shape.size() == 4 && !d->bounded_outer;
+}
+
+bool is_float32_nchw(const Expr& e) { return is_nchw(e, DType::Float32); }
+
+// A conv of uint8 data by a constant int8 weight into int32 (quantize-convs
+// writes them): blocked for byte dot products with integer=1.
+bool is_integer_conv(const CallNode& call) {
+  return is_nchw(call.args[0], DType::UInt8) && as<ConstantNode>(call.args[1]) &&
+         is_nchw(call.args[1], DType::Int8) && call.type->is_tensor() &&
+         call.type->tensor.dtype == DType::Int32;
 }
 
 class LayoutConverter {
  public:
   // `produce_blocked`: convs (by their variables) to run blocked whatever
   // their rows, reading an NCHW input as it is (producers_to_block).
-  LayoutConverter(const FunctionNode& f, int64_t block, std::set<const VarNode*> produce_blocked)
-      : f_(f), block_(block), fresh_(f), produce_blocked_(std::move(produce_blocked)) {
+  LayoutConverter(const FunctionNode& f, int64_t block, bool integer,
+                  std::set<const VarNode*> produce_blocked)
+      : f_(f), block_(block), integer_(integer), fresh_(f), produce_blocked_(std::move(produce_blocked)) {
     std::vector<const ExprNode*> used;
     for (const Binding& b : f.bindings) {
       producer_[b.var.get()] = b.value;
@@ -138,6 +149,14 @@ class LayoutConverter {
   // The channels of `x` in blocks, when they are a multiple of the block.
   bool blockable(const Expr& x) const { return is_float32_nchw(x) && tensor_desc(x)->shape[1] % block_ == 0; }
 
+  // An NCHW value of any type block_channels takes, in whole blocks.
+  bool blockable_value(const Expr& x) const {
+    const TensorDesc* d = tensor_desc(x);
+    return d && d->shape.size() == 4 && !d->bounded_outer && d->shape[1] % block_ == 0 &&
+           (d->dtype == DType::Float32 || d->dtype == DType::UInt8 || d->dtype == DType::Int8 ||
+            d->dtype == DType::Int32);
+  }
+
   // The blocked value of a variable, if one was made.
   Expr blocked_of(const Expr& x) const {
     const VarNode* v = as<VarNode>(x);
@@ -194,6 +213,10 @@ class LayoutConverter {
   // *depthwise tells).
   bool blockable_conv(const CallNode& call, bool* depthwise) const {
     const Expr &x = call.args[0], &w = call.args[1];
+    *depthwise = false;
+    if (integer_ && is_integer_conv(call))
+      return call.attrs.get_int("groups") == 1 && call.type->tensor.shape[1] % block_ == 0 &&
+             tensor_desc(x)->shape[1] % block_ == 0 && block_ % 4 == 0;
     if (!as<ConstantNode>(w) || !is_float32_nchw(x) || !is_float32_nchw(w)) return false;
     const TensorDesc& out = call.type->tensor;
     if (out.dtype != DType::Float32 || out.shape[1] % block_ != 0) return false;
@@ -208,7 +231,8 @@ class LayoutConverter {
   // and not one that winograd-weights takes.
   bool blocks_from_nchw(const CallNode& call) const {
     bool depthwise = false;
-    return blockable_conv(call, &depthwise) && !depthwise &&
+    // (An integer conv is blocked whatever its input, with its input.)
+    return !is_integer_conv(call) && blockable_conv(call, &depthwise) && !depthwise &&
            !winograd_takes(*tensor_desc(call.args[0]), *tensor_desc(call.args[1]), call.type->tensor,
                            call.attrs);
   }
@@ -217,6 +241,7 @@ class LayoutConverter {
     const std::string& op = call.op->name;
     if (op == "nn.conv2d") return convert_conv(var, call);
     if (op == "nn.adaptive_avg_pool2d") return convert_global_pool(call);
+    if (op == "nn.pad") return convert_pad(call);
     if (elementwise_ops().count(op)) return convert_elementwise(call);
     return nullptr;
   }
@@ -226,6 +251,10 @@ class LayoutConverter {
     bool depthwise = false;
     if (!blockable_conv(call, &depthwise)) return nullptr;
     const TensorDesc& out = call.type->tensor;
+    // An integer conv always: in NCHW its dot products take lanes of output
+    // columns, which narrow maps leave idle and strides scatter; in blocks,
+    // lanes of output channels (a uint8 conv 512 -> 512 at 7x7: TODO ms).
+    if (is_integer_conv(call)) return blocked_conv(call, block(x), block_);
     // An NCHW input is blocked only for rows that idle NCHW's lanes, and not
     // for a conv that winograd-weights takes in NCHW only: F(m, 3) in NCHW
     // beats the blocked direct conv with its conversions (3x3 32 -> 32 at
@@ -252,14 +281,33 @@ class LayoutConverter {
     // NCHW, as blocks of one channel.
     const bool nchw_input = !blocked_of(x) && (!blockable(x) || produce_blocked);
     if (nchw_input && depthwise) return nullptr;
+    return blocked_conv(call, nchw_input ? x : block(x), depthwise || nchw_input ? 1 : block_);
+  }
+
+  // conv2d_blocked of the blocked (or NCHW) input `x` and the conv's weight
+  // in blocks of `in_block` input channels.
+  Expr blocked_conv(const CallNode& call, const Expr& x, int64_t in_block) const {
     Attrs wa;
-    wa.set("in_block", depthwise || nchw_input ? int64_t{1} : block_);
+    wa.set("in_block", in_block);
     wa.set("out_block", block_);
-    Expr bw = make_op_call("nn.block_conv_weight", {w}, wa);
+    Expr bw = make_op_call("nn.block_conv_weight", {call.args[1]}, wa);
     Attrs ca;
     for (const char* name : {"strides", "padding", "dilation", "groups"})
       ca.set(name, *call.attrs.find(name));
-    return make_op_call("nn.conv2d_blocked", {nchw_input ? x : block(x), bw}, ca);
+    return make_op_call("nn.conv2d_blocked", {x, bw}, ca);
+  }
+
+  // nn.pad of a blocked value on its rows and columns only: the same pad in
+  // blocks (nothing on the block axis).
+  Expr convert_pad(const CallNode& call) {
+    Expr x = blocked_of(call.args[0]);
+    const std::vector<int64_t>& pw = call.attrs.get_ints("pad_width");  // (begin, end) per axis
+    if (!x || pw.size() != 8 || pw[0] || pw[1] || pw[2] || pw[3]) return nullptr;
+    Attrs a = call.attrs;
+    std::vector<int64_t> blocked = pw;
+    blocked.insert(blocked.end(), {0, 0});
+    a.set("pad_width", blocked);
+    return make_op_call(*call.op, {x}, a);
   }
 
   // adaptive_avg_pool2d to 1x1 of a blocked value: the mean of its rows and columns.
@@ -278,11 +326,18 @@ class LayoutConverter {
     // Float16 values in blocks: the rounding of a float16 model's results
     // to float16 and back (widen-float16).
     const bool rounding = call.op->name == "astype" && out.dtype == DType::Float16;
-    if ((out.dtype != DType::Float32 && !rounding) || out.shape.size() != 4) return nullptr;
+    // A quantized model's integers between its integer convs (integer=1).
+    const bool integers =
+        integer_ && (out.dtype == DType::UInt8 || out.dtype == DType::Int8 || out.dtype == DType::Int32);
+    if ((out.dtype != DType::Float32 && !rounding && !integers) || out.shape.size() != 4) return nullptr;
     const int64_t channels = out.shape[1];
     if (channels % block_ != 0) return nullptr;
     std::vector<Expr> args;
     bool any_blocked = false;
+    // With integer=1, an NCHW operand of the result's shape beside blocked
+    // ones is blocked too (a quantized ResNet's shortcut from the max pool):
+    // one conversion either way, and the ops after stay blocked.
+    std::vector<size_t> to_block;
     for (const Expr& a : call.args) {
       const TensorDesc* d = tensor_desc(a);
       if (!d) return nullptr;
@@ -293,11 +348,15 @@ class LayoutConverter {
         Expr blocked_constant = block_constant(*c, channels);
         if (!blocked_constant) return nullptr;
         args.push_back(blocked_constant);
+      } else if (integer_ && as<VarNode>(a) && d->shape == out.shape && blockable_value(a)) {
+        to_block.push_back(args.size());
+        args.push_back(a);
       } else {
         return nullptr;
       }
     }
     if (!any_blocked) return nullptr;
+    for (size_t k : to_block) args[k] = block(args[k]);
     return make_op_call(*call.op, args, call.attrs);
   }
 
@@ -306,7 +365,7 @@ class LayoutConverter {
   Expr block_constant(const ConstantNode& c, int64_t channels) const {
     const Tensor& t = c.value;
     if (t.numel() == 1) return make_constant(t);
-    if (t.dtype() != DType::Float32 || t.numel() != channels) return nullptr;
+    if (t.numel() != channels) return nullptr;
     const Shape& s = t.shape();
     const bool per_channel = (s.size() == 4 && s[0] == 1 && s[1] == channels && s[2] == 1 && s[3] == 1) ||
                              (s.size() == 3 && s[0] == channels && s[1] == 1 && s[2] == 1);
@@ -317,6 +376,7 @@ class LayoutConverter {
 
   const FunctionNode& f_;
   const int64_t block_;
+  const bool integer_;  // integer convs too (integer=1)
   FreshNames fresh_;
   std::vector<Binding> out_;
   std::unordered_map<const VarNode*, Var> blocked_;
@@ -329,8 +389,16 @@ class LayoutConverter {
 }  // namespace
 
 Module convert_layout(const Module& m, const PassOptions& options) {
-  const int64_t block = integer_pass_option(options, "convert-layout", "block", 2, 64,
-                                            "the float32 lanes of a vector, e.g. block=16");
+  check_pass_option_keys(options, "convert-layout", {"block", "integer"});
+  if (!options.count("block"))
+    throw Error(
+        "convert-layout: option block must be an integer from 2 to 64 (the float32 lanes of a vector, "
+        "e.g. block=16), got '(none)'");
+  const int64_t block = integer_pass_option_or(options, "convert-layout", "block", 2, 64,
+                                               "the float32 lanes of a vector, e.g. block=16", 0);
+  const bool integer =
+      integer_pass_option_or(options, "convert-layout", "integer", 0, 1,
+                             "1: uint8 by int8 convs too, for byte dot products of block lanes", 0) != 0;
   Module out = m;
   for (const Function& f : m.functions) {
     // Backend regions and their composites keep the layout their codegen expects.
@@ -338,10 +406,16 @@ Module convert_layout(const Module& m, const PassOptions& options) {
     // Again with the convs the first run had to block the results of
     // producing them blocked (their NCHW inputs are read as they are, so
     // a second run adds none).
-    LayoutConverter first(*f, block, {});
+    // Integer convs where there are any (a quantized model's).
+    bool integers = false;
+    for (const Binding& b : f->bindings)
+      if (const CallNode* c = as<CallNode>(b.value); c && c->is_op_call() && c->op->name == "nn.conv2d")
+        integers = integers || is_integer_conv(*c);
+    integers = integers && integer;
+    LayoutConverter first(*f, block, integers, {});
     Function converted = first.run();
     if (!first.producers_to_block().empty())
-      converted = LayoutConverter(*f, block, first.producers_to_block()).run();
+      converted = LayoutConverter(*f, block, integers, first.producers_to_block()).run();
     if (converted) out.set(converted);
   }
   return out;

@@ -84,6 +84,13 @@ std::string split_pass_options(const std::string& spec, PassOptions& options);
 // key, is an error naming the pass and the option.
 int64_t integer_pass_option(const PassOptions& options, const std::string& pass, const std::string& key,
                             int64_t lo, int64_t hi, const std::string& meaning);
+// For passes of several options: refuses any key but `keys`, naming them.
+void check_pass_option_keys(const PassOptions& options, const std::string& pass,
+                            const std::vector<std::string>& keys);
+// Option `key` when given (an integer from `lo` to `hi`, else an error as
+// above), `fallback` when not; other keys are left to check_pass_option_keys.
+int64_t integer_pass_option_or(const PassOptions& options, const std::string& pass, const std::string& key,
+                               int64_t lo, int64_t hi, const std::string& meaning, int64_t fallback);
 
 // Partitioning passes (src/transform/partition.h has their options).
 Module fuse_ops_by_pattern_pass(const Module& m, const PassOptions& options);

@@ -3,6 +3,7 @@
 // Ordering: fold-constants runs before dead-code-elimination, because folding
 // leaves the bindings it folded away unused; graph_optimization_passes()
 // states the order of the optimizations a compiled model gets.
+#include <algorithm>
 #include <chrono>
 #include <iostream>
 #include <sstream>
@@ -150,26 +151,41 @@ std::string FreshNames::operator()(const std::string& base) {
   return name;
 }
 
+void check_pass_option_keys(const PassOptions& options, const std::string& pass,
+                            const std::vector<std::string>& keys) {
+  for (const auto& entry : options) {
+    if (std::find(keys.begin(), keys.end(), entry.first) != keys.end()) continue;
+    std::string takes;
+    for (const std::string& k : keys) takes += (takes.empty() ? "" : ", ") + k + "=N";
+    throw Error(pass + ": unknown option '" + entry.first + "' (it takes " + takes + ")");
+  }
+}
+
+int64_t integer_pass_option_or(const PassOptions& options, const std::string& pass, const std::string& key,
+                               int64_t lo, int64_t hi, const std::string& meaning, int64_t fallback) {
+  auto it = options.find(key);
+  if (it == options.end()) return fallback;
+  int64_t v = lo - 1;
+  try {
+    size_t used = 0;
+    v = std::stoll(it->second, &used);
+    if (used != it->second.size()) v = lo - 1;
+  } catch (const std::exception&) {
+    v = lo - 1;
+  }
+  if (v < lo || v > hi)
+    throw Error(pass + ": option " + key + " must be an integer from " + std::to_string(lo) + " to " +
+                std::to_string(hi) + " (" + meaning + "), got '" + it->second + "'");
+  return v;
+}
+
 int64_t integer_pass_option(const PassOptions& options, const std::string& pass, const std::string& key,
                             int64_t lo, int64_t hi, const std::string& meaning) {
-  int64_t v = lo - 1;
-  for (const auto& [k, value] : options) {
-    if (k != key) throw Error(pass + ": unknown option '" + k + "' (it takes " + key + "=N)");
-    try {
-      size_t used = 0;
-      v = std::stoll(value, &used);
-      if (used != value.size()) v = lo - 1;
-    } catch (const std::exception&) {
-      v = lo - 1;
-    }
-  }
-  if (v < lo || v > hi) {
-    auto it = options.find(key);
+  check_pass_option_keys(options, pass, {key});
+  if (!options.count(key))
     throw Error(pass + ": option " + key + " must be an integer from " + std::to_string(lo) + " to " +
-                std::to_string(hi) + " (" + meaning + "), got '" +
-                (it != options.end() ? it->second : std::string("(none)")) + "'");
-  }
-  return v;
+                std::to_string(hi) + " (" + meaning + "), got '(none)'");
+  return integer_pass_option_or(options, pass, key, lo, hi, meaning, lo);
 }
 
 Module run_passes(const Module& m, const std::vector<std::string>& names, const PipelineOptions& opts) {

@@ -118,7 +118,8 @@ std::optional<Int8Weight> int8_weight(const Tensor& w) {
 
 class Rewriter {
  public:
-  Rewriter(const FunctionNode& f, int64_t min_columns) : f_(f), fresh_(f), min_columns_(min_columns) {
+  Rewriter(const FunctionNode& f, int64_t min_columns, int64_t block)
+      : f_(f), fresh_(f), min_columns_(min_columns), block_(block) {
     for (const Binding& b : f.bindings) bound_[b.var.get()] = b.value;
   }
 
@@ -150,11 +151,14 @@ class Rewriter {
     const CallNode* conv = as<CallNode>(b.value);
     if (!conv || !conv->is_op_call() || conv->op->name != "nn.conv2d") return false;
     const TensorDesc* out = tensor_desc(b.value);
-    if (!out || out->dtype != DType::Float32 || out->shape.size() != 4 || out->shape[3] < min_columns_)
+    const TensorDesc* in = tensor_desc(conv->args[0]);
+    if (!out || !in || out->dtype != DType::Float32 || out->shape.size() != 4 || in->shape.size() != 4)
       return false;
     const Attrs& a = conv->attrs;
-    if (a.get_int("groups") != 1 || a.get_ints("strides") != std::vector<int64_t>{1, 1} ||
-        a.get_ints("dilation") != std::vector<int64_t>{1, 1})
+    if (a.get_int("groups") != 1 || a.get_ints("dilation") != std::vector<int64_t>{1, 1}) return false;
+    // In channel blocks any map and stride; in NCHW stride 1 and wide rows.
+    const bool blocked = block_ && in->shape[1] % block_ == 0 && out->shape[1] % block_ == 0;
+    if (!blocked && (out->shape[3] < min_columns_ || a.get_ints("strides") != std::vector<int64_t>{1, 1}))
       return false;
     const CallNode* dq = as<CallNode>(value_of(conv->args[0]));
     if (!dq || !dq->is_op_call() || dq->op->name != "dequantize") return false;
@@ -209,6 +213,7 @@ class Rewriter {
   const FunctionNode& f_;
   FreshNames fresh_;
   const int64_t min_columns_;
+  const int64_t block_;  // channels in blocks of it run blocked (0: none)
   std::unordered_map<const ExprNode*, Expr> bound_;
   std::vector<Binding> out_;
 };
@@ -216,15 +221,18 @@ class Rewriter {
 }  // namespace
 
 Module quantize_convs(const Module& m, const PassOptions& options) {
+  check_pass_option_keys(options, "quantize-convs", {"min_columns", "block"});
   const int64_t min_columns =
-      options.empty() ? 1
-                      : integer_pass_option(options, "quantize-convs", "min_columns", 1, 1 << 20,
-                                            "the narrowest output rows to rewrite, e.g. min_columns=16");
+      integer_pass_option_or(options, "quantize-convs", "min_columns", 1, 1 << 20,
+                             "the narrowest output rows to rewrite, e.g. min_columns=16", 1);
+  const int64_t block = integer_pass_option_or(
+      options, "quantize-convs", "block", 4, 64,
+      "the channel blocks convert-layout{integer=1} runs integer convs in, e.g. block=16", 0);
   Module out = m;
   for (const Function& f : m.functions) {
     // Backend regions and their composites keep the ops their codegen expects.
     if (f->attrs.find("Codegen") || f->attrs.find("Composite")) continue;
-    if (Function rewritten = Rewriter(*f, min_columns).run()) out.set(rewritten);
+    if (Function rewritten = Rewriter(*f, min_columns, block).run()) out.set(rewritten);
   }
   return out;
 }

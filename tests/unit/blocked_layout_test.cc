@@ -142,10 +142,10 @@ TEST(BlockedLayout, BadShapesAndAttributesAreErrorsNamingThem) {
               run1("nn.conv2d_blocked", {xb, w1}, {{"groups", int64_t{2}}});
             }).find("'groups' = 2 must be 1 or the 6 channels"),
             std::string::npos);
-  Tensor ints = Tensor::zeros({1, 4, 2, 2}, DType::Int32);
+  Tensor doubles = Tensor::zeros({1, 4, 2, 2}, DType::Float64);
   EXPECT_NE(testing::error_of([&] {
-              run1("nn.block_channels", {ints}, {{"block", int64_t{2}}});
-            }).find("must be float32 or float16, got int32"),
+              run1("nn.block_channels", {doubles}, {{"block", int64_t{2}}});
+            }).find("must be float32, float16, uint8, int8 or int32, got float64"),
             std::string::npos);
 }
 

@@ -15,6 +15,7 @@
 #include "ir/text.h"
 #include "runtime/vm.h"
 #include "schedule/schedule.h"
+#include "test_util.h"
 
 namespace kiln {
 namespace {
@@ -71,6 +72,103 @@ TEST(QuantizedConv, UInt8ByInt8ConvsAreExact) {
       // With byte dot products every column vector of the tiles is one.
       if (dot_lanes(cpu)) {
         EXPECT_NE(printed.find("dot_i8x4"), std::string::npos);
+      }
+    }
+  }
+}
+
+// An int8 constant of random values, in IR text.
+std::string int8_constant(const Shape& shape, uint32_t seed) {
+  std::ostringstream s;
+  s << "const(Tensor[(";
+  int64_t n = 1;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    s << (i ? ", " : "") << shape[i];
+    n *= shape[i];
+  }
+  s << "), int8], [";
+  for (int64_t i = 0; i < n; ++i) s << (i ? ", " : "") << int64_t(next(seed) % 256) - 128;
+  s << "])";
+  return s.str();
+}
+
+Tensor run1(const std::string& op, const std::vector<Tensor>& in, const Attrs& attrs = {}) {
+  return run_op(*find_op(op), in, attrs)[0];
+}
+
+TEST(QuantizedConv, Int8WeightsBlockInGroupsOfFourAndBlockedConvsMatchNchw) {
+  // nn.block_conv_weight of int8: (O / ob, I / ib, KH, KW, ib / 4, ob, 4).
+  Tensor w = random_ints({6, 8, 2, 1}, DType::Int8, -128, 127, 7);
+  Tensor b = run1("nn.block_conv_weight", {w}, {{"in_block", int64_t{4}}, {"out_block", int64_t{3}}});
+  ASSERT_EQ(b.shape(), (Shape{2, 2, 2, 1, 1, 3, 4}));
+  for (int64_t o = 0; o < 6; ++o)
+    for (int64_t i = 0; i < 8; ++i)
+      for (int64_t t = 0; t < 2; ++t)
+        EXPECT_EQ(b.data<int8_t>()[(((o / 3) * 2 + i / 4) * 2 + t) * 12 + (o % 3) * 4 + i % 4],
+                  w.data<int8_t>()[(o * 8 + i) * 2 + t]);
+  // conv2d_blocked of uint8 blocks by those weights: nn.conv2d, blocked.
+  Tensor x = random_ints({1, 8, 7, 9}, DType::UInt8, 0, 255, 8);
+  Tensor w3 = random_ints({8, 8, 3, 3}, DType::Int8, -128, 127, 9);
+  const Attrs conv = {{"strides", std::vector<int64_t>{2, 1}}, {"padding", std::vector<int64_t>{1, 0, 1, 2}}};
+  Tensor xb = run1("nn.block_channels", {x}, {{"block", int64_t{4}}});
+  ASSERT_EQ(xb.dtype(), DType::UInt8);
+  Tensor wb = run1("nn.block_conv_weight", {w3}, {{"in_block", int64_t{4}}, {"out_block", int64_t{4}}});
+  Tensor y = run1("nn.conv2d_blocked", {xb, wb}, conv);
+  ASSERT_EQ(y.dtype(), DType::Int32);
+  Attrs plain = conv;
+  plain.set("out_dtype", std::string("int32"));
+  Tensor want = run1("nn.conv2d", {x, w3}, plain);
+  EXPECT_TRUE(run1("nn.unblock_channels", {y}).bitwise_equal(want));
+  // What the blocked integer ops refuse.
+  EXPECT_NE(testing::error_of([&] {
+              run1("nn.block_conv_weight", {w3}, {{"in_block", int64_t{2}}, {"out_block", int64_t{4}}});
+            }).find("in_block=2 must be a multiple of 4"),
+            std::string::npos);
+  Tensor fw = Tensor::zeros({2, 2, 3, 3, 4, 4}, DType::Float32);
+  EXPECT_NE(testing::error_of([&] {
+              run1("nn.conv2d_blocked", {xb, fw});
+            }).find("uint8 data takes an int8 weight, got float32"),
+            std::string::npos);
+  EXPECT_NE(testing::error_of([&] {
+              run1("nn.conv2d_blocked", {xb, wb}, {{"groups", int64_t{8}}});
+            }).find("'groups' = 8 must be 1 for integer data"),
+            std::string::npos);
+}
+
+// uint8 convs whose channels fill blocks run in them (convert-layout
+// {integer=1}, where the dot's lanes are the block's): lanes of output
+// channels, at any map and stride. Bit for bit against the interpreter.
+TEST(QuantizedConv, BlockedUInt8ConvsAreExactAtAnyMapAndStride) {
+  struct Case {
+    int64_t c, o, h, w, k, stride, pad;
+  };
+  for (const Case& s :
+       {Case{32, 32, 7, 7, 3, 1, 1}, Case{16, 48, 15, 15, 3, 2, 1}, Case{32, 16, 14, 14, 1, 2, 0},
+        Case{16, 32, 9, 11, 5, 1, 2}, Case{48, 16, 3, 40, 1, 1, 0}}) {
+    const int64_t oh = (s.h + 2 * s.pad - s.k) / s.stride + 1, ow = (s.w + 2 * s.pad - s.k) / s.stride + 1;
+    std::ostringstream text;
+    text << "def @main(%x: Tensor[(1, " << s.c << ", " << s.h << ", " << s.w << "), uint8]) -> Tensor[(1, "
+         << s.o << ", " << oh << ", " << ow << "), int32] {\n  %y = nn.conv2d(%x, "
+         << int8_constant({s.o, s.c, s.k, s.k}, uint32_t(s.c + s.o)) << ", strides=[" << s.stride << ", "
+         << s.stride << "], padding=[" << s.pad << ", " << s.pad << ", " << s.pad << ", " << s.pad
+         << "], out_dtype=\"int32\")\n  return %y\n}\n";
+    Module m = parse_module(text.str(), "conv.kir");
+    const std::vector<Tensor> args = {random_ints({1, s.c, s.h, s.w}, DType::UInt8, 0, 255, 3)};
+    const std::vector<Tensor> want = interpret(m, "main", args);
+    for (const std::string& cpu : cpus()) {
+      SCOPED_TRACE("conv " + std::to_string(s.c) + " -> " + std::to_string(s.o) + " at " +
+                   std::to_string(s.h) + "x" + std::to_string(s.w) + " for " +
+                   (cpu.empty() ? "this CPU" : cpu));
+      std::string printed;
+      VirtualMachine vm(testing::compile_printed(m, cpu, &printed));
+      const std::vector<Tensor> got = vm.run(args);
+      ASSERT_EQ(got.size(), 1u);
+      EXPECT_TRUE(got[0].bitwise_equal(want[0]));
+      if (dot_lanes(cpu)) {
+        EXPECT_NE(printed.find("nn.conv2d_blocked"), std::string::npos);
+        EXPECT_NE(printed.find("dot_i8x4"), std::string::npos);
+      } else {
+        EXPECT_EQ(printed.find("nn.conv2d_blocked"), std::string::npos);
       }
     }
   }

@@ -14,7 +14,10 @@
 //
 // (a, b and c free of j and k; the two operands in either order; x int8 or
 // uint8, w int8), and rewrites it, each 32 columns (for 32 lanes) reading
-// 128 contiguous bytes of x and the same four bytes of w for every column:
+// 128 contiguous bytes of x and the same four bytes of w for every column
+// (or the other way round: x[b + k] and w[c + 4 * j + k], a block of output
+// channels' weights by one position's four input channels broadcast, as
+// a uint8 conv in channel blocks reads them):
 //
 //   for %j_dot from 0 extent 2 {
 //     %acc[ramp(a + j_dot * 32, 1, 32)] = dot_i8x4(%acc[ramp(a + j_dot * 32, 1, 32)],
@@ -131,17 +134,22 @@ class DotProducts : public Mutator {
         const BufferLoadNode* w = int8_operand(order ? mul_node->a : mul_node->b, false);
         if (!x || !w) continue;
         auto xi = linear(x->indices[0], j, k), wi = linear(w->indices[0], j, k);
-        if (!xi || !wi || coefficient(*xi, j) != 4 || coefficient(*xi, k) != 1 || coefficient(*wi, j) != 0 ||
-            coefficient(*wi, k) != 1)
-          continue;
-        return build(cols, *extent, st->buffer, index, *x, *w);
+        if (!xi || !wi || coefficient(*xi, k) != 1 || coefficient(*wi, k) != 1) continue;
+        // x's four bytes a column and w's the same for all (x a row of an
+        // image), or w's a column and x's the same (x one position's
+        // channels broadcast, w a block of output channels' weights).
+        const int64_t xj = coefficient(*xi, j), wj = coefficient(*wi, j);
+        if ((xj == 4 && wj == 0) || (xj == 0 && wj == 4))
+          return build(cols, *extent, st->buffer, index, *x, xj == 4, *w, wj == 4);
       }
     }
     return std::nullopt;
   }
 
+  // `x_runs` / `w_runs`: the operand reads four bytes a column (4 * lanes
+  // contiguous bytes a vector), else the same four for every column.
   Stmt build(const ForNode& cols, int64_t extent, const Buffer& acc, const Expr& index,
-             const BufferLoadNode& x, const BufferLoadNode& w) {
+             const BufferLoadNode& x, bool x_runs, const BufferLoadNode& w, bool w_runs) {
     const Var& j = cols.var;
     DataType it = j->dtype;
     auto at_zero = [&](const Expr& e) {
@@ -151,12 +159,15 @@ class DotProducts : public Mutator {
     Var jd = make_var(j->name + "_dot", it);
     Expr acc_index =
         ramp(simplify_expr(add(at_zero(index), mul(jd, int_imm(lanes_, it)))), int_imm(1, it), lanes_);
-    Expr x_index = ramp(simplify_expr(add(at_zero(x.indices[0]), mul(jd, int_imm(4 * lanes_, it)))),
-                        int_imm(1, it), 4 * lanes_);
-    DataType wt = w.indices[0]->dtype;
-    Expr w_index =
-        add(broadcast(at_zero(w.indices[0]), 4 * lanes_),
-            mod(ramp(int_imm(0, wt), int_imm(1, wt), 4 * lanes_), broadcast(int_imm(4, wt), 4 * lanes_)));
+    auto operand_index = [&](const BufferLoadNode& l, bool runs) {
+      if (runs)
+        return ramp(simplify_expr(add(at_zero(l.indices[0]), mul(jd, int_imm(4 * lanes_, it)))),
+                    int_imm(1, it), 4 * lanes_);
+      DataType t = l.indices[0]->dtype;
+      return add(broadcast(at_zero(l.indices[0]), 4 * lanes_),
+                 mod(ramp(int_imm(0, t), int_imm(1, t), 4 * lanes_), broadcast(int_imm(4, t), 4 * lanes_)));
+    };
+    Expr x_index = operand_index(x, x_runs), w_index = operand_index(w, w_runs);
     Expr dot = call_intrinsic(Intrinsic::DotI8x4,
                               {load(acc, {acc_index}), load(x.buffer, {x_index}), load(w.buffer, {w_index})});
     std::vector<Stmt> out;
