@@ -4,8 +4,8 @@
 // int32 lane and instruction (src/lower/nn.cc, conv2d_uint8_dot) instead of
 // float32 multiply-adds on the dequantized values.
 //
-// A float32 nn.conv2d (one group, stride and dilation 1: what the integer
-// lowering takes) whose data is dequantize(q) (q uint8, one scale sx and
+// A float32 nn.conv2d (one group, stride and dilation 1: what the NCHW
+// integer lowering takes; see block=N below) whose data is dequantize(q) (q uint8, one scale sx and
 // zero point zx) and whose weight is a constant each of whose output
 // channels o is, value for value, an int8 weight wq times one float32 scale
 // sw[o] (as dequantizing a symmetric per-channel or per-tensor int8 weight
@@ -31,6 +31,14 @@
 // integers, 0.6 in float32; Zen 5). The compile pipeline passes half the
 // dot's lanes.
 //
+// quantize-convs{block=N} also takes convs whose output channels are
+// multiples of N at any stride and map width: convert-layout{integer=1}
+// runs those in channel blocks of N, whose lanes are output channels (the
+// compile pipeline passes the dot's lanes when they are the float32
+// lanes' count). Their input channels go in groups of four: a count that is
+// no multiple of 4 (an image's 3) is padded to one, the data with its zero
+// point by the same nn.pad, the weight with zeros.
+//
 // Requires: nothing. Guarantees: each rewritten conv's variable keeps its
 // type (float32) and is bound to the multiply; other bindings are unchanged
 // (dead-code-elimination drops a dequantize nothing else reads).
@@ -42,6 +50,7 @@
 //   %y_centered = subtract(%y_acc, const(Tensor[(1, 2, 1, 1), int32], [16256, -16256]))
 //   %y_float = astype(%y_centered, dtype="float32")
 //   %y = multiply(%y_float, const(Tensor[(1, 2, 1, 1), float32], [0.1 * 0.5 / 127, 0.1 * 0.25 / 127]))
+#include <algorithm>
 #include <cmath>
 #include <optional>
 #include <unordered_map>
@@ -116,6 +125,16 @@ std::optional<Int8Weight> int8_weight(const Tensor& w) {
   return out;
 }
 
+// An int8 weight (O, C, KH, KW) with `extra` more input channels of zeros.
+Tensor with_zero_channels(const Tensor& w, int64_t extra) {
+  const Shape& s = w.shape();
+  const int64_t taps = s[2] * s[3], c = s[1];
+  Tensor out = Tensor::zeros({s[0], c + extra, s[2], s[3]}, DType::Int8);
+  for (int64_t o = 0; o < s[0]; ++o)
+    std::copy_n(w.data<int8_t>() + o * c * taps, c * taps, out.data<int8_t>() + o * (c + extra) * taps);
+  return out;
+}
+
 class Rewriter {
  public:
   Rewriter(const FunctionNode& f, int64_t min_columns, int64_t block)
@@ -157,7 +176,9 @@ class Rewriter {
     const Attrs& a = conv->attrs;
     if (a.get_int("groups") != 1 || a.get_ints("dilation") != std::vector<int64_t>{1, 1}) return false;
     // In channel blocks any map and stride; in NCHW stride 1 and wide rows.
-    const bool blocked = block_ && in->shape[1] % block_ == 0 && out->shape[1] % block_ == 0;
+    // Input channels that fill no block are read in blocks of four (an
+    // image's 3, padded to 4 with the zero point and zero weights).
+    const bool blocked = block_ && out->shape[1] % block_ == 0;
     if (!blocked && (out->shape[3] < min_columns_ || a.get_ints("strides") != std::vector<int64_t>{1, 1}))
       return false;
     const CallNode* dq = as<CallNode>(value_of(conv->args[0]));
@@ -167,9 +188,12 @@ class Rewriter {
     const ConstantNode* w = as<ConstantNode>(value_of(conv->args[1]));
     if (!w || w->value.dtype() != DType::Float32 || w->value.ndim() != 4) return false;
     const Shape& ws = w->value.shape();
-    if (255.0 * 128.0 * double(ws[1] * ws[2] * ws[3]) >= 2147483648.0) return false;
+    // The input channels in whole groups of four when blocked.
+    const int64_t extra = blocked ? (4 - ws[1] % 4) % 4 : 0;
+    if (255.0 * 128.0 * double((ws[1] + extra) * ws[2] * ws[3]) >= 2147483648.0) return false;
     std::optional<Int8Weight> wq = int8_weight(w->value);
     if (!wq) return false;
+    if (extra) wq->values = with_zero_channels(wq->values, extra);
 
     const float sx = float(dq->attrs.get_float("scale"));
     const int64_t zx = dq->attrs.get_int("zero_point");
@@ -178,9 +202,9 @@ class Rewriter {
     std::vector<int64_t> pad = a.get_ints("padding");  // [h, w] or [top, left, bottom, right]
     if (pad.size() == 2) pad = {pad[0], pad[1], pad[0], pad[1]};
     if (pad.size() != 4) return false;
-    if (pad != std::vector<int64_t>{0, 0, 0, 0}) {
+    if (pad != std::vector<int64_t>{0, 0, 0, 0} || extra) {
       Attrs pa;
-      pa.set("pad_width", std::vector<int64_t>{0, 0, 0, 0, pad[0], pad[2], pad[1], pad[3]});
+      pa.set("pad_width", std::vector<int64_t>{0, 0, 0, extra, pad[0], pad[2], pad[1], pad[3]});
       pa.set("pad_value", double(zx));
       pa.set("mode", std::string("constant"));
       data = bind(b.var->name + "_padded", make_op_call("nn.pad", {data}, pa));

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
 #include <iomanip>
 #include <sstream>
 
@@ -213,9 +214,13 @@ def @main(%x: Tensor[(1, 8, 18, 40), float32]) -> Tensor[(1, 16, 18, 40), float3
   return parse_module(text, "qdq.kir");
 }
 
-TEST(QuantizedConv, QdqConvsRunOnIntegersWithinAQuantizationStep) {
-  Module m = qdq_model();
-  Tensor x = Tensor::empty({1, 8, 18, 40}, DType::Float32);
+// `m` (one float32 input `shape`) compiled for each CPU against the
+// interpreter: within one quantization step `step` of the output, 99% of it
+// equal; returns the IR after quantize-convs on this CPU ("" without it).
+void expect_within_a_step(
+    const Module& m, const Shape& shape, double step,
+    const std::function<void(const std::string& cpu, const std::string& rewritten)>& check) {
+  Tensor x = Tensor::empty(shape, DType::Float32);
   uint32_t state = 2;
   for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = float(next(state) % 2001) / 1000.0f - 1.0f;
   const std::vector<Tensor> want = interpret(m, "main", {x});
@@ -225,8 +230,8 @@ TEST(QuantizedConv, QdqConvsRunOnIntegersWithinAQuantizationStep) {
     VirtualMachine vm(testing::compile_printed(m, cpu, &printed));
     const std::vector<Tensor> got = vm.run({x});
     // Float32 rounding in another order can move a value across the
-    // midpoint of two steps of the quantize after the conv (0.05).
-    testing::expect_outputs_near(got, want, 0.05 + 1e-6);
+    // midpoint of two steps of the quantize after the conv.
+    testing::expect_outputs_near(got, want, step + 1e-6);
     int64_t exact = 0;
     for (int64_t i = 0; i < want[0].numel(); ++i)
       exact += got[0].get_as_double(i) == want[0].get_as_double(i);
@@ -234,15 +239,48 @@ TEST(QuantizedConv, QdqConvsRunOnIntegersWithinAQuantizationStep) {
     const size_t at = printed.find("# IR after quantize-convs");
     if (dot_lanes(cpu)) {
       ASSERT_NE(at, std::string::npos);
-      const std::string rewritten = printed.substr(at, printed.find("\n# ", at + 1) - at);
-      size_t integer_convs = 0;
-      for (size_t p = 0; (p = rewritten.find("out_dtype=\"int32\"", p)) != std::string::npos; ++p)
-        ++integer_convs;
-      EXPECT_EQ(integer_convs, 2u) << rewritten;
+      check(cpu, printed.substr(at, printed.find("\n# ", at + 1) - at));
     } else {
       EXPECT_EQ(at, std::string::npos) << "quantize-convs ran without byte dot products";
     }
   }
+}
+
+size_t count(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t p = 0; (p = text.find(what, p)) != std::string::npos; ++p) ++n;
+  return n;
+}
+
+TEST(QuantizedConv, QdqConvsRunOnIntegersWithinAQuantizationStep) {
+  expect_within_a_step(qdq_model(), {1, 8, 18, 40}, 0.05,
+                       [](const std::string&, const std::string& rewritten) {
+                         EXPECT_EQ(count(rewritten, "out_dtype=\"int32\""), 2u) << rewritten;
+                       });
+}
+
+// An image's conv (3 channels, 7x7, stride 2, as ResNet's first): on
+// integers in channel blocks, its input channels padded to 4 (the zero
+// point's pad) and its weight's with zeros.
+TEST(QuantizedConv, AnImagesThreeChannelsArePaddedToFour) {
+  uint32_t state = 5;
+  std::string text = R"(
+def @main(%x: Tensor[(1, 3, 20, 26), float32]) -> Tensor[(1, 16, 10, 13), float32] {
+  %q1 = quantize(%x, scale=0.05, zero_point=128, out_dtype="uint8")
+  %d1 = dequantize(%q1, scale=0.05, zero_point=128)
+  %c1 = nn.conv2d(%d1, W1, strides=[2, 2], padding=[3, 3, 3, 3])
+  %q2 = quantize(%c1, scale=0.05, zero_point=128, out_dtype="uint8")
+  %d2 = dequantize(%q2, scale=0.05, zero_point=128)
+  return %d2
+})";
+  text.replace(text.find("W1"), 2, int8_weight({16, 3, 7, 7}, 1.0 / 1024, state));
+  expect_within_a_step(parse_module(text, "image.kir"), {1, 3, 20, 26}, 0.05,
+                       [](const std::string& cpu, const std::string& rewritten) {
+                         EXPECT_EQ(count(rewritten, "out_dtype=\"int32\""), 1u) << rewritten;
+                         // Blocks of 16 or 8 output channels: the image's pad reaches 4 channels.
+                         EXPECT_NE(rewritten.find("pad_width=[0, 0, 0, 1, 3, 3, 3, 3]"), std::string::npos)
+                             << cpu << rewritten;
+                       });
 }
 
 }  // namespace
