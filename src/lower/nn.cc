@@ -589,7 +589,9 @@ Lowered max_pool2d(const LowerContext& c) {
       c.out[0].shape,
       [&](const te::Axes& i) -> te::Reduction {
         Expr h = tap(i[2], ry.var, w->y), v = tap(i[3], rx.var, w->x);
-        Expr val = (*x)({i[0], i[1], clamp_index(h, w->y.in), clamp_index(v, w->x.in)});
+        std::vector<Expr> at = {i[0], i[1], clamp_index(h, w->y.in), clamp_index(v, w->x.in)};
+        if (c.in[0].shape.size() == 5) at.push_back(i[4]);  // channel blocks
+        Expr val = (*x)(at);
         return te::max(tir::select(all(in_range(h, 0, w->y.in), in_range(v, 0, w->x.in)), val, lowest),
                        {ry, rx});
       },

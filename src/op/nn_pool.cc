@@ -20,7 +20,13 @@
 //
 // dtypes: float32, float16 (computed in float32), int8, uint8, int32; integer
 // averages round half away from zero, integer sums are exact in int64.
+//
+// nn.max_pool2d also takes channel-blocked data (N, C / c, H, W, c)
+// (src/op/nn_blocked.cc) and gives (N, C / c, OH, OW, c): each channel
+// pooled as in NCHW (convert-layout keeps a blocked value blocked through
+// it).
 #include <algorithm>
+#include <cstring>
 #include <limits>
 #include <vector>
 
@@ -34,11 +40,13 @@ const char* kMaxPool = "nn.max_pool2d";
 const char* kAvgPool = "nn.avg_pool2d";
 const char* kAdaptiveAvgPool = "nn.adaptive_avg_pool2d";
 
-void check_pool_input(const std::string& op, const TensorDesc& x) {
+void check_pool_input(const std::string& op, const TensorDesc& x, bool blocked_ok = false) {
   require_dtype(op, "data", x.dtype,
                 {DType::Float32, DType::Float16, DType::Int8, DType::UInt8, DType::Int32});
-  if (x.shape.size() != 4)
-    throw Error(op + ": data must be 4-D (N, C, H, W), got shape " + shape_str(x.shape));
+  if (x.shape.size() != 4 && !(blocked_ok && x.shape.size() == 5))
+    throw Error(op + ": data must be 4-D (N, C, H, W)" +
+                (blocked_ok ? std::string(" or 5-D channel blocks (N, C / c, H, W, c)") : std::string()) +
+                ", got shape " + shape_str(x.shape));
 }
 
 struct PoolParams {
@@ -64,9 +72,11 @@ PoolParams pool_params(const std::string& op, const Shape& shape, const Attrs& a
 
 std::vector<TensorDesc> infer_pool(const std::string& op, const std::vector<TensorDesc>& in,
                                    const Attrs& attrs) {
-  check_pool_input(op, in[0]);
+  check_pool_input(op, in[0], op == kMaxPool);
   PoolParams p = pool_params(op, in[0].shape, attrs);
-  return {{{in[0].shape[0], in[0].shape[1], p.y.out_size(), p.x.out_size()}, in[0].dtype}};
+  Shape y = {in[0].shape[0], in[0].shape[1], p.y.out_size(), p.x.out_size()};
+  if (in[0].shape.size() == 5) y.push_back(in[0].shape[4]);
+  return {{y, in[0].dtype}};
 }
 
 std::vector<TensorDesc> infer_max_pool(const std::vector<TensorDesc>& in, const Attrs& attrs) {
@@ -133,6 +143,14 @@ void pool_impl(const Tensor& data, const PoolParams& p, bool is_max, bool count_
 
 template <bool IsMax>
 void pool_kernel(const std::vector<Tensor>& in, const Attrs& attrs, std::vector<Tensor>& out) {
+  if (in[0].ndim() == 5) {
+    // Channel blocks: the NCHW pool of the unblocked data, blocked.
+    const Tensor plain = run_op(*find_op("nn.unblock_channels"), {in[0]}, {})[0];
+    const Tensor pooled = run_op(*find_op(IsMax ? kMaxPool : kAvgPool), {plain}, attrs)[0];
+    const Tensor blocked = run_op(*find_op("nn.block_channels"), {pooled}, {{"block", in[0].dim(4)}})[0];
+    std::memcpy(out[0].raw(), blocked.raw(), blocked.nbytes());
+    return;
+  }
   PoolParams p = pool_params(IsMax ? kMaxPool : kAvgPool, in[0].shape(), attrs);
   bool cip = !IsMax && attrs.get_int("count_include_pad") != 0;
   if (is_float(in[0].dtype()))

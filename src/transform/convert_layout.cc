@@ -18,14 +18,12 @@
 // float16 and back (a float16 model's rounded results, widen-float16) is
 // one of them, its float16 values blocked too. A global
 // average pool (adaptive_avg_pool2d to 1x1) of a blocked value becomes a
-// mean over its rows and columns. Each rewritten binding keeps its variable
-// as unblock_channels of the blocked result, for the users that stay in
-// NCHW; a value is blocked once (block_channels) however many convs read
-// it. A one-group conv whose result a blocked conv had to block that way
-// (directly or through elementwise ops of one variable operand, each
-// result used once) is rerun blocked, reading its NCHW input as it is, so
-// it writes the blocked value itself (producers_to_block). Anything else is
-// left as it is.
+// mean over its rows and columns; a max pool of one pools the blocks. Each rewritten binding keeps its
+// variable as unblock_channels of the blocked result, for the users that stay in NCHW; a value is blocked
+// once (block_channels) however many convs read it. A one-group conv whose result a blocked conv had to block
+// that way (directly or through elementwise ops of one variable operand, each result used once) is rerun
+// blocked, reading its NCHW input as it is, so it writes the blocked value itself (producers_to_block).
+// Anything else is left as it is.
 //
 // With integer=1 (the target's byte dot products have `block` lanes), a
 // quantized model's integer convs (uint8 data by a constant int8 weight
@@ -251,6 +249,7 @@ class LayoutConverter {
     if (op == "nn.conv2d") return convert_conv(var, call);
     if (op == "nn.adaptive_avg_pool2d") return convert_global_pool(call);
     if (op == "nn.pad") return convert_pad(call);
+    if (op == "nn.max_pool2d") return convert_max_pool(call);
     if (elementwise_ops().count(op)) return convert_elementwise(call);
     return nullptr;
   }
@@ -315,6 +314,14 @@ class LayoutConverter {
     for (const char* name : {"strides", "padding", "dilation", "groups"})
       ca.set(name, *call.attrs.find(name));
     return make_op_call("nn.conv2d_blocked", {x, bw}, ca);
+  }
+
+  // nn.max_pool2d of a blocked value: the same pool, in blocks (each
+  // channel pooled alone, so the block is one more axis of lanes).
+  Expr convert_max_pool(const CallNode& call) {
+    Expr x = blocked_of(call.args[0]);
+    if (!x) return nullptr;
+    return make_op_call(*call.op, {x}, call.attrs);
   }
 
   // nn.pad of a blocked value on its rows and columns only: the same pad in

@@ -212,7 +212,8 @@ TEST(NnPool2d, Errors) {
       [&] {
         run1("nn.max_pool2d", {Tensor::zeros({1, 4, 4}, DType::Float32)}, {{"pool_size", ints({2, 2})}});
       },
-      "nn.max_pool2d: data must be 4-D (N, C, H, W), got shape (1, 4, 4)");
+      "nn.max_pool2d: data must be 4-D (N, C, H, W) or 5-D channel blocks (N, C / c, H, W, c), got shape (1, "
+      "4, 4)");
   expect_error(
       [&] {
         run1("nn.adaptive_avg_pool2d", {x}, {{"output_size", ints({0, 2})}});

@@ -149,6 +149,41 @@ TEST(BlockedLayout, BadShapesAndAttributesAreErrorsNamingThem) {
             std::string::npos);
 }
 
+// nn.max_pool2d of channel blocks: the NCHW pool, blocked (its reference
+// kernel), and compiled against the interpreter for float32 and uint8
+// blocks, padded windows at stride 2 and ceil_mode's partial windows.
+TEST(BlockedLayout, MaxPoolOfBlocksPoolsEachChannel) {
+  Tensor x = testing::random_floats({1, 8, 7, 9}, 12);
+  const Attrs pool = {{"pool_size", std::vector<int64_t>{3, 3}},
+                      {"strides", std::vector<int64_t>{2, 2}},
+                      {"padding", std::vector<int64_t>{1, 1, 1, 1}}};
+  Tensor want = run1("nn.max_pool2d", {x}, pool);
+  Tensor got = run1("nn.max_pool2d", {run1("nn.block_channels", {x}, {{"block", int64_t{4}}})}, pool);
+  ASSERT_EQ(got.shape(), (Shape{1, 2, 4, 5, 4}));
+  EXPECT_TRUE(run1("nn.unblock_channels", {got}).bitwise_equal(want));
+  for (const char* dtype : {"float32", "uint8"}) {
+    const std::string text =
+        std::string("def @main(%x: Tensor[(1, 2, 7, 10, 8), ") + dtype + "]) -> Tensor[(1, 16, 4, 5), " +
+        dtype +
+        "] {\n  %m = nn.max_pool2d(%x, pool_size=[3, 3], strides=[2, 2], padding=[1, 0, 1, 0], "
+        "ceil_mode=1)\n  %y = nn.unblock_channels(%m)\n  return %y\n}\n";
+    Module m = parse_module(text, "pool.kir");
+    std::vector<Tensor> args = testing::random_args(*m.find("main"), 13);
+    std::vector<Tensor> expected = interpret(m, "main", args);
+    for (const char* cpu : {"", "x86-64-v3"}) {
+      SCOPED_TRACE(std::string(dtype) + " for cpu " + cpu);
+      std::string printed;
+      Executable exe = testing::compile_printed(m, cpu, &printed);
+      EXPECT_NE(printed.find("kiln_max_pool2d"), std::string::npos) << printed;  // compiled
+      EXPECT_TRUE(VirtualMachine(exe).run(args)[0].bitwise_equal(expected[0]));
+    }
+  }
+  EXPECT_NE(testing::error_of([&] {
+              run1("nn.avg_pool2d", {run1("nn.block_channels", {x}, {{"block", int64_t{4}}})}, pool);
+            }).find("must be 4-D (N, C, H, W), got shape"),
+            std::string::npos);
+}
+
 TEST(BlockedLayout, ThePassRefusesAMissingOrBadBlock) {
   Module m = parse_module(
       "def @main(%x: Tensor[(1, 4, 2, 2), float32]) -> Tensor[(1, 4, 2, 2), float32] {\n"
