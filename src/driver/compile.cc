@@ -162,7 +162,7 @@ Executable compile_model(const Module& input, const CompileOptions& opts, Compil
       return run_passes(
           m,
           {"quantize-convs{min_columns=" + std::to_string(cpu.int8_dot_lanes / 2) + integer_blocks + "}",
-           "dead-code-elimination"},
+           "quantized-max-pools", "dead-code-elimination"},
           popts);
     });
   // 2c. Host layout: after partitioning (backends keep NCHW convs), before

@@ -107,6 +107,9 @@ Module widen_float16(const Module& m, const PassOptions& options);
 // stride 1) as integer convs, the scales applied to their int32 sums. The
 // model compile pipeline runs it for CPUs with VNNI (CpuTarget::int8_dot_lanes).
 Module quantize_convs(const Module& m, const PassOptions& options);
+// Pools a quantized model's max pools of dequantized integers (through a
+// relu) on the integers, dequantizing after: the same values.
+Module quantized_max_pools(const Module& m);
 // Runs float32 convs and the elementwise ops and global pools between them
 // in channel blocks of N (block=N, the float32 lanes of the host's vectors):
 // the NCHWc layout. Host functions only; the model compile pipeline runs it

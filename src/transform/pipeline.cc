@@ -42,6 +42,8 @@ const std::vector<PassInfo>& graph_passes() {
        nullptr, widen_float16},
       {"quantize-convs", "run convs on dequantized uint8 data and int8 weights as integer convs, scaled",
        nullptr, quantize_convs},
+      {"quantized-max-pools", "run max pools of dequantized integers (and their relu) on the integers",
+       quantized_max_pools},
       {"convert-layout", "run float32 convs and the elementwise ops between them in channel blocks (NCHWc)",
        nullptr, convert_layout},
       {"pack-matmul-weights",

@@ -283,5 +283,32 @@ def @main(%x: Tensor[(1, 3, 20, 26), float32]) -> Tensor[(1, 16, 10, 13), float3
                        });
 }
 
+// A max pool of a relu of dequantized uint8 values (QDQ, after ResNet's
+// first conv) pools the uint8 values (quantized-max-pools, with the
+// integer convs): the same values, bit for bit, padded windows and all.
+TEST(QuantizedConv, MaxPoolsOfDequantizedValuesPoolTheIntegers) {
+  Module m = parse_module(R"(
+def @main(%x: Tensor[(1, 16, 13, 15), float32]) -> Tensor[(1, 16, 7, 8), float32] {
+  %q = quantize(%x, scale=0.01, zero_point=100, out_dtype="uint8")
+  %d = dequantize(%q, scale=0.01, zero_point=100)
+  %r = nn.relu(%d)
+  %m = nn.max_pool2d(%r, pool_size=[3, 3], strides=[2, 2], padding=[1, 1, 1, 1])
+  return %m
+})",
+                          "pool.kir");
+  Tensor x = Tensor::empty({1, 16, 13, 15}, DType::Float32);
+  uint32_t state = 4;
+  for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = float(next(state) % 2001) / 1000.0f - 1.0f;
+  const std::vector<Tensor> want = interpret(m, "main", {x});
+  for (const std::string& cpu : cpus()) {
+    SCOPED_TRACE(cpu.empty() ? "this CPU" : cpu);
+    std::string printed;
+    VirtualMachine vm(testing::compile_printed(m, cpu, &printed));
+    EXPECT_TRUE(vm.run({x})[0].bitwise_equal(want[0]));
+    const bool pooled = printed.find("%m_pooled = nn.max_pool2d(%q") != std::string::npos;
+    EXPECT_EQ(pooled, dot_lanes(cpu) != 0) << printed;
+  }
+}
+
 }  // namespace
 }  // namespace kiln
