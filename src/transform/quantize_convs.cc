@@ -39,6 +39,14 @@
 // no multiple of 4 (an image's 3) is padded to one, the data with its zero
 // point by the same nn.pad, the weight with zeros.
 //
+// The same integer conv serves ONNX's QLinearConv as the importer writes
+// it (src/frontend/onnx/convert_quant.cc): an int32 conv of
+// subtract(astype(q, int32), zx) (q uint8, zx a constant) by a constant
+// weight of int8 values (int8, or int32 within int8's range: shifted by a
+// zero point of 0) becomes the uint8 x int8 conv of pad(q, zx) minus zx
+// times each channel's weight sum, the same int32 sums (exact), the
+// requantization after it unchanged.
+//
 // Requires: nothing. Guarantees: each rewritten conv's variable keeps its
 // type (float32) and is bound to the multiply; other bindings are unchanged
 // (dead-code-elimination drops a dequantize nothing else reads).
@@ -161,18 +169,11 @@ class Rewriter {
   }
 
   bool rewrite(const Binding& b) {
-    std::vector<Binding> added;
-    auto bind = [&](const std::string& name, Expr value) {
-      Var v = make_var(fresh_(name), value->type);
-      added.push_back({v, std::move(value)});
-      return v;
-    };
     const CallNode* conv = as<CallNode>(b.value);
     if (!conv || !conv->is_op_call() || conv->op->name != "nn.conv2d") return false;
     const TensorDesc* out = tensor_desc(b.value);
     const TensorDesc* in = tensor_desc(conv->args[0]);
-    if (!out || !in || out->dtype != DType::Float32 || out->shape.size() != 4 || in->shape.size() != 4)
-      return false;
+    if (!out || !in || out->shape.size() != 4 || in->shape.size() != 4) return false;
     const Attrs& a = conv->attrs;
     if (a.get_int("groups") != 1 || a.get_ints("dilation") != std::vector<int64_t>{1, 1}) return false;
     // In channel blocks any map and stride; in NCHW stride 1 and wide rows.
@@ -181,53 +182,113 @@ class Rewriter {
     const bool blocked = block_ && out->shape[1] % block_ == 0;
     if (!blocked && (out->shape[3] < min_columns_ || a.get_ints("strides") != std::vector<int64_t>{1, 1}))
       return false;
-    const CallNode* dq = as<CallNode>(value_of(conv->args[0]));
+    if (out->dtype == DType::Float32) return rewrite_dequantized(b, *conv, blocked);
+    if (out->dtype == DType::Int32) return rewrite_shifted(b, *conv, blocked);
+    return false;
+  }
+
+  // A float32 conv of dequantize(q) by int8 values times a scale per channel.
+  bool rewrite_dequantized(const Binding& b, const CallNode& conv, bool blocked) {
+    const CallNode* dq = as<CallNode>(value_of(conv.args[0]));
     if (!dq || !dq->is_op_call() || dq->op->name != "dequantize") return false;
     const TensorDesc* q = tensor_desc(dq->args[0]);
     if (!q || q->dtype != DType::UInt8) return false;
-    const ConstantNode* w = as<ConstantNode>(value_of(conv->args[1]));
+    const ConstantNode* w = as<ConstantNode>(value_of(conv.args[1]));
     if (!w || w->value.dtype() != DType::Float32 || w->value.ndim() != 4) return false;
-    const Shape& ws = w->value.shape();
-    // The input channels in whole groups of four when blocked.
-    const int64_t extra = blocked ? (4 - ws[1] % 4) % 4 : 0;
-    if (255.0 * 128.0 * double((ws[1] + extra) * ws[2] * ws[3]) >= 2147483648.0) return false;
     std::optional<Int8Weight> wq = int8_weight(w->value);
     if (!wq) return false;
-    if (extra) wq->values = with_zero_channels(wq->values, extra);
-
-    const float sx = float(dq->attrs.get_float("scale"));
+    std::vector<Binding> added;
     const int64_t zx = dq->attrs.get_int("zero_point");
-    const int64_t channels = ws[0];
-    Expr data = dq->args[0];
-    std::vector<int64_t> pad = a.get_ints("padding");  // [h, w] or [top, left, bottom, right]
+    Expr centered = integer_conv(b, conv, dq->args[0], zx, *wq, blocked, added);
+    if (!centered) return false;
+    const float sx = float(dq->attrs.get_float("scale"));
+    std::vector<float> scales;
+    for (float sw : wq->scales) scales.push_back(sx * sw);
+    const Shape per_channel{1, int64_t(scales.size()), 1, 1};
+    centered = bind(b.var->name + "_centered", centered, added);
+    Attrs to_float;
+    to_float.set("dtype", std::string("float32"));
+    Expr wide = bind(b.var->name + "_float", make_op_call("astype", {centered}, to_float), added);
+    Expr y = make_op_call("multiply", {wide, make_constant(Tensor::from_floats(per_channel, scales))});
+    return finish(b, y, added);
+  }
+
+  // An int32 conv of subtract(astype(q, int32), zx) (ONNX's QLinearConv as
+  // imported) by a constant of int8 values (int8, or int32 within int8's
+  // range: a weight shifted by a zero point of 0): the same sums.
+  bool rewrite_shifted(const Binding& b, const CallNode& conv, bool blocked) {
+    const CallNode* shift = as<CallNode>(value_of(conv.args[0]));
+    if (!shift || !shift->is_op_call() || shift->op->name != "subtract") return false;
+    const CallNode* wide = as<CallNode>(value_of(shift->args[0]));
+    const ConstantNode* zero_point = as<ConstantNode>(value_of(shift->args[1]));
+    if (!wide || !wide->is_op_call() || wide->op->name != "astype" || !zero_point ||
+        zero_point->value.numel() != 1)
+      return false;
+    const TensorDesc* q = tensor_desc(wide->args[0]);
+    const TensorDesc* shifted = tensor_desc(shift->args[0]);
+    if (!q || q->dtype != DType::UInt8 || !shifted || shifted->dtype != DType::Int32) return false;
+    const double zx = zero_point->value.get_as_double(0);
+    if (!(zx >= 0 && zx <= 255) || zx != std::floor(zx)) return false;
+    const ConstantNode* w = as<ConstantNode>(value_of(conv.args[1]));
+    if (!w || w->value.ndim() != 4 || (w->value.dtype() != DType::Int8 && w->value.dtype() != DType::Int32))
+      return false;
+    Int8Weight wq{Tensor::empty(w->value.shape(), DType::Int8), {}, {}};
+    const int64_t channels = w->value.shape()[0], n = w->value.numel() / channels;
+    for (int64_t o = 0; o < channels; ++o) {
+      int64_t sum = 0;
+      for (int64_t i = o * n; i < (o + 1) * n; ++i) {
+        const double v = w->value.get_as_double(i);
+        if (v < -128 || v > 127) return false;
+        wq.values.data<int8_t>()[i] = int8_t(v);
+        sum += int64_t(v);
+      }
+      wq.sums.push_back(sum);
+    }
+    std::vector<Binding> added;
+    Expr y = integer_conv(b, conv, wide->args[0], int64_t(zx), wq, blocked, added);
+    return y && finish(b, y, added);
+  }
+
+  // The int32 sums of (q - zx) * w: q (uint8) padded with zx (and, when
+  // blocked, to whole groups of four channels, the weight with zeros), the
+  // uint8 x int8 conv unpadded, minus zx times each channel's weight sum.
+  // Null when the sums could overflow int32 or the padding is malformed.
+  Expr integer_conv(const Binding& b, const CallNode& conv, Expr data, int64_t zx, Int8Weight& wq,
+                    bool blocked, std::vector<Binding>& added) {
+    const Shape ws = wq.values.shape();
+    const int64_t extra = blocked ? (4 - ws[1] % 4) % 4 : 0;
+    if (255.0 * 128.0 * double((ws[1] + extra) * ws[2] * ws[3]) >= 2147483648.0) return nullptr;
+    if (extra) wq.values = with_zero_channels(wq.values, extra);
+    std::vector<int64_t> pad = conv.attrs.get_ints("padding");  // [h, w] or [top, left, bottom, right]
     if (pad.size() == 2) pad = {pad[0], pad[1], pad[0], pad[1]};
-    if (pad.size() != 4) return false;
+    if (pad.size() != 4) return nullptr;
     if (pad != std::vector<int64_t>{0, 0, 0, 0} || extra) {
       Attrs pa;
       pa.set("pad_width", std::vector<int64_t>{0, 0, 0, extra, pad[0], pad[2], pad[1], pad[3]});
       pa.set("pad_value", double(zx));
       pa.set("mode", std::string("constant"));
-      data = bind(b.var->name + "_padded", make_op_call("nn.pad", {data}, pa));
+      data = bind(b.var->name + "_padded", make_op_call("nn.pad", {data}, pa), added);
     }
-    Attrs ca = a;
+    Attrs ca = conv.attrs;
     ca.set("padding", std::vector<int64_t>{0, 0, 0, 0});
     ca.set("out_dtype", std::string("int32"));
-    Expr acc = bind(b.var->name + "_acc", make_op_call("nn.conv2d", {data, make_constant(wq->values)}, ca));
+    Expr acc = make_op_call("nn.conv2d", {data, make_constant(wq.values)}, ca);
     std::vector<int64_t> offsets;
-    std::vector<float> scales;
-    for (int64_t o = 0; o < channels; ++o) {
-      offsets.push_back(zx * wq->sums[size_t(o)]);
-      scales.push_back(sx * wq->scales[size_t(o)]);
-    }
-    const Shape per_channel{1, channels, 1, 1};
-    Expr centered =
-        bind(b.var->name + "_centered",
-             make_op_call("subtract",
-                          {acc, make_constant(Tensor::from_ints(per_channel, offsets, DType::Int32))}));
-    Attrs to_float;
-    to_float.set("dtype", std::string("float32"));
-    Expr wide = bind(b.var->name + "_float", make_op_call("astype", {centered}, to_float));
-    Expr y = make_op_call("multiply", {wide, make_constant(Tensor::from_floats(per_channel, scales))});
+    for (int64_t sum : wq.sums) offsets.push_back(zx * sum);
+    acc = bind(b.var->name + "_acc", acc, added);
+    const Shape per_channel{1, ws[0], 1, 1};
+    return make_op_call("subtract",
+                        {acc, make_constant(Tensor::from_ints(per_channel, offsets, DType::Int32))});
+  }
+
+  Var bind(const std::string& name, Expr value, std::vector<Binding>& added) {
+    Var v = make_var(fresh_(name), value->type);
+    added.push_back({v, std::move(value)});
+    return v;
+  }
+
+  // `y` bound to the conv's variable after `added`, when its type is the conv's.
+  bool finish(const Binding& b, const Expr& y, const std::vector<Binding>& added) {
     if (!type_equal(y->type, b.var->type)) return false;
     out_.insert(out_.end(), added.begin(), added.end());
     out_.push_back({b.var, y});

@@ -310,5 +310,58 @@ def @main(%x: Tensor[(1, 16, 13, 15), float32]) -> Tensor[(1, 16, 7, 8), float32
   }
 }
 
+// An int32 constant of int8 values, in IR text (a QLinearConv weight as
+// imported: shifted by a zero point of 0).
+std::string int32_weight(const Shape& shape, uint32_t seed) {
+  std::string text = int8_constant(shape, seed);
+  return text.replace(text.find("int8]"), 5, "int32]");
+}
+
+// ONNX's QLinearConv as imported (an int32 conv of the uint8 data shifted
+// by its zero point, then requantized to uint8) runs as the uint8 x int8
+// conv (in blocks where its channels fill them; in NCHW at stride 1 where
+// they do not), bit for bit against the interpreter: the int32 sums are
+// exact either way.
+TEST(QuantizedConv, QLinearConvsRunAsUInt8ByInt8Convs) {
+  struct Case {
+    int64_t c, o, h, w, k, stride, pad;
+  };
+  for (const Case& s : {Case{32, 32, 9, 11, 3, 2, 1}, Case{8, 12, 10, 20, 3, 1, 1}}) {
+    const int64_t oh = (s.h + 2 * s.pad - s.k) / s.stride + 1, ow = (s.w + 2 * s.pad - s.k) / s.stride + 1;
+    std::ostringstream text;
+    text << "def @main(%x: Tensor[(1, " << s.c << ", " << s.h << ", " << s.w << "), uint8]) -> Tensor[(1, "
+         << s.o << ", " << oh << ", " << ow << "), uint8] {\n"
+         << "  %a = astype(%x, dtype=\"int32\")\n"
+         << "  %s = subtract(%a, const(Tensor[(), int32], [131]))\n"
+         << "  %c = nn.conv2d(%s, " << int32_weight({s.o, s.c, s.k, s.k}, uint32_t(s.o)) << ", strides=["
+         << s.stride << ", " << s.stride << "], padding=[" << s.pad << ", " << s.pad << ", " << s.pad << ", "
+         << s.pad << "])\n"
+         << "  %f = astype(%c, dtype=\"float32\")\n"
+         << "  %m = multiply(%f, const(Tensor[(), float32], [0.0007]))\n"
+         << "  %r = round(%m)\n"
+         << "  %z = add(%r, const(Tensor[(), float32], [128.0]))\n"
+         << "  %y = astype(%z, dtype=\"uint8\")\n  return %y\n}\n";
+    Module m = parse_module(text.str(), "qlinear.kir");
+    const std::vector<Tensor> args = {random_ints({1, s.c, s.h, s.w}, DType::UInt8, 0, 255, 21)};
+    const std::vector<Tensor> want = interpret(m, "main", args);
+    for (const std::string& cpu : cpus()) {
+      SCOPED_TRACE("conv " + std::to_string(s.c) + " -> " + std::to_string(s.o) + " for " +
+                   (cpu.empty() ? "this CPU" : cpu));
+      std::string printed;
+      VirtualMachine vm(testing::compile_printed(m, cpu, &printed));
+      EXPECT_TRUE(vm.run(args)[0].bitwise_equal(want[0]));
+      const size_t at = printed.find("# IR after quantize-convs");
+      if (dot_lanes(cpu)) {
+        ASSERT_NE(at, std::string::npos);
+        const std::string rewritten = printed.substr(at, printed.find("\n# ", at + 1) - at);
+        EXPECT_NE(rewritten.find("nn.conv2d(%c_padded, const(Tensor[(" + std::to_string(s.o) + ", " +
+                                 std::to_string(s.c) + ", 3, 3), int8]"),
+                  std::string::npos)
+            << rewritten;
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace kiln
