@@ -157,13 +157,15 @@ Executable compile_model(const Module& input, const CompileOptions& opts, Compil
   const bool integer_layout =
       opts.blocked_layout && cpu.int8_dot_lanes && cpu.int8_dot_lanes == cpu.float32_lanes();
   const std::string integer_blocks = integer_layout ? " block=" + std::to_string(cpu.int8_dot_lanes) : "";
-  if (opts.compile_host && cpu.int8_dot_lanes && !cpu.scratchpad_bytes)
+  //      Max pools of dequantized integers pool the integers on any host
+  //      (the same values, a quarter of the bytes).
+  if (opts.compile_host && !cpu.scratchpad_bytes)
     m = stages.run("quantize-convs", [&] {
-      return run_passes(
-          m,
-          {"quantize-convs{min_columns=" + std::to_string(cpu.int8_dot_lanes / 2) + integer_blocks + "}",
-           "quantized-max-pools", "dead-code-elimination"},
-          popts);
+      std::vector<std::string> passes = {"quantized-max-pools", "dead-code-elimination"};
+      if (cpu.int8_dot_lanes)
+        passes.insert(passes.begin(), "quantize-convs{min_columns=" + std::to_string(cpu.int8_dot_lanes / 2) +
+                                          integer_blocks + "}");
+      return run_passes(m, passes, popts);
     });
   // 2c. Host layout: after partitioning (backends keep NCHW convs), before
   //     the host program is built from what is left. Folding packs the

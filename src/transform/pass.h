@@ -103,9 +103,12 @@ Module run_codegen_pass(const Module& m, const PassOptions& options);
 // when the target converts float16 in its vectors (F16C).
 Module widen_float16(const Module& m, const PassOptions& options);
 // Runs the float32 convs of a quantized model (dequantized uint8 data, a
-// weight that is int8 values times a scale per output channel; one group,
-// stride 1) as integer convs, the scales applied to their int32 sums. The
-// model compile pipeline runs it for CPUs with VNNI (CpuTarget::int8_dot_lanes).
+// weight that is int8 values times a scale per output channel; one group;
+// stride 1 and min_columns wide unless their output channels fill blocks
+// of block=N) as uint8 x int8 convs, the scales applied to their int32
+// sums; and QLinearConv's int32 conv of shifted uint8 data (as imported)
+// as the same conv. The model compile pipeline runs it for CPUs with VNNI
+// (CpuTarget::int8_dot_lanes).
 Module quantize_convs(const Module& m, const PassOptions& options);
 // Pools a quantized model's max pools of dequantized integers (through a
 // relu) on the integers, dequantizing after: the same values.

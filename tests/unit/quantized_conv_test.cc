@@ -284,8 +284,8 @@ def @main(%x: Tensor[(1, 3, 20, 26), float32]) -> Tensor[(1, 16, 10, 13), float3
 }
 
 // A max pool of a relu of dequantized uint8 values (QDQ, after ResNet's
-// first conv) pools the uint8 values (quantized-max-pools, with the
-// integer convs): the same values, bit for bit, padded windows and all.
+// first conv) pools the uint8 values (quantized-max-pools, on any host):
+// the same values, bit for bit, padded windows and all.
 TEST(QuantizedConv, MaxPoolsOfDequantizedValuesPoolTheIntegers) {
   Module m = parse_module(R"(
 def @main(%x: Tensor[(1, 16, 13, 15), float32]) -> Tensor[(1, 16, 7, 8), float32] {
@@ -305,8 +305,8 @@ def @main(%x: Tensor[(1, 16, 13, 15), float32]) -> Tensor[(1, 16, 7, 8), float32
     std::string printed;
     VirtualMachine vm(testing::compile_printed(m, cpu, &printed));
     EXPECT_TRUE(vm.run({x})[0].bitwise_equal(want[0]));
-    const bool pooled = printed.find("%m_pooled = nn.max_pool2d(%q") != std::string::npos;
-    EXPECT_EQ(pooled, dot_lanes(cpu) != 0) << printed;
+    // On every host, with byte dot products or without.
+    EXPECT_NE(printed.find("%m_pooled = nn.max_pool2d(%q"), std::string::npos) << printed;
   }
 }
 
