@@ -184,6 +184,31 @@ TEST(BlockedLayout, MaxPoolOfBlocksPoolsEachChannel) {
             std::string::npos);
 }
 
+// uint8 blocks (a quantized model's values between integer convs) are
+// copied in and out of NCHW by transposes of byte blocks, as float32 ones
+// (TransposeTile), on rows whose widths take 16, 8 and 4 lanes: the same
+// bytes as the interpreter's.
+TEST(BlockedLayout, ByteBlocksTransposeInAndOut) {
+  for (int64_t width : {16, 24, 20}) {
+    const std::string shape = "(1, 32, 3, " + std::to_string(width) + ")";
+    Module m = parse_module("def @main(%x: Tensor[" + shape + ", uint8]) -> (Tensor[(1, 2, 3, " +
+                                std::to_string(width) + ", 16), uint8], Tensor[" + shape +
+                                ", uint8]) {\n  %b = nn.block_channels(%x, block=16)\n"
+                                "  %u = nn.unblock_channels(%b)\n  return (%b, %u)\n}\n",
+                            "bytes.kir");
+    std::vector<Tensor> args = testing::random_args(*m.find("main"), 17);
+    std::vector<Tensor> want = interpret(m, "main", args);
+    for (const char* cpu : {"", "x86-64-v3"}) {
+      SCOPED_TRACE("width " + std::to_string(width) + " for cpu " + cpu);
+      std::string printed;
+      std::vector<Tensor> got = VirtualMachine(testing::compile_printed(m, cpu, &printed)).run(args);
+      ASSERT_EQ(got.size(), 2u);
+      EXPECT_TRUE(got[0].bitwise_equal(want[0]));
+      EXPECT_TRUE(got[1].bitwise_equal(want[1]));
+    }
+  }
+}
+
 TEST(BlockedLayout, ThePassRefusesAMissingOrBadBlock) {
   Module m = parse_module(
       "def @main(%x: Tensor[(1, 4, 2, 2), float32]) -> Tensor[(1, 4, 2, 2), float32] {\n"
