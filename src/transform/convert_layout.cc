@@ -18,11 +18,14 @@
 // float16 and back (a float16 model's rounded results, widen-float16) is
 // one of them, its float16 values blocked too. A global
 // average pool (adaptive_avg_pool2d to 1x1) of a blocked value becomes a
-// mean over its rows and columns; a max pool of one pools the blocks. Each rewritten binding keeps its
-// variable as unblock_channels of the blocked result, for the users that stay in NCHW; a value is blocked
-// once (block_channels) however many convs read it. A one-group conv whose result a blocked conv had to block
-// that way (directly or through elementwise ops of one variable operand, each result used once) is rerun
-// blocked, reading its NCHW input as it is, so it writes the blocked value itself (producers_to_block).
+// mean over its rows and columns; a max pool of one pools the blocks, and
+// an nn.pad of its rows and columns pads the blocks. Each rewritten binding
+// keeps its variable as unblock_channels of the blocked result, for the
+// users that stay in NCHW; a value is blocked once (block_channels) however
+// many convs read it. A one-group conv whose result a blocked conv had to
+// block that way (directly or through elementwise ops of one variable
+// operand, each result used once) is rerun blocked, reading its NCHW input
+// as it is, so it writes the blocked value itself (producers_to_block).
 // Anything else is left as it is.
 //
 // With integer=1 (the target's byte dot products have `block` lanes), a
@@ -31,8 +34,8 @@
 // output columns, which narrow maps idle and strides scatter), their
 // weights in groups of four input channels (nn.block_conv_weight of int8);
 // the integers between them stay blocked (quantize and dequantize are
-// elementwise, an nn.pad of rows and columns pads the blocks), and an NCHW
-// operand of an elementwise op beside blocked ones is blocked to meet them.
+// elementwise), and an NCHW operand of an elementwise op beside blocked
+// ones is blocked to meet them.
 //
 // Requires: nothing; run fold-constants and dead-code-elimination after it
 // (the blocked weights are calls on constants until folded, and the unblocked
