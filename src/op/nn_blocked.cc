@@ -52,25 +52,17 @@ int64_t positive_int(const std::string& op, const Attrs& attrs, const std::strin
   return v;
 }
 
-// Copies between NCHW (N, C, HW) and blocked (N, C / c, HW, c) data, its
-// elements as bits of their size (uint8_t, uint16_t or uint32_t).
+// Copies between NCHW (N, C, HW) and blocked (N, C / c, HW, c) data (to
+// blocks with `to_blocks`, else back), the elements as bits of their size.
 template <typename T>
-void block_data(const T* src, T* dst, int64_t n, int64_t channels, int64_t hw, int64_t c) {
+void copy_blocks(const T* src, T* dst, int64_t n, int64_t channels, int64_t hw, int64_t c, bool to_blocks) {
   for (int64_t b = 0; b < n * channels; ++b) {
     const int64_t img = b / channels, ch = b % channels;
-    T* out = dst + ((img * (channels / c) + ch / c) * hw) * c + ch % c;
-    const T* in = src + b * hw;
-    for (int64_t p = 0; p < hw; ++p) out[p * c] = in[p];
-  }
-}
-
-template <typename T>
-void unblock_data(const T* src, T* dst, int64_t n, int64_t channels, int64_t hw, int64_t c) {
-  for (int64_t b = 0; b < n * channels; ++b) {
-    const int64_t img = b / channels, ch = b % channels;
-    const T* in = src + ((img * (channels / c) + ch / c) * hw) * c + ch % c;
-    T* out = dst + b * hw;
-    for (int64_t p = 0; p < hw; ++p) out[p] = in[p * c];
+    const int64_t blocked = ((img * (channels / c) + ch / c) * hw) * c + ch % c, plain = b * hw;
+    if (to_blocks)
+      for (int64_t p = 0; p < hw; ++p) dst[blocked + p * c] = src[plain + p];
+    else
+      for (int64_t p = 0; p < hw; ++p) dst[plain + p] = src[blocked + p * c];
   }
 }
 
@@ -84,31 +76,18 @@ void require_blockable_data(const std::string& op, const TensorDesc& t) {
                 std::string(dtype_name(t.dtype)));
 }
 
-// block_data or unblock_data (`copy`) on the elements' bits.
-template <template <typename> class Copy>
-void copy_blocks(const Tensor& src, Tensor& dst, int64_t n, int64_t channels, int64_t hw, int64_t c) {
+// copy_blocks on tensors of 1-, 2- or 4-byte elements.
+void copy_blocks(const Tensor& src, Tensor& dst, int64_t n, int64_t channels, int64_t hw, int64_t c,
+                 bool to_blocks) {
   switch (dtype_bytes(src.dtype())) {
     case 1:
-      return Copy<uint8_t>::run(src.data<uint8_t>(), dst.data<uint8_t>(), n, channels, hw, c);
+      return copy_blocks(src.data<uint8_t>(), dst.data<uint8_t>(), n, channels, hw, c, to_blocks);
     case 2:
-      return Copy<uint16_t>::run(src.data<uint16_t>(), dst.data<uint16_t>(), n, channels, hw, c);
+      return copy_blocks(src.data<uint16_t>(), dst.data<uint16_t>(), n, channels, hw, c, to_blocks);
     default:
-      return Copy<uint32_t>::run(src.data<uint32_t>(), dst.data<uint32_t>(), n, channels, hw, c);
+      return copy_blocks(src.data<uint32_t>(), dst.data<uint32_t>(), n, channels, hw, c, to_blocks);
   }
 }
-
-template <typename T>
-struct Block {
-  static void run(const T* s, T* d, int64_t n, int64_t ch, int64_t hw, int64_t c) {
-    block_data(s, d, n, ch, hw, c);
-  }
-};
-template <typename T>
-struct Unblock {
-  static void run(const T* s, T* d, int64_t n, int64_t ch, int64_t hw, int64_t c) {
-    unblock_data(s, d, n, ch, hw, c);
-  }
-};
 
 // Where weight element [oc, ic, tap] of an (O, I, taps) weight sits in its
 // blocked form: (O / ob, I / ib, taps, ib, ob), or with `dot` (int8) the
@@ -138,7 +117,7 @@ std::vector<TensorDesc> infer_block(const std::vector<TensorDesc>& in, const Att
 
 void block_kernel(const std::vector<Tensor>& in, const Attrs&, std::vector<Tensor>& out) {
   const Tensor& x = in[0];
-  copy_blocks<Block>(x, out[0], x.dim(0), x.dim(1), x.dim(2) * x.dim(3), out[0].dim(4));
+  copy_blocks(x, out[0], x.dim(0), x.dim(1), x.dim(2) * x.dim(3), out[0].dim(4), true);
 }
 
 std::vector<TensorDesc> infer_unblock(const std::vector<TensorDesc>& in, const Attrs&) {
@@ -150,7 +129,7 @@ std::vector<TensorDesc> infer_unblock(const std::vector<TensorDesc>& in, const A
 
 void unblock_kernel(const std::vector<Tensor>& in, const Attrs&, std::vector<Tensor>& out) {
   const Tensor& x = in[0];
-  copy_blocks<Unblock>(x, out[0], x.dim(0), x.dim(1) * x.dim(4), x.dim(2) * x.dim(3), x.dim(4));
+  copy_blocks(x, out[0], x.dim(0), x.dim(1) * x.dim(4), x.dim(2) * x.dim(3), x.dim(4), false);
 }
 
 // ---- block_conv_weight ----------------------------------------------------
@@ -265,7 +244,7 @@ void run_unblocked(const std::string& plain_op, const std::vector<Tensor>& in, c
   Tensor xp = x;
   if (x.ndim() == 5) {
     xp = Tensor::empty({x.dim(0), channels, x.dim(2), x.dim(3)}, x.dtype());
-    copy_blocks<Unblock>(x, xp, x.dim(0), channels, x.dim(2) * x.dim(3), c);
+    copy_blocks(x, xp, x.dim(0), channels, x.dim(2) * x.dim(3), c, false);
   }
   Tensor wp = Tensor::empty({o, i, w.dim(2), w.dim(3)}, w.dtype());
   const size_t bytes = dtype_bytes(w.dtype());
@@ -279,7 +258,7 @@ void run_unblocked(const std::string& plain_op, const std::vector<Tensor>& in, c
   Tensor& y = out[0];
   std::vector<Tensor> plain = {Tensor::empty({y.dim(0), o, y.dim(2), y.dim(3)}, y.dtype())};
   find_op(plain_op)->kernel({xp, wp}, attrs, plain);
-  copy_blocks<Block>(plain[0], y, y.dim(0), o, y.dim(2) * y.dim(3), ob);
+  copy_blocks(plain[0], y, y.dim(0), o, y.dim(2) * y.dim(3), ob, true);
 }
 
 void register_nn_blocked_ops(OpRegistry& r) {

@@ -45,6 +45,26 @@ int dot_lanes(const std::string& cpu) {
   return (cpu.empty() ? codegen::host_target() : codegen::parse_target("llvm -mcpu=" + cpu)).int8_dot_lanes;
 }
 
+// `m` compiled for each CPU (cpus()) and run on `args`: bit for bit the
+// interpreter's outputs; `check` then reads what the compile printed.
+void expect_exact_for_each_cpu(
+    const Module& m, const std::vector<Tensor>& args, const std::string& what,
+    const std::function<void(const std::string& cpu, const std::string& printed)>& check) {
+  const std::vector<Tensor> want = interpret(m, "main", args);
+  for (const std::string& cpu : cpus()) {
+    SCOPED_TRACE(what + " for " + (cpu.empty() ? "this CPU" : cpu));
+    std::string printed;
+    VirtualMachine vm(testing::compile_printed(m, cpu, &printed));
+    const std::vector<Tensor> got = vm.run(args);
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < want.size(); ++i) EXPECT_TRUE(got[i].bitwise_equal(want[i]));
+    check(cpu, printed);
+  }
+}
+
+// The IR text of `t` as a constant.
+std::string constant_text(const Tensor& t) { return print_expr(make_constant(t)); }
+
 TEST(QuantizedConv, UInt8ByInt8ConvsAreExact) {
   struct Shape4 {
     int64_t c, o, h, w, k, pad;
@@ -62,35 +82,13 @@ TEST(QuantizedConv, UInt8ByInt8ConvsAreExact) {
     Module m = parse_module(text.str(), "conv.kir");
     const std::vector<Tensor> args = {random_ints({1, s.c, s.h, s.w}, DType::UInt8, 0, 255, 3),
                                       random_ints({s.o, s.c, s.k, s.k}, DType::Int8, -128, 127, 5)};
-    const std::vector<Tensor> want = interpret(m, "main", args);
-    for (const std::string& cpu : cpus()) {
-      SCOPED_TRACE(text.str() + " for " + (cpu.empty() ? "this CPU" : cpu));
-      std::string printed;
-      VirtualMachine vm(testing::compile_printed(m, cpu, &printed));
-      const std::vector<Tensor> got = vm.run(args);
-      ASSERT_EQ(got.size(), 1u);
-      EXPECT_TRUE(got[0].bitwise_equal(want[0]));
+    expect_exact_for_each_cpu(m, args, text.str(), [](const std::string& cpu, const std::string& printed) {
       // With byte dot products every column vector of the tiles is one.
       if (dot_lanes(cpu)) {
         EXPECT_NE(printed.find("dot_i8x4"), std::string::npos);
       }
-    }
+    });
   }
-}
-
-// An int8 constant of random values, in IR text.
-std::string int8_constant(const Shape& shape, uint32_t seed) {
-  std::ostringstream s;
-  s << "const(Tensor[(";
-  int64_t n = 1;
-  for (size_t i = 0; i < shape.size(); ++i) {
-    s << (i ? ", " : "") << shape[i];
-    n *= shape[i];
-  }
-  s << "), int8], [";
-  for (int64_t i = 0; i < n; ++i) s << (i ? ", " : "") << int64_t(next(seed) % 256) - 128;
-  s << "])";
-  return s.str();
 }
 
 Tensor run1(const std::string& op, const std::vector<Tensor>& in, const Attrs& attrs = {}) {
@@ -150,28 +148,21 @@ TEST(QuantizedConv, BlockedUInt8ConvsAreExactAtAnyMapAndStride) {
     std::ostringstream text;
     text << "def @main(%x: Tensor[(1, " << s.c << ", " << s.h << ", " << s.w << "), uint8]) -> Tensor[(1, "
          << s.o << ", " << oh << ", " << ow << "), int32] {\n  %y = nn.conv2d(%x, "
-         << int8_constant({s.o, s.c, s.k, s.k}, uint32_t(s.c + s.o)) << ", strides=[" << s.stride << ", "
-         << s.stride << "], padding=[" << s.pad << ", " << s.pad << ", " << s.pad << ", " << s.pad
-         << "], out_dtype=\"int32\")\n  return %y\n}\n";
+         << constant_text(random_ints({s.o, s.c, s.k, s.k}, DType::Int8, -128, 127, uint32_t(s.c + s.o)))
+         << ", strides=[" << s.stride << ", " << s.stride << "], padding=[" << s.pad << ", " << s.pad << ", "
+         << s.pad << ", " << s.pad << "], out_dtype=\"int32\")\n  return %y\n}\n";
     Module m = parse_module(text.str(), "conv.kir");
     const std::vector<Tensor> args = {random_ints({1, s.c, s.h, s.w}, DType::UInt8, 0, 255, 3)};
-    const std::vector<Tensor> want = interpret(m, "main", args);
-    for (const std::string& cpu : cpus()) {
-      SCOPED_TRACE("conv " + std::to_string(s.c) + " -> " + std::to_string(s.o) + " at " +
-                   std::to_string(s.h) + "x" + std::to_string(s.w) + " for " +
-                   (cpu.empty() ? "this CPU" : cpu));
-      std::string printed;
-      VirtualMachine vm(testing::compile_printed(m, cpu, &printed));
-      const std::vector<Tensor> got = vm.run(args);
-      ASSERT_EQ(got.size(), 1u);
-      EXPECT_TRUE(got[0].bitwise_equal(want[0]));
+    const std::string what = "conv " + std::to_string(s.c) + " -> " + std::to_string(s.o) + " at " +
+                             std::to_string(s.h) + "x" + std::to_string(s.w);
+    expect_exact_for_each_cpu(m, args, what, [](const std::string& cpu, const std::string& printed) {
       if (dot_lanes(cpu)) {
         EXPECT_NE(printed.find("nn.conv2d_blocked"), std::string::npos);
         EXPECT_NE(printed.find("dot_i8x4"), std::string::npos);
       } else {
         EXPECT_EQ(printed.find("nn.conv2d_blocked"), std::string::npos);
       }
-    }
+    });
   }
 }
 
@@ -299,22 +290,10 @@ def @main(%x: Tensor[(1, 16, 13, 15), float32]) -> Tensor[(1, 16, 7, 8), float32
   Tensor x = Tensor::empty({1, 16, 13, 15}, DType::Float32);
   uint32_t state = 4;
   for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = float(next(state) % 2001) / 1000.0f - 1.0f;
-  const std::vector<Tensor> want = interpret(m, "main", {x});
-  for (const std::string& cpu : cpus()) {
-    SCOPED_TRACE(cpu.empty() ? "this CPU" : cpu);
-    std::string printed;
-    VirtualMachine vm(testing::compile_printed(m, cpu, &printed));
-    EXPECT_TRUE(vm.run({x})[0].bitwise_equal(want[0]));
+  expect_exact_for_each_cpu(m, {x}, "max pool", [](const std::string&, const std::string& printed) {
     // On every host, with byte dot products or without.
     EXPECT_NE(printed.find("%m_pooled = nn.max_pool2d(%q"), std::string::npos) << printed;
-  }
-}
-
-// An int32 constant of int8 values, in IR text (a QLinearConv weight as
-// imported: shifted by a zero point of 0).
-std::string int32_weight(const Shape& shape, uint32_t seed) {
-  std::string text = int8_constant(shape, seed);
-  return text.replace(text.find("int8]"), 5, "int32]");
+  });
 }
 
 // ONNX's QLinearConv as imported (an int32 conv of the uint8 data shifted
@@ -333,9 +312,10 @@ TEST(QuantizedConv, QLinearConvsRunAsUInt8ByInt8Convs) {
          << s.o << ", " << oh << ", " << ow << "), uint8] {\n"
          << "  %a = astype(%x, dtype=\"int32\")\n"
          << "  %s = subtract(%a, const(Tensor[(), int32], [131]))\n"
-         << "  %c = nn.conv2d(%s, " << int32_weight({s.o, s.c, s.k, s.k}, uint32_t(s.o)) << ", strides=["
-         << s.stride << ", " << s.stride << "], padding=[" << s.pad << ", " << s.pad << ", " << s.pad << ", "
-         << s.pad << "])\n"
+         << "  %c = nn.conv2d(%s, "
+         << constant_text(random_ints({s.o, s.c, s.k, s.k}, DType::Int32, -128, 127, uint32_t(s.o)))
+         << ", strides=[" << s.stride << ", " << s.stride << "], padding=[" << s.pad << ", " << s.pad << ", "
+         << s.pad << ", " << s.pad << "])\n"
          << "  %f = astype(%c, dtype=\"float32\")\n"
          << "  %m = multiply(%f, const(Tensor[(), float32], [0.0007]))\n"
          << "  %r = round(%m)\n"
@@ -343,13 +323,8 @@ TEST(QuantizedConv, QLinearConvsRunAsUInt8ByInt8Convs) {
          << "  %y = astype(%z, dtype=\"uint8\")\n  return %y\n}\n";
     Module m = parse_module(text.str(), "qlinear.kir");
     const std::vector<Tensor> args = {random_ints({1, s.c, s.h, s.w}, DType::UInt8, 0, 255, 21)};
-    const std::vector<Tensor> want = interpret(m, "main", args);
-    for (const std::string& cpu : cpus()) {
-      SCOPED_TRACE("conv " + std::to_string(s.c) + " -> " + std::to_string(s.o) + " for " +
-                   (cpu.empty() ? "this CPU" : cpu));
-      std::string printed;
-      VirtualMachine vm(testing::compile_printed(m, cpu, &printed));
-      EXPECT_TRUE(vm.run(args)[0].bitwise_equal(want[0]));
+    const std::string what = "conv " + std::to_string(s.c) + " -> " + std::to_string(s.o);
+    expect_exact_for_each_cpu(m, args, what, [&](const std::string& cpu, const std::string& printed) {
       const size_t at = printed.find("# IR after quantize-convs");
       if (dot_lanes(cpu)) {
         ASSERT_NE(at, std::string::npos);
@@ -359,7 +334,7 @@ TEST(QuantizedConv, QLinearConvsRunAsUInt8ByInt8Convs) {
                   std::string::npos)
             << rewritten;
       }
-    }
+    });
   }
 }
 
