@@ -6,7 +6,8 @@ classifiers, 224x224 input) and two BERT-base encoder layers (128 tokens of
 to slow code; a CRNN text recognizer with two bidirectional LSTM
 layers; a small 3-D U-Net on a 16x64x64 volume; and ResNet-18 and
 MobileNetV2 again in float16 (weights, input and output, as a half-precision
-export writes them), and ResNet-18 quantized to int8 (QDQ). The
+export writes them), ResNet-18 quantized to int8 (QDQ) and the two BERT
+layers quantized dynamically (MatMulInteger). The
 weights are random (fixed seed) and batch norms are left out, as an export
 folds them into the convs; the speed and the arithmetic are those of the real
 models.
@@ -252,6 +253,43 @@ def float16_copy(src, dst):
     onnx.save(model, dst)
 
 
+class ModelEdit:
+    """A copy of the model at `src` being rewritten node by node: `nodes`
+    collects the new graph's nodes, `const` and `node` add constants and
+    nodes of fresh names, and `save` writes it with the initializers it
+    still reads."""
+
+    def __init__(self, src, prefix):
+        self.model = onnx.load(src)
+        self.weights = {t.name: numpy_helper.to_array(t) for t in self.model.graph.initializer}
+        self.added, self.nodes, self.count, self.prefix = [], [], 0, prefix
+
+    def fresh(self, what):
+        self.count += 1
+        return f"{self.prefix}_{what}_{self.count}"
+
+    def const(self, value):
+        name = self.fresh("const")
+        self.added.append(numpy_helper.from_array(value, name))
+        return name
+
+    def node(self, op, inputs, **attrs):
+        out = self.fresh(op.lower())
+        self.nodes.append(helper.make_node(op, inputs, [out], **attrs))
+        return out
+
+    def save(self, dst):
+        g = self.model.graph
+        used = {i for n in self.nodes for i in n.input}
+        kept = [t for t in g.initializer if t.name in used]
+        del g.node[:]
+        g.node.extend(self.nodes)
+        del g.initializer[:]
+        g.initializer.extend(kept + self.added)
+        onnx.checker.check_model(self.model)
+        onnx.save(self.model, dst)
+
+
 def quantized_copy(src, dst, activation_scale=0.1):
     """The model at `src` in ONNX's QDQ form, as a post-training quantizer
     writes it for ONNX Runtime: each Conv and Gemm reads its input through
@@ -260,55 +298,56 @@ def quantized_copy(src, dst, activation_scale=0.1):
     at 127) and its bias as int32 at the product's scale, and its result is
     quantized and dequantized again. ONNX Runtime runs each such conv as one
     integer kernel (QLinearConv)."""
-    model = onnx.load(src)
-    g = model.graph
-    weights = {t.name: numpy_helper.to_array(t) for t in g.initializer}
-    added, nodes, count = [], [], [0]
-
-    def const(value):
-        count[0] += 1
-        name = f"q_const_{count[0]}"
-        added.append(numpy_helper.from_array(value, name))
-        return name
-
-    def node(op, inputs, **attrs):
-        count[0] += 1
-        out = f"q_{op.lower()}_{count[0]}"
-        nodes.append(helper.make_node(op, inputs, [out], **attrs))
-        return out
-
-    scale, zero = const(np.array(activation_scale, np.float32)), const(np.array(128, np.uint8))
+    e = ModelEdit(src, "q")
+    scale, zero = e.const(np.array(activation_scale, np.float32)), e.const(np.array(128, np.uint8))
 
     def fake_quant(x):
-        return node("DequantizeLinear", [node("QuantizeLinear", [x, scale, zero]), scale, zero])
+        return e.node("DequantizeLinear", [e.node("QuantizeLinear", [x, scale, zero]), scale, zero])
 
-    for n in g.node:
+    for n in e.model.graph.node:
         if n.op_type not in ("Conv", "Gemm"):
-            nodes.append(n)
+            e.nodes.append(n)
             continue
-        w = weights[n.input[1]].astype(np.float32)
+        w = e.weights[n.input[1]].astype(np.float32)
         w_scale = (np.abs(w).reshape(len(w), -1).max(axis=1) / 127).astype(np.float32)
         w_int = np.round(w / w_scale.reshape([-1] + [1] * (w.ndim - 1))).astype(np.int8)
         inputs = [fake_quant(n.input[0]),
-                  node("DequantizeLinear", [const(w_int), const(w_scale), const(np.zeros(len(w), np.int8))], axis=0)]
+                  e.node("DequantizeLinear", [e.const(w_int), e.const(w_scale), e.const(np.zeros(len(w), np.int8))],
+                         axis=0)]
         if len(n.input) > 2:
             b_scale = (w_scale * activation_scale).astype(np.float32)
-            b_int = np.round(weights[n.input[2]] / b_scale).astype(np.int32)
-            inputs.append(node("DequantizeLinear",
-                               [const(b_int), const(b_scale), const(np.zeros(len(w), np.int32))], axis=0))
+            b_int = np.round(e.weights[n.input[2]] / b_scale).astype(np.int32)
+            inputs.append(e.node("DequantizeLinear",
+                                 [e.const(b_int), e.const(b_scale), e.const(np.zeros(len(w), np.int32))], axis=0))
         conv = helper.make_node(n.op_type, inputs, [n.output[0] + "_float"], name=n.name)
         conv.attribute.extend(n.attribute)
-        nodes.append(conv)
-        q = node("QuantizeLinear", [conv.output[0], scale, zero])
-        nodes.append(helper.make_node("DequantizeLinear", [q, scale, zero], [n.output[0]]))
-    used = {i for n in nodes for i in n.input}
-    kept = [t for t in g.initializer if t.name in used]
-    del g.node[:]
-    g.node.extend(nodes)
-    del g.initializer[:]
-    g.initializer.extend(kept + added)
-    onnx.checker.check_model(model)
-    onnx.save(model, dst)
+        e.nodes.append(conv)
+        q = e.node("QuantizeLinear", [conv.output[0], scale, zero])
+        e.nodes.append(helper.make_node("DequantizeLinear", [q, scale, zero], [n.output[0]]))
+    e.save(dst)
+
+
+def dynamic_quantized_copy(src, dst):
+    """The model at `src` quantized dynamically, as ONNX Runtime's
+    quantize_dynamic writes it: each MatMul by a constant weight reads its
+    input through DynamicQuantizeLinear (uint8, scale and zero point from the
+    input's range at run time) and its weight as int8 (symmetric, per tensor,
+    the largest magnitude at 127); MatMulInteger multiplies them into int32,
+    and a Cast and a Mul by the two scales' product give float32 again."""
+    e = ModelEdit(src, "d")
+    for n in e.model.graph.node:
+        if n.op_type != "MatMul" or n.input[1] not in e.weights:
+            e.nodes.append(n)
+            continue
+        w = e.weights[n.input[1]].astype(np.float32)
+        w_scale = np.float32(np.abs(w).max() / 127)
+        w_int = np.round(w / w_scale).astype(np.int8)
+        xq, xs, xz = e.fresh("x_q"), e.fresh("x_scale"), e.fresh("x_zero")
+        e.nodes.append(helper.make_node("DynamicQuantizeLinear", [n.input[0]], [xq, xs, xz]))
+        acc = e.node("MatMulInteger", [xq, e.const(w_int), xz, e.const(np.array(0, np.int8))])
+        scale = e.node("Mul", [xs, e.const(np.array(w_scale, np.float32))])
+        e.nodes.append(helper.make_node("Mul", [e.node("Cast", [acc], to=TensorProto.FLOAT), scale], [n.output[0]]))
+    e.save(dst)
 
 
 def main():
@@ -328,6 +367,7 @@ def main():
     for name in ["resnet18", "mobilenet_v2"]:
         float16_copy(os.path.join(out, name + ".onnx"), os.path.join(out, name + "_float16.onnx"))
     quantized_copy(os.path.join(out, "resnet18.onnx"), os.path.join(out, "resnet18_int8.onnx"))
+    dynamic_quantized_copy(os.path.join(out, "bert_base_2_layers.onnx"), os.path.join(out, "bert_base_2_layers_int8.onnx"))
 
 
 if __name__ == "__main__":

@@ -157,6 +157,10 @@ Executable compile_model(const Module& input, const CompileOptions& opts, Compil
   const bool integer_layout =
       opts.blocked_layout && cpu.int8_dot_lanes && cpu.int8_dot_lanes == cpu.float32_lanes();
   const std::string integer_blocks = integer_layout ? " block=" + std::to_string(cpu.int8_dot_lanes) : "";
+  //      Products of uint8 data by int8 weights (MatMulInteger, as
+  //      dynamic quantization writes a transformer's) packed for those dot
+  //      products, their tiles as wide as the float32 ones.
+  const bool integer_products = cpu.int8_dot_lanes && cpu.int8_dot_lanes == cpu.float32_lanes();
   //      Max pools of dequantized integers pool the integers on any host
   //      (the same values, a quarter of the bytes).
   if (opts.compile_host && !cpu.scratchpad_bytes)
@@ -165,6 +169,7 @@ Executable compile_model(const Module& input, const CompileOptions& opts, Compil
       if (cpu.int8_dot_lanes)
         passes.insert(passes.begin(), "quantize-convs{min_columns=" + std::to_string(cpu.int8_dot_lanes / 2) +
                                           integer_blocks + "}");
+      if (integer_products) passes.insert(passes.begin(), "quantize-matmuls");
       return run_passes(m, passes, popts);
     });
   // 2c. Host layout: after partitioning (backends keep NCHW convs), before
@@ -184,7 +189,8 @@ Executable compile_model(const Module& input, const CompileOptions& opts, Compil
   if (opts.compile_host && !cpu.scratchpad_bytes && cpu.float32_lanes() > 1)
     m = stages.run("pack-matmul-weights", [&] {
       return run_passes(m,
-                        {"pack-matmul-weights{lanes=" + std::to_string(cpu.float32_lanes()) + "}",
+                        {"pack-matmul-weights{lanes=" + std::to_string(cpu.float32_lanes()) +
+                             (integer_products ? " integer=1" : "") + "}",
                          "fold-constants", "dead-code-elimination"},
                         popts);
     });

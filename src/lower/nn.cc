@@ -388,6 +388,21 @@ Expr data_row(const te::Tensor& x, const te::Axes& i, const Expr& m, const Expr&
   return (*x)(xi);
 }
 
+// `t` with its last axis extended to `extent` by zeros.
+te::Tensor zero_padded_last_axis(const te::Tensor& t, int64_t extent, const std::string& name) {
+  const int64_t n = t->shape.back();
+  Shape padded = t->shape;
+  padded.back() = extent;
+  return te::compute(
+      padded,
+      [&](const te::Axes& i) {
+        std::vector<Expr> idx(i.begin(), i.end());
+        idx.back() = clamp_index(i.back(), n);
+        return tir::select(tir::lt(i.back(), tir::int_imm(n)), (*t)(idx), constant(0, t->dtype));
+      },
+      name);
+}
+
 // The product y[..., m, n] = sum over k of a(..., m, k) * b(k, n) on `cols`
 // columns (>= N), with `b` already padded to them; the op's output is the
 // first N columns. With `pad_rows` (`a` alone reads the row axis m) the
@@ -464,16 +479,7 @@ Lowered matmul(const LowerContext& c) {
   std::vector<te::Tensor> materialized;
   te::Tensor bp = b;
   if (cols != ys.back()) {
-    Shape ps = bs;
-    ps.back() = cols;
-    bp = te::compute(
-        ps,
-        [&](const te::Axes& i) {
-          std::vector<Expr> idx(i.begin(), i.end());
-          idx.back() = clamp_index(i.back(), N);
-          return tir::select(tir::lt(i.back(), tir::int_imm(N)), (*b)(idx), constant(0, b->dtype));
-        },
-        c.name + "_b_padded");
+    bp = zero_padded_last_axis(b, cols, c.name + "_b_padded");
     materialized.push_back(bp);
   }
   auto batch_of = [&](const te::Axes& i) { return te::Axes(i.begin(), i.begin() + std::ptrdiff_t(batch)); };
@@ -502,20 +508,25 @@ Lowered matmul(const LowerContext& c) {
 }
 
 // w (K, N), or (N, K) transposed, in panels of c columns:
-// y[p, k, j] = w[k, p * c + j] (zero past N). The pass
+// y[p, k, j] = w[k, p * c + j] (zero past N); int8 in groups of four rows,
+// y[p, g, j, r] = w[g * 4 + r, p * c + j] (zero past K too). The pass
 // pack-matmul-weights packs constants, which fold-constants computes.
 Lowered pack_matmul_weight(const LowerContext& c) {
   const te::Tensor& w = c.inputs[0];
   const bool transpose = c.attrs.get_int("transpose") != 0;
   const Shape& ys = c.out[0].shape;
-  const int64_t N = c.in[0].shape[transpose ? 0 : 1];
+  const int64_t N = c.in[0].shape[transpose ? 0 : 1], K = c.in[0].shape[transpose ? 1 : 0];
+  const bool fours = ys.size() == 4;
   te::Tensor y = te::compute(
       ys,
       [&](const te::Axes& i) {
         Expr n = tir::add(tir::mul(i[0], tir::int_imm(ys[2])), i[2]);
-        Expr col = clamp_index(n, N);
-        Expr v = transpose ? (*w)({col, i[1]}) : (*w)({i[1], col});
-        return tir::select(tir::lt(n, tir::int_imm(N)), v, constant(0, w->dtype));
+        Expr k = fours ? tir::add(tir::mul(i[1], tir::int_imm(4)), i[3]) : Expr(i[1]);
+        Expr col = clamp_index(n, N), row = fours ? clamp_index(k, K) : k;
+        Expr v = transpose ? (*w)({col, row}) : (*w)({row, col});
+        Expr in = tir::lt(n, tir::int_imm(N));
+        if (fours) in = all(in, tir::lt(k, tir::int_imm(K)));
+        return tir::select(in, v, constant(0, w->dtype));
       },
       c.name);
   return lowered({y});
@@ -525,7 +536,56 @@ Lowered pack_matmul_weight(const LowerContext& c) {
 // wide as the product's register tile: column n of W is element
 // [n / c, k, n % c], and each column tile reads its panel, contiguous and
 // in place, with nothing copied per call.
+//
+// uint8 data by an int8 weight packed in groups of four rows ([n / c, k / 4,
+// n % c, k % 4]): the group's four products innermost
+// (AnchorTile::dot_of_four), under the tile's columns, so each vector of
+// them is one dot_i8x4 of four bytes of a row of x, broadcast, by the
+// panel's 4 x lanes weight bytes (form-dot-products: one vpdpbusd). Rows of
+// x whose K is no multiple of 4 are copied, zero-padded, first.
+Lowered matmul_packed_uint8(const LowerContext& c) {
+  const te::Tensor& wp = c.inputs[1];
+  const Shape &xs = c.in[0].shape, &ws = c.in[1].shape, &ys = c.out[0].shape;
+  const int64_t K = xs.back(), C = ws[2];
+  te::Tensor x = c.inputs[0];
+  std::vector<te::Tensor> materialized;
+  if (K % 4 != 0) {
+    x = zero_padded_last_axis(x, ws[1] * 4, c.name + "_rows");
+    materialized.push_back(x);
+  }
+  const tir::DataType i32 = tir::DataType::int32();
+  te::IterVar rg = te::reduce_axis(ws[1], "rg"), rk = te::reduce_axis(4, "rk");
+  auto dot = [&](const te::Axes& i, const Expr& m) {
+    const Expr& n = i.back();
+    Expr k = tir::add(tir::mul(rg.var, tir::int_imm(4)), rk.var);
+    Expr w = (*wp)({tir::div(n, tir::int_imm(C)), rg.var, tir::mod(n, tir::int_imm(C)), rk.var});
+    return te::sum(tir::mul(as_acc(data_row(x, i, m, k), i32), as_acc(w, i32)), {rg, rk});
+  };
+  if (ys.size() < 2) {
+    te::Tensor y = te::compute(
+        ys, [&](const te::Axes& i) -> te::Reduction { return dot(i, nullptr); }, c.name);
+    return lowered({y}, std::move(materialized));
+  }
+  const size_t row = ys.size() - 2;
+  const int64_t M = ys[row];
+  const int64_t row_stride_bytes = x->shape.back();
+  Shape padded = ys;
+  padded.back() = ws[0] * C;
+  padded[row] = schedule::tile_rows(c.cpu, M, padded.back(), row_stride_bytes);
+  te::Tensor yp = te::compute(
+      padded,
+      [&](const te::Axes& i) -> te::Reduction {
+        return dot(i, padded[row] == M ? Expr(i[row]) : clamp_index(i[row], M));
+      },
+      padded_name(c.name, padded, ys));
+  Lowered r = tiled_prefix(yp, ys, c.name, int(row), -1, std::move(materialized), nullptr, row_stride_bytes);
+  r.anchors.back().prepacked = true;
+  r.anchors.back().dot_of_four = true;
+  return r;
+}
+
 Lowered matmul_packed(const LowerContext& c) {
+  if (c.in[0].dtype == DType::UInt8) return matmul_packed_uint8(c);
   const te::Tensor &x = c.inputs[0], &wp = c.inputs[1];
   const Shape& ws = c.in[1].shape;
   const int64_t K = ws[1], C = ws[2];

@@ -14,7 +14,12 @@
 // nn.matmul_packed(x [..., K], wp (P, K, c)) {units} -> [..., units]:
 //   x @ W for the (K, N = units) matrix W that wp packs, so that
 //   matmul_packed(a, pack_matmul_weight(b, columns=c), units=N) == matmul(a, b)
-//   for a 2-D b (and nn.dense with transpose=1). float32 only.
+//   for a 2-D b (and nn.dense with transpose=1). float32, or:
+// An int8 weight packs its rows in groups of four, for byte dot products
+// (four uint8 x int8 products summed into an int32 lane): (P, ceil(K / 4),
+// columns, 4), element [p, r / 4, j, r % 4] = w[r, p * columns + j], zeros
+// past K and N; nn.matmul_packed of uint8 data by such a weight gives the
+// int32 product (the sums exact), as matmul(x, w) does.
 //
 // Both take out_dtype="" (float32 -> float32, float16 -> float16,
 // int8/uint8/int32 -> int32). float16 computes in float32 and rounds once at
@@ -191,55 +196,97 @@ const char* kPacked = "nn.matmul_packed";
 std::vector<TensorDesc> infer_pack(const std::vector<TensorDesc>& in, const Attrs& attrs) {
   const std::string op = kPack;
   const TensorDesc& w = in[0];
-  require_float32(op, "weight", w);
+  if (w.dtype != DType::Float32 && w.dtype != DType::Int8)
+    throw Error(op + ": weight must be float32 or int8, got " + std::string(dtype_name(w.dtype)));
   if (w.shape.size() != 2) throw Error(op + ": weight must be 2-D, got shape " + shape_str(w.shape));
   const int64_t columns = attrs.get_int("columns"), transpose = attrs.get_int("transpose");
   if (columns < 1) throw Error(op + ": attribute 'columns' = " + std::to_string(columns) + " must be >= 1");
   if (transpose != 0 && transpose != 1)
     throw Error(op + ": attribute 'transpose' = " + std::to_string(transpose) + " must be 0 or 1");
   const int64_t k = w.shape[transpose ? 1 : 0], n = w.shape[transpose ? 0 : 1];
-  return {{{n == 0 ? 0 : (n - 1) / columns + 1, k, columns}, w.dtype}};
+  const int64_t panels = n == 0 ? 0 : (n - 1) / columns + 1;
+  if (w.dtype == DType::Int8) return {{{panels, (k + 3) / 4, columns, 4}, w.dtype}};
+  return {{{panels, k, columns}, w.dtype}};
+}
+
+// Element (r, col) of the (K, N) matrix that `w` is (transposed or not).
+template <typename T>
+T weight_at(const Tensor& w, bool transpose, int64_t r, int64_t col) {
+  const int64_t n = w.dim(transpose ? 0 : 1), k = w.dim(transpose ? 1 : 0);
+  if (r >= k || col >= n) return T(0);
+  return w.data<T>()[transpose ? col * k + r : r * n + col];
 }
 
 void pack_kernel(const std::vector<Tensor>& in, const Attrs& attrs, std::vector<Tensor>& out) {
   const Tensor& w = in[0];
   const bool transpose = attrs.get_int("transpose") != 0;
-  const int64_t k = w.dim(transpose ? 1 : 0), n = w.dim(transpose ? 0 : 1), c = out[0].dim(2);
-  const float* src = w.data<float>();
+  const int64_t k = w.dim(transpose ? 1 : 0), c = out[0].dim(2);
+  if (w.dtype() == DType::Int8) {
+    int8_t* dst = out[0].data<int8_t>();
+    const int64_t groups = out[0].dim(1);
+    for (int64_t p = 0; p < out[0].dim(0); ++p)
+      for (int64_t g = 0; g < groups; ++g)
+        for (int64_t j = 0; j < c; ++j)
+          for (int64_t i = 0; i < 4; ++i)
+            dst[((p * groups + g) * c + j) * 4 + i] = weight_at<int8_t>(w, transpose, g * 4 + i, p * c + j);
+    return;
+  }
   float* dst = out[0].data<float>();
   for (int64_t p = 0; p < out[0].dim(0); ++p)
     for (int64_t r = 0; r < k; ++r)
-      for (int64_t j = 0; j < c; ++j) {
-        const int64_t col = p * c + j;
-        dst[(p * k + r) * c + j] = col >= n ? 0.0f : src[transpose ? col * k + r : r * n + col];
-      }
+      for (int64_t j = 0; j < c; ++j) dst[(p * k + r) * c + j] = weight_at<float>(w, transpose, r, p * c + j);
 }
 
 std::vector<TensorDesc> infer_packed(const std::vector<TensorDesc>& in, const Attrs& attrs) {
   const std::string op = kPacked;
   const TensorDesc &x = in[0], &w = in[1];
-  require_float32(op, "data", x);
-  require_float32(op, "packed weight", w);
+  // uint8 data by an int8 weight packed in groups of four rows.
+  const bool bytes = x.dtype == DType::UInt8;
+  if (bytes && w.dtype != DType::Int8)
+    throw Error(op + ": uint8 data needs an int8 packed weight, got " + std::string(dtype_name(w.dtype)));
+  if (!bytes) {
+    require_float32(op, "data", x);
+    require_float32(op, "packed weight", w);
+  }
   if (x.shape.empty()) throw Error(op + ": data must have rank >= 1, got a scalar");
-  if (w.shape.size() != 3)
+  if (!bytes && w.shape.size() != 3)
     throw Error(op + ": packed weight must be 3-D (panels, K, columns), got shape " + shape_str(w.shape));
+  if (bytes && (w.shape.size() != 4 || w.shape[3] != 4))
+    throw Error(op + ": an int8 packed weight must be 4-D (panels, K / 4, columns, 4), got shape " +
+                shape_str(w.shape));
   const int64_t units = attrs.get_int("units");
   if (units < 1 || w.shape[2] < 1 || (units - 1) / w.shape[2] + 1 != w.shape[0])
     throw Error(op + ": attribute 'units' = " + std::to_string(units) + " does not fit packed weight " +
                 shape_str(w.shape) + ": its last panel must hold column units - 1");
-  if (w.shape[1] != x.shape.back())
-    throw Error(op + ": packed weight of shape " + shape_str(w.shape) +
-                " has K=" + std::to_string(w.shape[1]) + " but data of shape " + shape_str(x.shape) +
-                " has K=" + std::to_string(x.shape.back()));
+  const int64_t k = x.shape.back();
+  if (w.shape[1] != (bytes ? (k + 3) / 4 : k))
+    throw Error(op + ": packed weight of shape " + shape_str(w.shape) + " has " + (bytes ? "K / 4=" : "K=") +
+                std::to_string(w.shape[1]) + " but data of shape " + shape_str(x.shape) +
+                " has K=" + std::to_string(k));
   Shape out(x.shape.begin(), x.shape.end() - 1);
   out.push_back(units);
-  return {{out, x.dtype}};
+  return {{out, bytes ? DType::Int32 : x.dtype}};
 }
 
 // Unpacks the weight and runs the reference product: the definition above.
 void packed_kernel(const std::vector<Tensor>& in, const Attrs& attrs, std::vector<Tensor>& out) {
   const Tensor &x = in[0], &w = in[1];
-  const int64_t k = w.dim(1), c = w.dim(2), n = attrs.get_int("units");
+  const int64_t c = w.dim(2), n = attrs.get_int("units");
+  if (x.dtype() == DType::UInt8) {
+    const int64_t k = x.dim(x.ndim() - 1), groups = w.dim(1);
+    std::vector<int32_t> b(size_t(k * n));
+    const int8_t* wp = w.data<int8_t>();
+    for (int64_t r = 0; r < k; ++r)
+      for (int64_t j = 0; j < n; ++j)
+        b[size_t(r * n + j)] = wp[(((j / c) * groups + r / 4) * c + j % c) * 4 + r % 4];
+    const int64_t m = k == 0 ? out[0].numel() / n : x.numel() / k;
+    AccBuffer<int32_t> xb(x);
+    std::vector<int32_t> y(size_t(m * n));
+    gemm(xb.data(), b.data(), y.data(), m, k, n);
+    store_acc(y.data(), m * n, out[0], 0);
+    return;
+  }
+  const int64_t k = w.dim(1);
   std::vector<float> b(size_t(k * n));
   const float* wp = w.data<float>();
   for (int64_t r = 0; r < k; ++r)
@@ -259,7 +306,7 @@ void register_nn_matmul_ops(OpRegistry& r) {
   r.add(
       {kPack,
        "a product's constant right operand in panels of columns: (K, N) or (N, K) -> (ceil(N / columns), K, "
-       "columns)",
+       "columns); int8 in groups of four rows: (ceil(N / columns), ceil(K / 4), columns, 4)",
        1,
        1,
        {{"columns", AttrKind::Int, std::nullopt}, {"transpose", AttrKind::Int, int64_t{0}}},
@@ -267,7 +314,7 @@ void register_nn_matmul_ops(OpRegistry& r) {
        infer_pack,
        pack_kernel});
   r.add({kPacked,
-         "x @ W with W packed by nn.pack_matmul_weight: [..., K] -> [..., units]",
+         "x @ W with W packed by nn.pack_matmul_weight: [..., K] -> [..., units] (uint8 by int8: int32)",
          2,
          2,
          {{"units", AttrKind::Int, std::nullopt}},

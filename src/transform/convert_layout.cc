@@ -420,35 +420,27 @@ class LayoutConverter {
 
 Module convert_layout(const Module& m, const PassOptions& options) {
   check_pass_option_keys(options, "convert-layout", {"block", "integer"});
-  if (!options.count("block"))
-    throw Error(
-        "convert-layout: option block must be an integer from 2 to 64 (the float32 lanes of a vector, "
-        "e.g. block=16), got '(none)'");
-  const int64_t block = integer_pass_option_or(options, "convert-layout", "block", 2, 64,
-                                               "the float32 lanes of a vector, e.g. block=16", 0);
+  const int64_t block = required_integer_pass_option(options, "convert-layout", "block", 2, 64,
+                                                     "the float32 lanes of a vector, e.g. block=16");
   const bool integer =
       integer_pass_option_or(options, "convert-layout", "integer", 0, 1,
                              "1: uint8 by int8 convs too, for byte dot products of block lanes", 0) != 0;
-  Module out = m;
-  for (const Function& f : m.functions) {
-    // Backend regions and their composites keep the layout their codegen expects.
-    if (f->attrs.find("Codegen") || f->attrs.find("Composite")) continue;
+  return rewrite_host_functions(m, [&](const FunctionNode& f) {
     // Again with the convs the first run had to block the results of
     // producing them blocked (their NCHW inputs are read as they are, so
     // a second run adds none).
     // Integer convs where there are any (a quantized model's).
     bool integers = false;
-    for (const Binding& b : f->bindings)
+    for (const Binding& b : f.bindings)
       if (const CallNode* c = as<CallNode>(b.value); c && c->is_op_call() && c->op->name == "nn.conv2d")
         integers = integers || is_integer_conv(*c);
     integers = integers && integer;
-    LayoutConverter first(*f, block, integers, {});
+    LayoutConverter first(f, block, integers, {});
     Function converted = first.run();
     if (!first.producers_to_block().empty())
-      converted = LayoutConverter(*f, block, integers, first.producers_to_block()).run();
-    if (converted) out.set(converted);
-  }
-  return out;
+      converted = LayoutConverter(f, block, integers, first.producers_to_block()).run();
+    return converted;
+  });
 }
 
 }  // namespace kiln

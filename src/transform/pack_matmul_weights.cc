@@ -21,6 +21,12 @@
 // column and no vector to fill (PP-OCR rec's 480 -> 120 with AVX-512: 103
 // us of scalar multiply-adds).
 //
+// pack-matmul-weights{integer=1} (a CPU with byte dot products, VNNI) also
+// packs the int8 constant of a product of uint8 data into int32, in groups
+// of four rows (nn.pack_matmul_weight of int8): nn.matmul_packed then sums
+// four byte products per lane and step (quantize-matmuls writes a quantized
+// model's products so).
+//
 // Requires: nothing; run fold-constants and dead-code-elimination after it
 // (the packed weights are calls on constants until folded). Guarantees:
 // every variable keeps its type and value; the function's results are
@@ -81,9 +87,10 @@ class PackedWeights {
   std::map<std::tuple<const ExprNode*, int64_t, int64_t>, Var> bound_;
 };
 
-// matmul(x, w) or nn.dense(x, w), float32 throughout, w a 2-D constant:
-// the packed product; else null.
-Expr packed_product(const Expr& value, const schedule::CpuTarget& cpu, PackedWeights& packed) {
+// matmul(x, w) or nn.dense(x, w), float32 throughout (or, with `integer`,
+// x uint8, w int8 and the product int32), w a 2-D constant: the packed
+// product; else null.
+Expr packed_product(const Expr& value, const schedule::CpuTarget& cpu, bool integer, PackedWeights& packed) {
   const CallNode* c = as<CallNode>(value);
   if (!c || !c->is_op_call()) return nullptr;
   const CallNode& call = *c;
@@ -92,9 +99,12 @@ Expr packed_product(const Expr& value, const schedule::CpuTarget& cpu, PackedWei
   if ((!dense && op != "matmul") || call.args.size() != 2) return nullptr;
   const ConstantNode* w = as<ConstantNode>(call.args[1]);
   const TensorDesc *x = tensor_desc(call.args[0]), *y = tensor_desc(value);
-  if (!w || !x || !y || w->value.dtype() != DType::Float32 || w->value.ndim() != 2 ||
-      x->dtype != DType::Float32 || y->dtype != DType::Float32 || x->shape.empty())
-    return nullptr;
+  if (!w || !x || !y || w->value.ndim() != 2 || x->shape.empty()) return nullptr;
+  const bool floats =
+      w->value.dtype() == DType::Float32 && x->dtype == DType::Float32 && y->dtype == DType::Float32;
+  const bool bytes =
+      integer && w->value.dtype() == DType::Int8 && x->dtype == DType::UInt8 && y->dtype == DType::Int32;
+  if (!floats && !bytes) return nullptr;
   const int64_t units = w->value.dim(dense ? 0 : 1);
   Attrs pa;
   pa.set("columns", schedule::product_column_block(cpu, units));
@@ -151,7 +161,7 @@ bool pack_pointwise_conv(const Binding& b, const schedule::CpuTarget& cpu, Fresh
   return true;
 }
 
-Function pack_function(const FunctionNode& f, const schedule::CpuTarget& cpu) {
+Function pack_function(const FunctionNode& f, const schedule::CpuTarget& cpu, bool integer) {
   FreshNames fresh(f);
   std::vector<Binding> out;
   PackedWeights weights(f, fresh, out);
@@ -161,7 +171,7 @@ Function pack_function(const FunctionNode& f, const schedule::CpuTarget& cpu) {
       changed = true;
       continue;
     }
-    Expr packed = packed_product(b.value, cpu, weights);
+    Expr packed = packed_product(b.value, cpu, integer, weights);
     out.push_back({b.var, packed ? packed : b.value});
     changed |= packed != nullptr;
   }
@@ -172,17 +182,16 @@ Function pack_function(const FunctionNode& f, const schedule::CpuTarget& cpu) {
 }  // namespace
 
 Module pack_matmul_weights(const Module& m, const PassOptions& options) {
-  const int64_t lanes = integer_pass_option(options, "pack-matmul-weights", "lanes", 1, 64,
-                                            "the float32 lanes of the host's vectors, e.g. lanes=16");
+  check_pass_option_keys(options, "pack-matmul-weights", {"lanes", "integer"});
+  const int64_t lanes =
+      required_integer_pass_option(options, "pack-matmul-weights", "lanes", 1, 64,
+                                   "the float32 lanes of the host's vectors, e.g. lanes=16");
+  const bool integer =
+      integer_pass_option_or(options, "pack-matmul-weights", "integer", 0, 1,
+                             "1 to pack uint8 x int8 products for byte dot products, e.g. integer=1", 0) != 0;
   schedule::CpuTarget cpu;
   cpu.vector_bytes = int(lanes * 4);
-  Module out = m;
-  for (const Function& f : m.functions) {
-    // Backend regions and their composites keep the operands their codegen expects.
-    if (f->attrs.find("Codegen") || f->attrs.find("Composite")) continue;
-    if (Function packed = pack_function(*f, cpu)) out.set(packed);
-  }
-  return out;
+  return rewrite_host_functions(m, [&](const FunctionNode& f) { return pack_function(f, cpu, integer); });
 }
 
 }  // namespace kiln

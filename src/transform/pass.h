@@ -68,6 +68,40 @@ class FreshNames {
   std::set<std::string> taken_;
 };
 
+// Each of the host's functions (backend regions and their composites keep
+// the ops, types and layouts their codegen expects) replaced by what
+// `rewrite` makes of it; null leaves it as it is.
+Module rewrite_host_functions(const Module& m, const std::function<Function(const FunctionNode& f)>& rewrite);
+
+// The call `e` is when it calls op `name`; else null.
+const CallNode* op_call(const Expr& e, const char* name);
+
+// A function rewritten binding by binding, for rewrites that look through
+// variables at what they are bound to: run() keeps each binding that
+// rewrite() returns false for, and rewrite() appends the bindings that
+// replace one to out_ when it returns true.
+class BindingRewriter {
+ public:
+  explicit BindingRewriter(const FunctionNode& f);
+  virtual ~BindingRewriter() = default;
+  // The rewritten function; null when no binding changed.
+  Function run();
+
+ protected:
+  virtual bool rewrite(const Binding& b) = 0;
+  // What `e` is bound to, when it is a variable of the function; else `e`.
+  Expr value_of(const Expr& e) const;
+  // A fresh variable named after `name`, bound to `value` at the end of `to`.
+  Var bind(const std::string& name, Expr value, std::vector<Binding>& to);
+
+  const FunctionNode& f_;
+  FreshNames fresh_;
+  std::vector<Binding> out_;
+
+ private:
+  std::map<const ExprNode*, Expr> bound_;
+};
+
 // What `rewrite` makes of each binding of the host's functions (backend
 // regions and composites are left alone): it appends the bindings that
 // replace one to `out` and returns true, or returns false to keep it. A
@@ -87,6 +121,11 @@ int64_t integer_pass_option(const PassOptions& options, const std::string& pass,
 // For passes of several options: refuses any key but `keys`, naming them.
 void check_pass_option_keys(const PassOptions& options, const std::string& pass,
                             const std::vector<std::string>& keys);
+// Option `key`, which must be given (an integer from `lo` to `hi`, else an
+// error as above); other keys are left to check_pass_option_keys.
+int64_t required_integer_pass_option(const PassOptions& options, const std::string& pass,
+                                     const std::string& key, int64_t lo, int64_t hi,
+                                     const std::string& meaning);
 // Option `key` when given (an integer from `lo` to `hi`, else an error as
 // above), `fallback` when not; other keys are left to check_pass_option_keys.
 int64_t integer_pass_option_or(const PassOptions& options, const std::string& pass, const std::string& key,
@@ -110,6 +149,12 @@ Module widen_float16(const Module& m, const PassOptions& options);
 // as the same conv. The model compile pipeline runs it for CPUs with VNNI
 // (CpuTarget::int8_dot_lanes).
 Module quantize_convs(const Module& m, const PassOptions& options);
+// Runs matmuls of uint8 data (its zero point subtracted in int32, as
+// MatMulInteger and QLinearMatMul import) by a constant of int8 values as
+// uint8 x int8 products minus the zero point times the weight's column
+// sums: the same int32 values. The model compile pipeline runs it for CPUs
+// with VNNI.
+Module quantize_matmuls(const Module& m);
 // Pools a quantized model's max pools of dequantized integers (through a
 // relu) on the integers, dequantizing after: the same values.
 Module quantized_max_pools(const Module& m);
@@ -120,8 +165,10 @@ Module quantized_max_pools(const Module& m);
 Module convert_layout(const Module& m, const PassOptions& options);
 // Packs the 2-D constant right operand of each float32 matmul and nn.dense
 // into panels of the register tile's columns for vectors of N float32
-// lanes (lanes=N), the product becoming nn.matmul_packed. Host functions
-// only; the model compile pipeline runs it after partitioning.
+// lanes (lanes=N), the product becoming nn.matmul_packed; with integer=1
+// also those of uint8 data by int8 weights, in groups of four rows for byte
+// dot products. Host functions only; the model compile pipeline runs it
+// after partitioning.
 Module pack_matmul_weights(const Module& m, const PassOptions& options);
 // Rewrites each float32 3x3 stride-1 nn.conv2d with a constant weight, one
 // group, 4 channels or more in and out and two output rows or more as

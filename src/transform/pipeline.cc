@@ -42,6 +42,8 @@ const std::vector<PassInfo>& graph_passes() {
        nullptr, widen_float16},
       {"quantize-convs", "run convs on dequantized uint8 data and int8 weights as integer convs, scaled",
        nullptr, quantize_convs},
+      {"quantize-matmuls", "run matmuls of shifted uint8 data by int8 weights as uint8 x int8 products",
+       quantize_matmuls},
       {"quantized-max-pools", "run max pools of dequantized integers (and their relu) on the integers",
        quantized_max_pools},
       {"convert-layout", "run float32 convs and the elementwise ops between them in channel blocks (NCHWc)",
@@ -124,21 +126,60 @@ std::string split_pass_options(const std::string& spec, PassOptions& options) {
   return spec.substr(0, open);
 }
 
-Module rewrite_bindings(const Module& m, const BindingRewrite& rewrite) {
+const CallNode* op_call(const Expr& e, const char* name) {
+  const CallNode* c = as<CallNode>(e);
+  return c && c->is_op_call() && c->op->name == name ? c : nullptr;
+}
+
+BindingRewriter::BindingRewriter(const FunctionNode& f) : f_(f), fresh_(f) {
+  for (const Binding& b : f.bindings) bound_[b.var.get()] = b.value;
+}
+
+Function BindingRewriter::run() {
+  bool changed = false;
+  for (const Binding& b : f_.bindings)
+    if (rewrite(b))
+      changed = true;
+    else
+      out_.push_back(b);
+  if (!changed) return nullptr;
+  return make_function(f_.name, f_.params, std::move(out_), f_.result, f_.attrs);
+}
+
+Expr BindingRewriter::value_of(const Expr& e) const {
+  auto it = bound_.find(e.get());
+  return it == bound_.end() ? e : it->second;
+}
+
+Var BindingRewriter::bind(const std::string& name, Expr value, std::vector<Binding>& to) {
+  Var v = make_var(fresh_(name), value->type);
+  to.push_back({v, std::move(value)});
+  return v;
+}
+
+Module rewrite_host_functions(const Module& m,
+                              const std::function<Function(const FunctionNode& f)>& rewrite) {
   Module out = m;
   for (const Function& f : m.functions) {
     if (f->attrs.find("Codegen") || f->attrs.find("Composite")) continue;
-    FreshNames fresh(*f);
+    if (Function rewritten = rewrite(*f)) out.set(rewritten);
+  }
+  return out;
+}
+
+Module rewrite_bindings(const Module& m, const BindingRewrite& rewrite) {
+  return rewrite_host_functions(m, [&](const FunctionNode& f) -> Function {
+    FreshNames fresh(f);
     std::vector<Binding> bindings;
     bool changed = false;
-    for (const Binding& b : f->bindings)
+    for (const Binding& b : f.bindings)
       if (rewrite(b, fresh, bindings))
         changed = true;
       else
         bindings.push_back(b);
-    if (changed) out.set(make_function(f->name, f->params, std::move(bindings), f->result, f->attrs));
-  }
-  return out;
+    if (!changed) return nullptr;
+    return make_function(f.name, f.params, std::move(bindings), f.result, f.attrs);
+  });
 }
 
 FreshNames::FreshNames(const FunctionNode& f) {
@@ -184,6 +225,12 @@ int64_t integer_pass_option_or(const PassOptions& options, const std::string& pa
 int64_t integer_pass_option(const PassOptions& options, const std::string& pass, const std::string& key,
                             int64_t lo, int64_t hi, const std::string& meaning) {
   check_pass_option_keys(options, pass, {key});
+  return required_integer_pass_option(options, pass, key, lo, hi, meaning);
+}
+
+int64_t required_integer_pass_option(const PassOptions& options, const std::string& pass,
+                                     const std::string& key, int64_t lo, int64_t hi,
+                                     const std::string& meaning) {
   if (!options.count(key))
     throw Error(pass + ": option " + key + " must be an integer from " + std::to_string(lo) + " to " +
                 std::to_string(hi) + " (" + meaning + "), got '(none)'");

@@ -61,7 +61,6 @@
 #include <algorithm>
 #include <cmath>
 #include <optional>
-#include <unordered_map>
 
 #include "transform/pass.h"
 
@@ -143,34 +142,15 @@ Tensor with_zero_channels(const Tensor& w, int64_t extra) {
   return out;
 }
 
-class Rewriter {
+class Rewriter : public BindingRewriter {
  public:
   Rewriter(const FunctionNode& f, int64_t min_columns, int64_t block)
-      : f_(f), fresh_(f), min_columns_(min_columns), block_(block) {
-    for (const Binding& b : f.bindings) bound_[b.var.get()] = b.value;
-  }
-
-  Function run() {
-    bool changed = false;
-    for (const Binding& b : f_.bindings)
-      if (rewrite(b))
-        changed = true;
-      else
-        out_.push_back(b);
-    if (!changed) return nullptr;
-    return make_function(f_.name, f_.params, std::move(out_), f_.result, f_.attrs);
-  }
+      : BindingRewriter(f), min_columns_(min_columns), block_(block) {}
 
  private:
-  // What `e` is bound to, through variables.
-  Expr value_of(const Expr& e) const {
-    auto it = bound_.find(e.get());
-    return it == bound_.end() ? e : it->second;
-  }
-
-  bool rewrite(const Binding& b) {
-    const CallNode* conv = as<CallNode>(b.value);
-    if (!conv || !conv->is_op_call() || conv->op->name != "nn.conv2d") return false;
+  bool rewrite(const Binding& b) override {
+    const CallNode* conv = op_call(b.value, "nn.conv2d");
+    if (!conv) return false;
     const TensorDesc* out = tensor_desc(b.value);
     const TensorDesc* in = tensor_desc(conv->args[0]);
     if (!out || !in || out->shape.size() != 4 || in->shape.size() != 4) return false;
@@ -189,8 +169,8 @@ class Rewriter {
 
   // A float32 conv of dequantize(q) by int8 values times a scale per channel.
   bool rewrite_dequantized(const Binding& b, const CallNode& conv, bool blocked) {
-    const CallNode* dq = as<CallNode>(value_of(conv.args[0]));
-    if (!dq || !dq->is_op_call() || dq->op->name != "dequantize") return false;
+    const CallNode* dq = op_call(value_of(conv.args[0]), "dequantize");
+    if (!dq) return false;
     const TensorDesc* q = tensor_desc(dq->args[0]);
     if (!q || q->dtype != DType::UInt8) return false;
     const ConstantNode* w = as<ConstantNode>(value_of(conv.args[1]));
@@ -217,13 +197,11 @@ class Rewriter {
   // imported) by a constant of int8 values (int8, or int32 within int8's
   // range: a weight shifted by a zero point of 0): the same sums.
   bool rewrite_shifted(const Binding& b, const CallNode& conv, bool blocked) {
-    const CallNode* shift = as<CallNode>(value_of(conv.args[0]));
-    if (!shift || !shift->is_op_call() || shift->op->name != "subtract") return false;
-    const CallNode* wide = as<CallNode>(value_of(shift->args[0]));
+    const CallNode* shift = op_call(value_of(conv.args[0]), "subtract");
+    if (!shift) return false;
+    const CallNode* wide = op_call(value_of(shift->args[0]), "astype");
     const ConstantNode* zero_point = as<ConstantNode>(value_of(shift->args[1]));
-    if (!wide || !wide->is_op_call() || wide->op->name != "astype" || !zero_point ||
-        zero_point->value.numel() != 1)
-      return false;
+    if (!wide || !zero_point || zero_point->value.numel() != 1) return false;
     const TensorDesc* q = tensor_desc(wide->args[0]);
     const TensorDesc* shifted = tensor_desc(shift->args[0]);
     if (!q || q->dtype != DType::UInt8 || !shifted || shifted->dtype != DType::Int32) return false;
@@ -281,12 +259,6 @@ class Rewriter {
                         {acc, make_constant(Tensor::from_ints(per_channel, offsets, DType::Int32))});
   }
 
-  Var bind(const std::string& name, Expr value, std::vector<Binding>& added) {
-    Var v = make_var(fresh_(name), value->type);
-    added.push_back({v, std::move(value)});
-    return v;
-  }
-
   // `y` bound to the conv's variable after `added`, when its type is the conv's.
   bool finish(const Binding& b, const Expr& y, const std::vector<Binding>& added) {
     if (!type_equal(y->type, b.var->type)) return false;
@@ -295,12 +267,8 @@ class Rewriter {
     return true;
   }
 
-  const FunctionNode& f_;
-  FreshNames fresh_;
   const int64_t min_columns_;
   const int64_t block_;  // channels in blocks of it run blocked (0: none)
-  std::unordered_map<const ExprNode*, Expr> bound_;
-  std::vector<Binding> out_;
 };
 
 }  // namespace
@@ -313,13 +281,8 @@ Module quantize_convs(const Module& m, const PassOptions& options) {
   const int64_t block = integer_pass_option_or(
       options, "quantize-convs", "block", 4, 64,
       "the channel blocks convert-layout{integer=1} runs integer convs in, e.g. block=16", 0);
-  Module out = m;
-  for (const Function& f : m.functions) {
-    // Backend regions and their composites keep the ops their codegen expects.
-    if (f->attrs.find("Codegen") || f->attrs.find("Composite")) continue;
-    if (Function rewritten = Rewriter(*f, min_columns, block).run()) out.set(rewritten);
-  }
-  return out;
+  return rewrite_host_functions(m,
+                                [&](const FunctionNode& f) { return Rewriter(f, min_columns, block).run(); });
 }
 
 }  // namespace kiln

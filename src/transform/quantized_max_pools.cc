@@ -34,32 +34,13 @@
 namespace kiln {
 namespace {
 
-const CallNode* op_call(const Expr& e, const char* name) {
-  const CallNode* c = as<CallNode>(e);
-  return c && c->is_op_call() && c->op->name == name ? c : nullptr;
-}
-
-class PoolSinker {
+class PoolSinker : public BindingRewriter {
  public:
-  explicit PoolSinker(const FunctionNode& f) : f_(f), fresh_(f) {
+  explicit PoolSinker(const FunctionNode& f) : BindingRewriter(f) {
     std::vector<const ExprNode*> used;
-    for (const Binding& b : f.bindings) {
-      bound_[b.var.get()] = b.value;
-      collect_used_vars(b.value, used);
-    }
+    for (const Binding& b : f.bindings) collect_used_vars(b.value, used);
     collect_used_vars(f.result, used);
     for (const ExprNode* v : used) ++uses_[v];
-  }
-
-  Function run() {
-    bool changed = false;
-    for (const Binding& b : f_.bindings)
-      if (rewrite(b))
-        changed = true;
-      else
-        out_.push_back(b);
-    if (!changed) return nullptr;
-    return make_function(f_.name, f_.params, std::move(out_), f_.result, f_.attrs);
   }
 
  private:
@@ -67,11 +48,10 @@ class PoolSinker {
   const CallNode* sole_producer(const Expr& e, const char* name) const {
     const VarNode* v = as<VarNode>(e);
     if (!v || uses_.count(v) == 0 || uses_.at(v) != 1) return nullptr;
-    auto it = bound_.find(v);
-    return it == bound_.end() ? nullptr : op_call(it->second, name);
+    return op_call(value_of(e), name);
   }
 
-  bool rewrite(const Binding& b) {
+  bool rewrite(const Binding& b) override {
     const CallNode* pool = op_call(b.value, "nn.max_pool2d");
     if (!pool) return false;
     const CallNode* relu = sole_producer(pool->args[0], "nn.relu");
@@ -79,35 +59,20 @@ class PoolSinker {
     if (!dq || !(dq->attrs.get_float("scale") > 0)) return false;
     const TensorDesc* q = tensor_desc(dq->args[0]);
     if (!q || (q->dtype != DType::UInt8 && q->dtype != DType::Int8)) return false;
-    auto bind = [&](const std::string& name, Expr value) {
-      Var v = make_var(fresh_(b.var->name + name), value->type);
-      out_.push_back({v, std::move(value)});
-      return v;
-    };
-    Expr pooled = bind("_pooled", make_op_call(*pool->op, {dq->args[0]}, pool->attrs));
+    Expr pooled = bind(b.var->name + "_pooled", make_op_call(*pool->op, {dq->args[0]}, pool->attrs), out_);
     Expr value = make_op_call(*dq->op, {pooled}, dq->attrs);
-    if (relu) value = make_op_call(*relu->op, {bind("_float", value)}, relu->attrs);
+    if (relu) value = make_op_call(*relu->op, {bind(b.var->name + "_float", value, out_)}, relu->attrs);
     out_.push_back({b.var, value});
     return true;
   }
 
-  const FunctionNode& f_;
-  FreshNames fresh_;
-  std::unordered_map<const ExprNode*, Expr> bound_;
   std::unordered_map<const ExprNode*, int> uses_;
-  std::vector<Binding> out_;
 };
 
 }  // namespace
 
 Module quantized_max_pools(const Module& m) {
-  Module out = m;
-  for (const Function& f : m.functions) {
-    // Backend regions and their composites keep the ops their codegen expects.
-    if (f->attrs.find("Codegen") || f->attrs.find("Composite")) continue;
-    if (Function rewritten = PoolSinker(*f).run()) out.set(rewritten);
-  }
-  return out;
+  return rewrite_host_functions(m, [](const FunctionNode& f) { return PoolSinker(f).run(); });
 }
 
 }  // namespace kiln

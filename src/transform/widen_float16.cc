@@ -191,13 +191,7 @@ Module widen_float16(const Module& m, const PassOptions& options) {
       !options.empty() && integer_pass_option(options, "widen-float16", "excess_precision", 0, 1,
                                               "1 to keep float32 results between ops, 0 to "
                                               "round each op's (the default)") == 1;
-  Module out = m;
-  for (const Function& f : m.functions) {
-    // Backend regions and their composites keep the types their codegen expects.
-    if (f->attrs.find("Codegen") || f->attrs.find("Composite")) continue;
-    if (Function widened = Widener(*f, excess).run()) out.set(widened);
-  }
-  return out;
+  return rewrite_host_functions(m, [&](const FunctionNode& f) { return Widener(f, excess).run(); });
 }
 
 }  // namespace kiln

@@ -134,14 +134,6 @@ Function rewrite(const FunctionNode& f) {
 
 }  // namespace
 
-Module winograd_weights(const Module& m) {
-  Module out = m;
-  for (const Function& f : m.functions) {
-    // Backend regions and their composites keep the ops their codegen expects.
-    if (f->attrs.find("Codegen") || f->attrs.find("Composite")) continue;
-    if (Function rewritten = rewrite(*f)) out.set(rewritten);
-  }
-  return out;
-}
+Module winograd_weights(const Module& m) { return rewrite_host_functions(m, rewrite); }
 
 }  // namespace kiln

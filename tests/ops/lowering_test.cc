@@ -478,7 +478,12 @@ const std::map<std::string, CaseGen>& other_generators() {
          return std::vector<Case>{
              {{f32({k, 21})}, Attrs{{"columns", int64_t{8}}}},
              {{f32({16, k})}, Attrs{{"columns", int64_t{16}}, {"transpose", int64_t{1}}}},
-             {{f32({k, 5})}, Attrs{{"columns", int64_t{5}}}}};
+             {{f32({k, 5})}, Attrs{{"columns", int64_t{5}}}},
+             // int8 in groups of four rows, K of whole groups or not.
+             {{typed({k, 21}, DType::Int8)}, Attrs{{"columns", int64_t{8}}}, {{-128, 127}}},
+             {{typed({16, k}, DType::Int8)},
+              Attrs{{"columns", int64_t{16}}, {"transpose", int64_t{1}}},
+              {{-128, 127}}}};
        }},
       {"nn.matmul_packed",
        [](Lcg& r) {
@@ -490,7 +495,14 @@ const std::map<std::string, CaseGen>& other_generators() {
                                   // rec's head in small: 40 rows in whole tiles and a few.
                                   {{f32({40, 24}), f32({7, 24, 32})}, units(200)},
                                   // x beyond half of L2: panels of several column tiles.
-                                  {{f32({150, 500}), f32({8, 500, 16})}, units(128)}};
+                                  {{f32({150, 500}), f32({8, 500, 16})}, units(128)},
+                                  // uint8 by int8 in groups of four rows: int32.
+                                  {{typed({m, k}, DType::UInt8), typed({3, (k + 3) / 4, 8, 4}, DType::Int8)},
+                                   units(20),
+                                   {{0, 255}, {-128, 127}}},
+                                  {{typed({2, 40, 24}, DType::UInt8), typed({4, 6, 16, 4}, DType::Int8)},
+                                   units(60),
+                                   {{0, 255}, {-128, 127}}}};
        }},
       {"matmul",
        [](Lcg& r) {

@@ -95,8 +95,8 @@ TEST(PackedMatmul, BadShapesAndAttributesAreErrorsNamingThem) {
             }).find("'transpose' = 2 must be 0 or 1"),
             std::string::npos);
   EXPECT_NE(testing::error_of([&] {
-              run1("nn.pack_matmul_weight", {Tensor::zeros({3, 10}, DType::Int8)}, pack_attrs(4, 0));
-            }).find("weight must be float32, got int8"),
+              run1("nn.pack_matmul_weight", {Tensor::zeros({3, 10}, DType::Int32)}, pack_attrs(4, 0));
+            }).find("weight must be float32 or int8, got int32"),
             std::string::npos);
   Tensor packed = run1("nn.pack_matmul_weight", {w}, pack_attrs(4, 0));  // (3, 3, 4)
   Tensor x = testing::random_floats({2, 3}, 6);
@@ -118,6 +118,52 @@ TEST(PackedMatmul, BadShapesAndAttributesAreErrorsNamingThem) {
             std::string::npos);
 }
 
+TEST(PackedMatmul, Int8WeightsPackInGroupsOfFourRowsForUInt8Data) {
+  // (K, N) = (6, 10) in panels of 4: 3 panels of 2 groups of four rows,
+  // zeros past row 6 and column 10.
+  Tensor w = testing::random_ints({6, 10}, DType::Int8, -128, 127, 1);
+  Tensor p = run1("nn.pack_matmul_weight", {w}, pack_attrs(4, 0));
+  ASSERT_EQ(p.shape(), (Shape{3, 2, 4, 4}));
+  for (int64_t panel = 0; panel < 3; ++panel)
+    for (int64_t k = 0; k < 8; ++k)
+      for (int64_t j = 0; j < 4; ++j) {
+        const int64_t n = panel * 4 + j;
+        EXPECT_EQ(p.data<int8_t>()[((panel * 2 + k / 4) * 4 + j) * 4 + k % 4],
+                  n < 10 && k < 6 ? w.data<int8_t>()[k * 10 + n] : 0)
+            << panel << " " << k << " " << j;
+      }
+  // Transposed (dense's (N, K)): the same panels.
+  Tensor wt = Tensor::empty({10, 6}, DType::Int8);
+  for (int64_t k = 0; k < 6; ++k)
+    for (int64_t n = 0; n < 10; ++n) wt.data<int8_t>()[n * 6 + k] = w.data<int8_t>()[k * 10 + n];
+  EXPECT_TRUE(run1("nn.pack_matmul_weight", {wt}, pack_attrs(4, 1)).bitwise_equal(p));
+  // The product of uint8 data by it: matmul's int32, for K of whole groups
+  // and not, panels past N, batches.
+  for (const Shape& xs : std::vector<Shape>{{5, 6}, {2, 3, 6}, {6}}) {
+    Tensor x = testing::random_ints(xs, DType::UInt8, 0, 255, 2);
+    Tensor got = run1("nn.matmul_packed", {x, p}, {{"units", int64_t{10}}});
+    ASSERT_EQ(got.dtype(), DType::Int32);
+    EXPECT_TRUE(got.bitwise_equal(run1("matmul", {x, w}))) << shape_str(xs);
+  }
+  // What the byte product refuses.
+  Tensor x = testing::random_ints({5, 6}, DType::UInt8, 0, 255, 3);
+  EXPECT_NE(testing::error_of([&] {
+              run1("nn.matmul_packed",
+                   {x, run1("nn.pack_matmul_weight", {testing::random_floats({6, 10}, 4)}, pack_attrs(4, 0))},
+                   {{"units", int64_t{10}}});
+            }).find("uint8 data needs an int8 packed weight, got float32"),
+            std::string::npos);
+  EXPECT_NE(testing::error_of([&] {
+              run1("nn.matmul_packed", {testing::random_ints({5, 9}, DType::UInt8, 0, 255, 5), p},
+                   {{"units", int64_t{10}}});
+            }).find("has K / 4=2 but data of shape (5, 9) has K=9"),
+            std::string::npos);
+  EXPECT_NE(testing::error_of([&] {
+              run1("nn.matmul_packed", {x, Tensor::zeros({3, 2, 4}, DType::Int8)}, {{"units", int64_t{10}}});
+            }).find("an int8 packed weight must be 4-D (panels, K / 4, columns, 4), got shape (3, 2, 4)"),
+            std::string::npos);
+}
+
 TEST(PackedMatmul, ThePassRefusesAMissingOrBadLaneCount) {
   Module m = parse_module(
       "def @main(%x: Tensor[(2, 3), float32]) -> Tensor[(2, 3), float32] {\n"
@@ -131,7 +177,11 @@ TEST(PackedMatmul, ThePassRefusesAMissingOrBadLaneCount) {
             std::string::npos);
   EXPECT_NE(testing::error_of([&] {
               run_passes(m, {"pack-matmul-weights{block=8}"});
-            }).find("unknown option 'block'"),
+            }).find("unknown option 'block' (it takes lanes=N, integer=N)"),
+            std::string::npos);
+  EXPECT_NE(testing::error_of([&] {
+              run_passes(m, {"pack-matmul-weights{lanes=8 integer=2}"});
+            }).find("option integer must be an integer from 0 to 1"),
             std::string::npos);
 }
 

@@ -37,6 +37,17 @@ inline Tensor random_floats(const Shape& s, uint32_t seed) {
   return t;
 }
 
+// A tensor of shape `s` and integer type `t`, each element uniform in
+// [lo, hi] from a 32-bit LCG seeded with `seed`.
+inline Tensor random_ints(const Shape& s, DType t, int64_t lo, int64_t hi, uint32_t seed) {
+  Tensor x = Tensor::empty(s, t);
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    seed = seed * 1664525u + 1013904223u;
+    x.set_from_double(i, double(lo + int64_t((seed >> 8) % uint32_t(hi - lo + 1))));
+  }
+  return x;
+}
+
 // A constant of IR text, `const(Tensor[(...), float32], [...])`, holding
 // random_floats(s, seed) times 0.3: weights of a test network.
 inline std::string random_constant_text(const Shape& s, uint32_t seed) {

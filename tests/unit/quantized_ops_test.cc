@@ -1,9 +1,11 @@
-// Quantized convs on integers: uint8 by int8 convs into int32 compiled with
-// VNNI's byte dot products (dot_i8x4: vpdpbusd on 16 lanes with AVX-512
-// VNNI, 8 with AVX-VNNI) and without them, bit for bit against the
-// interpreter; and a QDQ model (dequantized uint8 activations, int8
+// Quantized ops on integers: uint8 by int8 convs and matmuls into int32
+// compiled with VNNI's byte dot products (dot_i8x4: vpdpbusd on 16 lanes
+// with AVX-512 VNNI, 8 with AVX-VNNI) and without them, bit for bit against
+// the interpreter; a QDQ model (dequantized uint8 activations, int8
 // weights) whose convs quantize-convs runs on those integers, against the
-// interpreter on the float model within a quantization step.
+// interpreter on the float model within a quantization step; and the
+// products of dynamically quantized data (MatMulInteger), which
+// quantize-matmuls runs as uint8 by int8 products.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -14,6 +16,7 @@
 #include "compile_util.h"
 #include "interp/interpreter.h"
 #include "ir/text.h"
+#include "random_args.h"
 #include "runtime/vm.h"
 #include "schedule/schedule.h"
 #include "test_util.h"
@@ -21,16 +24,11 @@
 namespace kiln {
 namespace {
 
+using testing::random_ints;
+
 uint32_t next(uint32_t& state) {
   state = state * 1664525u + 1013904223u;
   return state >> 8;
-}
-
-Tensor random_ints(const Shape& shape, DType t, int64_t lo, int64_t hi, uint32_t seed) {
-  Tensor x = Tensor::empty(shape, t);
-  for (int64_t i = 0; i < x.numel(); ++i)
-    x.set_from_double(i, double(lo + int64_t(next(seed) % uint32_t(hi - lo + 1))));
-  return x;
 }
 
 // The CPUs to compile for: this machine's, AVX-VNNI's 8 lanes (Alder Lake,
@@ -333,6 +331,61 @@ TEST(QuantizedConv, QLinearConvsRunAsUInt8ByInt8Convs) {
                                  std::to_string(s.c) + ", 3, 3), int8]"),
                   std::string::npos)
             << rewritten;
+      }
+    });
+  }
+}
+
+// ONNX's MatMulInteger as imported (uint8 data shifted by its zero point in
+// int32: one runtime value, as DynamicQuantizeLinear gives it, one per row,
+// a constant, or none; the weight a constant of int8 values) runs as the
+// uint8 x int8 product (quantize-matmuls) packed for byte dot products
+// (pack-matmul-weights{integer=1}), bit for bit against the interpreter:
+// 1-D and batched data, K of no whole groups of four, rows and columns that
+// fill no tile.
+TEST(QuantizedMatmul, ShiftedUInt8ProductsRunAsUInt8ByInt8Products) {
+  struct Case {
+    Shape x;
+    int64_t n;
+    std::string zero_point;  // "input", "row", "const" or "none"
+  };
+  for (const Case& c : {Case{{40, 64}, 100, "input"}, Case{{2, 19, 36}, 33, "row"},
+                        Case{{7, 30}, 17, "const"}, Case{{5, 12}, 40, "none"}, Case{{24}, 40, "input"}}) {
+    const int64_t k = c.x.back();
+    Shape y = c.x;
+    y.back() = c.n;
+    std::ostringstream text;
+    text << "def @main(%q: Tensor[" << shape_str(c.x) << ", uint8]";
+    if (c.zero_point == "input") text << ", %z: Tensor[(), uint8]";
+    if (c.zero_point == "row") text << ", %z: Tensor[(" << c.x[1] << ", 1), uint8]";
+    text << ") -> Tensor[" << shape_str(y) << ", int32] {\n";
+    std::string data = "%q";
+    if (c.zero_point != "none") {
+      text << "  %a = astype(%q, dtype=\"int32\")\n";
+      if (c.zero_point == "const")
+        text << "  %s = subtract(%a, const(Tensor[(), int32], [77]))\n";
+      else
+        text << "  %zi = astype(%z, dtype=\"int32\")\n  %s = subtract(%a, %zi)\n";
+      data = "%s";
+    }
+    text << "  %y = matmul(" << data << ", "
+         << constant_text(random_ints({k, c.n}, DType::Int32, -128, 127, uint32_t(k + c.n))) << ")\n"
+         << "  return %y\n}\n";
+    Module m = parse_module(text.str(), "matmul.kir");
+    std::vector<Tensor> args = {random_ints(c.x, DType::UInt8, 0, 255, 31)};
+    if (c.zero_point == "input") args.push_back(random_ints({}, DType::UInt8, 0, 255, 32));
+    if (c.zero_point == "row") args.push_back(random_ints({c.x[1], 1}, DType::UInt8, 0, 255, 33));
+    const std::string what = shape_str(c.x) + " by (" + std::to_string(k) + ", " + std::to_string(c.n) +
+                             "), zero point " + c.zero_point;
+    const bool rows = c.x.size() >= 2;
+    expect_exact_for_each_cpu(m, args, what, [rows](const std::string& cpu, const std::string& printed) {
+      if (dot_lanes(cpu)) {
+        EXPECT_NE(printed.find("# IR after quantize-matmuls"), std::string::npos);
+        EXPECT_NE(printed.find("nn.matmul_packed"), std::string::npos);
+        // A single row (1-D data) is not tiled: its sums stay scalar.
+        EXPECT_EQ(printed.find("dot_i8x4") != std::string::npos, rows);
+      } else {
+        EXPECT_EQ(printed.find("# IR after quantize-matmuls"), std::string::npos);
       }
     });
   }

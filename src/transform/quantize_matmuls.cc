@@ -1,0 +1,112 @@
+// quantize-matmuls: runs a quantized model's products by a constant int8
+// weight as uint8 x int8 products, which pack-matmul-weights{integer=1}
+// packs for byte dot products (a CPU with VNNI computes four of them per
+// int32 lane and instruction), instead of int32 multiplies of the values
+// widened with their zero point subtracted.
+//
+// ONNX's MatMulInteger and QLinearMatMul import as a matmul of
+// subtract(astype(q, int32), z) by the weight shifted by its zero point
+// (src/frontend/onnx/convert_quant.cc): q uint8 (DynamicQuantizeLinear's
+// output, as ONNX Runtime's dynamic quantization writes a transformer's
+// products), z its zero point (a runtime value for dynamic quantization),
+// the weight a constant of int8 values once its zero point of 0 is folded
+// (int8, or int32 within int8's range). With w that weight and s[n] the
+// sum of its column n:
+//
+//   sum over k of (q[m, k] - z) * w[k, n] = sum over k of q[m, k] * w[k, n] - z * s[n]
+//
+// exact in int32 (a product whose sums could reach 2^31, 255 * 128 * K of
+// them, is left alone). z is one value, or one per row of q ((..., M, 1)):
+// any z the same for every k. A matmul of q by such a weight without a
+// zero point (MatMulInteger without a_zero_point) takes the weight as int8.
+//
+// Requires: nothing. Guarantees: each rewritten product's variable keeps
+// its type (int32) and value; the subtract it read is left to
+// dead-code-elimination when nothing else reads it.
+//
+//   %xs = subtract(%xw, %z)                    // %xw = astype(%q: uint8, dtype="int32")
+//   %y = matmul(%xs, const(Tensor[(2, 2), int32], [[1, 2], [-3, 4]]))
+// =>
+//   %y_acc = matmul(%q, const(Tensor[(2, 2), int8], [[1, 2], [-3, 4]]))
+//   %y_offset = multiply(%z, const(Tensor[(2), int32], [-2, 6]))
+//   %y = subtract(%y_acc, %y_offset)
+#include <optional>
+
+#include "transform/pass.h"
+
+namespace kiln {
+namespace {
+
+// `w` (2-D, int8 or int32) as int8 when each value is in int8's range.
+std::optional<Tensor> int8_values(const Tensor& w) {
+  if (w.ndim() != 2 || (w.dtype() != DType::Int8 && w.dtype() != DType::Int32)) return std::nullopt;
+  if (w.dtype() == DType::Int8) return w;
+  Tensor out = Tensor::empty(w.shape(), DType::Int8);
+  for (int64_t i = 0; i < w.numel(); ++i) {
+    const int32_t v = w.data<int32_t>()[i];
+    if (v < -128 || v > 127) return std::nullopt;
+    out.data<int8_t>()[i] = int8_t(v);
+  }
+  return out;
+}
+
+class Rewriter : public BindingRewriter {
+ public:
+  using BindingRewriter::BindingRewriter;
+
+ private:
+  static bool is_uint8(const Expr& e) {
+    const TensorDesc* t = tensor_desc(e);
+    return t && t->dtype == DType::UInt8 && !t->shape.empty();
+  }
+
+  bool rewrite(const Binding& b) override {
+    const CallNode* product = op_call(b.value, "matmul");
+    const TensorDesc* out = tensor_desc(b.value);
+    if (!product || !out || out->dtype != DType::Int32) return false;
+    const ConstantNode* w = as<ConstantNode>(value_of(product->args[1]));
+    if (!w) return false;
+    std::optional<Tensor> wq = int8_values(w->value);
+    if (!wq) return false;
+    const int64_t K = wq->dim(0), N = wq->dim(1);
+    if (255.0 * 128.0 * double(K) >= 2147483648.0) return false;
+    std::vector<Binding> added;
+    Expr data = product->args[0];
+    Expr zero_point;
+    if (!is_uint8(data)) {
+      const CallNode* shift = op_call(value_of(data), "subtract");
+      const CallNode* wide = shift ? op_call(value_of(shift->args[0]), "astype") : nullptr;
+      if (!wide || !is_uint8(wide->args[0])) return false;
+      const TensorDesc *q = tensor_desc(wide->args[0]), *z = tensor_desc(shift->args[1]);
+      if (!z || z->dtype != DType::Int32 || tensor_desc(shift->args[0])->dtype != DType::Int32) return false;
+      // One zero point per row at most: z the same along k.
+      if (!z->shape.empty() && (z->shape.back() != 1 || z->shape.size() > q->shape.size())) return false;
+      data = wide->args[0];
+      zero_point = shift->args[1];
+    } else if (w->value.dtype() == DType::Int8) {
+      return false;  // already uint8 by int8
+    }
+    Expr y = make_op_call("matmul", {data, make_constant(*wq)});
+    if (zero_point) {
+      std::vector<int64_t> sums(size_t(N), 0);
+      for (int64_t k = 0; k < K; ++k)
+        for (int64_t n = 0; n < N; ++n) sums[size_t(n)] += wq->data<int8_t>()[k * N + n];
+      y = bind(b.var->name + "_acc", y, added);
+      Expr offset =
+          make_op_call("multiply", {zero_point, make_constant(Tensor::from_ints({N}, sums, DType::Int32))});
+      y = make_op_call("subtract", {y, bind(b.var->name + "_offset", offset, added)});
+    }
+    if (!type_equal(y->type, b.var->type)) return false;
+    out_.insert(out_.end(), added.begin(), added.end());
+    out_.push_back({b.var, y});
+    return true;
+  }
+};
+
+}  // namespace
+
+Module quantize_matmuls(const Module& m) {
+  return rewrite_host_functions(m, [](const FunctionNode& f) { return Rewriter(f).run(); });
+}
+
+}  // namespace kiln
