@@ -633,6 +633,8 @@ class FunctionBuilder {
         return dot_i8x4(b_, args[0], args[1], args[2], n.args[1]->dtype.is_uint(),
                         llvm::Triple(mod_.getTargetTriple()).getArch() == llvm::Triple::hexagon,
                         isa_.vnni_lanes);
+      case tir::Intrinsic::DotI16x2:
+        return dot_i16x2(b_, args[0], args[1], args[2], isa_.pmaddwd_lanes);
       default:
         break;
     }

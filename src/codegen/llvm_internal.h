@@ -26,6 +26,8 @@ struct VectorIsa {
   // vpdpbusd's int32 lanes: 16 with AVX-512 VNNI, 8 with AVX-VNNI or
   // AVX-512 VNNI and VL, 0 without.
   unsigned vnni_lanes = 0;
+  // vpmaddwd's int32 lanes: 16 with AVX-512BW, 8 with AVX2, 0 without.
+  unsigned pmaddwd_lanes = 0;
   static VectorIsa of(const llvm::TargetMachine& tm);
 };
 
@@ -205,6 +207,11 @@ llvm::Value* math_intrinsic(llvm::Module& m, llvm::IRBuilder<>& b, tir::Intrinsi
 // elsewhere the products widened and summed by fours.
 llvm::Value* dot_i8x4(llvm::IRBuilder<>& b, llvm::Value* acc, llvm::Value* a, llvm::Value* w, bool a_unsigned,
                       bool hexagon, unsigned vnni_lanes);
+// dot_i16x2 (tir.h): each int32 lane of `acc` plus the two products of its
+// int16 lanes of `a` and `b`: one vpmaddwd and an add when the lanes are
+// its (`pmaddwd_lanes`), elsewhere the products widened and summed by pairs.
+llvm::Value* dot_i16x2(llvm::IRBuilder<>& b, llvm::Value* acc, llvm::Value* a, llvm::Value* w,
+                       unsigned pmaddwd_lanes);
 // The link check before codegen, by target.
 void check_target_imports(const std::vector<tir::PrimFunc>& funcs, const CodegenOptions& options);
 

@@ -32,6 +32,7 @@ Target host_target() {
   t.vector_bytes = host.vector_bytes;
   t.float16_conversions = host.float16_conversions;
   t.int8_dot_lanes = host.int8_dot_lanes;
+  t.int16_dot_lanes = host.int16_dot_lanes;
   return t;
 }
 
@@ -40,6 +41,7 @@ schedule::CpuTarget schedule_target(const Target& t) {
   schedule::CpuTarget cpu{t.vector_bytes, t.vector_bytes >= 64 ? 32 : 16};
   cpu.float16_conversions = t.float16_conversions;
   cpu.int8_dot_lanes = t.int8_dot_lanes;
+  cpu.int16_dot_lanes = t.int16_dot_lanes;
   // The machine's caches when the target is the machine; a named CPU's are
   // not known here, so it keeps the typical ones.
   if (t.cpu.empty()) {
@@ -68,6 +70,8 @@ tir::TirPassOptions tir_pass_options(const Target& t) {
   o.vector_registers = t.is_hexagon() ? 0 : schedule_target(t).vector_registers;
   // Host code: uint8 by int8 products (quantized convs) as VNNI dot products.
   if (!t.is_hexagon()) o.dot_lanes = t.int8_dot_lanes;
+  // And int16 products by pairs (quantized products without VNNI) as vpmaddwd.
+  if (!t.is_hexagon()) o.dot16_lanes = t.int16_dot_lanes;
   // No HVX floating point is asked for: a float loop's vector hint would
   // make LLVM form vectors it cannot select.
   o.vector_float = !t.is_hexagon();
@@ -92,6 +96,7 @@ Target parse_target(const std::string& name) {
     t.vector_bytes = has("avx512f") ? 64 : has("avx") ? 32 : 16;
     t.float16_conversions = has("f16c");
     t.int8_dot_lanes = t.vector_bytes == 64 && has("avx512vnni") ? 16 : has("avxvnni") ? 8 : 0;
+    t.int16_dot_lanes = t.vector_bytes == 64 && has("avx512bw") ? 16 : has("avx2") ? 8 : 0;
     return t;
   }
   for (const HexagonVersion& v : kHexagonVersions) {

@@ -32,6 +32,7 @@ struct Target {
   int vector_bytes = 0;              // the widest vector register (HVX: 128); 0: unknown
   bool float16_conversions = false;  // F16C: float16 kernels are compiled
   int int8_dot_lanes = 0;            // VNNI's int32 lanes: quantized convs on integers (CpuTarget)
+  int int16_dot_lanes = 0;           // vpmaddwd's int32 lanes (CpuTarget)
 
   bool is_hexagon() const { return kind == Kind::Hexagon; }
 };

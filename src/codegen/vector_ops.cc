@@ -431,6 +431,10 @@ VectorIsa VectorIsa::of(const llvm::TargetMachine& tm) {
     isa.vnni_lanes = 16;
   else if (isa.x86 && tm.getMCSubtargetInfo()->checkFeatures("+avxvnni"))
     isa.vnni_lanes = 8;
+  if (isa.avx512 && tm.getMCSubtargetInfo()->checkFeatures("+avx512bw"))
+    isa.pmaddwd_lanes = 16;
+  else if (isa.x86 && tm.getMCSubtargetInfo()->checkFeatures("+avx2"))
+    isa.pmaddwd_lanes = 8;
   return isa;
 }
 
@@ -628,6 +632,25 @@ llvm::Value* dot_i8x4(llvm::IRBuilder<>& b, llvm::Value* acc, llvm::Value* a, ll
   for (unsigned k = 0; k < 4; ++k) {
     std::vector<int> pick;
     for (unsigned i = 0; i < lanes; ++i) pick.push_back(int(4 * i + k));
+    sum = b.CreateAdd(sum, b.CreateShuffleVector(products, pick));
+  }
+  return sum;
+}
+
+llvm::Value* dot_i16x2(llvm::IRBuilder<>& b, llvm::Value* acc, llvm::Value* a, llvm::Value* w,
+                       unsigned pmaddwd_lanes) {
+  const unsigned lanes = llvm::cast<llvm::FixedVectorType>(acc->getType())->getNumElements();
+  if (lanes == pmaddwd_lanes && (lanes == 8 || lanes == 16)) {
+    const llvm::Intrinsic::ID madd =
+        lanes == 16 ? llvm::Intrinsic::x86_avx512_pmaddw_d_512 : llvm::Intrinsic::x86_avx2_pmadd_wd;
+    return b.CreateAdd(acc, b.CreateIntrinsic(madd, {}, {a, w}));
+  }
+  llvm::Type* wide = llvm::FixedVectorType::get(b.getInt32Ty(), 2 * lanes);
+  llvm::Value* products = b.CreateMul(b.CreateSExt(a, wide), b.CreateSExt(w, wide));
+  llvm::Value* sum = acc;
+  for (unsigned k = 0; k < 2; ++k) {
+    std::vector<int> pick;
+    for (unsigned i = 0; i < lanes; ++i) pick.push_back(int(2 * i + k));
     sum = b.CreateAdd(sum, b.CreateShuffleVector(products, pick));
   }
   return sum;

@@ -159,8 +159,11 @@ Executable compile_model(const Module& input, const CompileOptions& opts, Compil
   const std::string integer_blocks = integer_layout ? " block=" + std::to_string(cpu.int8_dot_lanes) : "";
   //      Products of uint8 data by int8 weights (MatMulInteger, as
   //      dynamic quantization writes a transformer's) packed for those dot
-  //      products, their tiles as wide as the float32 ones.
-  const bool integer_products = cpu.int8_dot_lanes && cpu.int8_dot_lanes == cpu.float32_lanes();
+  //      products, or without them for vpmaddwd's int16 pairs (AVX2),
+  //      their tiles as wide as the float32 ones.
+  const int product_dot = cpu.int8_dot_lanes && cpu.int8_dot_lanes == cpu.float32_lanes()     ? 4
+                          : cpu.int16_dot_lanes && cpu.int16_dot_lanes == cpu.float32_lanes() ? 2
+                                                                                              : 0;
   //      Max pools of dequantized integers pool the integers on any host
   //      (the same values, a quarter of the bytes).
   if (opts.compile_host && !cpu.scratchpad_bytes)
@@ -169,7 +172,7 @@ Executable compile_model(const Module& input, const CompileOptions& opts, Compil
       if (cpu.int8_dot_lanes)
         passes.insert(passes.begin(), "quantize-convs{min_columns=" + std::to_string(cpu.int8_dot_lanes / 2) +
                                           integer_blocks + "}");
-      if (integer_products) passes.insert(passes.begin(), "quantize-matmuls");
+      if (product_dot) passes.insert(passes.begin(), "quantize-matmuls");
       return run_passes(m, passes, popts);
     });
   // 2c. Host layout: after partitioning (backends keep NCHW convs), before
@@ -190,7 +193,7 @@ Executable compile_model(const Module& input, const CompileOptions& opts, Compil
     m = stages.run("pack-matmul-weights", [&] {
       return run_passes(m,
                         {"pack-matmul-weights{lanes=" + std::to_string(cpu.float32_lanes()) +
-                             (integer_products ? " integer=1" : "") + "}",
+                             (product_dot ? " dot=" + std::to_string(product_dot) : "") + "}",
                          "fold-constants", "dead-code-elimination"},
                         popts);
     });

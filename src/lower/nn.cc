@@ -516,12 +516,12 @@ Lowered pack_matmul_weight(const LowerContext& c) {
   const bool transpose = c.attrs.get_int("transpose") != 0;
   const Shape& ys = c.out[0].shape;
   const int64_t N = c.in[0].shape[transpose ? 0 : 1], K = c.in[0].shape[transpose ? 1 : 0];
-  const bool fours = ys.size() == 4;
+  const bool fours = ys.size() == 4;  // groups of rows: four int8, two int16
   te::Tensor y = te::compute(
       ys,
       [&](const te::Axes& i) {
         Expr n = tir::add(tir::mul(i[0], tir::int_imm(ys[2])), i[2]);
-        Expr k = fours ? tir::add(tir::mul(i[1], tir::int_imm(4)), i[3]) : Expr(i[1]);
+        Expr k = fours ? tir::add(tir::mul(i[1], tir::int_imm(ys[3])), i[3]) : Expr(i[1]);
         Expr col = clamp_index(n, N), row = fours ? clamp_index(k, K) : k;
         Expr v = transpose ? (*w)({col, row}) : (*w)({row, col});
         Expr in = tir::lt(n, tir::int_imm(N));
@@ -542,22 +542,40 @@ Lowered pack_matmul_weight(const LowerContext& c) {
 // (AnchorTile::dot_of_four), under the tile's columns, so each vector of
 // them is one dot_i8x4 of four bytes of a row of x, broadcast, by the
 // panel's 4 x lanes weight bytes (form-dot-products: one vpdpbusd). Rows of
-// x whose K is no multiple of 4 are copied, zero-padded, first.
+// x whose K is no multiple of 4 are copied, zero-padded, first. By an int16
+// weight packed in pairs ([n / c, k / 2, n % c, k % 2]; a CPU without byte
+// dot products), x is copied to int16 first, and each vector's two steps
+// become one dot_i16x2 (vpmaddwd and an add).
 Lowered matmul_packed_uint8(const LowerContext& c) {
   const te::Tensor& wp = c.inputs[1];
   const Shape &xs = c.in[0].shape, &ws = c.in[1].shape, &ys = c.out[0].shape;
-  const int64_t K = xs.back(), C = ws[2];
+  const int64_t K = xs.back(), C = ws[2], g = ws[3];
   te::Tensor x = c.inputs[0];
   std::vector<te::Tensor> materialized;
-  if (K % 4 != 0) {
-    x = zero_padded_last_axis(x, ws[1] * 4, c.name + "_rows");
+  if (g == 2) {
+    Shape wide = xs;
+    wide.back() = ws[1] * 2;
+    const te::Tensor& src = c.inputs[0];
+    x = te::compute(
+        wide,
+        [&](const te::Axes& i) {
+          std::vector<Expr> idx(i.begin(), i.end());
+          idx.back() = clamp_index(i.back(), K);
+          return tir::select(tir::lt(i.back(), tir::int_imm(K)),
+                             tir::cast(tir::DataType::int_(16), (*src)(idx)),
+                             constant(0, tir::DataType::int_(16)));
+        },
+        c.name + "_int16");
+    materialized.push_back(x);
+  } else if (K % g != 0) {
+    x = zero_padded_last_axis(x, ws[1] * g, c.name + "_rows");
     materialized.push_back(x);
   }
   const tir::DataType i32 = tir::DataType::int32();
-  te::IterVar rg = te::reduce_axis(ws[1], "rg"), rk = te::reduce_axis(4, "rk");
+  te::IterVar rg = te::reduce_axis(ws[1], "rg"), rk = te::reduce_axis(g, "rk");
   auto dot = [&](const te::Axes& i, const Expr& m) {
     const Expr& n = i.back();
-    Expr k = tir::add(tir::mul(rg.var, tir::int_imm(4)), rk.var);
+    Expr k = tir::add(tir::mul(rg.var, tir::int_imm(g)), rk.var);
     Expr w = (*wp)({tir::div(n, tir::int_imm(C)), rg.var, tir::mod(n, tir::int_imm(C)), rk.var});
     return te::sum(tir::mul(as_acc(data_row(x, i, m, k), i32), as_acc(w, i32)), {rg, rk});
   };
@@ -568,7 +586,7 @@ Lowered matmul_packed_uint8(const LowerContext& c) {
   }
   const size_t row = ys.size() - 2;
   const int64_t M = ys[row];
-  const int64_t row_stride_bytes = x->shape.back();
+  const int64_t row_stride_bytes = x->shape.back() * x->dtype.bytes();
   Shape padded = ys;
   padded.back() = ws[0] * C;
   padded[row] = schedule::tile_rows(c.cpu, M, padded.back(), row_stride_bytes);
@@ -831,8 +849,8 @@ void register_nn_lowerings(LoweringTable& t) {
   t.add("nn.conv2d_transpose", OpPattern::Anchor, conv2d_transpose);
   t.add("nn.dense", OpPattern::Anchor, dense);
   t.add("matmul", OpPattern::Anchor, matmul);
-  t.add("nn.pack_matmul_weight", OpPattern::Opaque, pack_matmul_weight);
-  t.add("nn.matmul_packed", OpPattern::Anchor, matmul_packed);
+  t.add("nn.pack_matmul_weight", OpPattern::Opaque, pack_matmul_weight, Dtypes::Any);
+  t.add("nn.matmul_packed", OpPattern::Anchor, matmul_packed, Dtypes::Any);
   t.add("nn.max_pool2d", OpPattern::Anchor, max_pool2d);
   t.add("nn.avg_pool2d", OpPattern::Anchor, avg_pool2d);
   t.add("nn.adaptive_avg_pool2d", OpPattern::Anchor, adaptive_avg_pool2d);

@@ -19,7 +19,10 @@
 // (four uint8 x int8 products summed into an int32 lane): (P, ceil(K / 4),
 // columns, 4), element [p, r / 4, j, r % 4] = w[r, p * columns + j], zeros
 // past K and N; nn.matmul_packed of uint8 data by such a weight gives the
-// int32 product (the sums exact), as matmul(x, w) does.
+// int32 product (the sums exact), as matmul(x, w) does. An int16 weight
+// packs its rows in pairs, (P, ceil(K / 2), columns, 2), for dot products
+// of two int16 (vpmaddwd), and uint8 data by it gives the same int32
+// product.
 //
 // Both take out_dtype="" (float32 -> float32, float16 -> float16,
 // int8/uint8/int32 -> int32). float16 computes in float32 and rounds once at
@@ -193,11 +196,15 @@ void dense_kernel(const std::vector<Tensor>& in, const Attrs& attrs, std::vector
 const char* kPack = "nn.pack_matmul_weight";
 const char* kPacked = "nn.matmul_packed";
 
+// The rows an integer weight packs together for a dot product of that many
+// products per lane: four bytes, two int16; 0 for float32.
+int64_t rows_per_group(DType t) { return t == DType::Int8 ? 4 : t == DType::Int16 ? 2 : 0; }
+
 std::vector<TensorDesc> infer_pack(const std::vector<TensorDesc>& in, const Attrs& attrs) {
   const std::string op = kPack;
   const TensorDesc& w = in[0];
-  if (w.dtype != DType::Float32 && w.dtype != DType::Int8)
-    throw Error(op + ": weight must be float32 or int8, got " + std::string(dtype_name(w.dtype)));
+  if (w.dtype != DType::Float32 && w.dtype != DType::Int8 && w.dtype != DType::Int16)
+    throw Error(op + ": weight must be float32, int8 or int16, got " + std::string(dtype_name(w.dtype)));
   if (w.shape.size() != 2) throw Error(op + ": weight must be 2-D, got shape " + shape_str(w.shape));
   const int64_t columns = attrs.get_int("columns"), transpose = attrs.get_int("transpose");
   if (columns < 1) throw Error(op + ": attribute 'columns' = " + std::to_string(columns) + " must be >= 1");
@@ -205,7 +212,7 @@ std::vector<TensorDesc> infer_pack(const std::vector<TensorDesc>& in, const Attr
     throw Error(op + ": attribute 'transpose' = " + std::to_string(transpose) + " must be 0 or 1");
   const int64_t k = w.shape[transpose ? 1 : 0], n = w.shape[transpose ? 0 : 1];
   const int64_t panels = n == 0 ? 0 : (n - 1) / columns + 1;
-  if (w.dtype == DType::Int8) return {{{panels, (k + 3) / 4, columns, 4}, w.dtype}};
+  if (const int64_t g = rows_per_group(w.dtype)) return {{{panels, (k + g - 1) / g, columns, g}, w.dtype}};
   return {{{panels, k, columns}, w.dtype}};
 }
 
@@ -221,14 +228,18 @@ void pack_kernel(const std::vector<Tensor>& in, const Attrs& attrs, std::vector<
   const Tensor& w = in[0];
   const bool transpose = attrs.get_int("transpose") != 0;
   const int64_t k = w.dim(transpose ? 1 : 0), c = out[0].dim(2);
-  if (w.dtype() == DType::Int8) {
-    int8_t* dst = out[0].data<int8_t>();
+  if (const int64_t rows = rows_per_group(w.dtype())) {
     const int64_t groups = out[0].dim(1);
     for (int64_t p = 0; p < out[0].dim(0); ++p)
       for (int64_t g = 0; g < groups; ++g)
         for (int64_t j = 0; j < c; ++j)
-          for (int64_t i = 0; i < 4; ++i)
-            dst[((p * groups + g) * c + j) * 4 + i] = weight_at<int8_t>(w, transpose, g * 4 + i, p * c + j);
+          for (int64_t i = 0; i < rows; ++i) {
+            const int64_t at = ((p * groups + g) * c + j) * rows + i, r = g * rows + i, col = p * c + j;
+            if (rows == 4)
+              out[0].data<int8_t>()[at] = weight_at<int8_t>(w, transpose, r, col);
+            else
+              out[0].data<int16_t>()[at] = weight_at<int16_t>(w, transpose, r, col);
+          }
     return;
   }
   float* dst = out[0].data<float>();
@@ -240,10 +251,13 @@ void pack_kernel(const std::vector<Tensor>& in, const Attrs& attrs, std::vector<
 std::vector<TensorDesc> infer_packed(const std::vector<TensorDesc>& in, const Attrs& attrs) {
   const std::string op = kPacked;
   const TensorDesc &x = in[0], &w = in[1];
-  // uint8 data by an int8 weight packed in groups of four rows.
+  // uint8 data by an int8 weight packed in groups of four rows, or an
+  // int16 one in pairs.
   const bool bytes = x.dtype == DType::UInt8;
-  if (bytes && w.dtype != DType::Int8)
-    throw Error(op + ": uint8 data needs an int8 packed weight, got " + std::string(dtype_name(w.dtype)));
+  const int64_t g = rows_per_group(w.dtype);
+  if (bytes && !g)
+    throw Error(op + ": uint8 data needs an int8 or int16 packed weight, got " +
+                std::string(dtype_name(w.dtype)));
   if (!bytes) {
     require_float32(op, "data", x);
     require_float32(op, "packed weight", w);
@@ -251,18 +265,18 @@ std::vector<TensorDesc> infer_packed(const std::vector<TensorDesc>& in, const At
   if (x.shape.empty()) throw Error(op + ": data must have rank >= 1, got a scalar");
   if (!bytes && w.shape.size() != 3)
     throw Error(op + ": packed weight must be 3-D (panels, K, columns), got shape " + shape_str(w.shape));
-  if (bytes && (w.shape.size() != 4 || w.shape[3] != 4))
-    throw Error(op + ": an int8 packed weight must be 4-D (panels, K / 4, columns, 4), got shape " +
-                shape_str(w.shape));
+  if (bytes && (w.shape.size() != 4 || w.shape[3] != g))
+    throw Error(op + ": an " + std::string(dtype_name(w.dtype)) + " packed weight must be 4-D (panels, K / " +
+                std::to_string(g) + ", columns, " + std::to_string(g) + "), got shape " + shape_str(w.shape));
   const int64_t units = attrs.get_int("units");
   if (units < 1 || w.shape[2] < 1 || (units - 1) / w.shape[2] + 1 != w.shape[0])
     throw Error(op + ": attribute 'units' = " + std::to_string(units) + " does not fit packed weight " +
                 shape_str(w.shape) + ": its last panel must hold column units - 1");
   const int64_t k = x.shape.back();
-  if (w.shape[1] != (bytes ? (k + 3) / 4 : k))
-    throw Error(op + ": packed weight of shape " + shape_str(w.shape) + " has " + (bytes ? "K / 4=" : "K=") +
-                std::to_string(w.shape[1]) + " but data of shape " + shape_str(x.shape) +
-                " has K=" + std::to_string(k));
+  if (w.shape[1] != (bytes ? (k + g - 1) / g : k))
+    throw Error(op + ": packed weight of shape " + shape_str(w.shape) + " has " +
+                (bytes ? "K / " + std::to_string(g) + "=" : std::string("K=")) + std::to_string(w.shape[1]) +
+                " but data of shape " + shape_str(x.shape) + " has K=" + std::to_string(k));
   Shape out(x.shape.begin(), x.shape.end() - 1);
   out.push_back(units);
   return {{out, bytes ? DType::Int32 : x.dtype}};
@@ -273,12 +287,11 @@ void packed_kernel(const std::vector<Tensor>& in, const Attrs& attrs, std::vecto
   const Tensor &x = in[0], &w = in[1];
   const int64_t c = w.dim(2), n = attrs.get_int("units");
   if (x.dtype() == DType::UInt8) {
-    const int64_t k = x.dim(x.ndim() - 1), groups = w.dim(1);
+    const int64_t k = x.dim(x.ndim() - 1), groups = w.dim(1), g = w.dim(3);
     std::vector<int32_t> b(size_t(k * n));
-    const int8_t* wp = w.data<int8_t>();
     for (int64_t r = 0; r < k; ++r)
       for (int64_t j = 0; j < n; ++j)
-        b[size_t(r * n + j)] = wp[(((j / c) * groups + r / 4) * c + j % c) * 4 + r % 4];
+        b[size_t(r * n + j)] = int32_t(w.get_as_double((((j / c) * groups + r / g) * c + j % c) * g + r % g));
     const int64_t m = k == 0 ? out[0].numel() / n : x.numel() / k;
     AccBuffer<int32_t> xb(x);
     std::vector<int32_t> y(size_t(m * n));
@@ -306,7 +319,7 @@ void register_nn_matmul_ops(OpRegistry& r) {
   r.add(
       {kPack,
        "a product's constant right operand in panels of columns: (K, N) or (N, K) -> (ceil(N / columns), K, "
-       "columns); int8 in groups of four rows: (ceil(N / columns), ceil(K / 4), columns, 4)",
+       "columns); int8 in groups of four rows: (ceil(N / columns), ceil(K / 4), columns, 4); int16 in pairs",
        1,
        1,
        {{"columns", AttrKind::Int, std::nullopt}, {"transpose", AttrKind::Int, int64_t{0}}},
@@ -314,7 +327,8 @@ void register_nn_matmul_ops(OpRegistry& r) {
        infer_pack,
        pack_kernel});
   r.add({kPacked,
-         "x @ W with W packed by nn.pack_matmul_weight: [..., K] -> [..., units] (uint8 by int8: int32)",
+         "x @ W with W packed by nn.pack_matmul_weight: [..., K] -> [..., units] (uint8 by int8 or int16: "
+         "int32)",
          2,
          2,
          {{"units", AttrKind::Int, std::nullopt}},

@@ -191,6 +191,10 @@ CpuTarget host_cpu_target() {
     t.int8_dot_lanes = 16;
   else if (t.vector_bytes >= 32 && __builtin_cpu_supports("avxvnni"))
     t.int8_dot_lanes = 8;
+  if (t.vector_bytes == 64 && __builtin_cpu_supports("avx512bw"))
+    t.int16_dot_lanes = 16;
+  else if (t.vector_bytes >= 32 && __builtin_cpu_supports("avx2"))
+    t.int16_dot_lanes = 8;
 #endif
   // What the system reports (glibc reads CPUID); a value it does not know
   // is 0 or -1, and a size outside what a core has is taken as unknown too.

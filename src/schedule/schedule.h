@@ -43,6 +43,11 @@ struct CpuTarget {
   // with AVX-512 VNNI, 8 with AVX-VNNI), 0 without. Quantized convs then run
   // on integers (the graph pass quantize-convs).
   int int8_dot_lanes = 0;
+  // Dot products of two int16 by two int16 into each int32 lane (x86's
+  // vpmaddwd, one add after it): the int32 lanes (8 with AVX2, 16 with
+  // AVX-512BW), 0 without. A quantized model's products run on them where
+  // there are no byte dot products (quantize-matmuls).
+  int int16_dot_lanes = 0;
   int64_t float32_lanes() const { return vector_bytes / 4; }
 };
 // Below this much work (output elements times the reduction's extent: a

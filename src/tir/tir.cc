@@ -375,6 +375,20 @@ Expr call_intrinsic(Intrinsic i, std::vector<Expr> args) {
       t = acc;
       break;
     }
+    case Intrinsic::DotI16x2: {
+      // x86: one vpmaddwd and an add.
+      want(3);
+      const DataType& acc = args[0]->dtype;
+      KILN_CHECK(acc.code == DataType::Code::Int && acc.bits == 32,
+                 "dot_i16x2 accumulates into int32 lanes, not ", dtype_str(acc));
+      for (size_t k = 1; k < 3; ++k)
+        KILN_CHECK(args[k]->dtype.code == DataType::Code::Int && args[k]->dtype.bits == 16 &&
+                       args[k]->dtype.lanes == 2 * acc.lanes,
+                   "dot_i16x2 takes int16 operands of two lanes per accumulator lane (", 2 * acc.lanes,
+                   " for ", dtype_str(acc), "), not ", dtype_str(args[k]->dtype));
+      t = acc;
+      break;
+    }
   }
   return std::make_shared<CallNode>(t, CallKind::Intrinsic, intrinsic_name(i), std::move(args));
 }

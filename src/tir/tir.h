@@ -227,35 +227,36 @@ struct BufferLoadNode : ExprNode {
 // extern calls go to a C function by symbol name, resolved at link time.
 enum class CallKind : uint8_t { Intrinsic, Extern };
 
-#define KILN_TIR_INTRINSICS(X)                                                                           \
-  X(IsNull, "isnull")                  /* handle -> bool */                                              \
-  X(Abs, "abs")                        /* numeric */                                                     \
-  X(Sqrt, "sqrt")                      /* float */                                                       \
-  X(Exp, "exp")                        /* float */                                                       \
-  X(Log, "log")                        /* float */                                                       \
-  X(Tanh, "tanh")                      /* float */                                                       \
-  X(Sigmoid, "sigmoid")                /* float: 1 / (1 + exp(-x)) */                                    \
-  X(Erf, "erf")                        /* float */                                                       \
-  X(Sin, "sin")                        /* float */                                                       \
-  X(Cos, "cos")                        /* float */                                                       \
-  X(Tan, "tan")                        /* float; this and the 8 below: the C library's, in double */     \
-  X(Asin, "asin")                      /* float */                                                       \
-  X(Acos, "acos")                      /* float */                                                       \
-  X(Atan, "atan")                      /* float */                                                       \
-  X(Sinh, "sinh")                      /* float */                                                       \
-  X(Cosh, "cosh")                      /* float */                                                       \
-  X(Asinh, "asinh")                    /* float */                                                       \
-  X(Acosh, "acosh")                    /* float */                                                       \
-  X(Atanh, "atanh")                    /* float */                                                       \
-  X(Floor, "floor")                    /* float */                                                       \
-  X(Ceil, "ceil")                      /* float */                                                       \
-  X(Round, "round")                    /* float: to nearest, ties to even */                             \
-  X(Pow, "pow")                        /* float, float -> float */                                       \
-  X(Fmod, "fmod")                      /* float, float -> float: the C library's, exact, per lane */     \
-  X(Likely, "likely")                  /* bool hint for branches */                                      \
-  X(AddressOffset, "address_offset")   /* handle + int64 bytes -> handle */                              \
-  X(ParallelStatus, "parallel_status") /* -> int32: how the last parallel loop ended (tir/parallel.h) */ \
-  X(DotI8x4, "dot_i8x4") /* int32xN acc, (u)int8x4N a, int8x4N b -> acc[i] + sum_k<4 a[4i+k] * b[4i+k] */
+#define KILN_TIR_INTRINSICS(X)                                                                              \
+  X(IsNull, "isnull")                  /* handle -> bool */                                                 \
+  X(Abs, "abs")                        /* numeric */                                                        \
+  X(Sqrt, "sqrt")                      /* float */                                                          \
+  X(Exp, "exp")                        /* float */                                                          \
+  X(Log, "log")                        /* float */                                                          \
+  X(Tanh, "tanh")                      /* float */                                                          \
+  X(Sigmoid, "sigmoid")                /* float: 1 / (1 + exp(-x)) */                                       \
+  X(Erf, "erf")                        /* float */                                                          \
+  X(Sin, "sin")                        /* float */                                                          \
+  X(Cos, "cos")                        /* float */                                                          \
+  X(Tan, "tan")                        /* float; this and the 8 below: the C library's, in double */        \
+  X(Asin, "asin")                      /* float */                                                          \
+  X(Acos, "acos")                      /* float */                                                          \
+  X(Atan, "atan")                      /* float */                                                          \
+  X(Sinh, "sinh")                      /* float */                                                          \
+  X(Cosh, "cosh")                      /* float */                                                          \
+  X(Asinh, "asinh")                    /* float */                                                          \
+  X(Acosh, "acosh")                    /* float */                                                          \
+  X(Atanh, "atanh")                    /* float */                                                          \
+  X(Floor, "floor")                    /* float */                                                          \
+  X(Ceil, "ceil")                      /* float */                                                          \
+  X(Round, "round")                    /* float: to nearest, ties to even */                                \
+  X(Pow, "pow")                        /* float, float -> float */                                          \
+  X(Fmod, "fmod")                      /* float, float -> float: the C library's, exact, per lane */        \
+  X(Likely, "likely")                  /* bool hint for branches */                                         \
+  X(AddressOffset, "address_offset")   /* handle + int64 bytes -> handle */                                 \
+  X(ParallelStatus, "parallel_status") /* -> int32: how the last parallel loop ended (tir/parallel.h) */    \
+  X(DotI8x4, "dot_i8x4")   /* int32xN acc, (u)int8x4N a, int8x4N b -> acc[i] + sum_k<4 a[4i+k] * b[4i+k] */ \
+  X(DotI16x2, "dot_i16x2") /* int32xN acc, int16x2N a, int16x2N b -> acc[i] + sum_k<2 a[2i+k] * b[2i+k] */
 
 enum class Intrinsic : uint8_t {
 #define KILN_TIR_ENUM_ENTRY(name, text) name,

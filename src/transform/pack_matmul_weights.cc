@@ -21,11 +21,13 @@
 // column and no vector to fill (PP-OCR rec's 480 -> 120 with AVX-512: 103
 // us of scalar multiply-adds).
 //
-// pack-matmul-weights{integer=1} (a CPU with byte dot products, VNNI) also
+// pack-matmul-weights{dot=4} (a CPU with byte dot products, VNNI) also
 // packs the int8 constant of a product of uint8 data into int32, in groups
 // of four rows (nn.pack_matmul_weight of int8): nn.matmul_packed then sums
 // four byte products per lane and step (quantize-matmuls writes a quantized
-// model's products so).
+// model's products so). dot=2 (a CPU with vpmaddwd but no byte dot
+// products: AVX2) packs the weight as int16 in pairs of rows instead, for
+// two int16 products per lane and step.
 //
 // Requires: nothing; run fold-constants and dead-code-elimination after it
 // (the packed weights are calls on constants until folded). Guarantees:
@@ -87,10 +89,10 @@ class PackedWeights {
   std::map<std::tuple<const ExprNode*, int64_t, int64_t>, Var> bound_;
 };
 
-// matmul(x, w) or nn.dense(x, w), float32 throughout (or, with `integer`,
-// x uint8, w int8 and the product int32), w a 2-D constant: the packed
+// matmul(x, w) or nn.dense(x, w), float32 throughout (or, with `dot` 4 or
+// 2, x uint8, w int8 and the product int32), w a 2-D constant: the packed
 // product; else null.
-Expr packed_product(const Expr& value, const schedule::CpuTarget& cpu, bool integer, PackedWeights& packed) {
+Expr packed_product(const Expr& value, const schedule::CpuTarget& cpu, int64_t dot, PackedWeights& packed) {
   const CallNode* c = as<CallNode>(value);
   if (!c || !c->is_op_call()) return nullptr;
   const CallNode& call = *c;
@@ -103,7 +105,7 @@ Expr packed_product(const Expr& value, const schedule::CpuTarget& cpu, bool inte
   const bool floats =
       w->value.dtype() == DType::Float32 && x->dtype == DType::Float32 && y->dtype == DType::Float32;
   const bool bytes =
-      integer && w->value.dtype() == DType::Int8 && x->dtype == DType::UInt8 && y->dtype == DType::Int32;
+      dot && w->value.dtype() == DType::Int8 && x->dtype == DType::UInt8 && y->dtype == DType::Int32;
   if (!floats && !bytes) return nullptr;
   const int64_t units = w->value.dim(dense ? 0 : 1);
   Attrs pa;
@@ -111,7 +113,13 @@ Expr packed_product(const Expr& value, const schedule::CpuTarget& cpu, bool inte
   pa.set("transpose", int64_t{dense ? 1 : 0});
   Attrs ma;
   ma.set("units", units);
-  return make_op_call("nn.matmul_packed", {call.args[0], packed(call.args[1], pa)}, ma);
+  Expr weight = call.args[1];
+  if (bytes && dot == 2) {
+    Attrs wide;
+    wide.set("dtype", std::string("int16"));
+    weight = make_op_call("astype", {weight}, wide);
+  }
+  return make_op_call("nn.matmul_packed", {call.args[0], packed(weight, pa)}, ma);
 }
 
 Expr reshaped(const Expr& x, std::vector<int64_t> shape) {
@@ -161,7 +169,7 @@ bool pack_pointwise_conv(const Binding& b, const schedule::CpuTarget& cpu, Fresh
   return true;
 }
 
-Function pack_function(const FunctionNode& f, const schedule::CpuTarget& cpu, bool integer) {
+Function pack_function(const FunctionNode& f, const schedule::CpuTarget& cpu, int64_t dot) {
   FreshNames fresh(f);
   std::vector<Binding> out;
   PackedWeights weights(f, fresh, out);
@@ -171,7 +179,7 @@ Function pack_function(const FunctionNode& f, const schedule::CpuTarget& cpu, bo
       changed = true;
       continue;
     }
-    Expr packed = packed_product(b.value, cpu, integer, weights);
+    Expr packed = packed_product(b.value, cpu, dot, weights);
     out.push_back({b.var, packed ? packed : b.value});
     changed |= packed != nullptr;
   }
@@ -182,16 +190,23 @@ Function pack_function(const FunctionNode& f, const schedule::CpuTarget& cpu, bo
 }  // namespace
 
 Module pack_matmul_weights(const Module& m, const PassOptions& options) {
-  check_pass_option_keys(options, "pack-matmul-weights", {"lanes", "integer"});
+  check_pass_option_keys(options, "pack-matmul-weights", {"lanes", "dot"});
   const int64_t lanes =
       required_integer_pass_option(options, "pack-matmul-weights", "lanes", 1, 64,
                                    "the float32 lanes of the host's vectors, e.g. lanes=16");
-  const bool integer =
-      integer_pass_option_or(options, "pack-matmul-weights", "integer", 0, 1,
-                             "1 to pack uint8 x int8 products for byte dot products, e.g. integer=1", 0) != 0;
+  const int64_t dot = integer_pass_option_or(
+      options, "pack-matmul-weights", "dot", 0, 4,
+      "the products per lane of the integer dot product uint8 x int8 products are packed for: 4 (bytes), "
+      "2 (int16), 0 (none)",
+      0);
+  if (dot != 0 && dot != 2 && dot != 4)
+    throw Error(
+        "pack-matmul-weights: option dot must be 0, 2 or 4 (the products per lane of the integer dot "
+        "product), got " +
+        std::to_string(dot));
   schedule::CpuTarget cpu;
   cpu.vector_bytes = int(lanes * 4);
-  return rewrite_host_functions(m, [&](const FunctionNode& f) { return pack_function(f, cpu, integer); });
+  return rewrite_host_functions(m, [&](const FunctionNode& f) { return pack_function(f, cpu, dot); });
 }
 
 }  // namespace kiln

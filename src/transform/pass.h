@@ -153,7 +153,7 @@ Module quantize_convs(const Module& m, const PassOptions& options);
 // MatMulInteger and QLinearMatMul import) by a constant of int8 values as
 // uint8 x int8 products minus the zero point times the weight's column
 // sums: the same int32 values. The model compile pipeline runs it for CPUs
-// with VNNI.
+// with byte dot products (VNNI) or int16 ones (AVX2's vpmaddwd).
 Module quantize_matmuls(const Module& m);
 // Pools a quantized model's max pools of dequantized integers (through a
 // relu) on the integers, dequantizing after: the same values.
@@ -165,10 +165,10 @@ Module quantized_max_pools(const Module& m);
 Module convert_layout(const Module& m, const PassOptions& options);
 // Packs the 2-D constant right operand of each float32 matmul and nn.dense
 // into panels of the register tile's columns for vectors of N float32
-// lanes (lanes=N), the product becoming nn.matmul_packed; with integer=1
-// also those of uint8 data by int8 weights, in groups of four rows for byte
-// dot products. Host functions only; the model compile pipeline runs it
-// after partitioning.
+// lanes (lanes=N), the product becoming nn.matmul_packed; with dot=4 also
+// those of uint8 data by int8 weights, in groups of four rows for byte dot
+// products (VNNI), with dot=2 as int16 in pairs of rows (vpmaddwd). Host
+// functions only; the model compile pipeline runs it after partitioning.
 Module pack_matmul_weights(const Module& m, const PassOptions& options);
 // Rewrites each float32 3x3 stride-1 nn.conv2d with a constant weight, one
 // group, 4 channels or more in and out and two output rows or more as

@@ -1,8 +1,9 @@
 // quantize-matmuls: runs a quantized model's products by a constant int8
-// weight as uint8 x int8 products, which pack-matmul-weights{integer=1}
-// packs for byte dot products (a CPU with VNNI computes four of them per
-// int32 lane and instruction), instead of int32 multiplies of the values
-// widened with their zero point subtracted.
+// weight as uint8 x int8 products, which pack-matmul-weights{dot=4} packs
+// for byte dot products (a CPU with VNNI computes four of them per int32
+// lane and instruction) and {dot=2} for int16 ones (AVX2's vpmaddwd: two
+// per lane, and an add), instead of int32 multiplies of the values widened
+// with their zero point subtracted.
 //
 // ONNX's MatMulInteger and QLinearMatMul import as a matmul of
 // subtract(astype(q, int32), z) by the weight shifted by its zero point

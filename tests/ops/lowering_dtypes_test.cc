@@ -239,6 +239,24 @@ const std::map<std::string, Gen>& generators() {
                             {range_of(t), range_of(t), range_of(t)}});
          return cases;
        }},
+      // int16 weights of a quantized product (vpmaddwd's pairs): packed, and
+      // uint8 data by them.
+      {"nn.pack_matmul_weight",
+       [] {
+         return std::vector<Case>{{{typed({7, 21}, kI16)}, Attrs{{"columns", int64_t{8}}}, {{-128, 127}}},
+                                  {{typed({16, 9}, kI16)},
+                                   Attrs{{"columns", int64_t{16}}, {"transpose", int64_t{1}}},
+                                   {{-128, 127}}}};
+       }},
+      {"nn.matmul_packed",
+       [] {
+         return std::vector<Case>{{{typed({5, 7}, DType::UInt8), typed({3, 4, 8, 2}, kI16)},
+                                   Attrs{{"units", int64_t{20}}},
+                                   {{0, 255}, {-128, 127}}},
+                                  {{typed({2, 40, 24}, DType::UInt8), typed({4, 12, 16, 2}, kI16)},
+                                   Attrs{{"units", int64_t{60}}},
+                                   {{0, 255}, {-128, 127}}}};
+       }},
   };
   return g;
 }

@@ -96,7 +96,7 @@ TEST(PackedMatmul, BadShapesAndAttributesAreErrorsNamingThem) {
             std::string::npos);
   EXPECT_NE(testing::error_of([&] {
               run1("nn.pack_matmul_weight", {Tensor::zeros({3, 10}, DType::Int32)}, pack_attrs(4, 0));
-            }).find("weight must be float32 or int8, got int32"),
+            }).find("weight must be float32, int8 or int16, got int32"),
             std::string::npos);
   Tensor packed = run1("nn.pack_matmul_weight", {w}, pack_attrs(4, 0));  // (3, 3, 4)
   Tensor x = testing::random_floats({2, 3}, 6);
@@ -145,13 +145,28 @@ TEST(PackedMatmul, Int8WeightsPackInGroupsOfFourRowsForUInt8Data) {
     ASSERT_EQ(got.dtype(), DType::Int32);
     EXPECT_TRUE(got.bitwise_equal(run1("matmul", {x, w}))) << shape_str(xs);
   }
+  // int16 weights pack in pairs of rows (AVX2's vpmaddwd): (3, 3, 4, 2),
+  // and uint8 data by them is the same product.
+  Tensor w16 = run1("astype", {w}, {{"dtype", std::string("int16")}});
+  Tensor p16 = run1("nn.pack_matmul_weight", {w16}, pack_attrs(4, 0));
+  ASSERT_EQ(p16.shape(), (Shape{3, 3, 4, 2}));
+  for (int64_t panel = 0; panel < 3; ++panel)
+    for (int64_t k = 0; k < 6; ++k)
+      for (int64_t j = 0; j < 4; ++j) {
+        const int64_t n = panel * 4 + j;
+        EXPECT_EQ(p16.data<int16_t>()[((panel * 3 + k / 2) * 4 + j) * 2 + k % 2],
+                  n < 10 ? w.data<int8_t>()[k * 10 + n] : 0);
+      }
+  Tensor x16 = testing::random_ints({2, 3, 6}, DType::UInt8, 0, 255, 6);
+  EXPECT_TRUE(
+      run1("nn.matmul_packed", {x16, p16}, {{"units", int64_t{10}}}).bitwise_equal(run1("matmul", {x16, w})));
   // What the byte product refuses.
   Tensor x = testing::random_ints({5, 6}, DType::UInt8, 0, 255, 3);
   EXPECT_NE(testing::error_of([&] {
               run1("nn.matmul_packed",
                    {x, run1("nn.pack_matmul_weight", {testing::random_floats({6, 10}, 4)}, pack_attrs(4, 0))},
                    {{"units", int64_t{10}}});
-            }).find("uint8 data needs an int8 packed weight, got float32"),
+            }).find("uint8 data needs an int8 or int16 packed weight, got float32"),
             std::string::npos);
   EXPECT_NE(testing::error_of([&] {
               run1("nn.matmul_packed", {testing::random_ints({5, 9}, DType::UInt8, 0, 255, 5), p},
@@ -177,11 +192,11 @@ TEST(PackedMatmul, ThePassRefusesAMissingOrBadLaneCount) {
             std::string::npos);
   EXPECT_NE(testing::error_of([&] {
               run_passes(m, {"pack-matmul-weights{block=8}"});
-            }).find("unknown option 'block' (it takes lanes=N, integer=N)"),
+            }).find("unknown option 'block' (it takes lanes=N, dot=N)"),
             std::string::npos);
   EXPECT_NE(testing::error_of([&] {
-              run_passes(m, {"pack-matmul-weights{lanes=8 integer=2}"});
-            }).find("option integer must be an integer from 0 to 1"),
+              run_passes(m, {"pack-matmul-weights{lanes=8 dot=3}"});
+            }).find("option dot must be 0, 2 or 4"),
             std::string::npos);
 }
 

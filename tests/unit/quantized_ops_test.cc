@@ -32,10 +32,12 @@ uint32_t next(uint32_t& state) {
 }
 
 // The CPUs to compile for: this machine's, AVX-VNNI's 8 lanes (Alder Lake,
-// when this machine runs its code) and one without byte dot products.
+// when this machine runs its code) and two without byte dot products:
+// AVX2 (int16 pairs on 8 lanes) and AVX-512 without VNNI (Skylake-X: 16).
 std::vector<std::string> cpus() {
   std::vector<std::string> c = {"", "x86-64-v3"};
   if (__builtin_cpu_supports("avxvnni")) c.push_back("alderlake");
+  if (__builtin_cpu_supports("avx512bw")) c.push_back("skylake-avx512");
   return c;
 }
 
@@ -340,7 +342,8 @@ TEST(QuantizedConv, QLinearConvsRunAsUInt8ByInt8Convs) {
 // int32: one runtime value, as DynamicQuantizeLinear gives it, one per row,
 // a constant, or none; the weight a constant of int8 values) runs as the
 // uint8 x int8 product (quantize-matmuls) packed for byte dot products
-// (pack-matmul-weights{integer=1}), bit for bit against the interpreter:
+// (pack-matmul-weights{dot=4}; without them, AVX2's, in int16 pairs for
+// vpmaddwd: dot=2), bit for bit against the interpreter:
 // 1-D and batched data, K of no whole groups of four, rows and columns that
 // fill no tile.
 TEST(QuantizedMatmul, ShiftedUInt8ProductsRunAsUInt8ByInt8Products) {
@@ -378,15 +381,14 @@ TEST(QuantizedMatmul, ShiftedUInt8ProductsRunAsUInt8ByInt8Products) {
     const std::string what = shape_str(c.x) + " by (" + std::to_string(k) + ", " + std::to_string(c.n) +
                              "), zero point " + c.zero_point;
     const bool rows = c.x.size() >= 2;
+    // With byte dot products four products a lane and step (dot_i8x4);
+    // without, AVX2's int16 pairs (dot_i16x2, the weight packed as int16).
     expect_exact_for_each_cpu(m, args, what, [rows](const std::string& cpu, const std::string& printed) {
-      if (dot_lanes(cpu)) {
-        EXPECT_NE(printed.find("# IR after quantize-matmuls"), std::string::npos);
-        EXPECT_NE(printed.find("nn.matmul_packed"), std::string::npos);
-        // A single row (1-D data) is not tiled: its sums stay scalar.
-        EXPECT_EQ(printed.find("dot_i8x4") != std::string::npos, rows);
-      } else {
-        EXPECT_EQ(printed.find("# IR after quantize-matmuls"), std::string::npos);
-      }
+      EXPECT_NE(printed.find("# IR after quantize-matmuls"), std::string::npos);
+      EXPECT_NE(printed.find("nn.matmul_packed"), std::string::npos);
+      // A single row (1-D data) is not tiled: its sums stay scalar.
+      const char* dot = dot_lanes(cpu) ? "dot_i8x4(" : "dot_i16x2(";
+      EXPECT_EQ(printed.find(dot) != std::string::npos, rows) << dot;
     });
   }
 }

@@ -106,6 +106,9 @@ TEST_P(TirGolden, PassesGiveTheExpectedText) {
     options.dot_lanes = 32;
   else if (!dots.empty())
     options.dot_lanes = std::stoi(dots);
+  // int16 pairs (x86's vpmaddwd: 8 or 16 lanes).
+  if (std::string pairs = header(input, "PAIR-DOT-PRODUCTS"); !pairs.empty())
+    options.dot16_lanes = std::stoi(pairs);
   if (header(input, "CHECK-BOUNDS") == "on") options.check_bounds = true;
   std::vector<std::string> passes;
   std::stringstream names(header(input, "PASSES"));

@@ -26,6 +26,11 @@
 //
 // Columns past the last whole 32 keep the original loop. Runs only when
 // options.dot_lanes is set.
+//
+// In the same way int16 products accumulated by pairs (a loop over k of
+// extent 2, x and w int16, the indices 2 * j + k or k) become dot_i16x2 of
+// options.dot16_lanes columns (x86: one vpmaddwd and an add), when that is
+// set.
 #include <map>
 
 #include "tir/mutator.h"
@@ -84,19 +89,30 @@ bool same(const Linear& a, const Linear& b) {
   return a.constant == b.constant && nonzero(a) == nonzero(b);
 }
 
-// A byte operand widened to int32: int8, or uint8 where `unsigned_ok`.
-const BufferLoadNode* int8_operand(const Expr& e, bool unsigned_ok) {
+// An operand widened to int32 from `bits` bits: signed, or unsigned too
+// where `unsigned_ok`.
+const BufferLoadNode* narrow_operand(const Expr& e, int bits, bool unsigned_ok) {
   auto* c = as<CastNode>(e);
   if (!c || c->dtype != DataType::int32()) return nullptr;
   auto* l = as<BufferLoadNode>(c->value);
   if (!l || l->indices.size() != 1) return nullptr;
-  if (l->dtype != DataType::int_(8) && !(unsigned_ok && l->dtype == DataType::uint(8))) return nullptr;
+  if (l->dtype != DataType::int_(bits) && !(unsigned_ok && l->dtype == DataType::uint(bits))) return nullptr;
   return l;
 }
 
+// The dot product a loop of `group` products per lane becomes: four bytes
+// (dot_i8x4, x int8 or uint8) or two int16 (dot_i16x2), on `lanes` lanes.
+struct DotForm {
+  int64_t group;
+  int bits;
+  bool unsigned_x;
+  Intrinsic intrinsic;
+  int64_t lanes;
+};
+
 class DotProducts : public Mutator {
  public:
-  explicit DotProducts(int64_t lanes) : lanes_(lanes) {}
+  explicit DotProducts(std::vector<DotForm> forms) : forms_(std::move(forms)) {}
 
  protected:
   Stmt mutate_For(const Stmt& s, const ForNode& n) override {
@@ -108,10 +124,17 @@ class DotProducts : public Mutator {
 
  private:
   std::optional<Stmt> rewrite(const ForNode& cols) {
+    for (const DotForm& form : forms_)
+      if (auto s = rewrite(cols, form)) return s;
+    return std::nullopt;
+  }
+
+  std::optional<Stmt> rewrite(const ForNode& cols, const DotForm& form) {
+    const int64_t g = form.group;
     auto extent = as_const_int(cols.extent);
     auto inner = as<ForNode>(cols.body);
-    if (!extent || *extent < lanes_ || as_const_int(cols.min) != 0 || !inner) return std::nullopt;
-    if (as_const_int(inner->extent) != 4 || as_const_int(inner->min) != 0) return std::nullopt;
+    if (!extent || *extent < form.lanes || as_const_int(cols.min) != 0 || !inner) return std::nullopt;
+    if (as_const_int(inner->extent) != g || as_const_int(inner->min) != 0) return std::nullopt;
     auto* st = as<BufferStoreNode>(inner->body);
     if (!st || st->indices.size() != 1 || st->buffer->dtype != DataType::int32()) return std::nullopt;
     auto* add_node = as<BinaryNode>(st->value);
@@ -130,8 +153,9 @@ class DotProducts : public Mutator {
       auto acc_index = linear(acc->indices[0], j, k);
       if (!acc_index || !same(*acc_index, *out)) continue;  // the same element
       for (int order = 0; order < 2; ++order) {
-        const BufferLoadNode* x = int8_operand(order ? mul_node->b : mul_node->a, true);
-        const BufferLoadNode* w = int8_operand(order ? mul_node->a : mul_node->b, false);
+        const BufferLoadNode* x =
+            narrow_operand(order ? mul_node->b : mul_node->a, form.bits, form.unsigned_x);
+        const BufferLoadNode* w = narrow_operand(order ? mul_node->a : mul_node->b, form.bits, false);
         if (!x || !w) continue;
         auto xi = linear(x->indices[0], j, k), wi = linear(w->indices[0], j, k);
         if (!xi || !wi || coefficient(*xi, k) != 1 || coefficient(*wi, k) != 1) continue;
@@ -139,17 +163,19 @@ class DotProducts : public Mutator {
         // image), or w's a column and x's the same (x one position's
         // channels broadcast, w a block of output channels' weights).
         const int64_t xj = coefficient(*xi, j), wj = coefficient(*wi, j);
-        if ((xj == 4 && wj == 0) || (xj == 0 && wj == 4))
-          return build(cols, *extent, st->buffer, index, *x, xj == 4, *w, wj == 4);
+        if ((xj == g && wj == 0) || (xj == 0 && wj == g))
+          return build(cols, *extent, form, st->buffer, index, *x, xj == g, *w, wj == g);
       }
     }
     return std::nullopt;
   }
 
-  // `x_runs` / `w_runs`: the operand reads four bytes a column (4 * lanes
-  // contiguous bytes a vector), else the same four for every column.
-  Stmt build(const ForNode& cols, int64_t extent, const Buffer& acc, const Expr& index,
+  // `x_runs` / `w_runs`: the operand reads a group (four bytes, two int16)
+  // a column (group * lanes contiguous elements a vector), else the same
+  // group for every column.
+  Stmt build(const ForNode& cols, int64_t extent, const DotForm& form, const Buffer& acc, const Expr& index,
              const BufferLoadNode& x, bool x_runs, const BufferLoadNode& w, bool w_runs) {
+    const int64_t lanes = form.lanes, g = form.group;
     const Var& j = cols.var;
     DataType it = j->dtype;
     auto at_zero = [&](const Expr& e) {
@@ -158,36 +184,39 @@ class DotProducts : public Mutator {
     };
     Var jd = make_var(j->name + "_dot", it);
     Expr acc_index =
-        ramp(simplify_expr(add(at_zero(index), mul(jd, int_imm(lanes_, it)))), int_imm(1, it), lanes_);
+        ramp(simplify_expr(add(at_zero(index), mul(jd, int_imm(lanes, it)))), int_imm(1, it), lanes);
     auto operand_index = [&](const BufferLoadNode& l, bool runs) {
       if (runs)
-        return ramp(simplify_expr(add(at_zero(l.indices[0]), mul(jd, int_imm(4 * lanes_, it)))),
-                    int_imm(1, it), 4 * lanes_);
+        return ramp(simplify_expr(add(at_zero(l.indices[0]), mul(jd, int_imm(g * lanes, it)))),
+                    int_imm(1, it), g * lanes);
       DataType t = l.indices[0]->dtype;
-      return add(broadcast(at_zero(l.indices[0]), 4 * lanes_),
-                 mod(ramp(int_imm(0, t), int_imm(1, t), 4 * lanes_), broadcast(int_imm(4, t), 4 * lanes_)));
+      return add(broadcast(at_zero(l.indices[0]), g * lanes),
+                 mod(ramp(int_imm(0, t), int_imm(1, t), g * lanes), broadcast(int_imm(g, t), g * lanes)));
     };
     Expr x_index = operand_index(x, x_runs), w_index = operand_index(w, w_runs);
-    Expr dot = call_intrinsic(Intrinsic::DotI8x4,
+    Expr dot = call_intrinsic(form.intrinsic,
                               {load(acc, {acc_index}), load(x.buffer, {x_index}), load(w.buffer, {w_index})});
     std::vector<Stmt> out;
-    const int64_t whole = extent / lanes_;
+    const int64_t whole = extent / lanes;
     out.push_back(for_loop(jd, int_imm(0, it), int_imm(whole, it),
                            whole <= 4 ? ForKind::Unrolled : ForKind::Serial, store(acc, {acc_index}, dot)));
-    if (extent % lanes_)
-      out.push_back(for_loop(j, int_imm(whole * lanes_, it), int_imm(extent - whole * lanes_, it),
+    if (extent % lanes)
+      out.push_back(for_loop(j, int_imm(whole * lanes, it), int_imm(extent - whole * lanes, it),
                              cols.for_kind, cols.body));
     return seq(std::move(out));
   }
 
-  const int64_t lanes_;  // int32 lanes of one dot_i8x4
+  const std::vector<DotForm> forms_;
 };
 
 }  // namespace
 
 PrimFunc form_dot_products(const PrimFunc& f, const TirPassOptions& options) {
-  if (!options.dot_lanes) return f;
-  return DotProducts(options.dot_lanes).mutate_function(f);
+  std::vector<DotForm> forms;
+  if (options.dot_lanes) forms.push_back({4, 8, true, Intrinsic::DotI8x4, options.dot_lanes});
+  if (options.dot16_lanes) forms.push_back({2, 16, false, Intrinsic::DotI16x2, options.dot16_lanes});
+  if (forms.empty()) return f;
+  return DotProducts(std::move(forms)).mutate_function(f);
 }
 
 }  // namespace kiln::tir

@@ -45,6 +45,10 @@ struct TirPassOptions {
   // 32, one HVX vrmpy; x86 with VNNI: 16 or 8, one vpdpbusd); 0 turns the
   // pass off.
   int64_t dot_lanes = 0;
+  // form-dot-products: int16 products accumulated by pairs into int32
+  // become dot_i16x2 of this many int32 lanes (x86: 8 with AVX2, 16 with
+  // AVX-512BW, one vpmaddwd and an add); 0: left as they are.
+  int64_t dot16_lanes = 0;
   // interleave-accumulators: the target's vector registers (AVX2 16,
   // AVX-512 32); 0 turns the pass off.
   int64_t vector_registers = 0;

@@ -243,6 +243,29 @@ class Simplifier : public Mutator {
     return std::nullopt;
   }
 
+  // e / c when e is by its form a multiple of c: x * k with k a multiple
+  // of c, a constant multiple of c, or a sum of those.
+  std::optional<Expr> exact_quotient(const Expr& e, int64_t c, DataType t) const {
+    if (auto v = as_const_int(e)) {
+      if (*v % c == 0) return int_imm(*v / c, t);
+      return std::nullopt;
+    }
+    auto* n = as<BinaryNode>(e);
+    if (!n) return std::nullopt;
+    if (n->op == BinaryOp::Mul) {
+      for (int side = 0; side < 2; ++side) {
+        auto k = as_const_int(side ? n->a : n->b);
+        const Expr& x = side ? n->b : n->a;
+        if (k && *k % c == 0) return *k == c ? x : binary(BinaryOp::Mul, x, int_imm(*k / c, t));
+      }
+      return std::nullopt;
+    }
+    if (n->op != BinaryOp::Add) return std::nullopt;
+    auto qa = exact_quotient(n->a, c, t), qb = exact_quotient(n->b, c, t);
+    if (!qa || !qb) return std::nullopt;
+    return binary(BinaryOp::Add, *qa, *qb);
+  }
+
   // x / c and x mod c for a positive constant c and x in a known range.
   std::optional<Expr> simplify_div_mod(BinaryOp op, const Expr& a, int64_t c, DataType t) const {
     if (c <= 0 || !t.is_int() || t.is_vector()) return std::nullopt;
@@ -250,26 +273,19 @@ class Simplifier : public Mutator {
     if (!r || r->lo < 0) return std::nullopt;
     if (r->hi < c) return op == BinaryOp::Div ? int_imm(0, t) : a;
     // A multiple of c plus a non-negative rest (a split loop's index
-    // o * c + i, both in known ranges):
+    // o * c + i, both in known ranges; or a loop split twice, (p * 4 + o)
+    // * c + i, whose multiple is a sum of them):
     //   (x * k + y) / c == x * (k / c) + y / c,  (x * k + y) mod c == y mod c.
-    auto multiple = [&](const Expr& e) -> std::optional<std::pair<Expr, int64_t>> {
-      auto* m = as<BinaryNode>(e);
-      if (!m || m->op != BinaryOp::Mul) return std::nullopt;
-      if (auto k = as_const_int(m->b); k && *k % c == 0) return std::make_pair(m->a, *k);
-      if (auto k = as_const_int(m->a); k && *k % c == 0) return std::make_pair(m->b, *k);
-      return std::nullopt;
-    };
     if (auto* sum = as<BinaryNode>(a); sum && sum->op == BinaryOp::Add) {
       for (int side = 0; side < 2; ++side) {
         const Expr& x = side == 0 ? sum->a : sum->b;
         const Expr& y = side == 0 ? sum->b : sum->a;
-        auto mx = multiple(x);
+        std::optional<Expr> q = exact_quotient(x, c, t);
         auto rx = range_of(x), ry = range_of(y);
-        if (!mx || !rx || !ry || rx->lo < 0 || ry->lo < 0) continue;
+        if (!q || !rx || !ry || rx->lo < 0 || ry->lo < 0) continue;
         Expr rest = mutate_const(binary(op, y, int_imm(c, t)));
         if (op == BinaryOp::Mod) return rest;
-        Expr q = mx->second == c ? mx->first : binary(BinaryOp::Mul, mx->first, int_imm(mx->second / c, t));
-        return mutate_const(binary(BinaryOp::Add, q, rest));
+        return mutate_const(binary(BinaryOp::Add, *q, rest));
       }
     }
     if (op != BinaryOp::Div) return std::nullopt;
