@@ -152,7 +152,9 @@ Module quantize_convs(const Module& m, const PassOptions& options);
 // Runs matmuls of uint8 data (its zero point subtracted in int32, as
 // MatMulInteger and QLinearMatMul import) by a constant of int8 values as
 // uint8 x int8 products minus the zero point times the weight's column
-// sums: the same int32 values. The model compile pipeline runs it for CPUs
+// sums: the same int32 values; and QDQ's float32 matmuls and dense layers
+// of dequantized uint8 data by int8 weights times a scale per column so,
+// scaled after. The model compile pipeline runs it for CPUs
 // with byte dot products (VNNI) or int16 ones (AVX2's vpmaddwd).
 Module quantize_matmuls(const Module& m);
 // Pools a quantized model's max pools of dequantized integers (through a

@@ -21,9 +21,20 @@
 // any z the same for every k. A matmul of q by such a weight without a
 // zero point (MatMulInteger without a_zero_point) takes the weight as int8.
 //
+// A QDQ model's float32 matmul (or Gemm, as nn.dense) of dequantize(q) (q
+// uint8, one scale sx and zero point zx) by a constant that is, value for
+// value, int8 values times a scale per output column sw[n] (found as
+// quantize-convs finds a conv's: src/transform/int8_weight.h) becomes
+//
+//   sx * sw[n] * (product(q, wq) - zx * s[n])
+//
+// the integer product exact and one float32 multiply after it, where the
+// float product rounded each step: results agree within float32 rounding.
+//
 // Requires: nothing. Guarantees: each rewritten product's variable keeps
-// its type (int32) and value; the subtract it read is left to
-// dead-code-elimination when nothing else reads it.
+// its type (int32, or float32 for a dequantized one) and value (within
+// float32 rounding for a dequantized one); the subtract or dequantize it
+// read is left to dead-code-elimination when nothing else reads it.
 //
 //   %xs = subtract(%xw, %z)                    // %xw = astype(%q: uint8, dtype="int32")
 //   %y = matmul(%xs, const(Tensor[(2, 2), int32], [[1, 2], [-3, 4]]))
@@ -33,10 +44,24 @@
 //   %y = subtract(%y_acc, %y_offset)
 #include <optional>
 
+#include "transform/int8_weight.h"
 #include "transform/pass.h"
 
 namespace kiln {
 namespace {
+
+// Sums of K products of uint8 by int8 that int32 always holds.
+bool sums_fit_int32(int64_t K) { return 255.0 * 128.0 * double(K) < 2147483648.0; }
+
+// The (C, R) transpose of the 2-D tensor `t` (R, C) of T.
+template <typename T>
+Tensor transposed(const Tensor& t) {
+  const int64_t rows = t.dim(0), cols = t.dim(1);
+  Tensor out = Tensor::empty({cols, rows}, t.dtype());
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c) out.data<T>()[c * rows + r] = t.data<T>()[r * cols + c];
+  return out;
+}
 
 // `w` (2-D, int8 or int32) as int8 when each value is in int8's range.
 std::optional<Tensor> int8_values(const Tensor& w) {
@@ -62,15 +87,66 @@ class Rewriter : public BindingRewriter {
   }
 
   bool rewrite(const Binding& b) override {
-    const CallNode* product = op_call(b.value, "matmul");
     const TensorDesc* out = tensor_desc(b.value);
-    if (!product || !out || out->dtype != DType::Int32) return false;
+    if (!out) return false;
+    if (const CallNode* product = op_call(b.value, "matmul"); product && out->dtype == DType::Int32)
+      return rewrite_shifted(b, *product);
+    if (out->dtype != DType::Float32) return false;
+    if (const CallNode* product = op_call(b.value, "matmul")) return rewrite_dequantized(b, *product, false);
+    if (const CallNode* product = op_call(b.value, "nn.dense")) return rewrite_dequantized(b, *product, true);
+    return false;
+  }
+
+  // A float32 product of dequantize(q) (q uint8, one scale sx and zero
+  // point zx) by a constant that is int8 values times a scale per output
+  // column sw[n] (QDQ's MatMul; Gemm as nn.dense, whose (N, K) weight has a
+  // scale per row):
+  //   sx * sw[n] * (product(q, wq) - zx * sum over k of wq[k, n])
+  // the integer product exact, one float32 multiply where the float
+  // product rounded each step (within float32 rounding of it).
+  bool rewrite_dequantized(const Binding& b, const CallNode& product, bool dense) {
+    const CallNode* dq = op_call(value_of(product.args[0]), "dequantize");
+    if (!dq || !is_uint8(dq->args[0])) return false;
+    const ConstantNode* w = as<ConstantNode>(value_of(product.args[1]));
+    if (!w || w->value.dtype() != DType::Float32 || w->value.ndim() != 2) return false;
+    // Output columns on axis 0, where int8_weight reads channels.
+    std::optional<Int8Weight> wq = int8_weight(dense ? w->value : transposed<float>(w->value));
+    if (!wq || !sums_fit_int32(wq->values.dim(1))) return false;
+    const int64_t N = wq->values.dim(0), zx = dq->attrs.get_int("zero_point");
+    const float sx = float(dq->attrs.get_float("scale"));
+    std::vector<int64_t> offsets;
+    std::vector<float> scales;
+    for (int64_t n = 0; n < N; ++n) {
+      offsets.push_back(zx * wq->sums[size_t(n)]);
+      scales.push_back(sx * wq->scales[size_t(n)]);
+    }
+    const Tensor values = dense ? wq->values : transposed<int8_t>(wq->values);
+    std::vector<Binding> added;
+    Expr acc = bind(b.var->name + "_acc",
+                    make_op_call(product.op->name, {dq->args[0], make_constant(values)}), added);
+    Expr centered =
+        make_op_call("subtract", {acc, make_constant(Tensor::from_ints({N}, offsets, DType::Int32))});
+    Attrs to_float;
+    to_float.set("dtype", std::string("float32"));
+    Expr wide = make_op_call("astype", {bind(b.var->name + "_centered", centered, added)}, to_float);
+    Expr y = make_op_call("multiply", {bind(b.var->name + "_float", wide, added),
+                                       make_constant(Tensor::from_floats({N}, scales))});
+    if (!type_equal(y->type, b.var->type)) return false;
+    out_.insert(out_.end(), added.begin(), added.end());
+    out_.push_back({b.var, y});
+    return true;
+  }
+
+  // An int32 matmul of subtract(astype(q, int32), z) (or q) by a constant
+  // of int8 values.
+  bool rewrite_shifted(const Binding& b, const CallNode& matmul) {
+    const CallNode* product = &matmul;
     const ConstantNode* w = as<ConstantNode>(value_of(product->args[1]));
     if (!w) return false;
     std::optional<Tensor> wq = int8_values(w->value);
     if (!wq) return false;
     const int64_t K = wq->dim(0), N = wq->dim(1);
-    if (255.0 * 128.0 * double(K) >= 2147483648.0) return false;
+    if (!sums_fit_int32(K)) return false;
     std::vector<Binding> added;
     Expr data = product->args[0];
     Expr zero_point;

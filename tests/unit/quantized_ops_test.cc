@@ -206,10 +206,11 @@ def @main(%x: Tensor[(1, 8, 18, 40), float32]) -> Tensor[(1, 16, 18, 40), float3
 }
 
 // `m` (one float32 input `shape`) compiled for each CPU against the
-// interpreter: within one quantization step `step` of the output, 99% of it
-// equal; returns the IR after quantize-convs on this CPU ("" without it).
+// interpreter: within one quantization step `step` of each output, 99% of
+// it equal; `check` reads the IR after the pass `pass` ("" where it did
+// not run).
 void expect_within_a_step(
-    const Module& m, const Shape& shape, double step,
+    const Module& m, const Shape& shape, double step, const std::string& pass,
     const std::function<void(const std::string& cpu, const std::string& rewritten)>& check) {
   Tensor x = Tensor::empty(shape, DType::Float32);
   uint32_t state = 2;
@@ -221,19 +222,16 @@ void expect_within_a_step(
     VirtualMachine vm(testing::compile_printed(m, cpu, &printed));
     const std::vector<Tensor> got = vm.run({x});
     // Float32 rounding in another order can move a value across the
-    // midpoint of two steps of the quantize after the conv.
+    // midpoint of two steps of the quantize after the conv or product.
     testing::expect_outputs_near(got, want, step + 1e-6);
-    int64_t exact = 0;
-    for (int64_t i = 0; i < want[0].numel(); ++i)
-      exact += got[0].get_as_double(i) == want[0].get_as_double(i);
-    EXPECT_GT(exact, want[0].numel() * 99 / 100);
-    const size_t at = printed.find("# IR after quantize-convs");
-    if (dot_lanes(cpu)) {
-      ASSERT_NE(at, std::string::npos);
-      check(cpu, printed.substr(at, printed.find("\n# ", at + 1) - at));
-    } else {
-      EXPECT_EQ(at, std::string::npos) << "quantize-convs ran without byte dot products";
+    for (size_t o = 0; o < want.size(); ++o) {
+      int64_t exact = 0;
+      for (int64_t i = 0; i < want[o].numel(); ++i)
+        exact += got[o].get_as_double(i) == want[o].get_as_double(i);
+      EXPECT_GT(exact, want[o].numel() * 99 / 100) << "output " << o;
     }
+    const size_t at = printed.find("# IR after " + pass);
+    check(cpu, at == std::string::npos ? "" : printed.substr(at, printed.find("\n# ", at + 1) - at));
   }
 }
 
@@ -244,8 +242,12 @@ size_t count(const std::string& text, const std::string& what) {
 }
 
 TEST(QuantizedConv, QdqConvsRunOnIntegersWithinAQuantizationStep) {
-  expect_within_a_step(qdq_model(), {1, 8, 18, 40}, 0.05,
-                       [](const std::string&, const std::string& rewritten) {
+  expect_within_a_step(qdq_model(), {1, 8, 18, 40}, 0.05, "quantize-convs",
+                       [](const std::string& cpu, const std::string& rewritten) {
+                         if (!dot_lanes(cpu)) {
+                           EXPECT_EQ(rewritten, "") << "quantize-convs ran without byte dot products";
+                           return;
+                         }
                          EXPECT_EQ(count(rewritten, "out_dtype=\"int32\""), 2u) << rewritten;
                        });
 }
@@ -265,8 +267,12 @@ def @main(%x: Tensor[(1, 3, 20, 26), float32]) -> Tensor[(1, 16, 10, 13), float3
   return %d2
 })";
   text.replace(text.find("W1"), 2, int8_weight({16, 3, 7, 7}, 1.0 / 1024, state));
-  expect_within_a_step(parse_module(text, "image.kir"), {1, 3, 20, 26}, 0.05,
+  expect_within_a_step(parse_module(text, "image.kir"), {1, 3, 20, 26}, 0.05, "quantize-convs",
                        [](const std::string& cpu, const std::string& rewritten) {
+                         if (!dot_lanes(cpu)) {
+                           EXPECT_EQ(rewritten, "") << "quantize-convs ran without byte dot products";
+                           return;
+                         }
                          EXPECT_EQ(count(rewritten, "out_dtype=\"int32\""), 1u) << rewritten;
                          // Blocks of 16 or 8 output channels: the image's pad reaches 4 channels.
                          EXPECT_NE(rewritten.find("pad_width=[0, 0, 0, 1, 3, 3, 3, 3]"), std::string::npos)
@@ -391,6 +397,45 @@ TEST(QuantizedMatmul, ShiftedUInt8ProductsRunAsUInt8ByInt8Products) {
       EXPECT_EQ(printed.find(dot) != std::string::npos, rows) << dot;
     });
   }
+}
+
+// QDQ's products: a MatMul and a Gemm (nn.dense) of dequantized uint8 data
+// by int8 weights dequantized per tensor and per output unit run as uint8 x
+// int8 products, scaled after (quantize-matmuls), within a quantization
+// step of the interpreter's float product (99% equal) on every CPU.
+TEST(QuantizedMatmul, QdqProductsRunOnIntegersWithinAQuantizationStep) {
+  uint32_t state = 9;
+  // nn.dense's (20, 40) weight, each output unit's row at its own scale.
+  std::ostringstream dense_weight;
+  dense_weight << std::setprecision(12) << "const(Tensor[(20, 40), float32], [";
+  for (int64_t i = 0; i < 20 * 40; ++i)
+    dense_weight << (i ? ", " : "") << double(int64_t(next(state) % 255) - 127) / double(512 << (i / 40 % 3));
+  dense_weight << "])";
+  std::string text = R"(
+def @main(%x: Tensor[(2, 24, 40), float32]) -> (Tensor[(2, 24, 30), float32], Tensor[(48, 20), float32]) {
+  %q = quantize(%x, scale=0.05, zero_point=128, out_dtype="uint8")
+  %d = dequantize(%q, scale=0.05, zero_point=128)
+  %m = matmul(%d, W1)
+  %mq = quantize(%m, scale=0.05, zero_point=128, out_dtype="uint8")
+  %md = dequantize(%mq, scale=0.05, zero_point=128)
+  %r = reshape(%x, newshape=[48, 40])
+  %rq = quantize(%r, scale=0.05, zero_point=128, out_dtype="uint8")
+  %rd = dequantize(%rq, scale=0.05, zero_point=128)
+  %g = nn.dense(%rd, W2)
+  %gq = quantize(%g, scale=0.05, zero_point=128, out_dtype="uint8")
+  %gd = dequantize(%gq, scale=0.05, zero_point=128)
+  return (%md, %gd)
+})";
+  text.replace(text.find("W1"), 2, int8_weight({40, 30}, 1.0 / 1024, state));
+  text.replace(text.find("W2"), 2, dense_weight.str());
+  // On every CPU: byte dot products, or AVX2's int16 pairs.
+  expect_within_a_step(
+      parse_module(text, "qdq_products.kir"), {2, 24, 40}, 0.05, "quantize-matmuls",
+      [](const std::string&, const std::string& rewritten) {
+        EXPECT_NE(rewritten.find("matmul(%q, const(Tensor[(40, 30), int8]"), std::string::npos) << rewritten;
+        EXPECT_NE(rewritten.find("nn.dense(%rq, const(Tensor[(20, 40), int8]"), std::string::npos)
+            << rewritten;
+      });
 }
 
 }  // namespace
