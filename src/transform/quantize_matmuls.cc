@@ -139,16 +139,15 @@ class Rewriter : public BindingRewriter {
 
   // An int32 matmul of subtract(astype(q, int32), z) (or q) by a constant
   // of int8 values.
-  bool rewrite_shifted(const Binding& b, const CallNode& matmul) {
-    const CallNode* product = &matmul;
-    const ConstantNode* w = as<ConstantNode>(value_of(product->args[1]));
+  bool rewrite_shifted(const Binding& b, const CallNode& product) {
+    const ConstantNode* w = as<ConstantNode>(value_of(product.args[1]));
     if (!w) return false;
     std::optional<Tensor> wq = int8_values(w->value);
     if (!wq) return false;
     const int64_t K = wq->dim(0), N = wq->dim(1);
     if (!sums_fit_int32(K)) return false;
     std::vector<Binding> added;
-    Expr data = product->args[0];
+    Expr data = product.args[0];
     Expr zero_point;
     if (!is_uint8(data)) {
       const CallNode* shift = op_call(value_of(data), "subtract");

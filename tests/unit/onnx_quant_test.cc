@@ -5,10 +5,12 @@
 // which must name the operator, its opset and the node.
 #include <gtest/gtest.h>
 
+#include "compile_util.h"
 #include "driver/compile_model.h"
 #include "frontend/onnx/importer.h"
 #include "interp/interpreter.h"
 #include "onnx_test_util.h"
+#include "schedule/schedule.h"
 
 namespace kiln {
 namespace {
@@ -165,6 +167,37 @@ TEST(OnnxQuant, DynamicQuantizeLinear) {
   EXPECT_EQ(values(out[0]), (std::vector<double>{0, 0}));
   EXPECT_EQ(values(out[1]), (std::vector<double>{0}));
   EXPECT_EQ(values(out[2]), (std::vector<double>{0}));
+}
+
+// A product as ONNX Runtime's quantize_dynamic writes it (its input through
+// DynamicQuantizeLinear, MatMulInteger by an int8 weight, Cast, Mul by the
+// scales): compiled, it runs as uint8 x int8 products (quantize-matmuls,
+// packed for this CPU's dot products), the same values as interpreted.
+TEST(OnnxQuant, DynamicallyQuantizedProductsRunOnBytes) {
+  ModelBuilder b(11);
+  b.input("x", {6, 24}, kF32);
+  b.output("y", {6, 40}, kF32);
+  std::vector<int64_t> w;
+  for (int64_t i = 0; i < 24 * 40; ++i) w.push_back((i * 37) % 255 - 127);
+  b.initializer("w", i8({24, 40}, w));
+  b.initializer("wz", i8({}, {0}));
+  b.initializer("ws", Tensor::from_floats({}, {0.01f}));
+  b.node("DynamicQuantizeLinear", {"x"}, {"q", "s", "z"});
+  b.node("MatMulInteger", {"q", "w", "z", "wz"}, {"acc"});
+  onnx_test::attr_int(b.node("Cast", {"acc"}, {"accf"}), "to", kF32);
+  b.node("Mul", {"s", "ws"}, {"scale"});
+  b.node("Mul", {"accf", "scale"}, {"y"});
+  std::vector<float> x;
+  for (int64_t i = 0; i < 6 * 24; ++i) x.push_back(float((i * 13) % 29) / 7.0f - 2.0f);
+  const Tensor input = Tensor::from_floats({6, 24}, x);
+  run_model(b, {input});
+  std::string printed;
+  testing::compile_printed(import_onnx_bytes(b.bytes(), "m.onnx"), "", &printed);
+  const schedule::CpuTarget cpu = schedule::host_cpu_target();
+  if (cpu.int8_dot_lanes == cpu.float32_lanes() || cpu.int16_dot_lanes == cpu.float32_lanes()) {
+    EXPECT_NE(printed.find("# IR after quantize-matmuls"), std::string::npos);
+    EXPECT_NE(printed.find(cpu.int8_dot_lanes ? "dot_i8x4(" : "dot_i16x2("), std::string::npos);
+  }
 }
 
 TEST(OnnxQuant, ErrorsNameTheNodeAndTheParameter) {
