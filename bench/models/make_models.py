@@ -7,7 +7,7 @@ to slow code; a CRNN text recognizer with two bidirectional LSTM
 layers; a small 3-D U-Net on a 16x64x64 volume; and ResNet-18 and
 MobileNetV2 again in float16 (weights, input and output, as a half-precision
 export writes them), ResNet-18 quantized to int8 (QDQ) and the two BERT
-layers quantized dynamically (MatMulInteger). The
+layers quantized dynamically (MatMulInteger) and statically (QDQ). The
 weights are random (fixed seed) and batch norms are left out, as an export
 folds them into the convs; the speed and the arithmetic are those of the real
 models.
@@ -350,6 +350,28 @@ def dynamic_quantized_copy(src, dst):
     e.save(dst)
 
 
+def qdq_products_copy(src, dst, activation_scale=0.05):
+    """The model at `src` with its products by constant weights in ONNX's
+    QDQ form, as static quantization writes a transformer: each MatMul by a
+    constant reads its input through QuantizeLinear and DequantizeLinear
+    (uint8, zero point 128) and its weight as int8 dequantized per output
+    column (symmetric, each column's largest magnitude at 127)."""
+    e = ModelEdit(src, "s")
+    scale, zero = e.const(np.array(activation_scale, np.float32)), e.const(np.array(128, np.uint8))
+    for n in e.model.graph.node:
+        if n.op_type != "MatMul" or n.input[1] not in e.weights:
+            e.nodes.append(n)
+            continue
+        w = e.weights[n.input[1]].astype(np.float32)
+        w_scale = (np.abs(w).max(axis=0) / 127).astype(np.float32)
+        w_int = np.round(w / w_scale).astype(np.int8)
+        x = e.node("DequantizeLinear", [e.node("QuantizeLinear", [n.input[0], scale, zero]), scale, zero])
+        wq = e.node("DequantizeLinear", [e.const(w_int), e.const(w_scale), e.const(np.zeros(w.shape[1], np.int8))],
+                    axis=1)
+        e.nodes.append(helper.make_node("MatMul", [x, wq], [n.output[0]]))
+    e.save(dst)
+
+
 def main():
     if len(sys.argv) != 2:
         sys.exit("usage: make_models.py OUT_DIR")
@@ -368,6 +390,7 @@ def main():
         float16_copy(os.path.join(out, name + ".onnx"), os.path.join(out, name + "_float16.onnx"))
     quantized_copy(os.path.join(out, "resnet18.onnx"), os.path.join(out, "resnet18_int8.onnx"))
     dynamic_quantized_copy(os.path.join(out, "bert_base_2_layers.onnx"), os.path.join(out, "bert_base_2_layers_int8.onnx"))
+    qdq_products_copy(os.path.join(out, "bert_base_2_layers.onnx"), os.path.join(out, "bert_base_2_layers_qdq.onnx"))
 
 
 if __name__ == "__main__":
