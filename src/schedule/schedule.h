@@ -132,10 +132,11 @@ struct AnchorTile {
   // input read in place or from a window): few multiply-adds per step, so
   // tile_anchor unrolls its innermost reduction loops (unroll_reduction).
   bool taps_only = false;
-  // Products of bytes summed by fours (a uint8 by int8 conv on a CPU with
-  // VNNI): the reduction's last axis (extent 4, a block of input channels)
-  // runs innermost, under the tile's columns, which stay a loop that
-  // form-dot-products turns into one dot_i8x4 per vector of them.
+  // Products of bytes summed by fours (a uint8 by int8 conv or product on
+  // a CPU with VNNI), or of int16 by pairs (a product on AVX2): the
+  // reduction's last axis (extent 4 or 2, a group of input channels or
+  // rows) runs innermost, under the tile's columns, which stay a loop that
+  // form-dot-products turns into one dot_i8x4 (or dot_i16x2) per vector.
   bool dot_of_four = false;
   // A materialized stage the window reads (the padded rows a uint8 conv's
   // window interleaves): computed where the window is, before it.
