@@ -608,6 +608,28 @@ llvm::Value* math_intrinsic(llvm::Module& m, llvm::IRBuilder<>& b, tir::Intrinsi
   }
 }
 
+namespace {
+
+// acc plus, in each int32 lane i, the `group` products a[group * i + k] *
+// w[group * i + k], widened to int32 (a zero-extended when `a_unsigned`):
+// the dot products where no instruction computes them.
+llvm::Value* widened_dot(llvm::IRBuilder<>& b, llvm::Value* acc, llvm::Value* a, llvm::Value* w,
+                         bool a_unsigned, unsigned group) {
+  const unsigned lanes = llvm::cast<llvm::FixedVectorType>(acc->getType())->getNumElements();
+  llvm::Type* wide = llvm::FixedVectorType::get(b.getInt32Ty(), group * lanes);
+  llvm::Value* products =
+      b.CreateMul(a_unsigned ? b.CreateZExt(a, wide) : b.CreateSExt(a, wide), b.CreateSExt(w, wide));
+  llvm::Value* sum = acc;
+  for (unsigned k = 0; k < group; ++k) {
+    std::vector<int> pick;
+    for (unsigned i = 0; i < lanes; ++i) pick.push_back(int(group * i + k));
+    sum = b.CreateAdd(sum, b.CreateShuffleVector(products, pick));
+  }
+  return sum;
+}
+
+}  // namespace
+
 llvm::Value* dot_i8x4(llvm::IRBuilder<>& b, llvm::Value* acc, llvm::Value* a, llvm::Value* w, bool a_unsigned,
                       bool hexagon, unsigned vnni_lanes) {
   auto* acc_type = llvm::cast<llvm::FixedVectorType>(acc->getType());
@@ -625,16 +647,7 @@ llvm::Value* dot_i8x4(llvm::IRBuilder<>& b, llvm::Value* acc, llvm::Value* a, ll
     return b.CreateIntrinsic(llvm::Intrinsic::hexagon_V6_vrmpybv_acc_128B, {},
                              {acc, b.CreateBitCast(a, words), b.CreateBitCast(w, words)});
   }
-  llvm::Type* wide = llvm::FixedVectorType::get(b.getInt32Ty(), 4 * lanes);
-  llvm::Value* products =
-      b.CreateMul(a_unsigned ? b.CreateZExt(a, wide) : b.CreateSExt(a, wide), b.CreateSExt(w, wide));
-  llvm::Value* sum = acc;
-  for (unsigned k = 0; k < 4; ++k) {
-    std::vector<int> pick;
-    for (unsigned i = 0; i < lanes; ++i) pick.push_back(int(4 * i + k));
-    sum = b.CreateAdd(sum, b.CreateShuffleVector(products, pick));
-  }
-  return sum;
+  return widened_dot(b, acc, a, w, a_unsigned, 4);
 }
 
 llvm::Value* dot_i16x2(llvm::IRBuilder<>& b, llvm::Value* acc, llvm::Value* a, llvm::Value* w,
@@ -645,15 +658,7 @@ llvm::Value* dot_i16x2(llvm::IRBuilder<>& b, llvm::Value* acc, llvm::Value* a, l
         lanes == 16 ? llvm::Intrinsic::x86_avx512_pmaddw_d_512 : llvm::Intrinsic::x86_avx2_pmadd_wd;
     return b.CreateAdd(acc, b.CreateIntrinsic(madd, {}, {a, w}));
   }
-  llvm::Type* wide = llvm::FixedVectorType::get(b.getInt32Ty(), 2 * lanes);
-  llvm::Value* products = b.CreateMul(b.CreateSExt(a, wide), b.CreateSExt(w, wide));
-  llvm::Value* sum = acc;
-  for (unsigned k = 0; k < 2; ++k) {
-    std::vector<int> pick;
-    for (unsigned i = 0; i < lanes; ++i) pick.push_back(int(2 * i + k));
-    sum = b.CreateAdd(sum, b.CreateShuffleVector(products, pick));
-  }
-  return sum;
+  return widened_dot(b, acc, a, w, false, 2);
 }
 
 // The span is a whole number of vectors, which LLVM shuffles register by

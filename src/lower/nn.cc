@@ -389,8 +389,11 @@ Expr data_row(const te::Tensor& x, const te::Axes& i, const Expr& m, const Expr&
 }
 
 // `t` with its last axis extended to `extent` by zeros.
-te::Tensor zero_padded_last_axis(const te::Tensor& t, int64_t extent, const std::string& name) {
+// With `as`, the values converted to that type.
+te::Tensor zero_padded_last_axis(const te::Tensor& t, int64_t extent, const std::string& name,
+                                 std::optional<tir::DataType> as = std::nullopt) {
   const int64_t n = t->shape.back();
+  const tir::DataType type = as.value_or(t->dtype);
   Shape padded = t->shape;
   padded.back() = extent;
   return te::compute(
@@ -398,7 +401,9 @@ te::Tensor zero_padded_last_axis(const te::Tensor& t, int64_t extent, const std:
       [&](const te::Axes& i) {
         std::vector<Expr> idx(i.begin(), i.end());
         idx.back() = clamp_index(i.back(), n);
-        return tir::select(tir::lt(i.back(), tir::int_imm(n)), (*t)(idx), constant(0, t->dtype));
+        Expr v = (*t)(idx);
+        if (type != t->dtype) v = tir::cast(type, v);
+        return tir::select(tir::lt(i.back(), tir::int_imm(n)), v, constant(0, type));
       },
       name);
 }
@@ -553,19 +558,7 @@ Lowered matmul_packed_uint8(const LowerContext& c) {
   te::Tensor x = c.inputs[0];
   std::vector<te::Tensor> materialized;
   if (g == 2) {
-    Shape wide = xs;
-    wide.back() = ws[1] * 2;
-    const te::Tensor& src = c.inputs[0];
-    x = te::compute(
-        wide,
-        [&](const te::Axes& i) {
-          std::vector<Expr> idx(i.begin(), i.end());
-          idx.back() = clamp_index(i.back(), K);
-          return tir::select(tir::lt(i.back(), tir::int_imm(K)),
-                             tir::cast(tir::DataType::int_(16), (*src)(idx)),
-                             constant(0, tir::DataType::int_(16)));
-        },
-        c.name + "_int16");
+    x = zero_padded_last_axis(x, ws[1] * 2, c.name + "_int16", tir::DataType::int_(16));
     materialized.push_back(x);
   } else if (K % g != 0) {
     x = zero_padded_last_axis(x, ws[1] * g, c.name + "_rows");

@@ -21,6 +21,18 @@ bool fits_scale(const float* first, int64_t n, float s, int8_t* q) {
 
 }  // namespace
 
+std::optional<Tensor> int8_values(const Tensor& w) {
+  if (w.dtype() == DType::Int8) return w;
+  if (w.dtype() != DType::Int32) return std::nullopt;
+  Tensor out = Tensor::empty(w.shape(), DType::Int8);
+  for (int64_t i = 0; i < w.numel(); ++i) {
+    const int32_t v = w.data<int32_t>()[i];
+    if (v < -128 || v > 127) return std::nullopt;
+    out.data<int8_t>()[i] = int8_t(v);
+  }
+  return out;
+}
+
 std::optional<Int8Weight> int8_weight(const Tensor& w) {
   const int64_t channels = w.shape()[0], n = w.numel() / channels;
   const float* data = w.data<float>();

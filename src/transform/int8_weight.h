@@ -25,4 +25,9 @@ struct Int8Weight {
 // 1, and checked on every value.
 std::optional<Int8Weight> int8_weight(const Tensor& w);
 
+// `w` as int8: an int8 tensor itself, an int32 one when int8 holds each of
+// its values (an int8 weight shifted by a zero point of 0, as ONNX's
+// integer ops import); else nothing.
+std::optional<Tensor> int8_values(const Tensor& w);
+
 }  // namespace kiln

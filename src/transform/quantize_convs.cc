@@ -144,18 +144,14 @@ class Rewriter : public BindingRewriter {
     const double zx = zero_point->value.get_as_double(0);
     if (!(zx >= 0 && zx <= 255) || zx != std::floor(zx)) return false;
     const ConstantNode* w = as<ConstantNode>(value_of(conv.args[1]));
-    if (!w || w->value.ndim() != 4 || (w->value.dtype() != DType::Int8 && w->value.dtype() != DType::Int32))
-      return false;
-    Int8Weight wq{Tensor::empty(w->value.shape(), DType::Int8), {}, {}};
-    const int64_t channels = w->value.shape()[0], n = w->value.numel() / channels;
+    if (!w || w->value.ndim() != 4) return false;
+    std::optional<Tensor> values = int8_values(w->value);
+    if (!values) return false;
+    Int8Weight wq{*values, {}, {}};
+    const int64_t channels = values->dim(0), n = values->numel() / channels;
     for (int64_t o = 0; o < channels; ++o) {
       int64_t sum = 0;
-      for (int64_t i = o * n; i < (o + 1) * n; ++i) {
-        const double v = w->value.get_as_double(i);
-        if (v < -128 || v > 127) return false;
-        wq.values.data<int8_t>()[i] = int8_t(v);
-        sum += int64_t(v);
-      }
+      for (int64_t i = o * n; i < (o + 1) * n; ++i) sum += values->data<int8_t>()[i];
       wq.sums.push_back(sum);
     }
     std::vector<Binding> added;

@@ -63,19 +63,6 @@ Tensor transposed(const Tensor& t) {
   return out;
 }
 
-// `w` (2-D, int8 or int32) as int8 when each value is in int8's range.
-std::optional<Tensor> int8_values(const Tensor& w) {
-  if (w.ndim() != 2 || (w.dtype() != DType::Int8 && w.dtype() != DType::Int32)) return std::nullopt;
-  if (w.dtype() == DType::Int8) return w;
-  Tensor out = Tensor::empty(w.shape(), DType::Int8);
-  for (int64_t i = 0; i < w.numel(); ++i) {
-    const int32_t v = w.data<int32_t>()[i];
-    if (v < -128 || v > 127) return std::nullopt;
-    out.data<int8_t>()[i] = int8_t(v);
-  }
-  return out;
-}
-
 class Rewriter : public BindingRewriter {
  public:
   using BindingRewriter::BindingRewriter;
@@ -141,7 +128,7 @@ class Rewriter : public BindingRewriter {
   // of int8 values.
   bool rewrite_shifted(const Binding& b, const CallNode& product) {
     const ConstantNode* w = as<ConstantNode>(value_of(product.args[1]));
-    if (!w) return false;
+    if (!w || w->value.ndim() != 2) return false;
     std::optional<Tensor> wq = int8_values(w->value);
     if (!wq) return false;
     const int64_t K = wq->dim(0), N = wq->dim(1);

@@ -122,16 +122,22 @@ TEST(PackedMatmul, Int8WeightsPackInGroupsOfFourRowsForUInt8Data) {
   // (K, N) = (6, 10) in panels of 4: 3 panels of 2 groups of four rows,
   // zeros past row 6 and column 10.
   Tensor w = testing::random_ints({6, 10}, DType::Int8, -128, 127, 1);
+  // Element [panel, k / g, j, k % g] of a packing in groups of g rows is
+  // w[k, panel * 4 + j], 0 past K and N.
+  auto expect_groups_of = [&](const Tensor& packed, int64_t g) {
+    const int64_t groups = packed.dim(1);
+    for (int64_t panel = 0; panel < 3; ++panel)
+      for (int64_t k = 0; k < groups * g; ++k)
+        for (int64_t j = 0; j < 4; ++j) {
+          const int64_t n = panel * 4 + j;
+          EXPECT_EQ(packed.get_as_double(((panel * groups + k / g) * 4 + j) * g + k % g),
+                    n < 10 && k < 6 ? w.data<int8_t>()[k * 10 + n] : 0)
+              << "groups of " << g << ": " << panel << " " << k << " " << j;
+        }
+  };
   Tensor p = run1("nn.pack_matmul_weight", {w}, pack_attrs(4, 0));
   ASSERT_EQ(p.shape(), (Shape{3, 2, 4, 4}));
-  for (int64_t panel = 0; panel < 3; ++panel)
-    for (int64_t k = 0; k < 8; ++k)
-      for (int64_t j = 0; j < 4; ++j) {
-        const int64_t n = panel * 4 + j;
-        EXPECT_EQ(p.data<int8_t>()[((panel * 2 + k / 4) * 4 + j) * 4 + k % 4],
-                  n < 10 && k < 6 ? w.data<int8_t>()[k * 10 + n] : 0)
-            << panel << " " << k << " " << j;
-      }
+  expect_groups_of(p, 4);
   // Transposed (dense's (N, K)): the same panels.
   Tensor wt = Tensor::empty({10, 6}, DType::Int8);
   for (int64_t k = 0; k < 6; ++k)
@@ -150,13 +156,7 @@ TEST(PackedMatmul, Int8WeightsPackInGroupsOfFourRowsForUInt8Data) {
   Tensor w16 = run1("astype", {w}, {{"dtype", std::string("int16")}});
   Tensor p16 = run1("nn.pack_matmul_weight", {w16}, pack_attrs(4, 0));
   ASSERT_EQ(p16.shape(), (Shape{3, 3, 4, 2}));
-  for (int64_t panel = 0; panel < 3; ++panel)
-    for (int64_t k = 0; k < 6; ++k)
-      for (int64_t j = 0; j < 4; ++j) {
-        const int64_t n = panel * 4 + j;
-        EXPECT_EQ(p16.data<int16_t>()[((panel * 3 + k / 2) * 4 + j) * 2 + k % 2],
-                  n < 10 ? w.data<int8_t>()[k * 10 + n] : 0);
-      }
+  expect_groups_of(p16, 2);
   Tensor x16 = testing::random_ints({2, 3, 6}, DType::UInt8, 0, 255, 6);
   EXPECT_TRUE(
       run1("nn.matmul_packed", {x16, p16}, {{"units", int64_t{10}}}).bitwise_equal(run1("matmul", {x16, w})));
