@@ -1,4 +1,5 @@
 // The model compile pipeline, stage by stage (see compile_model.h).
+#include <algorithm>
 #include <chrono>
 #include <functional>
 #include <iostream>
@@ -148,31 +149,35 @@ Executable compile_model(const Module& input, const CompileOptions& opts, Compil
           opts.float16_excess_precision ? "widen-float16{excess_precision=1}" : "widen-float16";
       return run_passes(m, {widen, "fold-constants", "dead-code-elimination"}, popts);
     });
-  // 2b'. A quantized model's convs on integers, where the CPU has byte dot
-  //      products (VNNI); before convert-layout, which blocks float32 convs.
-  //      Maps at least half a vector wide: ResNet-18's 14x14 stage with
-  //      16 lanes ran 2-6% faster on integers, its 7x7 one 4.6x slower.
-  //      Channels in blocks of the dot's lanes run blocked (convert-layout
-  //      {integer=1}), at any stride and map width.
-  const bool integer_layout =
-      opts.blocked_layout && cpu.int8_dot_lanes && cpu.int8_dot_lanes == cpu.float32_lanes();
-  const std::string integer_blocks = integer_layout ? " block=" + std::to_string(cpu.int8_dot_lanes) : "";
-  //      Products of uint8 data by int8 weights (MatMulInteger, as
-  //      dynamic quantization writes a transformer's) packed for those dot
-  //      products, or without them for vpmaddwd's int16 pairs (AVX2),
-  //      their tiles as wide as the float32 ones.
-  const int product_dot = cpu.int8_dot_lanes && cpu.int8_dot_lanes == cpu.float32_lanes()     ? 4
-                          : cpu.int16_dot_lanes && cpu.int16_dot_lanes == cpu.float32_lanes() ? 2
-                                                                                              : 0;
-  //      Max pools of dequantized integers pool the integers on any host
-  //      (the same values, a quarter of the bytes).
+  // 2b'. A quantized model's convs and products on integers, where the CPU
+  //      has integer dot products as wide as its float32 vectors: byte dot
+  //      products (VNNI: four uint8 x int8 products a lane) or, without
+  //      them, vpmaddwd's int16 pairs (AVX2, Skylake-X), the uint8 data
+  //      widened to int16 as a conv pads it or a product copies its rows.
+  //      Before convert-layout, which blocks float32 convs.
+  const int dot = cpu.int8_dot_lanes && cpu.int8_dot_lanes == cpu.float32_lanes()     ? 4
+                  : cpu.int16_dot_lanes && cpu.int16_dot_lanes == cpu.float32_lanes() ? 2
+                                                                                      : 0;
+  //      Convs whose channels fill blocks of the dot's lanes run blocked
+  //      (convert-layout{dot=N}), at any stride and map width. With byte
+  //      dot products, NCHW ones too on maps at least half a vector wide
+  //      (ResNet-18's 14x14 stage with 16 lanes ran 2-6% faster on
+  //      integers, its 7x7 one 4.6x slower).
+  const bool integer_layout = opts.blocked_layout && dot;
+  //      Products of uint8 data by int8 weights (MatMulInteger, as dynamic
+  //      quantization writes a transformer's; QDQ's products) packed for
+  //      those dot products (pack-matmul-weights{dot=N}). Max pools of
+  //      dequantized integers pool the integers on any host (the same
+  //      values, a quarter of the bytes).
   if (opts.compile_host && !cpu.scratchpad_bytes)
     m = stages.run("quantize-convs", [&] {
       std::vector<std::string> passes = {"quantized-max-pools", "dead-code-elimination"};
-      if (cpu.int8_dot_lanes)
-        passes.insert(passes.begin(), "quantize-convs{min_columns=" + std::to_string(cpu.int8_dot_lanes / 2) +
-                                          integer_blocks + "}");
-      if (product_dot) passes.insert(passes.begin(), "quantize-matmuls");
+      if (dot == 4 || integer_layout)
+        passes.insert(passes.begin(),
+                      "quantize-convs{min_columns=" + std::to_string(std::max(1, cpu.int8_dot_lanes / 2)) +
+                          (integer_layout ? " block=" + std::to_string(cpu.float32_lanes()) : "") +
+                          " dot=" + std::to_string(dot) + "}");
+      if (dot) passes.insert(passes.begin(), "quantize-matmuls");
       return run_passes(m, passes, popts);
     });
   // 2c. Host layout: after partitioning (backends keep NCHW convs), before
@@ -183,7 +188,7 @@ Executable compile_model(const Module& input, const CompileOptions& opts, Compil
     m = stages.run("convert-layout", [&] {
       return run_passes(m,
                         {"convert-layout{block=" + std::to_string(cpu.float32_lanes()) +
-                             (integer_layout ? " integer=1" : "") + "}",
+                             (integer_layout ? " dot=" + std::to_string(dot) : "") + "}",
                          "fold-constants", "dead-code-elimination"},
                         popts);
     });
@@ -193,7 +198,7 @@ Executable compile_model(const Module& input, const CompileOptions& opts, Compil
     m = stages.run("pack-matmul-weights", [&] {
       return run_passes(m,
                         {"pack-matmul-weights{lanes=" + std::to_string(cpu.float32_lanes()) +
-                             (product_dot ? " dot=" + std::to_string(product_dot) : "") + "}",
+                             (dot ? " dot=" + std::to_string(dot) : "") + "}",
                          "fold-constants", "dead-code-elimination"},
                         popts);
     });

@@ -121,14 +121,20 @@ Lowered unblock_channels(const LowerContext& c) {
   return r;
 }
 
+// (O / ob, I / ib, KH, KW, ib, ob), or an integer weight's groups of g
+// input channels (O / ob, I / ib, KH, KW, ib / g, ob, g).
 Lowered block_conv_weight(const LowerContext& c) {
   const te::Tensor& w = c.inputs[0];
   const Shape& ys = c.out[0].shape;
-  const Expr ib = tir::int_imm(ys[4]), ob = tir::int_imm(ys[5]);
+  const bool groups = ys.size() == 7;
+  const Expr ob = tir::int_imm(ys[5]);
   te::Tensor y = te::compute(
       ys,
       [&](const te::Axes& i) {
-        return (*w)({tir::add(tir::mul(i[0], ob), i[5]), tir::add(tir::mul(i[1], ib), i[4]), i[2], i[3]});
+        Expr in = groups ? tir::add(tir::mul(i[4], tir::int_imm(ys[6])), i[6]) : Expr(i[4]);
+        const int64_t ib = groups ? ys[4] * ys[6] : ys[4];
+        return (*w)(
+            {tir::add(tir::mul(i[0], ob), i[5]), tir::add(tir::mul(i[1], tir::int_imm(ib)), in), i[2], i[3]});
       },
       c.name);
   return lowered({y});
@@ -145,11 +151,18 @@ Lowered block_conv_weight(const LowerContext& c) {
 // vpdpbusd). The lanes are output channels, so narrow maps and strides
 // fill them as wide ones do, where NCHW's lanes of output columns
 // (conv2d_uint8_dot) idle on a 7x7 map and scatter with a stride.
+//
+// By an int16 weight in pairs of channels (a CPU without byte dot
+// products) the data is copied to int16 as it is padded, and each
+// vector's two steps become one dot_i16x2 (vpmaddwd and an add) of two
+// int16 channels of the input, broadcast, by the block's 2 x c weights.
 Lowered conv2d_blocked_uint8(const LowerContext& c, const std::vector<int64_t>& st,
                              const std::vector<int64_t>& dl, const Pad2d& p) {
   const te::Tensor &x = c.inputs[0], &w = c.inputs[1];
   const Shape& ys = c.out[0].shape;
-  const te::Tensor xp = pad_hw(x, p, c.name);
+  const int64_t group = c.in[1].shape[6];
+  const te::Tensor xp =
+      group == 2 ? widened_pad_hw(x, p, tir::DataType::int_(16), c.name) : pad_hw(x, p, c.name);
   const bool pair_blocks = ys[1] % 2 == 0 || ys[1] % 3 == 0;
   const int64_t row_stride = st[1] * c.in[0].shape[4];
   Shape padded = ys;
@@ -158,7 +171,7 @@ Lowered conv2d_blocked_uint8(const LowerContext& c, const std::vector<int64_t>& 
   const tir::DataType i32 = tir::DataType::int32();
   te::IterVar rb = te::reduce_axis(c.in[1].shape[1], "rb"), ry = te::reduce_axis(c.in[1].shape[2], "ry"),
               rx = te::reduce_axis(c.in[1].shape[3], "rx"), rg = te::reduce_axis(c.in[1].shape[4], "rg"),
-              rk = te::reduce_axis(4, "rk");
+              rk = te::reduce_axis(group, "rk");
   auto tap = [&](const Expr& o, const tir::Var& k, size_t axis) {
     return tir::add(tir::mul(o, tir::int_imm(st[axis])), tir::mul(k, tir::int_imm(dl[axis])));
   };
@@ -167,7 +180,7 @@ Lowered conv2d_blocked_uint8(const LowerContext& c, const std::vector<int64_t>& 
       [&](const te::Axes& i) -> te::Reduction {
         Expr v = tap(i[3], rx.var, 1);
         if (padded != ys) v = clamp_index(v, read_width);
-        Expr channel = tir::add(tir::mul(rg.var, tir::int_imm(4)), rk.var);
+        Expr channel = tir::add(tir::mul(rg.var, tir::int_imm(group)), rk.var);
         Expr prod = tir::mul(tir::cast(i32, (*xp)({i[0], rb.var, tap(i[2], ry.var, 0), v, channel})),
                              tir::cast(i32, (*w)({i[1], rb.var, ry.var, rx.var, rg.var, i[4], rk.var})));
         return te::sum(prod, {rb, ry, rx, rg, rk});
@@ -297,8 +310,9 @@ Lowered conv2d_blocked(const LowerContext& c) {
 void register_layout_lowerings(LoweringTable& t) {
   t.add("nn.block_channels", OpPattern::Opaque, block_channels);
   t.add("nn.unblock_channels", OpPattern::Opaque, unblock_channels);
-  t.add("nn.block_conv_weight", OpPattern::Opaque, block_conv_weight);
-  t.add("nn.conv2d_blocked", OpPattern::Anchor, conv2d_blocked);
+  // int16 weights: uint8 convs in vpmaddwd's pairs (lowering_dtypes_test).
+  t.add("nn.block_conv_weight", OpPattern::Opaque, block_conv_weight, Dtypes::Any);
+  t.add("nn.conv2d_blocked", OpPattern::Anchor, conv2d_blocked, Dtypes::Any);
 }
 
 }  // namespace kiln::lower

@@ -247,6 +247,9 @@ std::vector<tir::Expr> cubic_weights(const tir::Expr& t, double a);
 // x zero-padded on its axes 2 and 3 (rows and columns of NCHW, and of
 // channel blocks (N, C / c, H, W, c)); x itself when `p` pads nothing.
 te::Tensor pad_hw(const te::Tensor& x, const Pad2d& p, const std::string& name);
+// x converted to `type` and zero-padded so, always a copy (uint8 data as
+// int16 for vpmaddwd's pairs).
+te::Tensor widened_pad_hw(const te::Tensor& x, const Pad2d& p, tir::DataType type, const std::string& name);
 // Row-major linear index of `axes` in `shape`, and its inverse.
 tir::Expr linear_index(const std::vector<tir::Expr>& axes, const Shape& shape);
 std::vector<tir::Expr> unravel(tir::Expr linear, const Shape& shape);

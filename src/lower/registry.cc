@@ -187,6 +187,10 @@ tir::Expr index_within(const tir::Expr& i, int64_t extent) {
 
 te::Tensor pad_hw(const te::Tensor& x, const Pad2d& p, const std::string& name) {
   if (p.top == 0 && p.left == 0 && p.bottom == 0 && p.right == 0) return x;
+  return widened_pad_hw(x, p, x->dtype, name);
+}
+
+te::Tensor widened_pad_hw(const te::Tensor& x, const Pad2d& p, tir::DataType type, const std::string& name) {
   const Shape& s = x->shape;
   const int64_t H = s[2], W = s[3];
   Shape padded = s;
@@ -199,10 +203,12 @@ te::Tensor pad_hw(const te::Tensor& x, const Pad2d& p, const std::string& name) 
         std::vector<tir::Expr> idx(i.begin(), i.end());
         idx[2] = clamp_index(h, H);
         idx[3] = clamp_index(w, W);
-        return tir::select(tir::binary(tir::BinaryOp::And, index_within(h, H), index_within(w, W)), (*x)(idx),
-                           constant(0, x->dtype));
+        tir::Expr v = (*x)(idx);
+        if (type != x->dtype) v = tir::cast(type, v);
+        return tir::select(tir::binary(tir::BinaryOp::And, index_within(h, H), index_within(w, W)), v,
+                           constant(0, type));
       },
-      name + "_pad");
+      type != x->dtype ? name + "_" + tir::dtype_str(type) : name + "_pad");
 }
 
 tir::Expr linear_index(const std::vector<tir::Expr>& axes, const Shape& shape) {

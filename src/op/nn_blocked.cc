@@ -38,6 +38,11 @@
 //     y[p, q, ky, kx, g, o, k] = w[p * ob + o, q * ib + g * 4 + k, ky, kx]; ib a multiple of 4.
 //   nn.conv2d_blocked(x: uint8 (N, C / c, H, W, c), w: int8 (O / ob, C / c, KH, KW, c / 4, ob, 4))
 //     -> int32 (N, O / ob, OH, OW, ob).
+// An int16 weight (int8 values widened, for a CPU without byte dot
+// products) goes in pairs of input channels, the layout of vpmaddwd (two
+// int16 products summed per int32 lane): (O / ob, I / ib, KH, KW, ib / 2,
+// ob, 2), and uint8 data by it gives int32 the same way.
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -89,13 +94,17 @@ void copy_blocks(const Tensor& src, Tensor& dst, int64_t n, int64_t channels, in
   }
 }
 
+// The input channels an integer weight groups for its dot products: four
+// int8 (byte dot products), two int16 (vpmaddwd's pairs); 0 for float32.
+int64_t channels_per_group(DType t) { return t == DType::Int8 ? 4 : t == DType::Int16 ? 2 : 0; }
+
 // Where weight element [oc, ic, tap] of an (O, I, taps) weight sits in its
-// blocked form: (O / ob, I / ib, taps, ib, ob), or with `dot` (int8) the
-// byte dot products' (O / ob, I / ib, taps, ib / 4, ob, 4).
+// blocked form: (O / ob, I / ib, taps, ib, ob), or in `group`s of input
+// channels (int8 by 4, int16 by 2) (O / ob, I / ib, taps, ib / group, ob, group).
 int64_t blocked_weight_offset(int64_t oc, int64_t ic, int64_t tap, int64_t channels_in, int64_t taps,
-                              int64_t ib, int64_t ob, bool dot) {
+                              int64_t ib, int64_t ob, int64_t group) {
   const int64_t block = (((oc / ob) * (channels_in / ib) + ic / ib) * taps + tap) * ib * ob;
-  if (dot) return block + ((ic % ib) / 4) * ob * 4 + (oc % ob) * 4 + ic % 4;
+  if (group) return block + ((ic % ib) / group) * ob * group + (oc % ob) * group + ic % group;
   return block + (ic % ib) * ob + oc % ob;
 }
 
@@ -139,17 +148,19 @@ const char* kBlockWeight = "nn.block_conv_weight";
 std::vector<TensorDesc> infer_block_weight(const std::vector<TensorDesc>& in, const Attrs& attrs) {
   const std::string op = kBlockWeight;
   const TensorDesc& w = in[0];
-  if (w.dtype != DType::Int8) require_float32(op, "weight", w);
+  const int64_t g = channels_per_group(w.dtype);
+  if (!g) require_float32(op, "weight", w);
   require_rank(op, "weight", w, 4, "(O, I, KH, KW)");
   int64_t ib = positive_int(op, attrs, "in_block"), ob = positive_int(op, attrs, "out_block");
   if (w.shape[0] % ob != 0 || w.shape[1] % ib != 0)
     throw Error(op + ": weight " + shape_str(w.shape) + " does not split into blocks of out_block=" +
                 std::to_string(ob) + " output and in_block=" + std::to_string(ib) + " input channels");
-  if (w.dtype == DType::Int8) {
-    if (ib % 4 != 0)
-      throw Error(op + ": an int8 weight's in_block=" + std::to_string(ib) +
-                  " must be a multiple of 4 (its input channels go in groups of four)");
-    return {{{w.shape[0] / ob, w.shape[1] / ib, w.shape[2], w.shape[3], ib / 4, ob, 4}, w.dtype}};
+  if (g) {
+    if (ib % g != 0)
+      throw Error(op + ": an " + std::string(dtype_name(w.dtype)) +
+                  " weight's in_block=" + std::to_string(ib) + " must be a multiple of " + std::to_string(g) +
+                  " (its input channels go in groups of " + std::to_string(g) + ")");
+    return {{{w.shape[0] / ob, w.shape[1] / ib, w.shape[2], w.shape[3], ib / g, ob, g}, w.dtype}};
   }
   return {{{w.shape[0] / ob, w.shape[1] / ib, w.shape[2], w.shape[3], ib, ob}, w.dtype}};
 }
@@ -157,19 +168,21 @@ std::vector<TensorDesc> infer_block_weight(const std::vector<TensorDesc>& in, co
 template <typename T>
 void block_weight(const Tensor& w, Tensor& y, int64_t ib, int64_t ob) {
   const int64_t o = w.dim(0), i = w.dim(1), taps = w.dim(2) * w.dim(3);
-  const bool dot = w.dtype() == DType::Int8;
+  const int64_t group = channels_per_group(w.dtype());
   const T* src = w.data<T>();
   T* dst = y.data<T>();
   for (int64_t oc = 0; oc < o; ++oc)
     for (int64_t ic = 0; ic < i; ++ic)
       for (int64_t t = 0; t < taps; ++t)
-        dst[blocked_weight_offset(oc, ic, t, i, taps, ib, ob, dot)] = src[(oc * i + ic) * taps + t];
+        dst[blocked_weight_offset(oc, ic, t, i, taps, ib, ob, group)] = src[(oc * i + ic) * taps + t];
 }
 
 void block_weight_kernel(const std::vector<Tensor>& in, const Attrs& attrs, std::vector<Tensor>& out) {
   const int64_t ib = attrs.get_int("in_block"), ob = attrs.get_int("out_block");
   if (in[0].dtype() == DType::Int8)
     block_weight<int8_t>(in[0], out[0], ib, ob);
+  else if (in[0].dtype() == DType::Int16)
+    block_weight<int16_t>(in[0], out[0], ib, ob);
   else
     block_weight<float>(in[0], out[0], ib, ob);
 }
@@ -181,13 +194,16 @@ const char* kConvBlocked = "nn.conv2d_blocked";
 std::vector<TensorDesc> infer_conv_blocked(const std::vector<TensorDesc>& in, const Attrs& attrs) {
   const std::string op = kConvBlocked;
   const TensorDesc &x = in[0], &w = in[1];
-  // uint8 data by int8 weights (byte dot products), or float32.
+  // uint8 data by int8 weights (byte dot products) or int16 ones (pairs), or float32.
   const bool integer = x.dtype == DType::UInt8;
+  const int64_t g = channels_per_group(w.dtype);
   if (integer) {
-    if (w.dtype != DType::Int8)
-      throw Error(op + ": uint8 data takes an int8 weight, got " + std::string(dtype_name(w.dtype)));
+    if (!g)
+      throw Error(op + ": uint8 data takes an int8 or int16 weight, got " + std::string(dtype_name(w.dtype)));
     require_rank(op, "data", x, 5, "(N, C / c, H, W, c)");
-    require_rank(op, "weight", w, 7, "(O / ob, I / ib, KH, KW, ib / 4, ob, 4)");
+    require_rank(
+        op, "weight", w, 7,
+        g == 4 ? "(O / ob, I / ib, KH, KW, ib / 4, ob, 4)" : "(O / ob, I / ib, KH, KW, ib / 2, ob, 2)");
   } else {
     require_float32(op, "data", x);
     require_float32(op, "weight", w);
@@ -202,8 +218,9 @@ std::vector<TensorDesc> infer_conv_blocked(const std::vector<TensorDesc>& in, co
     throw Error(op + ": attribute 'groups' = " + std::to_string(groups) + " must be 1" +
                 (integer ? std::string(" for integer data")
                          : " or the " + std::to_string(channels) + " channels of the data (depthwise)"));
-  if (integer && w.shape[6] != 4)
-    throw Error(op + ": int8 weight " + shape_str(w.shape) + " must end in groups of 4 input channels");
+  if (integer && w.shape[6] != g)
+    throw Error(op + ": " + std::string(dtype_name(w.dtype)) + " weight " + shape_str(w.shape) +
+                " must end in groups of " + std::to_string(g) + " input channels");
   if (!depthwise && (ib != c || w.shape[1] * ib != channels))
     throw Error(op + ": weight " + shape_str(w.shape) + " does not read data " + shape_str(x.shape) +
                 ": its input blocks must be the data's channel blocks");
@@ -214,7 +231,8 @@ std::vector<TensorDesc> infer_conv_blocked(const std::vector<TensorDesc>& in, co
   // The output as nn.conv2d infers it on the unblocked shapes.
   std::vector<TensorDesc> plain = {
       {{x.shape[0], channels, x.shape[2], x.shape[3]}, x.dtype},
-      {{w.shape[0] * ob, depthwise ? 1 : channels, w.shape[2], w.shape[3]}, w.dtype}};
+      {{w.shape[0] * ob, depthwise ? 1 : channels, w.shape[2], w.shape[3]},
+       w.dtype == DType::Int16 ? DType::Int32 : w.dtype}};  // int16 as the kernel reads it
   Attrs conv = attrs;
   conv.set("out_dtype", std::string());
   const OpDef* conv2d = find_op("nn.conv2d");
@@ -236,10 +254,10 @@ void conv_blocked_kernel(const std::vector<Tensor>& in, const Attrs& attrs, std:
 void run_unblocked(const std::string& plain_op, const std::vector<Tensor>& in, const Attrs& attrs,
                    std::vector<Tensor>& out) {
   const Tensor &x = in[0], &w = in[1];
-  // An int8 weight (O / ob, I / ib, KH, KW, ib / 4, ob, 4), else (..., ib, ob).
-  const bool dot = w.ndim() == 7;
+  // An integer weight (O / ob, I / ib, KH, KW, ib / g, ob, g), else (..., ib, ob).
+  const int64_t group = w.ndim() == 7 ? w.dim(6) : 0;
   const int64_t c = x.ndim() == 4 ? 1 : x.dim(4), channels = x.dim(1) * c;
-  const int64_t ib = dot ? w.dim(4) * w.dim(6) : w.dim(4), ob = w.dim(5);
+  const int64_t ib = group ? w.dim(4) * w.dim(6) : w.dim(4), ob = w.dim(5);
   const int64_t o = w.dim(0) * ob, i = w.dim(1) * ib, taps = w.dim(2) * w.dim(3);
   Tensor xp = x;
   if (x.ndim() == 5) {
@@ -254,7 +272,13 @@ void run_unblocked(const std::string& plain_op, const std::vector<Tensor>& in, c
     for (int64_t ic = 0; ic < i; ++ic)
       for (int64_t t = 0; t < taps; ++t)
         std::memcpy(wd + size_t((oc * i + ic) * taps + t) * bytes,
-                    ws + size_t(blocked_weight_offset(oc, ic, t, i, taps, ib, ob, dot)) * bytes, bytes);
+                    ws + size_t(blocked_weight_offset(oc, ic, t, i, taps, ib, ob, group)) * bytes, bytes);
+  // The plain conv takes int8, uint8 and int32 integers: int16 as int32.
+  if (wp.dtype() == DType::Int16) {
+    Tensor wide = Tensor::empty(wp.shape(), DType::Int32);
+    std::copy_n(wp.data<int16_t>(), wp.numel(), wide.data<int32_t>());
+    wp = wide;
+  }
   Tensor& y = out[0];
   std::vector<Tensor> plain = {Tensor::empty({y.dim(0), o, y.dim(2), y.dim(3)}, y.dtype())};
   find_op(plain_op)->kernel({xp, wp}, attrs, plain);

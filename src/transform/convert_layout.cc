@@ -28,11 +28,14 @@
 // as it is, so it writes the blocked value itself (producers_to_block).
 // Anything else is left as it is.
 //
-// With integer=1 (the target's byte dot products have `block` lanes), a
+// With dot=4 (the target's byte dot products have `block` lanes), a
 // quantized model's integer convs (uint8 data by a constant int8 weight
 // into int32, quantize-convs) run blocked too, always (their NCHW lanes are
 // output columns, which narrow maps idle and strides scatter), their
 // weights in groups of four input channels (nn.block_conv_weight of int8);
+// with dot=2 (no byte dot products, but vpmaddwd's int16 pairs with
+// `block` lanes: AVX2) the same, the weight widened to int16 and blocked
+// in pairs of input channels;
 // the integers between them stay blocked (quantize and dequantize are
 // elementwise), and an NCHW operand of an elementwise op beside blocked
 // ones is blocked to meet them.
@@ -81,7 +84,7 @@ bool is_nchw(const Expr& e, DType dtype) {
 bool is_float32_nchw(const Expr& e) { return is_nchw(e, DType::Float32); }
 
 // A conv of uint8 data by a constant int8 weight into int32 (quantize-convs
-// writes them): blocked for byte dot products with integer=1.
+// writes them): blocked for dot products with dot=4 or dot=2.
 bool is_integer_conv(const CallNode& call) {
   return is_nchw(call.args[0], DType::UInt8) && as<ConstantNode>(call.args[1]) &&
          is_nchw(call.args[1], DType::Int8) && call.type->is_tensor() &&
@@ -92,9 +95,14 @@ class LayoutConverter {
  public:
   // `produce_blocked`: convs (by their variables) to run blocked whatever
   // their rows, reading an NCHW input as it is (producers_to_block).
-  LayoutConverter(const FunctionNode& f, int64_t block, bool integer,
-                  std::set<const VarNode*> produce_blocked)
-      : f_(f), block_(block), integer_(integer), fresh_(f), produce_blocked_(std::move(produce_blocked)) {
+  // `dot`: integer convs too, their weights in groups of four int8 or two int16 (0: none).
+  LayoutConverter(const FunctionNode& f, int64_t block, int64_t dot, std::set<const VarNode*> produce_blocked)
+      : f_(f),
+        block_(block),
+        dot_(dot),
+        integer_(dot != 0),
+        fresh_(f),
+        produce_blocked_(std::move(produce_blocked)) {
     std::vector<const ExprNode*> used;
     for (const Binding& b : f.bindings) {
       producer_[b.var.get()] = b.value;
@@ -312,7 +320,13 @@ class LayoutConverter {
     Attrs wa;
     wa.set("in_block", in_block);
     wa.set("out_block", block_);
-    Expr bw = make_op_call("nn.block_conv_weight", {call.args[1]}, wa);
+    Expr w = call.args[1];
+    if (dot_ == 2 && is_integer_conv(call)) {
+      Attrs wide;
+      wide.set("dtype", std::string("int16"));
+      w = make_op_call("astype", {w}, wide);
+    }
+    Expr bw = make_op_call("nn.block_conv_weight", {w}, wa);
     Attrs ca;
     for (const char* name : {"strides", "padding", "dilation", "groups"})
       ca.set(name, *call.attrs.find(name));
@@ -356,7 +370,7 @@ class LayoutConverter {
     // Float16 values in blocks: the rounding of a float16 model's results
     // to float16 and back (widen-float16).
     const bool rounding = call.op->name == "astype" && out.dtype == DType::Float16;
-    // A quantized model's integers between its integer convs (integer=1).
+    // A quantized model's integers between its integer convs (dot=4 or 2).
     const bool integers =
         integer_ && (out.dtype == DType::UInt8 || out.dtype == DType::Int8 || out.dtype == DType::Int32);
     if ((out.dtype != DType::Float32 && !rounding && !integers) || out.shape.size() != 4) return nullptr;
@@ -364,7 +378,7 @@ class LayoutConverter {
     if (channels % block_ != 0) return nullptr;
     std::vector<Expr> args;
     bool any_blocked = false;
-    // With integer=1, an NCHW operand of the result's shape beside blocked
+    // With integer convs, an NCHW operand of the result's shape beside blocked
     // ones is blocked too (a quantized ResNet's shortcut from the max pool):
     // one conversion either way, and the ops after stay blocked.
     std::vector<size_t> to_block;
@@ -406,7 +420,8 @@ class LayoutConverter {
 
   const FunctionNode& f_;
   const int64_t block_;
-  const bool integer_;  // integer convs too (integer=1)
+  const int64_t dot_;   // integer convs' weight groups: 4 int8, 2 int16 (0: float32 convs only)
+  const bool integer_;  // integer convs too
   FreshNames fresh_;
   std::vector<Binding> out_;
   std::unordered_map<const VarNode*, Var> blocked_;
@@ -419,12 +434,10 @@ class LayoutConverter {
 }  // namespace
 
 Module convert_layout(const Module& m, const PassOptions& options) {
-  check_pass_option_keys(options, "convert-layout", {"block", "integer"});
+  check_pass_option_keys(options, "convert-layout", {"block", "dot"});
   const int64_t block = required_integer_pass_option(options, "convert-layout", "block", 2, 64,
                                                      "the float32 lanes of a vector, e.g. block=16");
-  const bool integer =
-      integer_pass_option_or(options, "convert-layout", "integer", 0, 1,
-                             "1: uint8 by int8 convs too, for byte dot products of block lanes", 0) != 0;
+  const int64_t dot = dot_pass_option(options, "convert-layout", "uint8 by int8 convs run in blocks");
   return rewrite_host_functions(m, [&](const FunctionNode& f) {
     // Again with the convs the first run had to block the results of
     // producing them blocked (their NCHW inputs are read as they are, so
@@ -434,11 +447,11 @@ Module convert_layout(const Module& m, const PassOptions& options) {
     for (const Binding& b : f.bindings)
       if (const CallNode* c = as<CallNode>(b.value); c && c->is_op_call() && c->op->name == "nn.conv2d")
         integers = integers || is_integer_conv(*c);
-    integers = integers && integer;
-    LayoutConverter first(f, block, integers, {});
+    const int64_t integer_dot = integers ? dot : 0;
+    LayoutConverter first(f, block, integer_dot, {});
     Function converted = first.run();
     if (!first.producers_to_block().empty())
-      converted = LayoutConverter(f, block, integers, first.producers_to_block()).run();
+      converted = LayoutConverter(f, block, integer_dot, first.producers_to_block()).run();
     return converted;
   });
 }

@@ -194,16 +194,7 @@ Module pack_matmul_weights(const Module& m, const PassOptions& options) {
   const int64_t lanes =
       required_integer_pass_option(options, "pack-matmul-weights", "lanes", 1, 64,
                                    "the float32 lanes of the host's vectors, e.g. lanes=16");
-  const int64_t dot = integer_pass_option_or(
-      options, "pack-matmul-weights", "dot", 0, 4,
-      "the products per lane of the integer dot product uint8 x int8 products are packed for: 4 (bytes), "
-      "2 (int16), 0 (none)",
-      0);
-  if (dot != 0 && dot != 2 && dot != 4)
-    throw Error(
-        "pack-matmul-weights: option dot must be 0, 2 or 4 (the products per lane of the integer dot "
-        "product), got " +
-        std::to_string(dot));
+  const int64_t dot = dot_pass_option(options, "pack-matmul-weights", "uint8 x int8 products are packed");
   schedule::CpuTarget cpu;
   cpu.vector_bytes = int(lanes * 4);
   return rewrite_host_functions(m, [&](const FunctionNode& f) { return pack_function(f, cpu, dot); });

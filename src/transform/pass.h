@@ -130,6 +130,10 @@ int64_t required_integer_pass_option(const PassOptions& options, const std::stri
 // above), `fallback` when not; other keys are left to check_pass_option_keys.
 int64_t integer_pass_option_or(const PassOptions& options, const std::string& pass, const std::string& key,
                                int64_t lo, int64_t hi, const std::string& meaning, int64_t fallback);
+// Option dot (0 when not given): the products per int32 lane of the
+// integer dot product `what` is laid out for, 4 (byte dot products, VNNI)
+// or 2 (int16 pairs, vpmaddwd); anything else is an error as above.
+int64_t dot_pass_option(const PassOptions& options, const std::string& pass, const std::string& what);
 
 // Partitioning passes (src/transform/partition.h has their options).
 Module fuse_ops_by_pattern_pass(const Module& m, const PassOptions& options);

@@ -237,6 +237,15 @@ int64_t required_integer_pass_option(const PassOptions& options, const std::stri
   return integer_pass_option_or(options, pass, key, lo, hi, meaning, lo);
 }
 
+int64_t dot_pass_option(const PassOptions& options, const std::string& pass, const std::string& what) {
+  const std::string meaning = "the products per lane of the integer dot product " + what +
+                              " for: 4 (bytes), 2 (int16 pairs), 0 (none)";
+  const int64_t dot = integer_pass_option_or(options, pass, "dot", 0, 4, meaning, 0);
+  if (dot != 0 && dot != 2 && dot != 4)
+    throw Error(pass + ": option dot must be 0, 2 or 4 (" + meaning + "), got " + std::to_string(dot));
+  return dot;
+}
+
 Module run_passes(const Module& m, const std::vector<std::string>& names, const PipelineOptions& opts) {
   std::vector<const PassInfo*> passes;
   std::vector<PassOptions> pass_options;

@@ -39,6 +39,12 @@
 // no multiple of 4 (an image's 3) is padded to one, the data with its zero
 // point by the same nn.pad, the weight with zeros.
 //
+// quantize-convs{dot=2} (with block=N) is for a CPU without byte dot
+// products whose int16 pairs (vpmaddwd) have N lanes (AVX2: 8): it takes
+// only the convs that run blocked, convert-layout{dot=2} widening their
+// weights to int16; the NCHW integer conv needs byte dot products. The
+// default, dot=4, is VNNI's.
+//
 // The same integer conv serves ONNX's QLinearConv as the importer writes
 // it (src/frontend/onnx/convert_quant.cc): an int32 conv of
 // subtract(astype(q, int32), zx) (q uint8, zx a constant) by a constant
@@ -80,8 +86,8 @@ Tensor with_zero_channels(const Tensor& w, int64_t extra) {
 
 class Rewriter : public BindingRewriter {
  public:
-  Rewriter(const FunctionNode& f, int64_t min_columns, int64_t block)
-      : BindingRewriter(f), min_columns_(min_columns), block_(block) {}
+  Rewriter(const FunctionNode& f, int64_t min_columns, int64_t block, bool bytes)
+      : BindingRewriter(f), min_columns_(min_columns), block_(block), bytes_(bytes) {}
 
  private:
   bool rewrite(const Binding& b) override {
@@ -96,7 +102,8 @@ class Rewriter : public BindingRewriter {
     // Input channels that fill no block are read in blocks of four (an
     // image's 3, padded to 4 with the zero point and zero weights).
     const bool blocked = block_ && out->shape[1] % block_ == 0;
-    if (!blocked && (out->shape[3] < min_columns_ || a.get_ints("strides") != std::vector<int64_t>{1, 1}))
+    if (!blocked &&
+        (!bytes_ || out->shape[3] < min_columns_ || a.get_ints("strides") != std::vector<int64_t>{1, 1}))
       return false;
     if (out->dtype == DType::Float32) return rewrite_dequantized(b, *conv, blocked);
     if (out->dtype == DType::Int32) return rewrite_shifted(b, *conv, blocked);
@@ -201,20 +208,31 @@ class Rewriter : public BindingRewriter {
 
   const int64_t min_columns_;
   const int64_t block_;  // channels in blocks of it run blocked (0: none)
+  const bool bytes_;     // byte dot products: NCHW convs too (dot=4)
 };
 
 }  // namespace
 
 Module quantize_convs(const Module& m, const PassOptions& options) {
-  check_pass_option_keys(options, "quantize-convs", {"min_columns", "block"});
+  check_pass_option_keys(options, "quantize-convs", {"min_columns", "block", "dot"});
   const int64_t min_columns =
       integer_pass_option_or(options, "quantize-convs", "min_columns", 1, 1 << 20,
                              "the narrowest output rows to rewrite, e.g. min_columns=16", 1);
   const int64_t block = integer_pass_option_or(
       options, "quantize-convs", "block", 4, 64,
       "the channel blocks convert-layout{integer=1} runs integer convs in, e.g. block=16", 0);
-  return rewrite_host_functions(m,
-                                [&](const FunctionNode& f) { return Rewriter(f, min_columns, block).run(); });
+  const int64_t dot =
+      options.count("dot") ? dot_pass_option(options, "quantize-convs", "convs are rewritten") : 4;
+  if (dot == 0)
+    throw Error(
+        "quantize-convs: option dot must be 4 or 2 (the products per lane of the integer dot product convs "
+        "are rewritten for), got 0");
+  if (dot == 2 && !block)
+    throw Error(
+        "quantize-convs: dot=2 takes only convs that run in blocks: give block=N too (the int16 pairs' "
+        "lanes, e.g. block=8)");
+  return rewrite_host_functions(
+      m, [&](const FunctionNode& f) { return Rewriter(f, min_columns, block, dot == 4).run(); });
 }
 
 }  // namespace kiln

@@ -257,6 +257,30 @@ const std::map<std::string, Gen>& generators() {
                                    Attrs{{"units", int64_t{60}}},
                                    {{0, 255}, {-128, 127}}}};
        }},
+      // int16 weights of a quantized conv in blocks: pairs of input
+      // channels, and uint8 data by them (padded, strided).
+      {"nn.block_conv_weight",
+       [] {
+         return std::vector<Case>{{{typed({16, 8, 3, 3}, kI16)},
+                                   Attrs{{"in_block", int64_t{8}}, {"out_block", int64_t{8}}},
+                                   {{-128, 127}}},
+                                  {{typed({8, 4, 1, 1}, kI16)},
+                                   Attrs{{"in_block", int64_t{4}}, {"out_block", int64_t{8}}},
+                                   {{-128, 127}}}};
+       }},
+      {"nn.conv2d_blocked",
+       [] {
+         return std::vector<Case>{
+             {{typed({1, 2, 9, 11, 8}, DType::UInt8), typed({2, 2, 3, 3, 4, 8, 2}, kI16)},
+              Attrs{{"padding", std::vector<int64_t>{1, 1, 1, 1}}},
+              {{0, 255}, {-128, 127}}},
+             {{typed({1, 1, 10, 13, 4}, DType::UInt8), typed({3, 1, 3, 3, 2, 8, 2}, kI16)},
+              Attrs{{"strides", std::vector<int64_t>{2, 2}}, {"padding", std::vector<int64_t>{0, 1, 1, 0}}},
+              {{0, 255}, {-128, 127}}},
+             {{typed({1, 4, 7, 7, 8}, DType::UInt8), typed({2, 4, 1, 1, 4, 8, 2}, kI16)},
+              Attrs{},
+              {{0, 255}, {-128, 127}}}};
+       }},
   };
   return g;
 }

@@ -1,6 +1,7 @@
 // Quantized ops on integers: uint8 by int8 convs and matmuls into int32
 // compiled with VNNI's byte dot products (dot_i8x4: vpdpbusd on 16 lanes
-// with AVX-512 VNNI, 8 with AVX-VNNI) and without them, bit for bit against
+// with AVX-512 VNNI, 8 with AVX-VNNI) and without them (dot_i16x2:
+// vpmaddwd's int16 pairs, AVX2 and AVX-512BW), bit for bit against
 // the interpreter; a QDQ model (dequantized uint8 activations, int8
 // weights) whose convs quantize-convs runs on those integers, against the
 // interpreter on the float model within a quantization step; and the
@@ -8,6 +9,7 @@
 // quantize-matmuls runs as uint8 by int8 products.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <iomanip>
@@ -41,9 +43,15 @@ std::vector<std::string> cpus() {
   return c;
 }
 
-int dot_lanes(const std::string& cpu) {
-  return (cpu.empty() ? codegen::host_target() : codegen::parse_target("llvm -mcpu=" + cpu)).int8_dot_lanes;
+codegen::Target target_of(const std::string& cpu) {
+  return cpu.empty() ? codegen::host_target() : codegen::parse_target("llvm -mcpu=" + cpu);
 }
+
+// Byte dot products' lanes (VNNI), 0 without them (int16 pairs then).
+int dot_lanes(const std::string& cpu) { return target_of(cpu).int8_dot_lanes; }
+
+// The channels of a block: the float32 lanes.
+int block_lanes(const std::string& cpu) { return target_of(cpu).vector_bytes / 4; }
 
 // `m` compiled for each CPU (cpus()) and run on `args`: bit for bit the
 // interpreter's outputs; `check` then reads what the compile printed.
@@ -95,7 +103,7 @@ Tensor run1(const std::string& op, const std::vector<Tensor>& in, const Attrs& a
   return run_op(*find_op(op), in, attrs)[0];
 }
 
-TEST(QuantizedConv, Int8WeightsBlockInGroupsOfFourAndBlockedConvsMatchNchw) {
+TEST(QuantizedConv, IntegerWeightsBlockInGroupsAndBlockedConvsMatchNchw) {
   // nn.block_conv_weight of int8: (O / ob, I / ib, KH, KW, ib / 4, ob, 4).
   Tensor w = random_ints({6, 8, 2, 1}, DType::Int8, -128, 127, 7);
   Tensor b = run1("nn.block_conv_weight", {w}, {{"in_block", int64_t{4}}, {"out_block", int64_t{3}}});
@@ -118,7 +126,31 @@ TEST(QuantizedConv, Int8WeightsBlockInGroupsOfFourAndBlockedConvsMatchNchw) {
   plain.set("out_dtype", std::string("int32"));
   Tensor want = run1("nn.conv2d", {x, w3}, plain);
   EXPECT_TRUE(run1("nn.unblock_channels", {y}).bitwise_equal(want));
+  // int16 (int8 values widened, for vpmaddwd): pairs of input channels,
+  // (O / ob, I / ib, KH, KW, ib / 2, ob, 2), and the conv the same.
+  Tensor w16 = Tensor::empty(w.shape(), DType::Int16);
+  std::copy_n(w.data<int8_t>(), w.numel(), w16.data<int16_t>());
+  Tensor b16 = run1("nn.block_conv_weight", {w16}, {{"in_block", int64_t{4}}, {"out_block", int64_t{3}}});
+  ASSERT_EQ(b16.shape(), (Shape{2, 2, 2, 1, 2, 3, 2}));
+  for (int64_t o = 0; o < 6; ++o)
+    for (int64_t i = 0; i < 8; ++i)
+      for (int64_t t = 0; t < 2; ++t)
+        EXPECT_EQ(b16.data<int16_t>()[(((o / 3) * 2 + i / 4) * 2 + t) * 12 + ((i % 4) / 2) * 6 + (o % 3) * 2 +
+                                      i % 2],
+                  w.data<int8_t>()[(o * 8 + i) * 2 + t]);
+  Tensor w3_16 = Tensor::empty(w3.shape(), DType::Int16);
+  std::copy_n(w3.data<int8_t>(), w3.numel(), w3_16.data<int16_t>());
+  Tensor wb16 = run1("nn.block_conv_weight", {w3_16}, {{"in_block", int64_t{4}}, {"out_block", int64_t{4}}});
+  EXPECT_TRUE(run1("nn.unblock_channels", {run1("nn.conv2d_blocked", {xb, wb16}, conv)}).bitwise_equal(want));
   // What the blocked integer ops refuse.
+  EXPECT_NE(testing::error_of([&] {
+              run1("nn.block_conv_weight", {w3_16}, {{"in_block", int64_t{1}}, {"out_block", int64_t{4}}});
+            }).find("an int16 weight's in_block=1 must be a multiple of 2"),
+            std::string::npos);
+  EXPECT_NE(testing::error_of([&] {
+              run1("nn.conv2d_blocked", {xb, Tensor::zeros({2, 2, 3, 3, 2, 4, 4}, DType::Int16)});
+            }).find("int16 weight (2, 2, 3, 3, 2, 4, 4) must end in groups of 2 input channels"),
+            std::string::npos);
   EXPECT_NE(testing::error_of([&] {
               run1("nn.block_conv_weight", {w3}, {{"in_block", int64_t{2}}, {"out_block", int64_t{4}}});
             }).find("in_block=2 must be a multiple of 4"),
@@ -126,7 +158,7 @@ TEST(QuantizedConv, Int8WeightsBlockInGroupsOfFourAndBlockedConvsMatchNchw) {
   Tensor fw = Tensor::zeros({2, 2, 3, 3, 4, 4}, DType::Float32);
   EXPECT_NE(testing::error_of([&] {
               run1("nn.conv2d_blocked", {xb, fw});
-            }).find("uint8 data takes an int8 weight, got float32"),
+            }).find("uint8 data takes an int8 or int16 weight, got float32"),
             std::string::npos);
   EXPECT_NE(testing::error_of([&] {
               run1("nn.conv2d_blocked", {xb, wb}, {{"groups", int64_t{8}}});
@@ -135,8 +167,9 @@ TEST(QuantizedConv, Int8WeightsBlockInGroupsOfFourAndBlockedConvsMatchNchw) {
 }
 
 // uint8 convs whose channels fill blocks run in them (convert-layout
-// {integer=1}, where the dot's lanes are the block's): lanes of output
-// channels, at any map and stride. Bit for bit against the interpreter.
+// {dot=4} with byte dot products of the block's lanes, {dot=2} with int16
+// pairs): lanes of output channels, at any map and stride. Bit for bit
+// against the interpreter.
 TEST(QuantizedConv, BlockedUInt8ConvsAreExactAtAnyMapAndStride) {
   struct Case {
     int64_t c, o, h, w, k, stride, pad;
@@ -156,12 +189,8 @@ TEST(QuantizedConv, BlockedUInt8ConvsAreExactAtAnyMapAndStride) {
     const std::string what = "conv " + std::to_string(s.c) + " -> " + std::to_string(s.o) + " at " +
                              std::to_string(s.h) + "x" + std::to_string(s.w);
     expect_exact_for_each_cpu(m, args, what, [](const std::string& cpu, const std::string& printed) {
-      if (dot_lanes(cpu)) {
-        EXPECT_NE(printed.find("nn.conv2d_blocked"), std::string::npos);
-        EXPECT_NE(printed.find("dot_i8x4"), std::string::npos);
-      } else {
-        EXPECT_EQ(printed.find("nn.conv2d_blocked"), std::string::npos);
-      }
+      EXPECT_NE(printed.find("nn.conv2d_blocked"), std::string::npos);
+      EXPECT_NE(printed.find(dot_lanes(cpu) ? "dot_i8x4(" : "dot_i16x2("), std::string::npos);
     });
   }
 }
@@ -243,11 +272,8 @@ size_t count(const std::string& text, const std::string& what) {
 
 TEST(QuantizedConv, QdqConvsRunOnIntegersWithinAQuantizationStep) {
   expect_within_a_step(qdq_model(), {1, 8, 18, 40}, 0.05, "quantize-convs",
-                       [](const std::string& cpu, const std::string& rewritten) {
-                         if (!dot_lanes(cpu)) {
-                           EXPECT_EQ(rewritten, "") << "quantize-convs ran without byte dot products";
-                           return;
-                         }
+                       [](const std::string&, const std::string& rewritten) {
+                         // Byte dot products or int16 pairs: both convs fill blocks.
                          EXPECT_EQ(count(rewritten, "out_dtype=\"int32\""), 2u) << rewritten;
                        });
 }
@@ -269,10 +295,6 @@ def @main(%x: Tensor[(1, 3, 20, 26), float32]) -> Tensor[(1, 16, 10, 13), float3
   text.replace(text.find("W1"), 2, int8_weight({16, 3, 7, 7}, 1.0 / 1024, state));
   expect_within_a_step(parse_module(text, "image.kir"), {1, 3, 20, 26}, 0.05, "quantize-convs",
                        [](const std::string& cpu, const std::string& rewritten) {
-                         if (!dot_lanes(cpu)) {
-                           EXPECT_EQ(rewritten, "") << "quantize-convs ran without byte dot products";
-                           return;
-                         }
                          EXPECT_EQ(count(rewritten, "out_dtype=\"int32\""), 1u) << rewritten;
                          // Blocks of 16 or 8 output channels: the image's pad reaches 4 channels.
                          EXPECT_NE(rewritten.find("pad_width=[0, 0, 0, 1, 3, 3, 3, 3]"), std::string::npos)
@@ -332,7 +354,8 @@ TEST(QuantizedConv, QLinearConvsRunAsUInt8ByInt8Convs) {
     const std::string what = "conv " + std::to_string(s.c) + " -> " + std::to_string(s.o);
     expect_exact_for_each_cpu(m, args, what, [&](const std::string& cpu, const std::string& printed) {
       const size_t at = printed.find("# IR after quantize-convs");
-      if (dot_lanes(cpu)) {
+      // Int16 pairs take only the convs that run blocked.
+      if (dot_lanes(cpu) || s.o % block_lanes(cpu) == 0) {
         ASSERT_NE(at, std::string::npos);
         const std::string rewritten = printed.substr(at, printed.find("\n# ", at + 1) - at);
         EXPECT_NE(rewritten.find("nn.conv2d(%c_padded, const(Tensor[(" + std::to_string(s.o) + ", " +
