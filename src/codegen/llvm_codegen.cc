@@ -382,13 +382,16 @@ class FunctionBuilder {
       auto [lo, hi] = std::minmax_element(pattern->offsets.begin(), pattern->offsets.end());
       const int64_t span = *hi - *lo + 1;
       if (span <= 4 * int64_t(pattern->offsets.size())) {
-        llvm::Type* index_type = scalar_type(pattern->scalar->dtype);
-        llvm::Value* scalar = expr(pattern->scalar);
+        // Through element_ptr: a tile row's address is its outer part,
+        // hoisted, plus the loop's step (the broadcast operand of a dot
+        // product, one per row and step: with the whole index in 32 bits,
+        // a lea and a movslq each).
         auto load_at = [&](int64_t offset, int64_t elements) {
-          llvm::Value* p = b_.CreateInBoundsGEP(
-              elem, base, b_.CreateAdd(scalar, llvm::ConstantInt::get(index_type, offset)));
-          return b_.CreateAlignedLoad(llvm::FixedVectorType::get(elem, unsigned(elements)), p,
-                                      elem_align(*n.buffer));
+          const tir::Expr at = offset
+                                   ? tir::add(pattern->scalar, tir::int_imm(offset, pattern->scalar->dtype))
+                                   : pattern->scalar;
+          return b_.CreateAlignedLoad(llvm::FixedVectorType::get(elem, unsigned(elements)),
+                                      element_ptr(elem, base, at), elem_align(*n.buffer));
         };
         const int64_t lanes = int64_t(pattern->offsets.size());
         const int64_t stride = pattern->uniform_stride();
