@@ -652,11 +652,9 @@ bool tile_anchor(te::Schedule& s, const AnchorTile& a, const CpuTarget& cpu,
     else
       tile_order.push_back(l.var);
   }
-  tir::Var groups;
   if (a.dot_of_four) {
     four = tile_order.back();
     tile_order.pop_back();
-    if (!tile_order.empty()) groups = tile_order.back();
   }
   if (row_taps) tile_order.push_back(row_taps);
   // Paired blocks of output channels run inside the tile's rows: a row's
@@ -679,21 +677,6 @@ bool tile_anchor(te::Schedule& s, const AnchorTile& a, const CpuTarget& cpu,
   if (four) tile_order.push_back(four);
   tile.reorder(tile_order);
   if (row_taps) tile.unroll(row_taps);
-  const int64_t accumulators = rb * hb * cv;
-  // The loop over a block's pairs of int16 channels (a conv in blocks of 8
-  // with AVX2's vpmaddwd: 4 steps) unrolled: its steps' input and weight
-  // addresses constant offsets of one another (ResNet-18 QDQ with AVX2
-  // code, one thread, Zen 5: 26.6 -> 25.1 ms). Not the groups of four
-  // bytes of VNNI (the same 16-channel convs ran 5.5 -> 6.0 ms), nor a
-  // product's loop over K, hundreds of steps.
-  if (groups) {
-    int64_t steps = 0, group = 0;
-    for (const te::Leaf& l : tile.leaves()) {
-      if (l.var == groups) steps = l.extent;
-      if (l.var == four) group = l.extent;
-    }
-    if (group == 2 && steps * accumulators <= 2 * kUnrolledMultiplyAdds) tile.unroll(groups);
-  }
   // A depthwise conv's tiles (AnchorTile::taps_only) unroll their
   // reduction (MobileNetV2 with AVX2 code on Zen 5: its blocked depthwise
   // kernels 4-38% faster, the 3x3/2 on 96 channels at 112x112 0.82-0.87x
@@ -709,6 +692,7 @@ bool tile_anchor(te::Schedule& s, const AnchorTile& a, const CpuTarget& cpu,
   //   tiles of 7 x 4: 90 -> 105 us).
   // A reduction over input channels ran slower unrolled (AVX2 code on Zen
   // 5: ResNet-18's Winograd products, strided and 1x1 convs 4-7%).
+  const int64_t accumulators = rb * hb * cv;
   if (a.taps_only && !row_taps && 2 * accumulators >= kMinAccumulators &&
       2 * accumulators <= cpu.vector_registers)
     unroll_reduction(tile, accumulators);
