@@ -382,14 +382,11 @@ class FunctionBuilder {
       auto [lo, hi] = std::minmax_element(pattern->offsets.begin(), pattern->offsets.end());
       const int64_t span = *hi - *lo + 1;
       if (span <= 4 * int64_t(pattern->offsets.size())) {
-        // Through element_ptr: a tile row's address is its outer part,
-        // hoisted, plus the loop's step (the broadcast operand of a dot
-        // product, one per row and step: with the whole index in 32 bits,
-        // a lea and a movslq each).
+        // Through element_ptr, a dot product's broadcast rows hoisted (not
+        // a 32-bit lea and movslq per row and step).
         auto load_at = [&](int64_t offset, int64_t elements) {
-          const tir::Expr at = offset
-                                   ? tir::add(pattern->scalar, tir::int_imm(offset, pattern->scalar->dtype))
-                                   : pattern->scalar;
+          const tir::Expr& i = pattern->scalar;
+          const tir::Expr at = offset ? tir::add(i, tir::int_imm(offset, i->dtype)) : i;
           return b_.CreateAlignedLoad(llvm::FixedVectorType::get(elem, unsigned(elements)),
                                       element_ptr(elem, base, at), elem_align(*n.buffer));
         };
