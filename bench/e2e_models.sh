@@ -6,8 +6,8 @@
 # two bidirectional LSTM layers, a small 3-D U-Net, and ResNet-18 and
 # MobileNetV2 in float16 (each op's result rounded to float16, and with
 # --float16-precision excess: float32 between ops), and ResNet-18 quantized
-# to int8 (QDQ; ONNX Runtime runs integer kernels, kiln its stride-1 convs
-# on wide maps: docs/compile.md), and the two BERT layers quantized
+# to int8 (QDQ, and with QLinearConv ops: ONNX Runtime and kiln run integer
+# kernels, docs/compile.md), and the two BERT layers quantized
 # dynamically (DynamicQuantizeLinear and MatMulInteger, as ONNX Runtime's
 # quantize_dynamic writes them) and statically (QDQ MatMuls), compiled by
 # kiln on one
@@ -42,7 +42,7 @@ mkdir -p "$work" "$build/e2e-npm"
 ort_modules "$build/e2e-npm" ||
   { echo "error: 'npm install onnxruntime-node@1.30.0' failed (see $build/e2e-npm/npm-install.log)"; exit 1; }
 cd "$work"
-[ -f models/bert_base_2_layers_qdq.onnx ] || "$python" "$here/models/make_models.py" models
+[ -f models/resnet18_qlinear.onnx ] || "$python" "$here/models/make_models.py" models
 
 target=()
 [ -n "${KILN_E2E_TARGET:-}" ] && target=(--target "$KILN_E2E_TARGET")
@@ -54,7 +54,7 @@ for entry in "resnet18 1,3,224,224" "mobilenet_v2 1,3,224,224" "efficientnet_b0 
   "bert_base_2_layers 1,128,768" "odd_shapes_cnn 1,3,115,117" "odd_shapes_encoder 1,77,388" "crnn_bilstm 1,3,32,320" \
   "unet3d 1,1,16,64,64" "resnet18_float16 1,3,224,224 float16" "mobilenet_v2_float16 1,3,224,224 float16" \
   "resnet18_float16 1,3,224,224 excess" "mobilenet_v2_float16 1,3,224,224 excess" "resnet18_int8 1,3,224,224 int8" \
-  "bert_base_2_layers_int8 1,128,768 dynamic" "bert_base_2_layers_qdq 1,128,768 dynamic"; do
+  "resnet18_qlinear 1,3,224,224 int8" "bert_base_2_layers_int8 1,128,768 dynamic" "bert_base_2_layers_qdq 1,128,768 dynamic"; do
   read -r model shape kind <<<"$entry"
   onnx=models/$model.onnx dir=run/$model label=$model
   # float16 models: ORT computes in float32 between its casts, kiln rounds
@@ -104,6 +104,6 @@ if [ ${#pin[@]} -gt 0 ]; then echo "one-thread runs and the compile pinned to CP
 echo "compile: kiln compile MODEL.onnx -o MODEL.kmod, wall clock; outputs checked: |kiln - ort| <= $atol + $rtol * |ort|"
 echo "(*_float16: weights, input and output in float16; |kiln - ort| <= $atol16 + $rtol16 * |ort|;"
 echo " +excess: kiln compile --float16-precision excess, |kiln - ort| <= $atol16x + $rtol16x * |ort|;"
-echo " resnet18_int8: QDQ with activations quantized in steps of 0.1, |kiln - ort| <= $atol8;"
+echo " resnet18_int8, _qlinear: QDQ and QLinearConv, activations quantized in steps of 0.1, |kiln - ort| <= $atol8;"
 echo " bert_base_2_layers_int8, _qdq: quantized dynamically and statically, |kiln - ort| <= $atol8d)"
 exit $status

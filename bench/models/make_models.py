@@ -372,6 +372,34 @@ def qdq_products_copy(src, dst, activation_scale=0.05):
     e.save(dst)
 
 
+def qlinear_copy(src, dst, activation_scale=0.1):
+    """The model at `src` with each Conv in ONNX's operator form of
+    quantization (QOperator): QuantizeLinear of its input (uint8, zero point
+    128), one QLinearConv of it by the int8 weight (symmetric per output
+    channel, the largest magnitude at 127) with its int32 bias, requantized
+    to uint8 at the same scale, and DequantizeLinear after it; what is not a
+    conv (the residual Adds, the pools, the Gemm) stays float32, as a
+    converter limited to the standard domain writes it."""
+    e = ModelEdit(src, "l")
+    scale, zero = e.const(np.array(activation_scale, np.float32)), e.const(np.array(128, np.uint8))
+    for n in e.model.graph.node:
+        if n.op_type != "Conv":
+            e.nodes.append(n)
+            continue
+        w = e.weights[n.input[1]].astype(np.float32)
+        w_scale = (np.abs(w).reshape(len(w), -1).max(axis=1) / 127).astype(np.float32)
+        w_int = np.round(w / w_scale.reshape(-1, 1, 1, 1)).astype(np.int8)
+        inputs = [e.node("QuantizeLinear", [n.input[0], scale, zero]), scale, zero, e.const(w_int),
+                  e.const(w_scale), e.const(np.zeros(len(w), np.int8)), scale, zero]
+        if len(n.input) > 2:
+            inputs.append(e.const(np.round(e.weights[n.input[2]] / (w_scale * activation_scale)).astype(np.int32)))
+        conv = helper.make_node("QLinearConv", inputs, [n.output[0] + "_q"], name=n.name)
+        conv.attribute.extend(n.attribute)
+        e.nodes.append(conv)
+        e.nodes.append(helper.make_node("DequantizeLinear", [conv.output[0], scale, zero], [n.output[0]]))
+    e.save(dst)
+
+
 def main():
     if len(sys.argv) != 2:
         sys.exit("usage: make_models.py OUT_DIR")
@@ -389,6 +417,7 @@ def main():
     for name in ["resnet18", "mobilenet_v2"]:
         float16_copy(os.path.join(out, name + ".onnx"), os.path.join(out, name + "_float16.onnx"))
     quantized_copy(os.path.join(out, "resnet18.onnx"), os.path.join(out, "resnet18_int8.onnx"))
+    qlinear_copy(os.path.join(out, "resnet18.onnx"), os.path.join(out, "resnet18_qlinear.onnx"))
     dynamic_quantized_copy(os.path.join(out, "bert_base_2_layers.onnx"), os.path.join(out, "bert_base_2_layers_int8.onnx"))
     qdq_products_copy(os.path.join(out, "bert_base_2_layers.onnx"), os.path.join(out, "bert_base_2_layers_qdq.onnx"))
 

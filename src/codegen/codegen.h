@@ -103,6 +103,10 @@ struct CodegenOptions {
   std::string* llvm_pass_times = nullptr;
 };
 
+// The link check before codegen, by target: every import of `funcs`
+// resolved (check_imports, or Hexagon's), when options.check_imports.
+void check_target_imports(const std::vector<tir::PrimFunc>& funcs, const CodegenOptions& options);
+
 // The functions must be lowered (tir::lower_for_build): flat buffers, no
 // scratchpad allocations left.
 std::string emit_text(const std::vector<tir::PrimFunc>& funcs, EmitKind kind,

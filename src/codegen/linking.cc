@@ -173,4 +173,11 @@ EmitKind parse_emit_kind(const std::string& name) {
   throw Error("unknown --emit kind '" + name + "' (known: ll, asm, obj, so, exe)");
 }
 
+// The link check before codegen, by target.
+void check_target_imports(const std::vector<tir::PrimFunc>& funcs, const CodegenOptions& options) {
+  if (!options.check_imports) return;
+  if (options.target.is_hexagon()) return check_hexagon_imports(collect_imports(funcs), options.link_libs);
+  check_imports(collect_imports(funcs), options.link_libs);
+}
+
 }  // namespace kiln::codegen

@@ -212,7 +212,5 @@ llvm::Value* dot_i8x4(llvm::IRBuilder<>& b, llvm::Value* acc, llvm::Value* a, ll
 // its (`pmaddwd_lanes`), elsewhere the products widened and summed by pairs.
 llvm::Value* dot_i16x2(llvm::IRBuilder<>& b, llvm::Value* acc, llvm::Value* a, llvm::Value* w,
                        unsigned pmaddwd_lanes);
-// The link check before codegen, by target.
-void check_target_imports(const std::vector<tir::PrimFunc>& funcs, const CodegenOptions& options);
 
 }  // namespace kiln::codegen
