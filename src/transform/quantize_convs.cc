@@ -32,7 +32,7 @@
 // dot's lanes.
 //
 // quantize-convs{block=N} also takes convs whose output channels are
-// multiples of N at any stride and map width: convert-layout{integer=1}
+// multiples of N at any stride and map width: convert-layout{block=N dot=4|2}
 // runs those in channel blocks of N, whose lanes are output channels (the
 // compile pipeline passes the dot's lanes when they are the float32
 // lanes' count). Their input channels go in groups of four: a count that is
@@ -220,7 +220,7 @@ Module quantize_convs(const Module& m, const PassOptions& options) {
                              "the narrowest output rows to rewrite, e.g. min_columns=16", 1);
   const int64_t block = integer_pass_option_or(
       options, "quantize-convs", "block", 4, 64,
-      "the channel blocks convert-layout{integer=1} runs integer convs in, e.g. block=16", 0);
+      "the channel blocks convert-layout{block=N dot=4|2} runs integer convs in, e.g. block=16", 0);
   const int64_t dot =
       options.count("dot") ? dot_pass_option(options, "quantize-convs", "convs are rewritten") : 4;
   if (dot == 0)
