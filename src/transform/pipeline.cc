@@ -46,11 +46,14 @@ const std::vector<PassInfo>& graph_passes() {
        quantize_matmuls},
       {"quantized-max-pools", "run max pools of dequantized integers (and their relu) on the integers",
        quantized_max_pools},
-      {"convert-layout", "run float32 convs and the elementwise ops between them in channel blocks (NCHWc)",
+      {"convert-layout",
+       "run float32 convs (with dot=4|2 uint8 integer convs too) and the elementwise ops between them in "
+       "channel blocks (NCHWc)",
        nullptr, convert_layout},
       {"pack-matmul-weights",
-       "pack the constant right operands of float32 matmul and dense into column panels", nullptr,
-       pack_matmul_weights},
+       "pack the constant right operands of matmul and dense into column panels (with dot=4|2 the int8 "
+       "weights of uint8 products too)",
+       nullptr, pack_matmul_weights},
       {"winograd-weights",
        "run float32 3x3 stride-1 convs with constant weights by Winograd's F(m, 3) along output rows",
        winograd_weights},
