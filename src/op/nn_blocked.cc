@@ -94,10 +94,6 @@ void copy_blocks(const Tensor& src, Tensor& dst, int64_t n, int64_t channels, in
   }
 }
 
-// The input channels an integer weight groups for its dot products: four
-// int8 (byte dot products), two int16 (vpmaddwd's pairs); 0 for float32.
-int64_t channels_per_group(DType t) { return t == DType::Int8 ? 4 : t == DType::Int16 ? 2 : 0; }
-
 // Where weight element [oc, ic, tap] of an (O, I, taps) weight sits in its
 // blocked form: (O / ob, I / ib, taps, ib, ob), or in `group`s of input
 // channels (int8 by 4, int16 by 2) (O / ob, I / ib, taps, ib / group, ob, group).
@@ -148,7 +144,7 @@ const char* kBlockWeight = "nn.block_conv_weight";
 std::vector<TensorDesc> infer_block_weight(const std::vector<TensorDesc>& in, const Attrs& attrs) {
   const std::string op = kBlockWeight;
   const TensorDesc& w = in[0];
-  const int64_t g = channels_per_group(w.dtype);
+  const int64_t g = dot_group(w.dtype);
   if (!g) require_float32(op, "weight", w);
   require_rank(op, "weight", w, 4, "(O, I, KH, KW)");
   int64_t ib = positive_int(op, attrs, "in_block"), ob = positive_int(op, attrs, "out_block");
@@ -168,7 +164,7 @@ std::vector<TensorDesc> infer_block_weight(const std::vector<TensorDesc>& in, co
 template <typename T>
 void block_weight(const Tensor& w, Tensor& y, int64_t ib, int64_t ob) {
   const int64_t o = w.dim(0), i = w.dim(1), taps = w.dim(2) * w.dim(3);
-  const int64_t group = channels_per_group(w.dtype());
+  const int64_t group = dot_group(w.dtype());
   const T* src = w.data<T>();
   T* dst = y.data<T>();
   for (int64_t oc = 0; oc < o; ++oc)
@@ -196,7 +192,7 @@ std::vector<TensorDesc> infer_conv_blocked(const std::vector<TensorDesc>& in, co
   const TensorDesc &x = in[0], &w = in[1];
   // uint8 data by int8 weights (byte dot products) or int16 ones (pairs), or float32.
   const bool integer = x.dtype == DType::UInt8;
-  const int64_t g = channels_per_group(w.dtype);
+  const int64_t g = dot_group(w.dtype);
   if (integer) {
     if (!g)
       throw Error(op + ": uint8 data takes an int8 or int16 weight, got " + std::string(dtype_name(w.dtype)));

@@ -104,6 +104,11 @@ inline Pad2d pad2d_attr(const std::string& op, const Attrs& attrs, const std::st
 // keeps them within int32.
 inline bool is_int_acc_input(DType t) { return t == DType::Int8 || t == DType::UInt8 || t == DType::Int32; }
 
+// The operands an integer weight groups per int32 lane of its dot product
+// (a packed product's rows, a blocked conv's input channels): four int8
+// (byte dot products), two int16 (vpmaddwd's pairs); 0 for anything else.
+inline int64_t dot_group(DType t) { return t == DType::Int8 ? 4 : t == DType::Int16 ? 2 : 0; }
+
 // Checks that `a` and `b` (the two operands of conv/matmul/dense) can be
 // multiplied: both float of one dtype, or both integers (int8, uint8 and
 // int32 may mix).

@@ -196,10 +196,6 @@ void dense_kernel(const std::vector<Tensor>& in, const Attrs& attrs, std::vector
 const char* kPack = "nn.pack_matmul_weight";
 const char* kPacked = "nn.matmul_packed";
 
-// The rows an integer weight packs together for a dot product of that many
-// products per lane: four bytes, two int16; 0 for float32.
-int64_t rows_per_group(DType t) { return t == DType::Int8 ? 4 : t == DType::Int16 ? 2 : 0; }
-
 std::vector<TensorDesc> infer_pack(const std::vector<TensorDesc>& in, const Attrs& attrs) {
   const std::string op = kPack;
   const TensorDesc& w = in[0];
@@ -212,7 +208,7 @@ std::vector<TensorDesc> infer_pack(const std::vector<TensorDesc>& in, const Attr
     throw Error(op + ": attribute 'transpose' = " + std::to_string(transpose) + " must be 0 or 1");
   const int64_t k = w.shape[transpose ? 1 : 0], n = w.shape[transpose ? 0 : 1];
   const int64_t panels = n == 0 ? 0 : (n - 1) / columns + 1;
-  if (const int64_t g = rows_per_group(w.dtype)) return {{{panels, (k + g - 1) / g, columns, g}, w.dtype}};
+  if (const int64_t g = dot_group(w.dtype)) return {{{panels, (k + g - 1) / g, columns, g}, w.dtype}};
   return {{{panels, k, columns}, w.dtype}};
 }
 
@@ -228,7 +224,7 @@ void pack_kernel(const std::vector<Tensor>& in, const Attrs& attrs, std::vector<
   const Tensor& w = in[0];
   const bool transpose = attrs.get_int("transpose") != 0;
   const int64_t k = w.dim(transpose ? 1 : 0), c = out[0].dim(2);
-  if (const int64_t rows = rows_per_group(w.dtype())) {
+  if (const int64_t rows = dot_group(w.dtype())) {
     const int64_t groups = out[0].dim(1);
     for (int64_t p = 0; p < out[0].dim(0); ++p)
       for (int64_t g = 0; g < groups; ++g)
@@ -254,7 +250,7 @@ std::vector<TensorDesc> infer_packed(const std::vector<TensorDesc>& in, const At
   // uint8 data by an int8 weight packed in groups of four rows, or an
   // int16 one in pairs.
   const bool bytes = x.dtype == DType::UInt8;
-  const int64_t g = rows_per_group(w.dtype);
+  const int64_t g = dot_group(w.dtype);
   if (bytes && !g)
     throw Error(op + ": uint8 data needs an int8 or int16 packed weight, got " +
                 std::string(dtype_name(w.dtype)));

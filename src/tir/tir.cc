@@ -358,34 +358,24 @@ Expr call_intrinsic(Intrinsic i, std::vector<Expr> args) {
       want(0);
       t = DataType::int32();
       break;
-    case Intrinsic::DotI8x4: {
-      // Hexagon: one HVX vrmpy (32 lanes); elsewhere widened products summed by fours.
+    case Intrinsic::DotI8x4:
+    case Intrinsic::DotI16x2: {
+      // Hexagon: one HVX vrmpy (32 lanes); x86: one vpdpbusd, or one
+      // vpmaddwd and an add; elsewhere widened products summed by groups.
       want(3);
+      const bool bytes = i == Intrinsic::DotI8x4;
+      const int group = bytes ? 4 : 2, bits = bytes ? 8 : 16;
       const DataType& acc = args[0]->dtype;
-      KILN_CHECK(acc.code == DataType::Code::Int && acc.bits == 32,
-                 "dot_i8x4 accumulates into int32 lanes, not ", dtype_str(acc));
-      // The first operand int8 or uint8 (x86's vpdpbusd: unsigned by signed), the second int8.
+      KILN_CHECK(acc.code == DataType::Code::Int && acc.bits == 32, intrinsic_name(i),
+                 " accumulates into int32 lanes, not ", dtype_str(acc));
+      // Bytes: the first operand int8 or uint8 (x86's vpdpbusd: unsigned by signed).
       for (size_t k = 1; k < 3; ++k)
         KILN_CHECK((args[k]->dtype.code == DataType::Code::Int ||
-                    (k == 1 && args[k]->dtype.code == DataType::Code::UInt)) &&
-                       args[k]->dtype.bits == 8 && args[k]->dtype.lanes == 4 * acc.lanes,
-                   "dot_i8x4 takes ", k == 1 ? "int8 or uint8" : "int8",
-                   " operands of four lanes per accumulator lane (", 4 * acc.lanes, " for ", dtype_str(acc),
-                   "), not ", dtype_str(args[k]->dtype));
-      t = acc;
-      break;
-    }
-    case Intrinsic::DotI16x2: {
-      // x86: one vpmaddwd and an add.
-      want(3);
-      const DataType& acc = args[0]->dtype;
-      KILN_CHECK(acc.code == DataType::Code::Int && acc.bits == 32,
-                 "dot_i16x2 accumulates into int32 lanes, not ", dtype_str(acc));
-      for (size_t k = 1; k < 3; ++k)
-        KILN_CHECK(args[k]->dtype.code == DataType::Code::Int && args[k]->dtype.bits == 16 &&
-                       args[k]->dtype.lanes == 2 * acc.lanes,
-                   "dot_i16x2 takes int16 operands of two lanes per accumulator lane (", 2 * acc.lanes,
-                   " for ", dtype_str(acc), "), not ", dtype_str(args[k]->dtype));
+                    (bytes && k == 1 && args[k]->dtype.code == DataType::Code::UInt)) &&
+                       args[k]->dtype.bits == bits && args[k]->dtype.lanes == group * acc.lanes,
+                   intrinsic_name(i), " takes ", bytes ? (k == 1 ? "int8 or uint8" : "int8") : "int16",
+                   " operands of ", bytes ? "four" : "two", " lanes per accumulator lane (",
+                   group * acc.lanes, " for ", dtype_str(acc), "), not ", dtype_str(args[k]->dtype));
       t = acc;
       break;
     }

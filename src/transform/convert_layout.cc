@@ -97,12 +97,7 @@ class LayoutConverter {
   // their rows, reading an NCHW input as it is (producers_to_block).
   // `dot`: integer convs too, their weights in groups of four int8 or two int16 (0: none).
   LayoutConverter(const FunctionNode& f, int64_t block, int64_t dot, std::set<const VarNode*> produce_blocked)
-      : f_(f),
-        block_(block),
-        dot_(dot),
-        integer_(dot != 0),
-        fresh_(f),
-        produce_blocked_(std::move(produce_blocked)) {
+      : f_(f), block_(block), dot_(dot), fresh_(f), produce_blocked_(std::move(produce_blocked)) {
     std::vector<const ExprNode*> used;
     for (const Binding& b : f.bindings) {
       producer_[b.var.get()] = b.value;
@@ -232,7 +227,7 @@ class LayoutConverter {
   bool blockable_conv(const CallNode& call, bool* depthwise) const {
     const Expr &x = call.args[0], &w = call.args[1];
     *depthwise = false;
-    if (integer_ && is_integer_conv(call))
+    if (dot_ && is_integer_conv(call))
       return call.attrs.get_int("groups") == 1 && call.type->tensor.shape[1] % block_ == 0 &&
              tensor_desc(x)->shape[1] % 4 == 0 && block_ % 4 == 0;
     if (!as<ConstantNode>(w) || !is_float32_nchw(x) || !is_float32_nchw(w)) return false;
@@ -372,7 +367,7 @@ class LayoutConverter {
     const bool rounding = call.op->name == "astype" && out.dtype == DType::Float16;
     // A quantized model's integers between its integer convs (dot=4 or 2).
     const bool integers =
-        integer_ && (out.dtype == DType::UInt8 || out.dtype == DType::Int8 || out.dtype == DType::Int32);
+        dot_ && (out.dtype == DType::UInt8 || out.dtype == DType::Int8 || out.dtype == DType::Int32);
     if ((out.dtype != DType::Float32 && !rounding && !integers) || out.shape.size() != 4) return nullptr;
     const int64_t channels = out.shape[1];
     if (channels % block_ != 0) return nullptr;
@@ -392,7 +387,7 @@ class LayoutConverter {
         Expr blocked_constant = block_constant(*c, channels);
         if (!blocked_constant) return nullptr;
         args.push_back(blocked_constant);
-      } else if (integer_ && as<VarNode>(a) && d->shape == out.shape && blockable_value(a)) {
+      } else if (dot_ && as<VarNode>(a) && d->shape == out.shape && blockable_value(a)) {
         to_block.push_back(args.size());
         args.push_back(a);
       } else {
@@ -420,8 +415,7 @@ class LayoutConverter {
 
   const FunctionNode& f_;
   const int64_t block_;
-  const int64_t dot_;   // integer convs' weight groups: 4 int8, 2 int16 (0: float32 convs only)
-  const bool integer_;  // integer convs too
+  const int64_t dot_;  // integer convs' weight groups: 4 int8, 2 int16 (0: float32 convs only)
   FreshNames fresh_;
   std::vector<Binding> out_;
   std::unordered_map<const VarNode*, Var> blocked_;
